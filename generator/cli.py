@@ -1,0 +1,172 @@
+"""The ``trainstack`` command: a thin shell over :mod:`generator.api`.
+
+Exit codes: 0 success; 1 an operation failed (stale stack, lint finding, program or engine error);
+2 bad input (the spec or the command line). Errors print as ``FILE:LINE:COL: field: message`` without a
+traceback unless ``--debug`` is given. Commands that do not run a Pulumi program never import pulumi.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .errors import EXIT_FAILURE, EXIT_USAGE, SpecErrors, TrainstackError
+
+
+def _handle(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except SpecErrors as e:
+            if debug:
+                raise
+            click.echo(e.render(show_source=True), err=True)
+            n = len(e.problems)
+            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", err=True)
+            sys.exit(EXIT_USAGE)
+        except TrainstackError as e:
+            if debug:
+                raise
+            click.echo(f"error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted; nothing half-written was left behind", err=True)
+            sys.exit(130)
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+@click.version_option(package_name="trainstack")
+def main(debug: bool) -> None:
+    """Compile a declarative LLM-training spec into Pulumi programs for Alibaba Cloud."""
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@_handle
+def validate(spec: str) -> None:
+    """Check a spec file (syntax, types, catalog facts, sizing) without writing anything."""
+    from . import api
+
+    p = api.plan(spec)
+    click.echo(f"{spec}: ok ({p.compute.nodes} x {p.compute.instance_type}, {len(p.warnings)} warning(s))")
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole plan as JSON (the plan.json schema).")
+@_handle
+def plan(spec: str, as_json: bool) -> None:
+    """Show what trainstack would build for SPEC, and why."""
+    from . import api, report
+
+    p = api.plan(spec)
+    click.echo(p.to_json() if as_json else report.plan_text(p), nl=False)
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(file_okay=False), help="Stack folder (default: stacks/<name>).")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 and name the files if the stack folder is stale.")
+@_handle
+def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
+    """Render SPECS into Pulumi stack folders (atomically; a folder trainstack did not make is never touched)."""
+    from . import api
+
+    if output and len(specs) > 1:
+        raise click.UsageError("-o takes one spec")
+    stale = False
+    for spec in specs:
+        result = api.render_stack(spec, output, check=check)
+        for ch in result.changes:
+            if ch.action != "identical" or not check:
+                click.echo(f"{ch.action:>9}  {result.dest / ch.path}")
+        if check and result.changed:
+            stale = True
+        elif check:
+            click.echo(f"up to date  {result.dest}")
+    if stale:
+        click.echo("stale: run 'trainstack render' and commit the result", err=True)
+        sys.exit(EXIT_FAILURE)
+
+
+@main.command()
+@click.argument("target", type=click.Path(exists=False))
+@click.option("--json", "as_json", is_flag=True, help="Print resources as JSON.")
+@_handle
+def preview(target: str, as_json: bool) -> None:
+    """Show the resources SPEC (or a stack folder) would create, offline under Pulumi's mock runtime."""
+    from . import api, report
+
+    result = api.preview(target)
+    g = result.graph
+    if as_json:
+        data = {"resources": [{"type": r.type, "name": r.name, "inputs": r.inputs, "protect": r.protect}
+                              for r in g.resources], "outputs": g.outputs, "warnings": g.warnings}
+        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        click.echo(report.preview_text(g, target), nl=False)
+
+
+@main.command()
+@click.option("--gpu", help="Only instance types with this GPU (e.g. A100-80G, H20, L20).")
+@click.option("--region", help="Only instance types the catalog lists for this region.")
+@click.option("--regions", "list_regions", is_flag=True, help="List regions and zones instead.")
+@click.option("--json", "as_json", is_flag=True)
+@_handle
+def catalog(gpu: str | None, region: str | None, list_regions: bool, as_json: bool) -> None:
+    """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
+    import dataclasses
+
+    from . import report
+    from .catalog import load_catalog
+    from .errors import Problem, did_you_mean
+
+    cat = load_catalog()
+    if list_regions:
+        rows = [dataclasses.asdict(r) for r in cat.regions]
+        if as_json:
+            click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        else:
+            click.echo(report.table(["region", "zones", "CPFS", "Lingjun", "GPU families (verified?)"], [
+                [r.id, " ".join(r.zones), "yes" if r.cpfs else "", "yes" if r.lingjun else "",
+                 " ".join(r.gpu_families) + ("" if r.verified else "  (unverified)")] for r in cat.regions]))
+        return
+    types = list(cat.instance_types)
+    if gpu:
+        g = cat.gpu(gpu)
+        if g is None:
+            raise SpecErrors([Problem(("--gpu",), f"unknown GPU '{gpu}'", did_you_mean(gpu, cat.gpu_names()))])
+        types = [t for t in types if t.gpu == g.name]
+    if region:
+        if cat.region(region) is None:
+            raise SpecErrors([Problem(("--region",), f"unknown region '{region}'", did_you_mean(region, cat.region_ids()))])
+        names = {t.name for t in cat.types_in_region(region)}
+        types = [t for t in types if t.name in names]
+    if as_json:
+        click.echo(json.dumps({"version": cat.version, "date": cat.date,
+                               "instance_types": [dataclasses.asdict(t) for t in types]}, indent=2, sort_keys=True))
+    else:
+        click.echo(f"catalog {cat.version} ({cat.date})")
+        click.echo(report.catalog_text(types), nl=False)
+
+
+@main.command()
+@_handle
+def schema() -> None:
+    """Print the JSON Schema of spec files (for editor validation and completion)."""
+    from . import api
+
+    click.echo(json.dumps(api.schema(), indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

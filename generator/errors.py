@@ -1,0 +1,113 @@
+"""Errors that carry a place in the spec file, and how they are shown.
+
+Every problem a user can fix is a :class:`Problem` (file, line, column, field path, message, hint).
+Stages collect all the problems they find and raise one :class:`SpecErrors`; only the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# Exit codes shared by every command (documented in README.md).
+EXIT_OK = 0
+EXIT_FAILURE = 1  # an operation failed (drift, stale stack, a lint finding, a live engine error)
+EXIT_USAGE = 2  # bad input: the spec or the command line is wrong
+
+
+class TrainstackError(Exception):
+    """Base class of the errors trainstack reports without a traceback."""
+
+    exit_code = EXIT_FAILURE
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a spec, at a place the user can find."""
+
+    path: tuple[str | int, ...]
+    message: str
+    hint: str = ""
+    file: str = ""
+    line: int = 0  # 1-based; 0 when unknown
+    column: int = 0  # 1-based; 0 when unknown
+
+    @property
+    def dotted(self) -> str:
+        return dotted(self.path)
+
+    def located(self, file: str, line: int, column: int) -> Problem:
+        return Problem(self.path, self.message, self.hint, file, line, column)
+
+    def headline(self) -> str:
+        where = self.file or "<spec>"
+        if self.line:
+            where = f"{where}:{self.line}:{self.column or 1}"
+        field_ = f" {self.dotted}:" if self.path else ""
+        return f"{where}:{field_} {self.message}"
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class SpecErrors(TrainstackError):
+    """One or more problems in a spec; raised once, after collecting all of them."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, problems: Iterable[Problem], source_lines: Sequence[str] = ()):
+        self.problems: tuple[Problem, ...] = tuple(sorted(problems, key=_order))
+        self.source_lines = tuple(source_lines)
+        super().__init__(self.render(show_source=False))
+
+    def render(self, show_source: bool = True) -> str:
+        blocks = [render_problem(p, self.source_lines if show_source else ()) for p in self.problems]
+        return "\n".join(blocks)
+
+
+def _order(p: Problem) -> tuple[int, int, str]:
+    return (p.line or 10**9, p.column, p.dotted)
+
+
+def render_problem(p: Problem, source_lines: Sequence[str] = ()) -> str:
+    """``FILE:LINE:COL: field.path: message``, then the source line with a caret, then the hint."""
+    out = [p.headline()]
+    if source_lines and 0 < p.line <= len(source_lines):
+        text = source_lines[p.line - 1].rstrip("\n").replace("\t", " ")
+        gutter = f"{p.line:>4} | "
+        out.append(gutter + text)
+        out.append(" " * (len(gutter) + max(p.column - 1, 0)) + "^")
+    if p.hint:
+        out.append(f"  hint: {p.hint}")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanProblem:
+    """Why no plan satisfies the spec, and what would."""
+
+    path: tuple[str | int, ...]
+    message: str
+    to_fix: tuple[str, ...] = field(default_factory=tuple)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A 'did you mean' hint, or an empty string when nothing is close."""
+    choices = list(choices)
+    lowered = {c.lower(): c for c in choices}
+    match = difflib.get_close_matches(str(word).lower(), list(lowered), n=1, cutoff=0.6)
+    if match:
+        return f"did you mean '{lowered[match[0]]}'?"
+    return ""
+
+
+def one_of(choices: Iterable[str]) -> str:
+    return "one of: " + ", ".join(sorted(str(c) for c in choices))

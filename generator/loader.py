@@ -1,0 +1,347 @@
+"""Stage 1, load: a YAML file -> a typed :class:`~generator.spec.Spec`, or every problem at once.
+
+Problems carry ``FILE:LINE:COL`` taken from ruamel.yaml's position marks, so an error points at the key or
+value the user has to change. Nothing here reads the catalog; see :mod:`generator.validate` for that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import Problem, SpecErrors, did_you_mean, one_of
+from .spec import Spec
+
+MAX_SPEC_BYTES = 1 << 20  # a spec is a page of YAML; anything over 1 MiB is a mistake
+
+
+@dataclass(frozen=True)
+class Located:
+    """A parsed spec plus where each of its fields sits in the file."""
+
+    spec: Spec
+    file: str
+    text: str
+    positions: Mapping[tuple[str | int, ...], tuple[int, int]]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def locate(self, problems: Sequence[Problem]) -> list[Problem]:
+        return [locate(p, self.file, self.positions) for p in problems]
+
+
+def locate(p: Problem, file: str, positions: Mapping[tuple[str | int, ...], tuple[int, int]]) -> Problem:
+    """Give a problem the line and column of its field, or of the nearest enclosing field that exists."""
+    path = tuple(p.path)
+    while path and path not in positions:
+        path = path[:-1]
+    line, col = positions.get(path, (1, 1))
+    return p.located(file, line, col)
+
+
+def locate_value(p: Problem, file: str, positions: Mapping[tuple[str | int, ...], tuple[int, int]]) -> Problem:
+    """Like :func:`locate`, but point at the value when the problem is with the value, not the key."""
+    if not p.message.startswith(("unknown field", "this field is required")):
+        value = (*p.path, "__value__")
+        if value in positions:
+            line, col = positions[value]
+            return p.located(file, line, col)
+    return locate(p, file, positions)
+
+
+def read_text(path: Path) -> str:
+    """The spec's text; a missing, huge or binary file is a problem, not a traceback."""
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecErrors([Problem((), "no such file", file=name)]) from None
+    except IsADirectoryError:
+        raise SpecErrors([Problem((), "is a folder, not a spec file", file=name)]) from None
+    except OSError as e:
+        raise SpecErrors([Problem((), f"cannot read the file ({e.strerror})", file=name)]) from None
+    return decode(raw, name)
+
+
+def decode(raw: bytes, name: str) -> str:
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecErrors([Problem((), f"the file is {len(raw):,} bytes; a spec must be under {MAX_SPEC_BYTES:,}",
+                                  hint="is this the right file?", file=name, line=1, column=1)])
+    if b"\x00" in raw:
+        raise SpecErrors([Problem((), "this is a binary file, not YAML text", file=name, line=1, column=1)])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SpecErrors([Problem((), "the file is not UTF-8 text", hint="save it as UTF-8",
+                                  file=name, line=line, column=1)]) from None
+    return text
+
+
+def load_file(path: str | Path) -> Located:
+    path = Path(path)
+    return load_text(read_text(path), str(path))
+
+
+def load_text(text: str, file: str = "<spec>") -> Located:
+    """Parse YAML text into a Spec; raise :class:`SpecErrors` with every problem found."""
+    data, positions = parse_yaml(text, file)
+    lines = text.splitlines()
+    if data is None:
+        raise SpecErrors([Problem((), "the file is empty; a spec needs at least name, region and model",
+                                  hint="see examples/finetune-7b.yaml", file=file, line=1, column=1)], lines)
+    if not isinstance(data, dict):
+        raise SpecErrors([Problem((), f"the top level must be a mapping of fields, not a {_kind(data)}",
+                                  hint="start with 'name: my-run' on the first line", file=file, line=1, column=1)], lines)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as e:
+        problems = [locate_value(p, file, positions) for p in pydantic_problems(e, Spec)]
+        raise SpecErrors(problems, lines) from None
+    return Located(spec, file, text, positions)
+
+
+def _kind(v: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(v), type(v).__name__)
+
+
+def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], tuple[int, int]]]:
+    """YAML -> plain Python data and a map from field path to (line, column), both 1-based."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    lines = text.splitlines()
+    try:
+        doc = yaml.load(text)
+    except DuplicateKeyError as e:
+        mark = e.problem_mark
+        key = _dup_key(e)
+        raise SpecErrors([Problem((), f"duplicate key '{key}'" if key else "duplicate key",
+                                  hint="each key may appear once in a mapping; remove or merge the repeated one",
+                                  file=file, line=mark.line + 1, column=mark.column + 1)], lines) from None
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        message = (e.problem or e.context or "invalid YAML").strip()
+        hint = ""
+        if "\t" in message or "'\\t'" in message or (mark and _has_tab(lines, mark.line)):
+            hint = "YAML indents with spaces; replace the tab characters"
+            message = "a tab character is not allowed here"
+        elif "mapping values are not allowed" in message:
+            hint = "a value containing ': ' must be quoted, or the indentation is off"
+        raise SpecErrors([Problem((), f"invalid YAML: {message}", hint=hint, file=file,
+                                  line=(mark.line + 1) if mark else 1, column=(mark.column + 1) if mark else 1)],
+                         lines) from None
+    except YAMLError as e:
+        raise SpecErrors([Problem((), f"invalid YAML: {e}", file=file, line=1, column=1)], lines) from None
+    except RecursionError:
+        raise SpecErrors([Problem((), "the YAML nests too deeply", file=file, line=1, column=1)], lines) from None
+    positions: dict[tuple[str | int, ...], tuple[int, int]] = {(): (1, 1)}
+    try:
+        data = _plain(doc, (), positions, depth=0)
+    except _TooDeep:
+        raise SpecErrors([Problem((), "the YAML nests too deeply (over 50 levels)", file=file, line=1, column=1)],
+                         lines) from None
+    return data, positions
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _has_tab(lines: list[str], index: int) -> bool:
+    return 0 <= index < len(lines) and "\t" in lines[index]
+
+
+def _dup_key(e: Exception) -> str:
+    text = str(getattr(e, "problem", "") or "")
+    if '"' in text:
+        return text.split('"')[1]
+    return ""
+
+
+def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int) -> Any:
+    """ruamel round-trip nodes -> dict/list/scalars, recording each key's and item's position."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if depth > 50:
+        raise _TooDeep
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for key in node:
+            k = key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
+            k = str(k) if not isinstance(k, str) else k
+            child = (*path, k)
+            try:
+                kl, kc = node.lc.key(key)
+                positions[child] = (kl + 1, kc + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            try:
+                vl, vc = node.lc.value(key)
+                positions[(*child, "__value__")] = (vl + 1, vc + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            out[k] = _plain(node[key], child, positions, depth + 1)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, item in enumerate(node):
+            try:
+                il, ic = node.lc.item(i)
+                positions[(*path, i)] = (il + 1, ic + 1)
+            except (KeyError, TypeError, AttributeError, IndexError):
+                pass
+            items.append(_plain(item, (*path, i), positions, depth + 1))
+        return items
+    if hasattr(node, "__float__") and type(node).__name__ == "ScalarFloat":
+        return float(node)
+    if type(node).__name__ in ("ScalarBoolean",):
+        return bool(node)
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, int) and not isinstance(node, bool):
+        return int(node)
+    if isinstance(node, (list, tuple, set, dict)):
+        return node
+    if node is None or isinstance(node, (bool, float)):
+        return node
+    # timestamps and other YAML types: keep their text so the type check can say what is wrong
+    return str(node)
+
+
+def pydantic_problems(error: ValidationError, root: type[BaseModel]) -> list[Problem]:
+    """Translate pydantic's errors into Problems with field paths and hints."""
+    problems: list[Problem] = []
+    seen: set[tuple[tuple[str | int, ...], str]] = set()
+    for err in error.errors(include_url=False):
+        loc = _clean_loc(err["loc"])
+        kind = err["type"]
+        hint = ""
+        if kind == "extra_forbidden":
+            parent_model = _model_at(root, loc[:-1])
+            fields = list(parent_model.model_fields) if parent_model else []
+            key = loc[-1]
+            message = f"unknown field '{key}'"
+            hint = did_you_mean(str(key), fields) or (f"allowed here: {', '.join(fields)}" if fields else "")
+        elif kind == "missing":
+            message = "this field is required"
+            loc_path = ".".join(str(x) for x in loc)
+            hint = {"name": "add e.g. 'name: my-run'", "region": "add e.g. 'region: cn-wulanchabu'",
+                    "model": "add e.g. 'model: {parameters: 7B}'"}.get(loc_path, "")
+        elif kind in ("literal_error", "enum"):
+            expected = err.get("ctx", {}).get("expected", "")
+            got = err.get("input")
+            choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ", ").split(",") if c.strip()]
+            message = f"'{got}' is not allowed; expected {expected}"
+            hint = did_you_mean(str(got), choices) if isinstance(got, str) else ""
+        elif kind == "model_type" or kind == "dict_type":
+            message = f"expected a mapping of fields, got {_kind(err.get('input'))}"
+        elif kind in ("tuple_type", "list_type"):
+            message = f"expected a list, got {_kind(err.get('input'))}"
+        else:
+            message = err["msg"]
+            for prefix in ("Value error, ", "Assertion failed, "):
+                if message.startswith(prefix):
+                    message = message[len(prefix):]
+            message = _friendlier(message, err.get("input"))
+        if kind == "string_pattern_mismatch" and loc and loc[0] in PATTERN_HELP and len(loc) == 1:
+            message = f"{err.get('input')!r} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
+        elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
+            message = f"{err.get('input')!r} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
+        key = (loc, message)
+        if key in seen:
+            continue
+        seen.add(key)
+        problems.append(Problem(loc, message, hint))
+    return _merge_auto(problems)
+
+
+PATTERN_HELP = {
+    "name": "use 3-40 lowercase letters, digits and hyphens, starting with a letter (it names cloud resources)",
+    "stack": "use lowercase letters, digits and hyphens, starting with a letter (e.g. dev, prod)",
+}
+
+
+def _merge_auto(problems: list[Problem]) -> list[Problem]:
+    """A field that takes a number or 'auto' fails both branches; keep the useful message only."""
+    by_loc: dict[tuple[str | int, ...], list[Problem]] = {}
+    for p in problems:
+        by_loc.setdefault(p.path, []).append(p)
+    out: list[Problem] = []
+    for p in problems:
+        same = by_loc[p.path]
+        if len(same) > 1 and "expected 'auto'" in p.message:
+            continue
+        if len(same) > 1 and any("expected 'auto'" in q.message for q in same):
+            p = Problem(p.path, p.message + " (or write 'auto')", p.hint)
+        out.append(p)
+    return out
+
+
+def _friendlier(message: str, value: Any) -> str:
+    if message.startswith("Input should be greater than"):
+        return f"{value!r} is too small: " + message[len("Input should be "):]
+    if message.startswith("Input should be less than"):
+        return f"{value!r} is too large: " + message[len("Input should be "):]
+    if message.startswith("Input should be a valid integer"):
+        return f"expected a whole number, got {value!r}"
+    if message.startswith("Input should be a valid boolean"):
+        return f"expected true or false, got {value!r}"
+    if message.startswith("Input should be a valid string"):
+        return f"expected text, got {value!r}"
+    if message.startswith("Input should be a valid number"):
+        return f"expected a number, got {value!r}"
+    if message.startswith("String should match pattern"):
+        return f"{value!r} has the wrong form ({message[len('String should '):]})"
+    return message
+
+
+def _clean_loc(loc: Sequence[Any]) -> tuple[str | int, ...]:
+    """Drop pydantic's union-branch labels (``int``, ``literal['auto']``, ...) from an error location."""
+    out: list[str | int] = []
+    for part in loc:
+        if isinstance(part, str) and (part.startswith(("literal[", "function-", "constrained-")) or part in (
+                "int", "str", "bool", "float", "tuple[str, ...]", "is-instance[int]")):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _model_at(root: type[BaseModel], path: Sequence[str | int]) -> type[BaseModel] | None:
+    import typing
+
+    model: Any = root
+    for part in path:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        ann = model.model_fields[part].annotation
+        model = _first_model(ann, typing)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _first_model(ann: Any, typing: Any) -> Any:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in typing.get_args(ann):
+        found = _first_model(arg, typing)
+        if found is not None:
+            return found
+    return None
+
+
+def field_names(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+__all__ = ["Located", "load_file", "load_text", "parse_yaml", "pydantic_problems", "one_of"]

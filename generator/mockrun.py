@@ -1,0 +1,244 @@
+"""Execute a generated Pulumi program offline, under Pulumi's mock runtime, with the real pulumi_alicloud SDK.
+
+Nothing reaches a cloud or a Pulumi engine: every resource registration is answered by :class:`Recorder`,
+which keeps what the program asked for. A wrong argument name or type raises inside the SDK, so running a
+program here is trainstack's compile check. Used by ``trainstack preview`` (offline), ``diff`` and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import runpy
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import TrainstackError
+
+MOCK_IMAGE_ID = "m-mockimage000000000"
+
+
+class ProgramError(TrainstackError):
+    """The generated program failed under the mock runtime (an SDK rejected an argument, or it raised)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One registered resource: its Pulumi type, logical name, inputs (camelCase as sent) and options."""
+
+    type: str
+    name: str
+    inputs: Mapping[str, Any]
+    protect: bool = False
+    retain_on_delete: bool = False
+    parent: str = ""
+
+    @property
+    def urn_key(self) -> str:
+        return f"{self.type}::{self.name}"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """An input by its snake_case or camelCase name."""
+        if key in self.inputs:
+            return self.inputs[key]
+        return self.inputs.get(_camel(key), default)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+@dataclass
+class Graph:
+    """What a program declares: resources in registration order, stack outputs, warnings it logged."""
+
+    resources: list[Resource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def of_type(self, token: str) -> list[Resource]:
+        """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
+        return [r for r in self.resources if r.type == token or r.type.endswith(":" + token)]
+
+    def one(self, token: str) -> Resource:
+        found = self.of_type(token)
+        if len(found) != 1:
+            raise AssertionError(f"expected one {token}, found {len(found)}")
+        return found[0]
+
+    def by_name(self, name: str) -> Resource:
+        for r in self.resources:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.resources:
+            out[r.type] = out.get(r.type, 0) + 1
+        return dict(sorted(out.items()))
+
+
+def _mock_classes() -> tuple[Any, Any]:
+    import pulumi
+    from pulumi.runtime import mocks
+
+    class Recorder(pulumi.runtime.Mocks):
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, str, dict[str, Any]]] = []
+
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            inputs = dict(args.inputs)
+            self.seen.append((args.typ, args.name, inputs))
+            outputs = dict(inputs)
+            rid = f"{args.name}-id"
+            # a few computed attributes the programs read back
+            if args.typ == "alicloud:vpc/natGateway:NatGateway":
+                outputs.setdefault("snatTableIds", f"stb-{args.name}")
+            if args.typ == "alicloud:ecs/eipAddress:EipAddress":
+                outputs.setdefault("ipAddress", "203.0.113.10")  # TEST-NET-3, documentation range
+            if args.typ == "alicloud:nas/mountTarget:MountTarget":
+                outputs.setdefault("mountTargetDomain", f"{args.name}.mock.nas.aliyuncs.com")
+            if args.typ == "alicloud:nas/protocolService:ProtocolService":
+                outputs.setdefault("protocolServiceId", f"ptc-{args.name}")
+            if args.typ == "alicloud:nas/fileset:Fileset":
+                outputs.setdefault("filesetId", f"fset-{args.name}")
+            if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
+                outputs.setdefault("exportId", f"exp-{args.name}")
+            return rid, outputs
+
+        def call(self, args: Any) -> Any:
+            if args.token == "alicloud:ecs/getImages:getImages":
+                return {"images": [{"id": MOCK_IMAGE_ID, "name": "aliyun_3_x64_20G_alibase_mock.vhd"}],
+                        "ids": [MOCK_IMAGE_ID], "id": "images"}
+            return {}
+
+    class Monitor(mocks.MockMonitor):
+        """Also records resource options (protect, retainOnDelete) that Mocks do not see."""
+
+        def __init__(self, recorder: Any) -> None:
+            super().__init__(recorder)
+            self.options: dict[tuple[str, str], tuple[bool, bool, str]] = {}
+
+        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
+            self.options[(request.type, request.name)] = (bool(request.protect),
+                                                          bool(getattr(request, "retainOnDelete", False)),
+                                                          request.parent)
+            return super().RegisterResource(request)
+
+    return Recorder, Monitor
+
+
+@contextlib.contextmanager
+def _program_context(program_dir: Path) -> Iterator[None]:
+    old_path, old_cwd = list(sys.path), Path.cwd()
+    import os
+
+    sys.path.insert(0, str(program_dir))
+    os.chdir(program_dir)
+    try:
+        yield
+    finally:
+        os.chdir(old_cwd)
+        sys.path[:] = old_path
+
+
+def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
+                config: Mapping[str, str] | None = None) -> Graph:
+    """Run ``program_dir/__main__.py`` under mocks and return what it declares."""
+    import pulumi
+    from pulumi.runtime import mocks, settings, stack as stack_mod
+    from pulumi.runtime.sync_await import _sync_await
+
+    program_dir = Path(program_dir).resolve()
+    main = program_dir / "__main__.py"
+    if not main.is_file():
+        raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    recorder_cls, monitor_cls = _mock_classes()
+    recorder = recorder_cls()
+    monitor = monitor_cls(recorder)
+    log_stream = io.StringIO()
+    logger = logging.getLogger("trainstack.mockrun")
+    logger.handlers[:] = [logging.StreamHandler(log_stream)]
+    logger.propagate = False
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    pulumi.runtime.set_all_config({k: v for k, v in (config or {}).items()})
+    mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    root = settings.get_root_resource()
+    graph = Graph()
+    try:
+        with _program_context(program_dir), _quiet_warnings():
+            _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+            graph.outputs = _resolve_outputs(root, _sync_await)
+    except TrainstackError:
+        raise
+    except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
+        raise ProgramError(_explain(e, recorder)) from e
+    finally:
+        with contextlib.suppress(Exception):
+            loop.close()
+        asyncio.set_event_loop(None)
+    for typ, name, inputs in sorted(recorder.seen, key=lambda x: (x[0], x[1])):
+        protect, retain, parent = monitor.options.get((typ, name), (False, False, ""))
+        graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent))
+    graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    return graph
+
+
+@contextlib.contextmanager
+def _quiet_warnings() -> Iterator[None]:
+    """The SDK's import-time DeprecationWarnings are noise; argument deprecations reach the engine log instead."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+def _resolve_outputs(root: Any, sync_await: Any) -> dict[str, Any]:
+    import pulumi
+
+    outputs = getattr(root, "outputs", None) or {}
+    resolved: dict[str, Any] = {}
+    for key, value in outputs.items():
+        try:
+            resolved[key] = sync_await(pulumi.Output.from_input(value).future())
+        except Exception:  # noqa: BLE001 an unresolvable output stays unknown, as in a real preview
+            resolved[key] = None
+    return resolved
+
+
+def _strip_unknowns(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_unknowns(v) for v in value]
+    if type(value).__name__ == "Unknown":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf Structs carry every number as a double
+    return value
+
+
+def _explain(e: Exception, recorder: Any) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    where = ""
+    for f in reversed(frames):
+        if f.filename.endswith("__main__.py"):
+            where = f" at __main__.py line {f.lineno}: {f.line}"
+            break
+    msg = str(e)
+    if isinstance(e, TypeError) and "unexpected keyword argument" in msg:
+        return f"the generated program passes an argument the SDK does not accept{where}: {msg}"
+    return f"the generated program failed{where}: {type(e).__name__}: {msg}"

@@ -1,0 +1,262 @@
+"""The Plan: every decision the planner made, immutable, with a reason a user can read.
+
+A Plan is the single input of rendering and is written as ``plan.json`` beside the generated program, so a
+reviewer can see why each resource exists. ``PLAN_SCHEMA_VERSION`` changes when a field is renamed or
+retyped; adding a field with a default does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+PLAN_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    topic: str
+    choice: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An instance type the planner considered, with how it would be used and what it would cost."""
+
+    instance_type: str
+    nodes: int
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    per_gpu_gib: float
+    cost_per_hour: float
+    run_cost: float | None
+    run_hours: float | None
+    verdict: str  # "chosen", or why it lost
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    rank: int
+    name: str
+    zone: str
+    vswitch: str
+    private_ip: str
+    spot: bool
+    deployment_set: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VSwitch:
+    key: str
+    name: str
+    zone: str
+    cidr: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentSet:
+    key: str
+    name: str
+    zone: str
+    strategy: str
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSummary:
+    parameters: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    ffn_hidden: int
+    architecture_source: str
+    precision: str
+    optimizer: str
+    sequence_length: int
+    micro_batch_size: int
+    global_batch_tokens: int | None
+    tokens: int | None
+    finetune: str
+    lora_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    """Per-GPU memory in bytes (integers) and the formulas behind them."""
+
+    weights: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+    reserve: int
+    total: int
+    gpu_memory: int
+    headroom: int
+    notes: tuple[str, ...]
+    training_flops: float | None
+    training_hours: float | None
+    mfu: float
+    peak_tflops: float
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    platform: str
+    instance_type: str
+    family: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    total_gpus: int
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    sequence_parallel: bool
+    recompute: str
+    bare_metal: bool
+    vcpu: int
+    memory_gib: float
+    gpu_memory_gib: float
+    rdma: str  # "erdma", "roce" or "none"
+    eri_per_node: int
+    scc: bool
+    hpc_cluster: bool
+    uefi_required: bool
+    image_id: str | None
+    system_disk_gib: int
+    data_disk_gib: int
+    ranks: tuple[Node, ...]
+    deployment_sets: tuple[DeploymentSet, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    vpc_cidr: str
+    vswitches: tuple[VSwitch, ...]
+    admin_cidrs: tuple[str, ...]
+    jumbo_frames: bool
+    mtu: int
+    nccl_env: tuple[tuple[str, str], ...]
+    egress: str  # "nat": outbound-only internet through a NAT gateway; "none": VPC-internal mirrors only
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    source: str
+    size_bytes: int
+    fileset_path: str
+    flow_throughput_mbps: int
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    kind: str  # "cpfs", "extreme-nas" or "none"
+    capacity_gib: int
+    storage_type: str
+    throughput_mbps: int
+    mount_path: str
+    zone: str
+    vswitch: str
+    dataset: Dataset | None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoints:
+    enabled: bool
+    bucket: str
+    prefix: str
+    interval_seconds: int
+    retention_days: int
+    transition_ia_days: int | None
+    abort_multipart_days: int
+    internal_endpoint: str
+    size_bytes: int
+    write_seconds: float
+    cluster_mtbf_hours: float
+
+
+@dataclass(frozen=True, slots=True)
+class Spot:
+    enabled: bool
+    strategy: str
+    price_limit: float | None
+    protection_hours: int
+    interruption: str
+    on_demand_ranks: tuple[int, ...]
+    spot_ranks: tuple[int, ...]
+    assumed_discount: float
+    interruptions_per_node_day: float
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    currency: str
+    compute_on_demand_per_hour: float
+    compute_spot_per_hour: float
+    shared_storage_per_hour: float
+    object_storage_per_hour: float
+    total_per_hour: float
+    total_per_day: float
+    run_hours: float | None
+    expected_rework_hours: float | None
+    run_total: float | None
+    price_notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Waived:
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    schema_version: int
+    catalog_version: str
+    spec_digest: str
+    name: str
+    stack: str
+    region: str
+    zones: tuple[str, ...]
+    tags: tuple[tuple[str, str], ...]
+    model: ModelSummary
+    sizing: Sizing
+    compute: Compute
+    network: Network
+    storage: Storage
+    checkpoints: Checkpoints
+    spot: Spot
+    cost: Cost
+    decisions: tuple[Decision, ...]
+    candidates: tuple[Candidate, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    waivers: tuple[Waived, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6)
+    return value
+
+
+def dumps(data: Any) -> str:
+    """Stable JSON: sorted keys, two-space indent, LF, trailing newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,787 @@
+"""Stage 2, plan: a pure function from a Spec and the Catalog to an immutable :class:`~generator.plan.Plan`.
+
+No I/O, no clock, no environment: the same spec and catalog always give the same plan. Every decision is
+recorded with a reason (``Plan.decisions``) and the instance types that lost are kept with why they lost
+(``Plan.candidates``). When nothing fits, :class:`PlanningError` says what would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import sizing
+from .catalog import Catalog, GpuModel, InstanceType, Region
+from .errors import Problem, SpecErrors
+from .plan import (
+    PLAN_SCHEMA_VERSION,
+    Candidate,
+    Checkpoints,
+    Compute,
+    Cost,
+    Dataset,
+    Decision,
+    DeploymentSet,
+    ModelSummary,
+    Network,
+    Node,
+    Plan,
+    Sizing,
+    Spot,
+    Storage,
+    VSwitch,
+    Waived,
+)
+from .spec import Spec
+from .units import human_bytes, human_count, human_seconds
+from .validate import CPFS_MAX_GIB, CPFS_MIN_GIB, CPFS_STEP_GIB
+
+LOW_LATENCY_SET_MAX = 20  # a LowLatency deployment set holds at most 20 instances, all in one zone [DOC-DS]
+MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
+ERDMA_MTU_JUMBO = 8500  # NCCL over eRDMA: MTU 8500 with jumbo frames, 1400 without [DOC-ERDMA-GPU]
+ERDMA_MTU_STANDARD = 1400
+NODE_MTBF_HOURS = 2000.0  # assumed hardware MTBF of one 8-GPU node; an engineering assumption (docs/sizing.md)
+RESTART_HOURS = 0.25  # assumed time to replace a node and reload the last checkpoint
+CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
+HOURS_PER_MONTH = 730
+
+
+class PlanningError(SpecErrors):
+    """No plan satisfies the spec; each problem says what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    itype: InstanceType
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    memory: sizing.MemoryBreakdown
+
+
+def spec_digest(spec: Spec) -> str:
+    """A short content hash of the spec's meaning (not its formatting)."""
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def make_plan(spec: Spec, catalog: Catalog) -> Plan:
+    decisions: list[Decision] = []
+    warnings: list[str] = []
+    region = catalog.region(spec.region)
+    if region is None:  # validate.check reports this with a hint; keep the planner total anyway
+        raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])
+    zones = spec.zones or region.zones
+    zone = zones[0]
+    decisions.append(Decision("zone", zone, (
+        "the first zone of your ordered preference; the whole cluster goes in one zone because eRDMA peers, "
+        "LowLatency deployment sets and the CPFS mount target are zonal" if spec.zones else
+        f"no zones given; {zone} is the first zone of {region.id} in the catalog (stock unverified: check "
+        "DescribeAvailableResource before deploying)")))
+
+    arch = _architecture(spec)
+    m = spec.model
+    lora_rank = m.finetune.lora_rank if m.finetune.method in ("lora", "qlora") else None
+    if arch.source.startswith("derived"):
+        decisions.append(Decision("architecture", f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
+                                  f"only a parameter count was given, so trainstack derived a Llama-style shape "
+                                  f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
+
+    fits, rejected = _search(spec, catalog, region, arch, lora_rank)
+    if not fits:
+        raise PlanningError([_nothing_fits(spec, rejected, arch)])
+
+    ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    best = ranked[0]
+    fit = best.fit
+    budget_problem = _check_budget(spec, ranked)
+    if budget_problem is not None:
+        raise PlanningError([budget_problem])
+
+    t = fit.itype
+    gpu = catalog.gpu(t.gpu)
+    assert gpu is not None
+    candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items())][:12]
+    decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
+    decisions.append(Decision("nodes", str(fit.nodes), _why_nodes(spec, fit)))
+    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
+                              _why_parallel(spec, fit, arch)))
+
+    ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
+    if ratio < 1:
+        warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
+                        f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")
+
+    rdma = "none"
+    if fit.nodes > 1 or spec.network.rdma is True:
+        rdma = "roce" if t.scc else ("erdma" if t.eri_count > 0 else "none")
+    eri = (2 if t.two_network_cards else 1) if rdma == "erdma" else 0
+    if rdma != "none":
+        decisions.append(Decision("rdma", rdma, (
+            f"{fit.nodes} nodes exchange gradients every step; over TCP the GPUs would wait on the network. "
+            + (f"{t.name} needs two ERIs on distinct network cards for its full {t.erdma_gbps:g} Gbit/s"
+               if eri == 2 else f"{t.name} takes its eRDMA interface on the primary ENI")
+            if rdma == "erdma" else f"{t.name} is an SCC type with a {t.roce_gbps:g} Gbit/s RoCE fabric; its nodes"
+            " must be placed in an HPC cluster")))
+    else:
+        decisions.append(Decision("rdma", "off", "one node: GPUs talk over NVLink/PCIe inside the node, no RDMA needed"))
+
+    network = _network(spec, zone, fit, rdma, eri, decisions)
+    ranks, dsets = _nodes(spec, zone, fit, network, decisions)
+    storage = _storage(spec, catalog, region, zone, fit, network, decisions, warnings)
+    checkpoints = _checkpoints(spec, catalog, region, fit, arch, lora_rank, storage, decisions)
+    spot = _spot(spec, fit, ranks, decisions, warnings)
+    cost = _cost(spec, catalog, best, storage, checkpoints)
+    mem = fit.memory
+    gpu_bytes = int(t.gpu_memory_gib * 2**30)
+    flops = sizing.training_flops(arch.parameters, m.tokens) if m.tokens else None
+    sizing_out = Sizing(
+        weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
+        activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
+        headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
+        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops)
+    compute = Compute(
+        platform=spec.compute.platform, instance_type=t.name, family=t.family, gpu=t.gpu, gpus_per_node=t.gpus,
+        nodes=fit.nodes, total_gpus=fit.nodes * t.gpus, tp=fit.tp, pp=fit.pp, dp=fit.dp,
+        zero_stage=spec.parallelism.zero_stage, sequence_parallel=spec.parallelism.sequence_parallel and fit.tp > 1,
+        recompute=spec.parallelism.recompute, bare_metal=t.bare_metal, vcpu=t.vcpu, memory_gib=t.memory_gib,
+        gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
+        uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
+        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets)
+    model = ModelSummary(
+        parameters=arch.parameters, layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+        vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
+        optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
+        global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method, lora_rank=lora_rank)
+    if m.precision == "fp16":
+        warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
+    if m.precision == "fp32":
+        warnings.append("fp32 training is about 2x the memory and far slower than bf16 mixed precision")
+    if t.availability != "ga":
+        warnings.append(f"{t.family} is sold as '{t.availability}' (not generally available): confirm access with "
+                        "Alibaba Cloud before deploying")
+    return Plan(
+        schema_version=PLAN_SCHEMA_VERSION, catalog_version=catalog.version, spec_digest=spec_digest(spec),
+        name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
+        model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
+        spot=spot, cost=cost, decisions=tuple(decisions), candidates=tuple(candidates), warnings=tuple(warnings),
+        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers))
+
+
+# --------------------------------------------------------------------------------------------------- sizing
+
+
+def _architecture(spec: Spec) -> sizing.Architecture:
+    m = spec.model
+    shape = m.architecture.model_dump() if m.architecture else {}
+    try:
+        return sizing.architecture_for(m.parameters, m.preset, **shape)
+    except sizing.SizingError as e:
+        path = ("model", "preset") if m.preset and not shape else ("model",)
+        raise PlanningError([Problem(path, str(e))]) from None
+
+
+def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
+    m, p = spec.model, spec.parallelism
+    return sizing.TrainingSetup(
+        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
+        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
+        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
+        qlora=m.finetune.method == "qlora")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+    c = spec.compute
+    rejected: dict[str, str] = {}
+    wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    allow = set(c.instance_types)
+    offered = {t.name for t in catalog.types_in_region(region.id)}
+    out = []
+    for t in catalog.instance_types:
+        if allow and t.name not in allow:
+            continue
+        if t.name not in offered:
+            if allow:
+                rejected[t.name] = f"not offered in {region.id} per the catalog"
+            continue
+        if wanted_gpu is not None and t.gpu != wanted_gpu.name:
+            continue
+        if isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node:
+            continue
+        if t.availability == "invite" and t.name not in allow:
+            rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
+            continue
+        if c.bare_metal == "require" and not t.bare_metal:
+            continue
+        if c.bare_metal == "avoid" and t.bare_metal:
+            continue
+        if spec.network.rdma is True and not t.rdma:
+            rejected[t.name] = "no eRDMA or RoCE, and network.rdma is true"
+            continue
+        out.append(t)
+    return out, rejected
+
+
+def _search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
+            lora_rank: int | None) -> tuple[list[_Fit], dict[str, str]]:
+    """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
+    types, rejected = _eligible(spec, catalog, region)
+    p, c = spec.parallelism, spec.compute
+    fits: list[_Fit] = []
+    for t in types:
+        gpu = catalog.gpu(t.gpu)
+        assert gpu is not None, t.gpu  # the catalog loader rejects dangling GPU references
+        gpu_bytes = int(t.gpu_memory_gib * 2**30)
+        multi_ok = t.gpus == MULTI_NODE_GPUS and (t.rdma or spec.network.rdma is False)
+        max_nodes = c.nodes if isinstance(c.nodes, int) else (c.max_nodes if multi_ok else 1)
+        if isinstance(c.nodes, int) and c.nodes > 1 and not multi_ok:
+            rejected[t.name] = (f"{t.gpus} GPUs per node; multi-node training uses 8-GPU nodes"
+                                if t.gpus != MULTI_NODE_GPUS else "no eRDMA or RoCE for multi-node training")
+            continue
+        tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
+                                                              if arch.heads % d == 0 and arch.kv_heads % d == 0]
+        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in (1, 2, 4, 8, 16, 32) if arch.layers % d == 0]
+        if isinstance(p.tensor, int) and p.tensor > t.gpus:
+            rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
+            continue
+        best: _Fit | None = None
+        for tp in tps:
+            if t.gpus % tp:
+                continue
+            for pp in pps:
+                fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
+                if fit and (best is None or (fit.nodes, fit.tp * fit.pp, fit.pp, fit.memory.total) <
+                            (best.nodes, best.tp * best.pp, best.pp, best.memory.total)):
+                    best = fit
+        if best is None:
+            rejected[t.name] = _why_not_fit(spec, arch, lora_rank, t, gpu, tps, pps, max_nodes)
+            continue
+        if best.nodes > 1 and not multi_ok:
+            rejected[t.name] = "needs more than one node but has no eRDMA/RoCE or fewer than 8 GPUs"
+            continue
+        fits.append(best)
+    return fits, rejected
+
+
+def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+              tp: int, pp: int, max_nodes: int, gpu_bytes: int) -> _Fit | None:
+    """Smallest node count for this (tp, pp), using that memory never grows with the data-parallel degree."""
+    p = spec.parallelism
+    per_node_models = t.gpus / (tp * pp)
+    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
+    if isinstance(spec.compute.nodes, int):
+        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
+    if isinstance(p.data, int):
+        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+    node_options = [n for n in node_options if n >= _deadline_nodes(spec, arch, t, gpu)]
+    batch_seqs = _batch_sequences(spec)
+    if batch_seqs is not None:
+        node_options = [n for n in node_options
+                        if batch_seqs % (int(n * per_node_models) * spec.model.micro_batch_size) == 0]
+    if not node_options:
+        return None
+    try:
+        def mem(n: int) -> sizing.MemoryBreakdown:
+            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, int(n * t.gpus // (tp * pp)), lora_rank))
+
+        last = mem(node_options[-1])
+    except sizing.SizingError:
+        return None
+    if last.total > gpu_bytes:
+        return None
+    lo, hi = 0, len(node_options) - 1  # binary search: the first node count whose memory fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mem(node_options[mid]).total <= gpu_bytes:
+            hi = mid
+        else:
+            lo = mid + 1
+    n = node_options[lo]
+    return _Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
+
+
+def _deadline_nodes(spec: Spec, arch: sizing.Architecture, t: InstanceType, gpu: GpuModel) -> int:
+    """The fewest nodes that finish ``model.tokens`` within ``budget.max_days`` (1 without a deadline)."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return 1
+    gpu_hours = sizing.training_hours(arch.parameters, spec.model.tokens, 1, gpu.bf16_tflops, gpu.mfu,
+                                      spec.parallelism.recompute)
+    return max(1, math.ceil(gpu_hours / (spec.budget.max_days * 24) / t.gpus))
+
+
+def _batch_sequences(spec: Spec) -> int | None:
+    g = spec.model.global_batch_tokens
+    if g is None:
+        return None
+    return max(1, g // spec.model.sequence_length)
+
+
+def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+                 tps: list[int], pps: list[int], max_nodes: int) -> str:
+    if not tps:
+        return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
+    tp, pp = max(tps), max(pps) if pps else 1
+    n = max_nodes
+    dp = max(1, n * t.gpus // (tp * pp))
+    try:
+        need = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total
+    except sizing.SizingError as e:
+        return str(e)
+    if need > t.gpu_memory_gib * 2**30:
+        return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
+                f"a {t.gpu} has {t.gpu_memory_gib:g} GiB")
+    deadline = _deadline_nodes(spec, arch, t, gpu)
+    if deadline > n:
+        return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
+                f"{spec.budget.max_days:g} days needs {deadline} nodes" +
+                (f", over compute.max_nodes ({n})" if n > 1 or t.gpus == MULTI_NODE_GPUS else
+                 "; multi-node training uses 8-GPU nodes with RDMA"))
+    batch = _batch_sequences(spec)
+    if batch is not None:
+        return (f"fits in memory, but no node count up to {n} gives a data-parallel degree that divides the "
+                f"global batch of {batch} sequences (x micro-batch {spec.model.micro_batch_size})")
+    return f"no layout of tp in {tps} and pp in {pps} fits up to {n} node(s)"
+
+
+def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture) -> Problem:
+    c, p = spec.compute, spec.parallelism
+    fixes = []
+    if isinstance(c.nodes, int):
+        fixes.append("set compute.nodes: auto (or more nodes)")
+    elif c.max_nodes < 512:
+        fixes.append("raise compute.max_nodes")
+    if p.zero_stage < 3:
+        fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
+    if p.recompute != "full":
+        fixes.append("use parallelism.recompute: full to trade compute for activation memory")
+    if spec.model.micro_batch_size > 1:
+        fixes.append("lower model.micro_batch_size")
+    if c.gpu != "auto":
+        fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if c.instance_types:
+        fixes.append("widen compute.instance_types")
+    if isinstance(p.tensor, int) or isinstance(p.pipeline, int):
+        fixes.append("let parallelism.tensor / pipeline be auto")
+    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:4])
+    path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
+    return Problem(path, f"no instance type in the region can train this {human_count(arch.parameters)}-parameter model"
+                   + (f" ({details})" if details else ""), "to fix: " + "; or ".join(fixes))
+
+
+# --------------------------------------------------------------------------------------------------- cost / choice
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    fit: _Fit
+    per_hour: float
+    spot_per_hour: float
+    run_hours: float | None
+    rework_hours: float | None
+    run_cost: float | None
+    key: tuple[float, ...]
+
+
+def _score(spec: Spec, catalog: Catalog, fit: _Fit) -> _Scored:
+    t = fit.itype
+    gpu = catalog.gpu(t.gpu)
+    assert gpu is not None
+    on_demand_nodes, spot_nodes = _spot_split(spec, fit.nodes)
+    spot_price = t.price.cny_per_hour * spec.spot.discount
+    per_hour = on_demand_nodes * t.price.cny_per_hour + spot_nodes * spot_price
+    run_hours = rework = run_cost = None
+    if spec.model.tokens:
+        arch = _architecture(spec)
+        run_hours = sizing.training_hours(arch.parameters, spec.model.tokens, fit.nodes * t.gpus, gpu.bf16_tflops,
+                                          gpu.mfu, spec.parallelism.recompute)
+        interrupts = 0.0
+        if spot_nodes:
+            interrupts = spec.spot.interruptions_per_node_day * spot_nodes * run_hours / 24
+        failures = fit.nodes * run_hours / NODE_MTBF_HOURS
+        # each interruption loses on average half a checkpoint interval plus the restart (the whole cluster waits)
+        interval_h = _auto_interval_hours(spec, catalog, fit, arch)
+        rework = (interrupts + failures) * (interval_h / 2 + RESTART_HOURS)
+        run_cost = per_hour * (run_hours + rework)
+        # equal cost (within 0.5%) -> the faster run wins
+        key = (round(math.log(run_cost) / math.log(1.005)), round(run_hours + rework, 1), *_tie(spec, t))
+    else:
+        key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
+    return _Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key)
+
+
+def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
+    """Tie-breaks between equally cheap and fast types: a list price beats an estimate; then the spec's
+    bare-metal preference (ECS when it has none); the name decides last, for a stable plan."""
+    want_metal = spec.compute.bare_metal in ("prefer", "require")
+    return (1.0 if t.price.estimated else 0.0, 0.0 if t.bare_metal == want_metal else 1.0)
+
+
+def _auto_interval_hours(spec: Spec, catalog: Catalog, fit: _Fit, arch: sizing.Architecture) -> float:
+    region = catalog.region(spec.region)
+    assert region is not None
+    _, spot_nodes = _spot_split(spec, fit.nodes)
+    write_gbps = min(region.oss_upload_gbps, fit.nodes * fit.itype.network_gbps)
+    cm = sizing.checkpoint_plan(arch.parameters, spec.model.optimizer, spec.model.precision, write_gbps, fit.nodes,
+                                NODE_MTBF_HOURS, spot_nodes > 0,
+                                spec.spot.interruptions_per_node_day * (spot_nodes / fit.nodes))
+    if isinstance(spec.checkpoints.interval, int):
+        return spec.checkpoints.interval / 3600
+    return cm.interval_seconds / 3600
+
+
+def _spot_split(spec: Spec, nodes: int) -> tuple[int, int]:
+    if not spec.spot.enabled:
+        return nodes, 0
+    base = min(spec.spot.on_demand_base, nodes)
+    return base, nodes - base
+
+
+def _candidate(s: _Scored, verdict: str) -> Candidate:
+    f = s.fit
+    return Candidate(f.itype.name, f.nodes, f.nodes * f.itype.gpus, f.tp, f.pp, f.dp,
+                     round(f.memory.total / 2**30, 2), round(s.per_hour, 2),
+                     None if s.run_cost is None else round(s.run_cost, 2),
+                     None if s.run_hours is None else round(s.run_hours, 2), verdict)
+
+
+def _why_lost(s: _Scored, best: _Scored) -> str:
+    if s.key[:2] == best.key[:2]:
+        why = []
+        if s.key[2] != best.key[2]:
+            why.append("its price is an estimate, the chosen one's a list price")
+        elif s.key[3] != best.key[3]:
+            why.append("the spec's bare-metal preference" if best.fit.itype.bare_metal else
+                       "ECS preferred when the spec states no bare-metal preference")
+        return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
+    if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
+        return f"same run cost within 0.5% but slower: {s.run_hours:,.0f} h vs {best.run_hours:,.0f} h"
+    if s.run_cost is not None and best.run_cost is not None:
+        return (f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
+                f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})")
+    return f"costs {s.per_hour - best.per_hour:,.2f} CNY/h more ({s.per_hour:,.2f} vs {best.per_hour:,.2f})"
+
+
+def _why_chosen(spec: Spec, best: _Scored, ranked: list[_Scored]) -> str:
+    t = best.fit.itype
+    basis = ("the lowest expected cost for the whole run (training FLOPs 6*N*tokens at the GPU's assumed MFU, plus "
+             "expected rework after interruptions)" if best.run_cost is not None else
+             "the lowest cost per hour for the GPUs needed (give model.tokens to rank by whole-run cost)")
+    price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
+             + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
+             + f" [{t.price.source}]")
+    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
+
+
+def _why_nodes(spec: Spec, fit: _Fit) -> str:
+    t = fit.itype
+    need = human_bytes(fit.memory.total)
+    if isinstance(spec.compute.nodes, int):
+        return f"as the spec asks; each GPU then needs {need} of its {t.gpu_memory_gib:g} GiB"
+    return (f"the fewest nodes whose GPUs hold the training state: {need} per GPU of {t.gpu_memory_gib:g} GiB "
+            f"with tp={fit.tp} pp={fit.pp} dp={fit.dp}")
+
+
+def _why_parallel(spec: Spec, fit: _Fit, arch: sizing.Architecture) -> str:
+    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node (NVLink) and divides "
+             f"{arch.heads} heads", f"pipeline {fit.pp} divides {arch.layers} layers",
+             f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
+    if spec.parallelism.zero_stage:
+        parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
+    return "; ".join(parts)
+
+
+def _check_budget(spec: Spec, ranked: list[_Scored]) -> Problem | None:
+    b = spec.budget
+    if b.per_hour is None and b.total is None:
+        return None
+    best = ranked[0]
+    if b.per_hour is not None and best.per_hour > b.per_hour:
+        within = [s for s in ranked if s.per_hour <= b.per_hour]
+        hint = (f"the cheapest plan costs {best.per_hour:,.2f} CNY/h ({best.fit.nodes}x {best.fit.itype.name}); "
+                "raise budget.per_hour, enable spot, or shrink the model/sequence length")
+        if within:
+            hint = f"{within[0].fit.itype.name} x{within[0].fit.nodes} fits at {within[0].per_hour:,.2f} CNY/h"
+        return Problem(("budget", "per_hour"), f"the plan costs {best.per_hour:,.2f} CNY/h, over the budget of "
+                       f"{b.per_hour:,.2f} CNY/h", hint)
+    if b.total is not None:
+        if best.run_cost is None:
+            return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
+                           "add model.tokens (e.g. 1T)")
+        if best.run_cost > b.total:
+            return Problem(("budget", "total"), f"the run is expected to cost {best.run_cost:,.0f} CNY, over the "
+                           f"budget of {b.total:,.0f} CNY",
+                           f"the cheapest plan is {best.fit.nodes}x {best.fit.itype.name} at {best.run_cost:,.0f} CNY; "
+                           "raise budget.total, train on fewer tokens, or enable spot")
+    return None
+
+
+# --------------------------------------------------------------------------------------------------- network & nodes
+
+
+def _network(spec: Spec, zone: str, fit: _Fit, rdma: str, eri: int, decisions: list[Decision]) -> Network:
+    vpc = ipaddress.ip_network(spec.network.vpc_cidr)
+    prefix = max(vpc.prefixlen, min(24, vpc.prefixlen + 4))
+    need = fit.nodes + 48  # the CPFS protocol service takes up to 32 addresses of the vSwitch
+    while prefix > vpc.prefixlen and (2 ** (32 - prefix) - 8) < need:
+        prefix -= 1
+    if (2 ** (32 - prefix) - 8) < need:
+        raise PlanningError([Problem(("network", "vpc_cidr"), f"{vpc} is too small for {fit.nodes} nodes",
+                                     "use a larger range such as 10.0.0.0/16")])
+    subnet = next(vpc.subnets(new_prefix=prefix))
+    vswitches = (VSwitch("compute", f"{spec.name}-{zone}", zone, str(subnet)),)
+    jumbo = spec.network.jumbo_frames and rdma == "erdma"
+    mtu = ERDMA_MTU_JUMBO if jumbo else ERDMA_MTU_STANDARD
+    env: list[tuple[str, str]] = []
+    if rdma == "erdma":
+        # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]
+        env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_HCA", "erdma"), ("NCCL_IB_GID_INDEX", "1"),
+               ("NCCL_IB_QPS_PER_CONNECTION", "8"), ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_NET_PLUGIN", "none")]
+        decisions.append(Decision("mtu", str(mtu), "NCCL over eRDMA needs MTU 8500 with jumbo frames on (1400 with them "
+                                  "off); a wrong MTU corrupts data with the LL128 protocol [DOC-ERDMA-GPU]"))
+    elif rdma == "roce":
+        env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3")]
+    elif fit.nodes > 1:
+        env = [("NCCL_SOCKET_IFNAME", "eth0")]
+    egress = spec.network.egress
+    decisions.append(Decision("egress", egress, (
+        "outbound-only internet through an enhanced NAT gateway and one EIP (no public IP on any node, nothing "
+        "inbound), so nodes can fetch drivers, packages and code" if egress == "nat" else
+        "no internet: nodes reach only VPC-internal endpoints (mirrors.cloud.aliyuncs.com, OSS internal); use an "
+        "image that already has the GPU driver")))
+    return Network(str(vpc), vswitches, tuple(spec.network.admin_cidrs), jumbo, mtu if rdma == "erdma" else 1500,
+                   tuple(env), egress)
+
+
+def _nodes(spec: Spec, zone: str, fit: _Fit, network: Network,
+           decisions: list[Decision]) -> tuple[tuple[Node, ...], tuple[DeploymentSet, ...]]:
+    t = fit.itype
+    subnet = ipaddress.ip_network(network.vswitches[0].cidr)
+    first = int(subnet.network_address) + 10  # leave the low addresses for the gateway and services
+    use_sets = t.low_latency_set and fit.nodes > 1 and not t.scc
+    dsets: list[DeploymentSet] = []
+    if use_sets:
+        count = math.ceil(fit.nodes / LOW_LATENCY_SET_MAX)
+        size = math.ceil(fit.nodes / count)
+        for i in range(count):
+            ranks = tuple(range(i * size, min(fit.nodes, (i + 1) * size)))
+            dsets.append(DeploymentSet(f"ll{i}", f"{spec.name}-ll{i}", zone, "LowLatency", ranks))
+        decisions.append(Decision("placement", f"{count} LowLatency deployment set(s)",
+                                  f"{t.family} supports LowLatency sets, which hold at most {LOW_LATENCY_SET_MAX} "
+                                  f"instances in one zone [DOC-DS]; {fit.nodes} nodes split into {count} set(s) of "
+                                  f"<= {size}"))
+    elif t.scc:
+        decisions.append(Decision("placement", "HPC cluster", "SCC instances must be created in an HPC cluster "
+                                  "(HpcClusterId is required) [DOC-RUNINST]"))
+    elif fit.nodes > 1:
+        decisions.append(Decision("placement", "no deployment set", f"{t.family} is not on the LowLatency list "
+                                  "[DOC-DS]; nodes share one zone and vSwitch"))
+    by_rank = {r: d.key for d in dsets for r in d.ranks}
+    spot_on = set(_spot_ranks(spec, fit.nodes))
+    ranks = tuple(Node(rank=i, name=f"{spec.name}-node-{i:03d}" if fit.nodes < 1000 else f"{spec.name}-node-{i:04d}",
+                       zone=zone, vswitch="compute", private_ip=str(ipaddress.ip_address(first + i)),
+                       spot=i in spot_on, deployment_set=by_rank.get(i)) for i in range(fit.nodes))
+    return ranks, tuple(dsets)
+
+
+def _spot_ranks(spec: Spec, nodes: int) -> list[int]:
+    on_demand, spot = _spot_split(spec, nodes)
+    return list(range(on_demand, on_demand + spot))
+
+
+# --------------------------------------------------------------------------------------------------- storage
+
+
+def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit, network: Network,
+             decisions: list[Decision], warnings: list[str]) -> Storage:
+    s = spec.storage
+    ds = s.dataset
+    kind = s.shared
+    if kind == "auto":
+        if ds is not None and ds.size >= 2**40:
+            kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
+        elif ds is not None:
+            kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
+        elif fit.nodes > 1:
+            kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
+                                       "cheaper Extreme NAS serves"
+        else:
+            kind, why = "none", "one node and no dataset: the node's own disks suffice"
+        if kind == "cpfs" and not region.cpfs:
+            kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
+            warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
+    else:
+        why = "as the spec asks"
+    if kind == "none":
+        decisions.append(Decision("shared storage", "none", why))
+        return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
+    need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
+    dataset = None
+    if kind == "cpfs":
+        data_gib = (ds.size / 2**30) if ds else 0
+        if isinstance(s.capacity, int):
+            cap = int(s.capacity / 2**30)
+            how = "as the spec asks"
+        else:
+            cap = max(CPFS_MIN_GIB, math.ceil(data_gib * 1.3 / CPFS_STEP_GIB) * CPFS_STEP_GIB)
+            how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
+        storage_type = s.storage_class if s.storage_class != "auto" else (
+            "advance_200" if need_mbps > 0.1 * cap else "advance_100")
+        per_gib = 0.2 if storage_type == "advance_200" else 0.1
+        ceiling = 45_000 if storage_type == "advance_200" else 30_000
+        if not isinstance(s.capacity, int):
+            while min(per_gib * cap, ceiling) < need_mbps and cap + CPFS_STEP_GIB <= CPFS_MAX_GIB and per_gib * cap < ceiling:
+                cap += CPFS_STEP_GIB
+            if cap > CPFS_MIN_GIB and data_gib * 1.3 < cap - CPFS_STEP_GIB:
+                how += f"; grown to {cap} GiB for {need_mbps:,} MB/s of throughput"
+        throughput = int(min(per_gib * cap, ceiling))
+        if throughput < need_mbps:
+            warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
+                            f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node)")
+        decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
+                                  f"{why}; capacity: {how}; throughput {int(per_gib * 1000)} MB/s per TiB "
+                                  f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service"))
+        if ds is not None:
+            flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
+            dataset = Dataset(ds.source, ds.size, ds.path, flow)
+            decisions.append(Decision("dataset import", f"{ds.source} -> {ds.path}",
+                                      f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
+                                      f"{throughput:,} MB/s) [TF-nas-df]"))
+        return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset)
+    # Extreme NAS
+    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)
+    storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
+    throughput = _extreme_throughput(cap)
+    decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
+    return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None)
+
+
+def _extreme_throughput(cap_gib: int) -> int:
+    # bandwidth steps of Extreme NAS by capacity [DOC-NAS-EXT] (which edition the table describes is unverified)
+    for limit, mbps in ((500, 150), (2048, 300), (8192, 600)):
+        if cap_gib < limit:
+            return mbps
+    return 1200
+
+
+# --------------------------------------------------------------------------------------------------- checkpoints & spot
+
+
+def bucket_name(spec: Spec) -> str:
+    """A deterministic, globally-unlikely-to-collide bucket name: ``<name>-ckpt-<6 hex of name+region+stack>``."""
+    if spec.checkpoints.bucket:
+        return spec.checkpoints.bucket
+    suffix = hashlib.sha256(f"{spec.name}/{spec.region}/{spec.stack}".encode()).hexdigest()[:6]
+    return f"{spec.name[:45]}-ckpt-{suffix}"
+
+
+def _checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: _Fit, arch: sizing.Architecture,
+                 lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
+    k = spec.checkpoints
+    endpoint = f"oss-{region.id}-internal.aliyuncs.com"
+    if not k.enabled:
+        decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
+        return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,
+                           endpoint, 0, 0.0, 0.0)
+    node_gbps = fit.nodes * fit.itype.network_gbps
+    write_gbps = min(region.oss_upload_gbps, node_gbps)
+    lora_trainable = None
+    if lora_rank is not None:
+        lora_trainable = sizing.lora_trainable_parameters(arch, lora_rank) if hasattr(sizing, "lora_trainable_parameters") \
+            else None
+    _, spot_nodes = _spot_split(spec, fit.nodes)
+    cm = sizing.checkpoint_plan(arch.parameters, spec.model.optimizer, spec.model.precision, write_gbps, fit.nodes,
+                                NODE_MTBF_HOURS, spot_nodes > 0,
+                                spec.spot.interruptions_per_node_day * (spot_nodes / fit.nodes if fit.nodes else 0),
+                                lora_trainable)
+    if isinstance(k.interval, int):
+        interval = k.interval
+        why = (f"as the spec asks (the Young/Daly optimum would be {human_seconds(cm.interval_seconds)}: write "
+               f"{human_seconds(cm.write_seconds)}, cluster MTBF {cm.mtbf_hours:.1f} h)")
+    else:
+        interval = max(300, int(round(cm.interval_seconds / 60.0)) * 60)
+        why = (f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(cm.size_bytes)} checkpoint written at "
+               f"{write_gbps:g} Gbit/s (OSS upload limit of {region.id} per account [DOC-OSS-LIM]) takes "
+               f"{human_seconds(cm.write_seconds)}; the cluster's expected time between interruptions is "
+               f"{cm.mtbf_hours:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"
+               + (f", {spec.spot.interruptions_per_node_day:g} spot reclaims per node-day assumed" if spot_nodes else "")
+               + ")")
+    decisions.append(Decision("checkpoint interval", human_seconds(interval), why))
+    decisions.append(Decision("checkpoint bucket", bucket_name(spec),
+                              f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
+                              f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"))
+    return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
+                       k.abort_multipart_days, endpoint, cm.size_bytes, round(cm.write_seconds, 3),
+                       round(cm.mtbf_hours, 3))
+
+
+def _spot(spec: Spec, fit: _Fit, ranks: Iterable[Node], decisions: list[Decision], warnings: list[str]) -> Spot:
+    s = spec.spot
+    ranks = tuple(ranks)
+    on_demand = tuple(n.rank for n in ranks if not n.spot)
+    spot = tuple(n.rank for n in ranks if n.spot)
+    limit = None
+    if s.enabled and s.strategy == "SpotWithPriceLimit":
+        limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3)
+    if s.enabled:
+        decisions.append(Decision("spot", f"{len(spot)} spot, {len(on_demand)} on-demand",
+                                  f"{s.strategy}" + (f" with a limit of {limit:g} CNY/h (price x {s.max_price_ratio:g}"
+                                                     f"{', an estimated price' if fit.itype.price.estimated else ''})"
+                                                     if limit else "") +
+                                  f"; ranks {', '.join(map(str, on_demand)) or 'none'} stay on demand so the job's "
+                                  f"rendezvous (rank 0) survives reclaims; a watcher on each spot node polls the "
+                                  f"metadata service and asks training to checkpoint on the 5-minute notice"
+                                  f" [DOC-SPOT-HANDLE]"))
+        warnings.append(f"the spot discount ({s.discount:.0%} of list) and reclaim rate "
+                        f"({s.interruptions_per_node_day:g}/node-day) are assumptions, not quotes: GPU spot prices "
+                        "vary by zone and hour (unverified)")
+        if not spot:
+            warnings.append("spot is enabled but every node is in the on-demand base")
+    return Spot(s.enabled, s.strategy if s.enabled else "NoSpot", limit, s.protection_hours, s.interruption,
+                on_demand, spot, s.discount, s.interruptions_per_node_day)
+
+
+def _cost(spec: Spec, catalog: Catalog, best: _Scored, storage: Storage, ckpt: Checkpoints) -> Cost:
+    t = best.fit.itype
+    on_demand_nodes, spot_nodes = _spot_split(spec, best.fit.nodes)
+    notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
+             + ("ESTIMATE" if t.price.estimated else "list price")
+             + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
+    shared = 0.0
+    if storage.kind != "none":
+        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[storage.kind]
+        sp = catalog.storage_price(item)
+        if sp is not None:
+            shared = sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
+            notes.append(f"{item}: {sp.price_cny:g} CNY/GiB-month " + ("ESTIMATE" if sp.estimated else "list price")
+                         + f" ({sp.region}, {sp.date}) [{sp.source}]")
+        else:
+            notes.append(f"{item}: no price in the catalog; not counted")
+    obj = 0.0
+    if ckpt.enabled:
+        sp = catalog.storage_price("oss-standard")
+        if sp is not None:
+            # a few checkpoints kept: the current one plus noncurrent versions within retention (assume 3)
+            gib = ckpt.size_bytes * 3 / 2**30
+            obj = sp.price_cny * gib / HOURS_PER_MONTH
+            notes.append(f"oss-standard: {sp.price_cny:g} CNY/GiB-month for ~3 checkpoints "
+                         + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]")
+    if spot_nodes:
+        notes.append(f"spot at {spec.spot.discount:.0%} of list is an assumption (GPU spot prices unverified)")
+    od = on_demand_nodes * t.price.cny_per_hour
+    sp_h = spot_nodes * best.spot_per_hour
+    total = od + sp_h + shared + obj
+    run_total = None
+    if best.run_hours is not None:
+        run_total = total * (best.run_hours + (best.rework_hours or 0.0))
+    return Cost("CNY", round(od, 2), round(sp_h, 2), round(shared, 2), round(obj, 2), round(total, 2),
+                round(total * 24, 2), None if best.run_hours is None else round(best.run_hours, 2),
+                None if best.rework_hours is None else round(best.rework_hours, 2),
+                None if run_total is None else round(run_total, 2), tuple(notes))

@@ -1,0 +1,135 @@
+"""Stage 3, render: a Plan -> the files of a Pulumi stack folder, as text.
+
+Pure and byte-stable: no clock, user name, host or absolute path reaches the output; maps are emitted in
+sorted order and every file ends with a newline. Only :mod:`generator.stackdir` writes files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .plan import Plan, dumps
+
+PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
+ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
+MARKER = ".trainstack"  # folder inside every generated stack; render refuses to overwrite a folder without it
+
+
+def templates_dir() -> Path:
+    """Templates live at the repository's top level and are shipped in the wheel as ``generator/_templates``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_templates", here.parent / "templates"):
+        if (candidate / "stack" / "__main__.py.j2").is_file():
+            return candidate
+    raise FileNotFoundError("trainstack's templates are missing; reinstall the package")
+
+
+@functools.lru_cache(maxsize=1)
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["py"] = py_literal
+    env.filters["json"] = lambda v: json.dumps(v, sort_keys=True)
+    return env
+
+
+def py_literal(value: Any) -> str:
+    """A Python literal for a plain value (str, int, float, bool, None, list, dict), deterministic."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(py_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in sorted(value.items())) + "}"
+    raise TypeError(f"cannot render {type(value).__name__} as a Python literal")
+
+
+def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
+    """Everything the templates need, computed here so templates stay free of logic."""
+    c, n, s, k, sp = plan.compute, plan.network, plan.storage, plan.checkpoints, plan.spot
+    tags = {"managed-by": "trainstack", "trainstack-project": plan.name, "trainstack-stack": plan.stack}
+    tags.update(dict(plan.tags))
+    master = c.ranks[0].private_ip if c.ranks else ""
+    hostfile = "".join(f"{r.private_ip} slots={c.gpus_per_node}\n" for r in c.ranks)
+    nodes = [{"rank": r.rank, "name": r.name, "ip": r.private_ip, "spot": r.spot,
+              "deployment_set": r.deployment_set or ""} for r in c.ranks]
+    return {
+        "plan": plan,
+        "spec_path": spec_path,
+        "tags": tags,
+        "nodes": nodes,
+        "hostfile": hostfile,
+        "master_addr": master,
+        "launch_env": launch_env(plan),
+        "node_mtu": n.mtu,
+        "bucket": k.bucket,
+        "dataset_bucket": (s.dataset.source.split("/")[2] if s.dataset else ""),
+        "interval_seconds": k.interval_seconds,
+        "spot_enabled": sp.enabled,
+        "requirements": [PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT],
+    }
+
+
+def launch_env(plan: Plan) -> list[tuple[str, str]]:
+    """The environment every node's launcher sees (written to /etc/trainstack/launch.env)."""
+    c = plan.compute
+    env = [
+        ("TRAINSTACK_NAME", plan.name),
+        ("MASTER_ADDR", c.ranks[0].private_ip if c.ranks else "127.0.0.1"),
+        ("MASTER_PORT", "29500"),
+        ("NNODES", str(c.nodes)),
+        ("GPUS_PER_NODE", str(c.gpus_per_node)),
+        ("WORLD_SIZE", str(c.total_gpus)),
+        ("TP_SIZE", str(c.tp)),
+        ("PP_SIZE", str(c.pp)),
+        ("DP_SIZE", str(c.dp)),
+        ("ZERO_STAGE", str(c.zero_stage)),
+        ("SHARED_DIR", plan.storage.mount_path if plan.storage.kind != "none" else "/mnt/local"),
+        ("CHECKPOINT_URL", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else ""),
+        ("CHECKPOINT_ENDPOINT", plan.checkpoints.internal_endpoint if plan.checkpoints.enabled else ""),
+        ("CHECKPOINT_INTERVAL_SECONDS", str(plan.checkpoints.interval_seconds)),
+        ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
+    ]
+    env.extend(plan.network.nccl_env)
+    return env
+
+
+def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
+    """Plan -> {relative path: text}; ``spec_path`` is recorded as given (keep it relative)."""
+    spec_path = spec_path.replace(os.sep, "/")
+    env = _env()
+    ctx = template_vars(plan, spec_path)
+    files = {
+        "Pulumi.yaml": env.get_template("stack/Pulumi.yaml.j2").render(ctx),
+        f"Pulumi.{plan.stack}.yaml": env.get_template("stack/Pulumi.stack.yaml.j2").render(ctx),
+        "__main__.py": env.get_template("stack/__main__.py.j2").render(ctx),
+        "requirements.txt": env.get_template("stack/requirements.txt.j2").render(ctx),
+        "node-init.sh": env.get_template("stack/node-init.sh.j2").render(ctx),
+        "README.md": env.get_template("stack/README.md.j2").render(ctx),
+        "plan.json": plan.to_json(),
+        f"{MARKER}/DO_NOT_EDIT": env.get_template("stack/DO_NOT_EDIT.j2").render(ctx),
+        ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n",
+    }
+    for name, text in files.items():
+        if not text.endswith("\n"):
+            files[name] = text + "\n"
+    return dict(sorted(files.items()))
+
+
+__all__ = ["render", "template_vars", "templates_dir", "py_literal", "MARKER", "dumps"]

@@ -1,0 +1,140 @@
+"""Text tables for people: plans, previews, the catalog. Pure functions returning strings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .plan import Plan
+from .units import human_bytes, human_count, human_seconds
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    out = []
+    for n, r in enumerate(cells):
+        line = "  ".join(r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(r)))
+        out.append(line.rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def plan_text(plan: Plan) -> str:
+    c, m, z, cost = plan.compute, plan.model, plan.sizing, plan.cost
+    lines = [
+        f"Plan for {plan.name} (stack {plan.stack}) in {plan.region}, zone {c.ranks[0].zone}",
+        "",
+        f"  model        {human_count(m.parameters)} parameters ({m.layers} layers, hidden {m.hidden}, {m.heads} heads), "
+        f"{m.precision}, {m.optimizer}, seq {m.sequence_length}, micro-batch {m.micro_batch_size}"
+        + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else ""),
+        f"  compute      {c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
+        + (" bare metal" if c.bare_metal else ""),
+        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp} ZeRO-{c.zero_stage} recompute={c.recompute}"
+        + (" sp" if c.sequence_parallel else ""),
+        f"  network      RDMA {c.rdma}" + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
+        + f", VPC {plan.network.vpc_cidr}, egress {plan.network.egress}",
+        f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
+                                                f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
+                                                if plan.storage.kind != "none" else ""),
+        f"  checkpoints  " + (f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
+                              f"{human_seconds(plan.checkpoints.interval_seconds)} "
+                              f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),
+        f"  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
+                              f"{plan.spot.strategy}" if plan.spot.enabled else "off"),
+        "",
+        "Memory per GPU",
+        table(["term", "bytes", "size"], [
+            ["weights", z.weights, human_bytes(z.weights)],
+            ["gradients", z.gradients, human_bytes(z.gradients)],
+            ["optimizer states", z.optimizer_states, human_bytes(z.optimizer_states)],
+            ["activations", z.activations, human_bytes(z.activations)],
+            ["runtime reserve", z.reserve, human_bytes(z.reserve)],
+            ["total", z.total, human_bytes(z.total)],
+            ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
+            ["headroom", z.headroom, human_bytes(z.headroom)],
+        ], right=(1, 2)),
+        "",
+        "Cost (CNY)",
+        table(["item", "per hour", "per day"], [
+            ["compute on demand", f"{cost.compute_on_demand_per_hour:,.2f}", f"{cost.compute_on_demand_per_hour * 24:,.2f}"],
+            ["compute spot", f"{cost.compute_spot_per_hour:,.2f}", f"{cost.compute_spot_per_hour * 24:,.2f}"],
+            ["shared storage", f"{cost.shared_storage_per_hour:,.2f}", f"{cost.shared_storage_per_hour * 24:,.2f}"],
+            ["object storage", f"{cost.object_storage_per_hour:,.2f}", f"{cost.object_storage_per_hour * 24:,.2f}"],
+            ["total", f"{cost.total_per_hour:,.2f}", f"{cost.total_per_day:,.2f}"],
+        ], right=(1, 2)),
+    ]
+    if cost.run_total is not None:
+        lines.append(f"whole run: {cost.run_hours:,.1f} h training + {cost.expected_rework_hours or 0:,.1f} h expected "
+                     f"rework = {cost.run_total:,.0f} CNY")
+    lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]
+    for d in plan.decisions:
+        lines.append(f"  - {d.topic}: {d.choice}")
+        lines.append(f"      {d.reason}")
+    if plan.candidates:
+        lines += ["", "Instance types considered"]
+        lines.append(table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], [
+            [x.instance_type, x.nodes or "", x.gpus or "", f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
+             f"{x.per_gpu_gib:.1f}" if x.nodes else "", f"{x.cost_per_hour:,.2f}" if x.nodes else "", x.verdict]
+            for x in plan.candidates], right=(1, 2, 4, 5)))
+    if plan.warnings:
+        lines += ["", "Warnings"] + [f"  ! {w}" for w in plan.warnings]
+    if plan.waivers:
+        lines += ["", "Waived lint rules"] + [f"  {w.rule}: {w.reason}" for w in plan.waivers]
+    return "\n".join(lines) + "\n"
+
+
+KEY_INPUTS = {
+    "alicloud:ecs/instance:Instance": ("instanceType", "privateIp", "spotStrategy", "networkInterfaceTrafficMode"),
+    "alicloud:vpc/network:Network": ("cidrBlock",),
+    "alicloud:vpc/switch:Switch": ("zoneId", "cidrBlock"),
+    "alicloud:oss/bucket:Bucket": ("bucket", "storageClass"),
+    "alicloud:nas/fileSystem:FileSystem": ("fileSystemType", "storageType", "capacity"),
+    "alicloud:ecs/securityGroupRule:SecurityGroupRule": ("type", "ipProtocol", "portRange", "cidrIp"),
+    "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet": ("strategy",),
+    "alicloud:nas/dataFlow:DataFlow": ("sourceStorage", "throughput"),
+    "alicloud:vpc/natGateway:NatGateway": ("natType",),
+}
+
+
+def preview_text(graph: Any, title: str) -> str:
+    by_type: dict[str, list[Any]] = {}
+    for r in graph.resources:
+        by_type.setdefault(r.type, []).append(r)
+    total = len(graph.resources)
+    lines = [f"Offline preview of {title}: {total} resources would be created "
+             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)", ""]
+    for typ in sorted(by_type):
+        items = by_type[typ]
+        short = typ.split(":")[1].split("/")[0] + ":" + typ.split(":")[-1]
+        lines.append(f"+ {short} x{len(items)}")
+        keys = KEY_INPUTS.get(typ, ())
+        shown = items if len(items) <= 4 else items[:2] + [None] + items[-1:]
+        for r in shown:
+            if r is None:
+                lines.append(f"    ... {len(items) - 3} more like these")
+                continue
+            props = ", ".join(f"{k}={_short(r.inputs.get(k))}" for k in keys if r.inputs.get(k) not in (None, ""))
+            flags = " [protected]" if r.protect else ""
+            lines.append(f"    {r.name}{flags}" + (f"  ({props})" if props else ""))
+    if graph.outputs:
+        lines += ["", "Outputs: " + ", ".join(sorted(graph.outputs))]
+    if graph.warnings:
+        lines += ["", "Warnings from the program:"] + [f"  ! {w}" for w in graph.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _short(v: Any) -> str:
+    s = str(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def catalog_text(types: Sequence[Any]) -> str:
+    rows = []
+    for t in types:
+        rows.append([t.name, t.gpu, t.gpus, f"{t.gpu_memory_gib:g}", t.vcpu, f"{t.memory_gib:g}", f"{t.network_gbps:g}",
+                     "yes" if t.bare_metal else "", (f"ERI x{t.eri_count}" if t.eri_count else ("RoCE" if t.scc else "")),
+                     f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""), t.availability])
+    return table(["instance type", "GPU", "#", "GiB/GPU", "vCPU", "mem GiB", "Gbit/s", "EBM", "RDMA", "CNY/h", "availability"],
+                 rows, right=(2, 3, 4, 5, 6, 9)) + "\n* estimated price (see generator/catalog/data/v1/README.md)\n"

@@ -1,0 +1,134 @@
+"""Checks that need the catalog: regions, zones, GPU models, instance types and platform rules.
+
+Pure: spec + catalog -> list of :class:`~generator.errors.Problem` (paths only; the caller adds lines).
+"""
+
+from __future__ import annotations
+
+from .catalog import Catalog
+from .errors import Problem, did_you_mean
+from .spec import Spec
+
+CPFS_MIN_GIB = 3600  # smallest CPFS general-purpose file system in the provider's examples and tests [TF-nas test]
+CPFS_STEP_GIB = 1200  # CPFS scales in 1,200 GiB steps [DOC-CPFS-SCALE]
+CPFS_MAX_GIB = 1024 * 1024  # 1 PiB [DOC-CPFS-SCALE]
+NAS_EXTREME_MIN_GIB = 100  # [DOC-NAS-EXT]
+NAS_EXTREME_MAX_GIB = 256 * 1024
+
+
+def check(spec: Spec, catalog: Catalog) -> list[Problem]:
+    problems: list[Problem] = []
+    region = catalog.region(spec.region)
+    if region is None:
+        problems.append(Problem(("region",), f"unknown region '{spec.region}'",
+                                did_you_mean(spec.region, catalog.region_ids()) or
+                                "run 'trainstack catalog --regions' to list the regions trainstack knows"))
+    else:
+        for i, zone in enumerate(spec.zones):
+            if zone not in region.zones:
+                hint = did_you_mean(zone, region.zones) or f"zones of {region.id}: {', '.join(region.zones)}"
+                other = next((r.id for r in catalog.regions if zone in r.zones), None)
+                msg = f"zone '{zone}' is not in region {region.id}"
+                if other:
+                    msg += f" (it is in {other})"
+                problems.append(Problem(("zones", i), msg, hint))
+        if len(set(spec.zones)) != len(spec.zones):
+            problems.append(Problem(("zones",), "a zone is listed twice"))
+    c = spec.compute
+    if c.gpu != "auto":
+        gpu = catalog.gpu(c.gpu)
+        if gpu is None:
+            problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
+                                    did_you_mean(c.gpu, _gpu_words(catalog)) or
+                                    f"known GPUs: {', '.join(catalog.gpu_names())}"))
+        elif region is not None and not any(t.gpu == gpu.name for t in catalog.types_in_region(region.id)):
+            offered = sorted({t.gpu for t in catalog.types_in_region(region.id)})
+            where = sorted(r.id for r in catalog.regions if any(t.gpu == gpu.name for t in catalog.types_in_region(r.id)))
+            problems.append(Problem(("compute", "gpu"), f"region {region.id} offers no {gpu.name} instance types"
+                                    " in the catalog",
+                                    f"GPUs there: {', '.join(offered) or 'none'}; {gpu.name} is in: "
+                                    f"{', '.join(where) or 'no known region'}"))
+    for i, name in enumerate(c.instance_types):
+        t = catalog.instance(name)
+        if t is None:
+            problems.append(Problem(("compute", "instance_types", i), f"unknown instance type '{name}'",
+                                    did_you_mean(name, [x.name for x in catalog.instance_types]) or
+                                    "run 'trainstack catalog' to list GPU instance types"))
+        elif spec.network.rdma is True and not t.rdma:
+            problems.append(Problem(("compute", "instance_types", i),
+                                    f"{name} has no eRDMA interface (ERI) or RoCE, but network.rdma is true",
+                                    "choose an ERI type such as ecs.ebmgn7ex.32xlarge or ecs.gn8v-8x.48xlarge,"
+                                    " or set network.rdma: auto"))
+    if c.platform == "lingjun":
+        if region is not None and not region.lingjun:
+            problems.append(Problem(("compute", "platform"), f"Lingjun is not offered in {region.id} per the catalog",
+                                    "Lingjun regions: " + ", ".join(r.id for r in catalog.regions if r.lingjun)))
+        if spec.storage.shared == "cpfs":
+            problems.append(Problem(("storage", "shared"), "CPFS general-purpose file systems serve ECS; Lingjun nodes"
+                                    " use CPFS for Lingjun (bmcpfs), which trainstack cannot create yet",
+                                    "set storage.shared: none and attach bmcpfs through PAI, or use platform: ecs"))
+    s = spec.storage
+    if isinstance(s.capacity, int):
+        gib = s.capacity / 2**30
+        if s.shared in ("cpfs", "auto") and s.shared == "cpfs":
+            if gib < CPFS_MIN_GIB or abs(gib / CPFS_STEP_GIB - round(gib / CPFS_STEP_GIB)) > 1e-9 or gib > CPFS_MAX_GIB:
+                up = max(CPFS_MIN_GIB, -(-int(gib) // CPFS_STEP_GIB) * CPFS_STEP_GIB)
+                problems.append(Problem(("storage", "capacity"),
+                                        f"CPFS capacity must be at least {CPFS_MIN_GIB} GiB, a multiple of "
+                                        f"{CPFS_STEP_GIB} GiB and at most 1 PiB; got {gib:g} GiB",
+                                        f"use {up}GiB"))
+        if s.shared == "extreme-nas" and not NAS_EXTREME_MIN_GIB <= gib <= NAS_EXTREME_MAX_GIB:
+            problems.append(Problem(("storage", "capacity"), f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:g} GiB"))
+        if s.shared == "none":
+            problems.append(Problem(("storage", "capacity"), "a capacity is set but storage.shared is none",
+                                    "remove capacity or choose a shared file system"))
+    if s.storage_class in ("advance_100", "advance_200") and s.shared == "extreme-nas":
+        problems.append(Problem(("storage", "storage_class"), f"{s.storage_class} is a CPFS class;"
+                                " Extreme NAS takes standard or advance"))
+    if s.storage_class in ("standard", "advance") and s.shared == "cpfs":
+        problems.append(Problem(("storage", "storage_class"), f"{s.storage_class} is an Extreme NAS class;"
+                                " CPFS takes advance_100 or advance_200"))
+    if s.dataset is not None and s.shared in ("none", "extreme-nas"):
+        problems.append(Problem(("storage", "dataset"), "importing a dataset from OSS needs CPFS (a fileset and a data flow)",
+                                "set storage.shared: cpfs or auto"))
+    if region is not None and s.shared == "cpfs" and not region.cpfs:
+        problems.append(Problem(("storage", "shared"), f"CPFS is not offered in {region.id} per the catalog",
+                                "CPFS regions: " + ", ".join(r.id for r in catalog.regions if r.cpfs)))
+    k = spec.checkpoints
+    if k.region is not None and k.region != spec.region:
+        problems.append(Problem(("checkpoints", "region"), f"the checkpoint bucket must be in the compute region"
+                                f" {spec.region}, not {k.region}",
+                                "cross-region writes are slow and billed; remove checkpoints.region"))
+    if spec.spot.enabled and not k.enabled:
+        problems.append(Problem(("spot", "enabled"), "spot instances need checkpoints: a reclaimed node loses its work"
+                                " unless training resumes from a checkpoint",
+                                "set checkpoints.enabled: true or spot.enabled: false"))
+    if not k.enabled and any(x != d for x, d in ((k.bucket, None),)):
+        problems.append(Problem(("checkpoints", "bucket"), "a bucket is named but checkpoints are disabled"))
+    p = spec.parallelism
+    if p.sequence_parallel and p.tensor == 1:
+        pass  # sequence parallelism needs tensor parallelism; with tp=1 it has no effect (noted in the plan)
+    if isinstance(c.nodes, int) and c.nodes > c.max_nodes:
+        problems.append(Problem(("compute", "nodes"), f"{c.nodes} nodes is more than compute.max_nodes ({c.max_nodes})",
+                                "raise compute.max_nodes if you mean it"))
+    if spec.spot.enabled and isinstance(c.nodes, int) and spec.spot.on_demand_base > c.nodes:
+        problems.append(Problem(("spot", "on_demand_base"), f"on_demand_base ({spec.spot.on_demand_base}) is more than"
+                                f" the {c.nodes} nodes"))
+    if spec.model.finetune.method == "qlora" and spec.model.precision == "fp32":
+        problems.append(Problem(("model", "precision"), "QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here",
+                                "use precision: bf16"))
+    for i, w in enumerate(spec.waivers):
+        from .lint import RULES  # late import: lint imports plan types
+
+        if w.rule not in RULES:
+            problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",
+                                    did_you_mean(w.rule, RULES) or "run 'trainstack lint --rules' to list them"))
+    return problems
+
+
+def _gpu_words(catalog: Catalog) -> list[str]:
+    words = []
+    for g in catalog.gpus:
+        words.append(g.name)
+        words.extend(g.aliases)
+    return words
