@@ -7,39 +7,13 @@ traceback unless ``--debug`` is given. Commands that do not run a Pulumi program
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import click
 
-from .errors import EXIT_FAILURE, EXIT_USAGE, SpecErrors, TrainstackError
-
-
-def _handle(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        debug = click.get_current_context().find_root().params.get("debug", False)
-        try:
-            return fn(*args, **kwargs)
-        except SpecErrors as e:
-            if debug:
-                raise
-            click.echo(e.render(show_source=True), err=True)
-            n = len(e.problems)
-            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", err=True)
-            sys.exit(EXIT_USAGE)
-        except TrainstackError as e:
-            if debug:
-                raise
-            click.echo(f"error: {e}", err=True)
-            sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted; nothing half-written was left behind", err=True)
-            sys.exit(130)
-    return wrapper
+from .commands import handle as _handle
+from .errors import EXIT_FAILURE, SpecErrors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -167,6 +141,18 @@ def schema() -> None:
 
     click.echo(json.dumps(api.schema(), indent=2, sort_keys=True))
 
+
+def _register_feature_commands() -> None:
+    """Commands that live in generator/commands/<feature>.py (each module lists its click commands in COMMANDS)."""
+    import importlib
+
+    for name in ("estimate", "lint", "diff", "live"):
+        module = importlib.import_module(f"generator.commands.{name}")
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register_feature_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,45 @@
+"""CLI commands grouped by feature, and the error handling they share.
+
+Each ``generator/commands/<feature>.py`` defines click commands and lists them in ``COMMANDS``; ``generator.cli``
+registers them. Modules here import heavy libraries (pulumi) inside the command functions only, so that
+``trainstack --help`` and the commands that do not run a program start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..errors import EXIT_USAGE, SpecErrors, TrainstackError
+
+
+def handle(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a command; print SpecErrors and TrainstackErrors as text with their exit code (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except SpecErrors as e:
+            if debug:
+                raise
+            click.echo(e.render(show_source=True), err=True)
+            n = len(e.problems)
+            click.echo(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.", err=True)
+            sys.exit(EXIT_USAGE)
+        except TrainstackError as e:
+            if debug:
+                raise
+            click.echo(f"error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted; nothing half-written was left behind", err=True)
+            sys.exit(130)
+    return wrapper
+
+

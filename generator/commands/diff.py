@@ -1,0 +1,3 @@
+"""Placeholder until the diff commands land; lists no commands."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""Placeholder until the estimate commands land; lists no commands."""
+
+COMMANDS: list = []

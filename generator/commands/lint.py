@@ -1,0 +1,3 @@
+"""Placeholder until the lint commands land; lists no commands."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""Placeholder until the live commands land; lists no commands."""
+
+COMMANDS: list = []

@@ -1,0 +1,156 @@
+"""Every example: its committed stack equals what the spec renders (golden), and the program, executed under
+Pulumi's mock runtime with the real pulumi_alicloud SDK, declares what the spec asks for."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from generator import api, render, stackdir
+from generator.mockrun import Graph, run_program
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+INSTANCE = "alicloud:ecs/instance:Instance"
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # spec paths are recorded relative to the working folder
+
+
+def test_examples_exist() -> None:
+    assert {"finetune-7b", "pretrain-70b", "foundation-1t"} <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_committed_stack_is_what_the_spec_renders(name: str) -> None:
+    plan = api.plan(f"examples/{name}.yaml")
+    files = render.render(plan, f"examples/{name}.yaml")
+    stale = [c for c in stackdir.compare(files, ROOT / "stacks" / plan.name) if c.action != "identical"]
+    assert not stale, f"stacks/{plan.name} is stale; run `trainstack render examples/{name}.yaml`: {stale}"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_render_is_deterministic_and_portable(name: str) -> None:
+    plan = api.plan(f"examples/{name}.yaml")
+    a = render.render(plan, f"examples/{name}.yaml")
+    b = render.render(api.plan(f"examples/{name}.yaml"), f"examples/{name}.yaml")
+    assert a == b
+    blob = "\n".join(a.values())
+    for leak in (str(ROOT), os.environ.get("USER", "\0"), os.environ.get("HOME", "\0")):
+        if leak and leak != "/":
+            assert leak not in blob
+    assert all(text.endswith("\n") and "\r" not in text for text in a.values())
+
+
+_graphs: dict[str, Graph] = {}
+
+
+def graph_of(name: str) -> Graph:
+    if name not in _graphs:
+        plan = json.loads((ROOT / "stacks" / name / "plan.json").read_text())
+        _graphs[name] = run_program(ROOT / "stacks" / name, project=name, stack=plan["stack"],
+                                    config={"alicloud:region": plan["region"]})
+    return _graphs[name]
+
+
+def plan_of(name: str) -> dict:
+    return json.loads((ROOT / "stacks" / name / "plan.json").read_text())
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_program_runs_under_the_mock_runtime(name: str) -> None:
+    g = graph_of(name)
+    p = plan_of(name)
+    nodes = g.of_type(INSTANCE)
+    assert len(nodes) == p["compute"]["nodes"]
+    assert {n.get("instance_type") for n in nodes} == {p["compute"]["instance_type"]}
+    # a fixed private IP per rank makes the hostfile known before deploy
+    assert [n.get("private_ip") for n in sorted(nodes, key=lambda r: r.name)] == \
+        [r["private_ip"] for r in p["compute"]["ranks"]]
+    assert g.outputs["hostfile"].count("\n") == p["compute"]["nodes"]
+    assert g.outputs["master_addr"] == p["compute"]["ranks"][0]["private_ip"]
+    # secure defaults on every node
+    for n in nodes:
+        assert n.get("http_tokens") == "required"
+        assert n.get("internet_max_bandwidth_out") == 0
+        assert n.get("system_disk_encrypted") is True
+        assert n.get("key_name") and not n.get("password")
+    sg_rules = g.of_type("alicloud:ecs/securityGroupRule:SecurityGroupRule")
+    assert all(r.get("cidr_ip") not in ("0.0.0.0/0",) for r in sg_rules)
+
+
+def _user_data(node) -> str:
+    return base64.b64decode(node.get("user_data")).decode()
+
+
+def test_finetune_is_one_8_gpu_node_without_rdma() -> None:
+    g, p = graph_of("finetune-7b"), plan_of("finetune-7b")
+    (node,) = g.of_type(INSTANCE)
+    assert p["compute"]["gpus_per_node"] == 8 and p["compute"]["nodes"] == 1
+    assert node.get("network_interface_traffic_mode") is None
+    assert not g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+    assert not g.of_type("alicloud:nas/fileSystem:FileSystem")
+    script = _user_data(node)
+    assert "NNODES=1" in script and "NODE_RANK=\"0\"" in script
+
+
+def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
+    g, p = graph_of("pretrain-70b"), plan_of("pretrain-70b")
+    nodes = sorted(g.of_type(INSTANCE), key=lambda r: r.name)
+    assert 10 <= len(nodes) < 100  # "tens of nodes"
+    for n in nodes:
+        assert n.get("network_interface_traffic_mode") == "HighPerformance"
+        # ebmgn7ex needs two ERIs on distinct network cards for its full 160 Gbit/s
+        assert n.get("network_interfaces")["networkCardIndex"] == 1
+        assert n.get("network_interfaces")["networkInterfaceTrafficMode"] == "HighPerformance"
+        assert n.get("enable_jumbo_frame") is True
+    # LowLatency deployment sets of at most 20 instances
+    sets = g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+    assert sets and all(s.get("strategy") == "LowLatency" for s in sets)
+    assert all(len(d["ranks"]) <= 20 for d in p["compute"]["deployment_sets"])
+    # spot: the on-demand base keeps rank 0 and 1; every other node is spot with the watcher
+    assert [n.get("spot_strategy") for n in nodes[:2]] == ["NoSpot", "NoSpot"]
+    assert all(n.get("spot_strategy") == "SpotAsPriceGo" for n in nodes[2:])
+    assert "trainstack-spot-watcher" in _user_data(nodes[5])
+    assert "meta-data/instance/spot/termination-time" in _user_data(nodes[5])
+    # CPFS general-purpose, capacity on its 1,200 GiB step, protected, dataset imported through a data flow
+    fs = g.one("alicloud:nas/fileSystem:FileSystem")
+    assert fs.get("file_system_type") == "cpfs" and fs.get("protocol_type") == "cpfs"
+    assert fs.get("capacity") >= 3600 and fs.get("capacity") % 1200 == 0
+    assert fs.protect and fs.retain_on_delete
+    flow = g.one("alicloud:nas/dataFlow:DataFlow")
+    assert flow.get("source_storage") == "oss://corpus-pretrain-2026"
+    assert flow.get("throughput") in (600, 1200, 1500)
+    # checkpoints: private, versioned, encrypted, lifecycle rules, protected
+    bucket = g.one("alicloud:oss/bucket:Bucket")
+    assert bucket.protect and bucket.retain_on_delete
+    assert bucket.get("versioning") == {"status": "Enabled"}
+    assert bucket.get("server_side_encryption_rule")["sseAlgorithm"] in ("KMS", "AES256")
+    rule_ids = {r["id"] for r in bucket.get("lifecycle_rules")}
+    assert {"expire-noncurrent-checkpoints", "abort-stale-multipart-uploads", "old-checkpoints-to-ia"} <= rule_ids
+    assert g.one("alicloud:oss/bucketAcl:BucketAcl").get("acl") == "private"
+    assert g.one("alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock").get("block_public_access") is True
+    # the nodes' RAM policy reaches only that bucket
+    policy = json.loads(g.one("alicloud:ram/policy:Policy").get("policy_document"))
+    resources = {r for s in policy["Statement"] for r in s["Resource"]}
+    assert resources == {f"acs:oss:*:*:{bucket.get('bucket')}", f"acs:oss:*:*:{bucket.get('bucket')}/checkpoints/*"}
+    assert g.outputs["checkpoint_internal_endpoint"] == "oss-cn-wulanchabu-internal.aliyuncs.com"
+    # NCCL over eRDMA: MTU and environment in the launch file
+    script = _user_data(nodes[0])
+    assert 'MTU="8500"' in script and "NCCL_IB_HCA=erdma" in script and "MASTER_ADDR=10.20.0.10" in script
+
+
+def test_foundation_is_over_a_thousand_bare_metal_gpus() -> None:
+    g, p = graph_of("foundation-1t"), plan_of("foundation-1t")
+    assert p["compute"]["total_gpus"] > 1000 and p["compute"]["bare_metal"]
+    nodes = g.of_type(INSTANCE)
+    assert len(nodes) == p["compute"]["nodes"]
+    sets = g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+    assert len(sets) * 20 >= len(nodes)
+    assert all(n.get("spot_strategy") in (None, "NoSpot") for n in nodes)
