@@ -60,6 +60,9 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     "choose an ERI type such as ecs.ebmgn7ex.32xlarge or ecs.gn8v-8x.48xlarge,"
                                     " or set network.rdma: auto"))
     if c.platform == "lingjun":
+        problems.append(Problem(("compute", "platform"), "trainstack cannot render Lingjun (eflo) clusters yet: "
+                                "their machine types and HPN zones are not in the catalog",
+                                "use platform: ecs (elastic bare metal with eRDMA) for now"))
         if region is not None and not region.lingjun:
             problems.append(Problem(("compute", "platform"), f"Lingjun is not offered in {region.id} per the catalog",
                                     "Lingjun regions: " + ", ".join(r.id for r in catalog.regions if r.lingjun)))
