@@ -154,3 +154,20 @@ def test_foundation_is_over_a_thousand_bare_metal_gpus() -> None:
     sets = g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
     assert len(sets) * 20 >= len(nodes)
     assert all(n.get("spot_strategy") in (None, "NoSpot") for n in nodes)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_node_bootstrap_is_valid_bash(name: str, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    script = (ROOT / "stacks" / name / "node-init.sh").read_text()
+    for key, value in (("RANK", "1"), ("NAME", "node-1"), ("SPOT", "true"), ("SHARED_FS_ADDRESS", "fs.example")):
+        script = script.replace(f"__TRAINSTACK_NODE_{key}__" if key != "SHARED_FS_ADDRESS"
+                                else "__TRAINSTACK_SHARED_FS_ADDRESS__", value)
+    assert "__TRAINSTACK_" not in script
+    path = tmp_path / "node-init.sh"
+    path.write_text(script)
+    subprocess.run(["bash", "-n", str(path)], check=True)
+    if shutil.which("shellcheck"):
+        subprocess.run(["shellcheck", "-S", "warning", str(path)], check=True)

@@ -627,6 +627,7 @@ def user_data(node, shared_fs_address):
     """node-init.sh with this node's identity filled in, base64-encoded as ECS expects."""
     script = (NODE_INIT.replace("__TRAINSTACK_NODE_RANK__", str(node["rank"]))
               .replace("__TRAINSTACK_NODE_NAME__", node["name"])
+              .replace("__TRAINSTACK_NODE_SPOT__", "true" if node["spot"] else "false")
               .replace("__TRAINSTACK_SHARED_FS_ADDRESS__", shared_fs_address or ""))
     return base64.b64encode(script.encode()).decode()
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # trainstack node bootstrap for "foundation-1t" (cloud-init user data; runs once, as root, at first boot).
-# The program fills in __TRAINSTACK_NODE_RANK__, __TRAINSTACK_NODE_NAME__ and __TRAINSTACK_SHARED_FS_ADDRESS__.
+# The program fills in __TRAINSTACK_NODE_RANK__, __TRAINSTACK_NODE_NAME__, __TRAINSTACK_NODE_SPOT__ and
+# __TRAINSTACK_SHARED_FS_ADDRESS__.
 #
 # What it does, in order, each step idempotent:
 #   1. writes the node identity, /etc/trainstack/hostfile and /etc/trainstack/launch.env
@@ -21,9 +22,9 @@ ERI_COUNT="2"
 MTU="8500"
 SHARED_KIND="cpfs"
 SHARED_DIR="/mnt/shared"
-SPOT="false"
+SPOT="__TRAINSTACK_NODE_SPOT__"
+# Alibaba's eRDMA installer on the VPC-internal mirror (latest listed 1.5.7, 2026-03-31) [DOC-ERDMA-USAGE]
 ERDMA_INSTALLER_URL="http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
-METADATA="http://100.100.100.200/latest"
 
 mkdir -p /etc/trainstack /run/trainstack
 
@@ -316,19 +317,24 @@ hostnamectl set-hostname "${NODE_NAME}" || true
 
 # 2. MTU --------------------------------------------------------------------------------------------------
 if [ "${RDMA}" = "erdma" ]; then
-  for nic in $(ls /sys/class/net | grep -E '^eth[0-9]+$'); do
+  for path in /sys/class/net/eth[0-9]*; do
+    nic="${path##*/}"
     ip link set dev "${nic}" mtu "${MTU}" || echo "trainstack: could not set MTU ${MTU} on ${nic}"
   done
 fi
 
 # 3. eRDMA stack and GPU driver -----------------------------------------------------------------------------
-if [ "${RDMA}" = "erdma" ] && ! ls /sys/class/infiniband 2>/dev/null | grep -q '^erdma'; then
+erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "${d}" ] && n=$((n + 1)); done; echo "${n}"; }
+if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
   echo "trainstack: installing the eRDMA stack"
   tmp="$(mktemp -d)"
   curl -fsSL --retry 5 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz"
   tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
   (cd "${tmp}"/erdma_installer* && ./install.sh --batch)
   modprobe erdma || true
+fi
+if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -lt "${ERI_COUNT}" ]; then
+  echo "trainstack: expected ${ERI_COUNT} eRDMA device(s), found $(erdma_devices); NCCL will run below full bandwidth"
 fi
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "trainstack: no NVIDIA driver in the image; installing it from NVIDIA's CUDA repository"
