@@ -95,11 +95,15 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         raise PlanningError([_nothing_fits(spec, rejected, arch)])
 
     ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    within = [s for s in ranked if _within_budget(spec, s)]
+    if not within:
+        raise PlanningError([_over_budget(spec, ranked)])
+    if within[0] is not ranked[0]:
+        decisions.append(Decision("budget", f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
+                                  "the cheaper-overall plan exceeds the budget; this is the best plan within it"))
+    ranked = within + [s for s in ranked if s not in within]
     best = ranked[0]
     fit = best.fit
-    budget_problem = _check_budget(spec, ranked)
-    if budget_problem is not None:
-        raise PlanningError([budget_problem])
 
     t = fit.itype
     gpu = catalog.gpu(t.gpu)
@@ -117,8 +121,11 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
                         f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")
 
     rdma = "none"
-    if fit.nodes > 1 or spec.network.rdma is True:
+    if spec.network.rdma is not False and (fit.nodes > 1 or spec.network.rdma is True):
         rdma = "roce" if t.scc else ("erdma" if t.eri_count > 0 else "none")
+    if spec.network.rdma is False and fit.nodes > 1:
+        warnings.append(f"network.rdma is false: {fit.nodes} nodes will exchange gradients over TCP and the GPUs "
+                        "will wait on the network for much of each step")
     eri = (2 if t.two_network_cards else 1) if rdma == "erdma" else 0
     if rdma != "none":
         decisions.append(Decision("rdma", rdma, (
@@ -127,6 +134,8 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
                if eri == 2 else f"{t.name} takes its eRDMA interface on the primary ENI")
             if rdma == "erdma" else f"{t.name} is an SCC type with a {t.roce_gbps:g} Gbit/s RoCE fabric; its nodes"
             " must be placed in an HPC cluster")))
+    elif fit.nodes > 1:
+        decisions.append(Decision("rdma", "off", "the spec turns RDMA off (network.rdma: false); traffic uses TCP"))
     else:
         decisions.append(Decision("rdma", "off", "one node: GPUs talk over NVLink/PCIe inside the node, no RDMA needed"))
 
@@ -342,8 +351,9 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
     if deadline > n:
         return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
                 f"{spec.budget.max_days:g} days needs {deadline} nodes" +
-                (f", over compute.max_nodes ({n})" if n > 1 or t.gpus == MULTI_NODE_GPUS else
-                 "; multi-node training uses 8-GPU nodes with RDMA"))
+                (f", over compute.max_nodes ({n})" if n > 1 else
+                 "; multi-node training uses 8-GPU nodes with RDMA" if t.gpus != MULTI_NODE_GPUS or not t.rdma else
+                 f", over compute.max_nodes ({n})"))
     batch = _batch_sequences(spec)
     if batch is not None:
         return (f"fits in memory, but no node count up to {n} gives a data-parallel degree that divides the "
@@ -498,29 +508,32 @@ def _why_parallel(spec: Spec, fit: _Fit, arch: sizing.Architecture) -> str:
     return "; ".join(parts)
 
 
-def _check_budget(spec: Spec, ranked: list[_Scored]) -> Problem | None:
+def _within_budget(spec: Spec, s: _Scored) -> bool:
     b = spec.budget
-    if b.per_hour is None and b.total is None:
-        return None
-    best = ranked[0]
-    if b.per_hour is not None and best.per_hour > b.per_hour:
-        within = [s for s in ranked if s.per_hour <= b.per_hour]
-        hint = (f"the cheapest plan costs {best.per_hour:,.2f} CNY/h ({best.fit.nodes}x {best.fit.itype.name}); "
-                "raise budget.per_hour, enable spot, or shrink the model/sequence length")
-        if within:
-            hint = f"{within[0].fit.itype.name} x{within[0].fit.nodes} fits at {within[0].per_hour:,.2f} CNY/h"
-        return Problem(("budget", "per_hour"), f"the plan costs {best.per_hour:,.2f} CNY/h, over the budget of "
-                       f"{b.per_hour:,.2f} CNY/h", hint)
-    if b.total is not None:
-        if best.run_cost is None:
-            return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
-                           "add model.tokens (e.g. 1T)")
-        if best.run_cost > b.total:
-            return Problem(("budget", "total"), f"the run is expected to cost {best.run_cost:,.0f} CNY, over the "
-                           f"budget of {b.total:,.0f} CNY",
-                           f"the cheapest plan is {best.fit.nodes}x {best.fit.itype.name} at {best.run_cost:,.0f} CNY; "
-                           "raise budget.total, train on fewer tokens, or enable spot")
-    return None
+    if b.per_hour is not None and s.per_hour > b.per_hour:
+        return False
+    if b.total is not None and (s.run_cost is None or s.run_cost > b.total):
+        return False
+    return True
+
+
+def _over_budget(spec: Spec, ranked: list[_Scored]) -> Problem:
+    """No plan fits the budget: say by how much the cheapest misses it and what would help."""
+    b = spec.budget
+    if b.total is not None and ranked[0].run_cost is None:
+        return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
+                       "add model.tokens (e.g. 300B)")
+    if b.per_hour is not None and all(s.per_hour > b.per_hour for s in ranked):
+        cheapest = min(ranked, key=lambda s: s.per_hour)
+        return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
+                       f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
+                       "raise budget.per_hour, enable spot, relax budget.max_days, or shrink the model or sequence length")
+    assert b.total is not None
+    costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
+    cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
+    return Problem(("budget", "total"), f"the cheapest plan is expected to cost {cheapest.run_cost or 0:,.0f} CNY "
+                   f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.total:,.0f} CNY",
+                   "raise budget.total, train on fewer tokens, or enable spot")
 
 
 # --------------------------------------------------------------------------------------------------- network & nodes
@@ -619,6 +632,7 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
             warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
     else:
         why = "as the spec asks"
+    _check_resolved_storage(spec, kind)
     if kind == "none":
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
@@ -661,6 +675,35 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
     throughput = _extreme_throughput(cap)
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None)
+
+
+def _check_resolved_storage(spec: Spec, kind: str) -> None:
+    """The capacity and class rules of the file system actually chosen (``shared: auto`` resolves here)."""
+    from . import validate
+
+    s = spec.storage
+    problems = []
+    if isinstance(s.capacity, int):
+        gib = s.capacity / 2**30
+        if kind == "none":
+            problems.append(Problem(("storage", "capacity"), "a capacity is set but the plan needs no shared file "
+                                    "system", "remove capacity, or set storage.shared: cpfs or extreme-nas"))
+        elif kind == "cpfs" and (gib < validate.CPFS_MIN_GIB or gib > validate.CPFS_MAX_GIB
+                                 or abs(gib / validate.CPFS_STEP_GIB - round(gib / validate.CPFS_STEP_GIB)) > 1e-9):
+            up = max(validate.CPFS_MIN_GIB, -(-int(gib) // validate.CPFS_STEP_GIB) * validate.CPFS_STEP_GIB)
+            problems.append(Problem(("storage", "capacity"), f"the plan uses CPFS, whose capacity must be at least "
+                                    f"{validate.CPFS_MIN_GIB} GiB in {validate.CPFS_STEP_GIB} GiB steps; got {gib:g} GiB",
+                                    f"use {up}GiB"))
+        elif kind == "extreme-nas" and not validate.NAS_EXTREME_MIN_GIB <= gib <= validate.NAS_EXTREME_MAX_GIB:
+            problems.append(Problem(("storage", "capacity"), f"the plan uses Extreme NAS (100 GiB to 256 TiB); got {gib:g} GiB"))
+    if kind == "cpfs" and s.storage_class in ("standard", "advance"):
+        problems.append(Problem(("storage", "storage_class"), f"the plan uses CPFS, which takes advance_100 or "
+                                f"advance_200, not {s.storage_class}"))
+    if kind == "extreme-nas" and s.storage_class in ("advance_100", "advance_200"):
+        problems.append(Problem(("storage", "storage_class"), f"the plan uses Extreme NAS, which takes standard or "
+                                f"advance, not {s.storage_class}"))
+    if problems:
+        raise PlanningError(problems)
 
 
 def _extreme_throughput(cap_gib: int) -> int:

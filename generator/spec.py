@@ -51,9 +51,12 @@ def _auto_or(parser: Any, what: str) -> Any:
 
 
 _COUNT_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
-                           {"type": "string", "pattern": r"^[0-9.eE+]+\s*([KMBGTPkmbgtp]|[KMGTkmgt][iI])?$"}]}
-_BYTES_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^[0-9.]+\s*[KMGTPkmgtp]?i?[Bb]$"}]}
-_SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^[0-9.]+\s*(s|sec|m|min|h|d)$"}]}
+                           {"type": "string", "pattern": r"^[0-9._eE+-]+\s*([KMBGTPkmbgtp]|[KMGTkmgt][iI])?$"}]}
+_BYTES_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                           {"type": "string", "pattern": r"^[0-9._]+([eE][+-]?[0-9]+)?\s*([KMGTPkmgtp][iI]?)?[Bb]$"}]}
+_SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                             {"type": "string",
+                              "pattern": r"^[0-9.]+([eE][+-]?[0-9]+)?\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD])$"}]}
 
 Count = Annotated[int, BeforeValidator(_unit(units.parse_count, "count")), WithJsonSchema(_COUNT_SCHEMA)]
 Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size")), WithJsonSchema(_BYTES_SCHEMA)]
@@ -84,6 +87,16 @@ class ArchitectureSpec(_Strict):
     kv_heads: Annotated[int, Field(gt=0, le=10_000)] | None = None
     vocab: Annotated[int, Field(gt=0, le=10_000_000)] = 32000
     ffn_hidden: Annotated[int, Field(gt=0, le=10_000_000)] | None = None
+    tied_embeddings: bool = False
+    mlp_matrices: Literal[2, 3] = 3
+
+    @model_validator(mode="after")
+    def _divides(self) -> ArchitectureSpec:
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        return self
 
 
 class FinetuneSpec(_Strict):
@@ -107,6 +120,9 @@ class ModelSpec(_Strict):
     def _needs_a_size(self) -> ModelSpec:
         if self.parameters is None and self.preset is None and self.architecture is None:
             raise ValueError("say how large the model is: give parameters (e.g. 70B), a preset or an architecture")
+        if self.parameters is not None and (self.preset is not None or self.architecture is not None):
+            raise ValueError("give the model's size one way: parameters, or a preset, or an architecture "
+                             "(the parameter count is derived from a preset or an architecture)")
         return self
 
 
@@ -130,6 +146,13 @@ class ComputeSpec(_Strict):
     image_id: str | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
     data_disk_gib: Annotated[int, Field(ge=0, le=32768)] = 0
+
+    @field_validator("data_disk_gib")
+    @classmethod
+    def _disk(cls, v: int) -> int:
+        if 0 < v < 20:
+            raise ValueError("an ESSD data disk is at least 20 GiB; use 0 for none")
+        return v
 
 
 def _cidr(value: str) -> str:
@@ -264,8 +287,20 @@ class Spec(_Strict):
     checkpoints: CheckpointSpec = CheckpointSpec()
     spot: SpotSpec = SpotSpec()
     budget: BudgetSpec = BudgetSpec()
-    tags: dict[Annotated[str, Field(min_length=1, max_length=128)], Annotated[str, Field(max_length=128)]] = {}
+    tags: dict[Annotated[str, Field(min_length=1, max_length=64)], Annotated[str, Field(max_length=128)]] = {}
     waivers: tuple[Waiver, ...] = ()
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
+        if len(v) > 15:
+            raise ValueError(f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)")
+        for key in v:
+            if key.lower().startswith(("aliyun", "acs:", "http://", "https://")):
+                raise ValueError(f"tag key '{key}' uses a prefix Alibaba Cloud reserves (aliyun, acs:, http://, https://)")
+            if key == "managed-by" or key.startswith("trainstack-"):
+                raise ValueError(f"tag key '{key}' is reserved for trainstack's own tags")
+        return v
 
 
 def json_schema() -> dict[str, Any]:

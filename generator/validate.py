@@ -34,6 +34,12 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                 problems.append(Problem(("zones", i), msg, hint))
         if len(set(spec.zones)) != len(spec.zones):
             problems.append(Problem(("zones",), "a zone is listed twice"))
+    if spec.model.preset is not None:
+        from .sizing import PRESETS
+
+        if spec.model.preset not in PRESETS:
+            problems.append(Problem(("model", "preset"), f"unknown preset '{spec.model.preset}'",
+                                    did_you_mean(spec.model.preset, PRESETS) or "presets: " + ", ".join(sorted(PRESETS))))
     c = spec.compute
     if c.gpu != "auto":
         gpu = catalog.gpu(c.gpu)

@@ -1,0 +1,88 @@
+"""Planner decisions on small specs (pure: no mock runtime)."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.catalog import load_catalog
+from generator.planner import PlanningError, make_plan
+from generator.spec import Spec
+
+
+def plan(**overrides):
+    doc = {"name": "unit-run", "region": "cn-wulanchabu", "model": {"parameters": "13B", "sequence_length": 4096}}
+    for key, value in overrides.items():
+        doc[key] = value
+    return make_plan(Spec.model_validate(doc), load_catalog())
+
+
+def test_every_decision_has_a_reason():
+    p = plan()
+    assert p.decisions and all(d.reason and d.choice for d in p.decisions)
+    assert {"zone", "instance type", "nodes", "parallelism", "rdma", "shared storage"} <= {d.topic for d in p.decisions}
+
+
+def test_same_spec_same_plan():
+    assert plan().to_json() == plan().to_json()
+
+
+def test_budget_per_hour_picks_the_best_plan_within_it():
+    model = {"parameters": "13B", "sequence_length": 4096, "tokens": "20B"}
+    free = plan(model=model, compute={"nodes": 2})
+    cheaper = [c for c in free.candidates if c.nodes and c.cost_per_hour < free.cost.compute_on_demand_per_hour]
+    assert cheaper, "the example needs a runner-up that is cheaper per hour but costlier per run"
+    cap = free.cost.compute_on_demand_per_hour - 0.01
+    capped = plan(model=model, compute={"nodes": 2}, budget={"per_hour": cap})
+    assert capped.cost.compute_on_demand_per_hour <= cap
+    assert capped.compute.instance_type != free.compute.instance_type
+    assert any(d.topic == "budget" for d in capped.decisions)
+
+
+def test_budget_nothing_fits_says_what_the_cheapest_costs():
+    with pytest.raises(PlanningError) as e:
+        plan(budget={"per_hour": 1})
+    (problem,) = e.value.problems
+    assert problem.dotted == "budget.per_hour" and "cheapest plan costs" in problem.message
+    assert "spot" in problem.hint
+
+
+def test_total_budget_needs_tokens():
+    with pytest.raises(PlanningError) as e:
+        plan(budget={"total": 1000})
+    assert "model.tokens" in e.value.problems[0].hint
+
+
+def test_rdma_false_means_tcp_with_a_warning():
+    p = plan(compute={"nodes": 2, "instance_types": ["ecs.ebmgn7ex.32xlarge"]}, network={"rdma": False})
+    assert p.compute.rdma == "none" and p.compute.eri_per_node == 0
+    assert any("TCP" in w for w in p.warnings)
+
+
+def test_multi_node_needs_8_gpu_rdma_nodes():
+    p = plan(compute={"nodes": 4})
+    assert p.compute.gpus_per_node == 8 and p.compute.rdma in ("erdma", "roce")
+
+
+def test_auto_storage_with_an_off_step_capacity_is_refused():
+    with pytest.raises(PlanningError) as e:
+        plan(storage={"capacity": "1000GiB", "dataset": {"source": "oss://data-bucket/x/", "size": "2TiB"}})
+    assert e.value.problems[0].dotted == "storage.capacity" and "1200 GiB" in e.value.problems[0].message
+
+
+def test_impossible_model_says_what_would_fit():
+    with pytest.raises(PlanningError) as e:
+        plan(model={"parameters": "1T"}, compute={"nodes": 1})
+    hint = e.value.problems[0].hint
+    assert "zero_stage: 3" in hint and "compute.nodes" in hint
+
+
+def test_tb_scale_dataset_gets_cpfs_and_a_data_flow():
+    p = plan(compute={"nodes": 2}, storage={"dataset": {"source": "oss://data-bucket/x/", "size": "10TiB"}})
+    assert p.storage.kind == "cpfs" and p.storage.capacity_gib % 1200 == 0 and p.storage.capacity_gib >= 3600
+    assert p.storage.dataset is not None and p.storage.dataset.flow_throughput_mbps < p.storage.throughput_mbps
+
+
+def test_low_latency_sets_hold_at_most_20_nodes():
+    p = plan(compute={"nodes": 45, "instance_types": ["ecs.ebmgn7ex.32xlarge"]})
+    sizes = [len(d.ranks) for d in p.compute.deployment_sets]
+    assert sum(sizes) == 45 and max(sizes) <= 20 and len({d.zone for d in p.compute.deployment_sets}) == 1
