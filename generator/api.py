@@ -61,11 +61,16 @@ def default_stack_dir(the_plan: Plan, stacks_dir: str | Path = DEFAULT_STACKS_DI
     return Path(stacks_dir) / the_plan.name
 
 
+class LintFailed(TrainstackError):
+    """A rendered program breaks a secure-by-default rule that the spec did not waive; nothing was written."""
+
+
 @dataclass(frozen=True)
 class RenderResult:
     plan: Plan
     dest: Path
     changes: list[stackdir.FileChange]
+    lint: object = None  # lint.LintReport, when the program was linted
 
     @property
     def changed(self) -> list[stackdir.FileChange]:
@@ -80,7 +85,32 @@ def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check
     dest = Path(out_dir) if out_dir else default_stack_dir(the_plan)
     if check:
         return RenderResult(the_plan, dest, stackdir.compare(files, dest))
-    return RenderResult(the_plan, dest, stackdir.write(files, dest))
+    report = lint_files(the_plan, files)
+    if report.failed:
+        raise LintFailed(f"{display_path(spec_path)}: the generated program breaks secure-by-default rules; "
+                         f"nothing was written.\n{report.text().rstrip()}")
+    return RenderResult(the_plan, dest, stackdir.write(files, dest), report)
+
+
+def run_files(the_plan: Plan, files: dict[str, str]) -> object:
+    """Execute rendered files under the mock runtime (in a temporary folder) and return the mockrun.Graph."""
+    from . import mockrun
+
+    with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
+        dest = Path(tmp) / the_plan.name
+        stackdir.write(files, dest)
+        return mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
+                                   config={"alicloud:region": the_plan.region})
+
+
+def lint_files(the_plan: Plan, files: dict[str, str]):  # -> lint.LintReport
+    """Lint what ``files`` would deploy, with the waivers the spec gives."""
+    from . import lint
+
+    graph = run_files(the_plan, files)
+    waivers = lint.waivers_of(the_plan.waivers)
+    return lint.LintReport(the_plan.name, tuple(lint.lint_graph(graph, waivers)), waivers,
+                           len(graph.resources))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -101,12 +131,7 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
         graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
         return PreviewResult(None, graph, str(target))
     the_plan = plan(target, catalog)
-    files = render_files(the_plan, display_path(target))
-    with tempfile.TemporaryDirectory(prefix="trainstack-preview-") as tmp:
-        dest = Path(tmp) / the_plan.name
-        stackdir.write(files, dest)
-        graph = mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
-                                    config={"alicloud:region": the_plan.region})
+    graph = run_files(the_plan, render_files(the_plan, display_path(target)))
     return PreviewResult(the_plan, graph, str(target))
 
 

@@ -27,10 +27,15 @@ def main(debug: bool) -> None:
 @click.argument("spec", type=click.Path(dir_okay=False))
 @_handle
 def validate(spec: str) -> None:
-    """Check a spec file (syntax, types, catalog facts, sizing) without writing anything."""
+    """Check a spec file (syntax, types, catalog facts, sizing, lint) without writing anything."""
     from . import api
+    from .lint import lint_target
 
     p = api.plan(spec)
+    report = lint_target(spec)
+    click.echo(report.text(), nl=False)
+    if report.failed:
+        sys.exit(EXIT_FAILURE)
     click.echo(f"{spec}: ok ({p.compute.nodes} x {p.compute.instance_type}, {len(p.warnings)} warning(s))")
 
 
@@ -63,6 +68,8 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
         for ch in result.changes:
             if ch.action != "identical" or not check:
                 click.echo(f"{ch.action:>9}  {result.dest / ch.path}")
+        if result.lint is not None:
+            click.echo(f"     lint  {result.lint.summary()}")
         if check and result.changed:
             stale = True
         elif check:

@@ -107,3 +107,21 @@ def test_platform_refusals_are_spec_errors(tmp_path: Path, body: str, field: str
     with pytest.raises(SpecErrors) as e:
         api.load(spec)
     assert any(p.dotted == field and words in p.message for p in e.value.problems), e.value.render()
+
+
+def test_render_refuses_an_insecure_program_and_writes_nothing(tmp_path: Path) -> None:
+    from generator.api import LintFailed
+
+    spec = tmp_path / "open.yaml"
+    base = "name: open-run\nregion: cn-wulanchabu\nmodel: {parameters: 7B}\nnetwork: {admin_cidrs: [0.0.0.0/0]}\n"
+    spec.write_text(base)
+    with pytest.raises(LintFailed) as e:
+        api.render_stack(spec, tmp_path / "stack")
+    assert "TS001" in str(e.value) and "nothing was written" in str(e.value)
+    assert not (tmp_path / "stack").exists()
+    # a written reason waives the rule; the waiver shows in the plan and in the lint report
+    spec.write_text(base + "waivers: [{rule: TS001, reason: 'bastion-less lab account, isolated by ACL'}]\n")
+    result = api.render_stack(spec, tmp_path / "stack")
+    assert (tmp_path / "stack" / "__main__.py").is_file()
+    assert [w.rule for w in result.plan.waivers] == ["TS001"]
+    assert result.lint.waived and not result.lint.failed

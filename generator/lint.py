@@ -1,0 +1,679 @@
+"""Secure-by-default policy checks over the resources a generated program declares (``trainstack lint``).
+
+Why lint the *resources* and not the spec or the templates: the resource graph recorded under the mock runtime
+(:mod:`generator.mockrun`) is exactly what Pulumi would send to Alibaba Cloud, with the SDK's own argument
+names. A check written against it catches a template regression, a hand-edited stack folder and a future
+spec option alike, the way checkov checks a Terraform plan rather than the HCL that produced it.
+
+Every rule has a stable id (``TS001``...) so a spec can waive it, and only with a written reason::
+
+    waivers:
+      - rule: TS002
+        reason: "SSH from the office VPN is how we debug hung ranks"
+
+A waived finding is still reported (with the reason) but does not fail the lint.
+
+This module must import without pulumi: :mod:`generator.validate` reads :data:`RULES` to check the rule ids
+named in a spec's waivers. :func:`lint_graph` is pure and duck-typed over a ``mockrun.Graph``;
+:func:`lint_target` is the one function that runs a program (through :func:`generator.api.preview`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from .errors import EXIT_USAGE, TrainstackError
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A policy: its stable id, how bad a violation is, a one-line title and why it exists."""
+
+    id: str
+    severity: Severity
+    title: str
+    rationale: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation of one rule by one resource (``resource`` is ``type::name``)."""
+
+    rule: str
+    severity: Severity
+    resource: str
+    message: str
+    waived: bool = False
+    waiver_reason: str = ""
+
+    def line(self) -> str:
+        """``SEVERITY RULE resource: message``, with the waiver reason when waived."""
+        text = f"{self.severity.upper():<7} {self.rule} {self.resource}: {self.message}"
+        if self.waived:
+            text += f" [waived: {self.waiver_reason}]"
+        return text
+
+
+def _rule(rule_id: str, severity: Severity, title: str, rationale: str) -> Rule:
+    return Rule(rule_id, severity, title, rationale)
+
+
+RULES: dict[str, Rule] = {r.id: r for r in (
+    _rule("TS001", "error", "No security group ingress from anywhere (0.0.0.0/0 or ::/0)",
+          "Training nodes have no business being reachable from the internet: every open port on a GPU node is "
+          "an entry point to the data and credentials on it. Nodes talk to each other through the security group "
+          "itself; administrators come from named networks."),
+    _rule("TS002", "warning", "SSH ingress only from named administrator networks",
+          "SSH from a CIDR is sometimes needed (network.admin_cidrs), so it is a warning, not an error: each "
+          "such rule is shown so a reviewer sees who can log in to the cluster."),
+    _rule("TS003", "error", "OSS bucket has a private ACL",
+          "Checkpoints and datasets are the most valuable thing a training run produces. An oss.BucketAcl with "
+          "acl=private states the intent explicitly instead of relying on the account default."),
+    _rule("TS004", "error", "OSS bucket blocks public access",
+          "A public access block makes a later public ACL or bucket policy ineffective, so one mistaken change "
+          "cannot publish the model weights."),
+    _rule("TS005", "error", "OSS bucket versioning is Enabled",
+          "With versioning a checkpoint overwritten or deleted by a buggy job (or an attacker) can be restored; "
+          "trainstack's lifecycle rules expire the old versions so this costs little."),
+    _rule("TS006", "error", "OSS bucket encrypts objects at rest",
+          "Server-side encryption (KMS, AES256 or SM4) is free or cheap and is required by most data-handling "
+          "policies for training data and weights."),
+    _rule("TS007", "error", "OSS bucket survives destroy",
+          "A checkpoint bucket must outlive the cluster: protect=True and retain_on_delete=True keep `pulumi "
+          "destroy` from deleting it, and force_destroy must not be true (it deletes every object with it)."),
+    _rule("TS008", "error", "RAM policies grant no wildcard action or resource",
+          "A node role is reachable by any process on any node through the metadata service. An Allow on '*' "
+          "(or NotAction/NotResource, or a System *FullAccess/AdministratorAccess policy) turns one compromised "
+          "training script into a compromised account."),
+    _rule("TS009", "error", "RAM policies reach one OSS bucket",
+          "The node role needs its checkpoint bucket and nothing else; OSS resources are written as "
+          "acs:oss:*:*:<bucket> or acs:oss:*:*:<bucket>/<prefix>, never a wildcard bucket or a second bucket."),
+    _rule("TS010", "error", "ECS system disks are encrypted",
+          "System disks hold the node's SSH host keys, credentials cached by tools and often a copy of the data; "
+          "encryption is a creation-time option and cannot be added later."),
+    _rule("TS011", "error", "ECS data disks are encrypted",
+          "Data disks hold dataset shards and local checkpoints; like system disks they can only be encrypted "
+          "when created."),
+    _rule("TS012", "error", "ECS instance metadata requires tokens (IMDSv2 hardened mode)",
+          "The metadata service hands out the node role's STS credentials. Hardened mode (http_tokens=required) "
+          "defeats the SSRF-style requests that steal them in normal mode."),
+    _rule("TS013", "error", "ECS instances log in with a key pair, never a password",
+          "A password in the program ends up in Pulumi state and can be guessed; a key pair (key_name) cannot. "
+          "password, kms_encrypted_password and password_inherit must be unset."),
+    _rule("TS014", "error", "ECS instances have no public IP",
+          "Nodes reach the internet through the NAT gateway (outbound only). A public IP, from "
+          "internet_max_bandwidth_out > 0, allocate_public_ip or an EIP bound to the instance, exposes every "
+          "port the security group ever opens."),
+    _rule("TS015", "error", "Shared file systems survive destroy",
+          "CPFS and NAS hold the dataset and recent checkpoints; protect=True and retain_on_delete=True keep "
+          "`pulumi destroy` or a refactor from deleting them."),
+    _rule("TS016", "error", "NAS access rules admit only private networks",
+          "An access rule is the file system's firewall. Its source must be a private range (10/8, 172.16/12, "
+          "192.168/16 or IPv6 fc00::/7), normally the cluster VPC, never 0.0.0.0/0."),
+    _rule("TS017", "error", "File system exports use a VPC access group that is not open",
+          "An export (NAS mount target, CPFS protocol mount target) admits whoever its access group admits. It "
+          "must be DEFAULT_VPC_GROUP_NAME or a Vpc access group declared in the same program with private rules, "
+          "so the lint can see them; classic-network groups are open to other tenants."),
+    _rule("TS018", "error", "CPFS filesets are protected from deletion",
+          "A fileset holds an imported dataset (often tens of TiB that take hours to re-import); "
+          "deletion_protection=True plus protect and retain_on_delete keep it."),
+    _rule("TS019", "error", "NAS file systems are encrypted at rest",
+          "Standard and Extreme NAS support encryption (encrypt_type 1 with a NAS-managed key, or 2 with a KMS "
+          "key). CPFS cannot be encrypted (encrypt_type 0 only), so it is exempt."),
+)}
+
+# Resource type tokens (pulumi_alicloud 4.0.0).
+SG_RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
+INSTANCE = "alicloud:ecs/instance:Instance"
+DISKS = ("alicloud:ecs/disk:Disk", "alicloud:ecs/ecsDisk:EcsDisk")
+EIP_ASSOCIATION = "alicloud:ecs/eipAssociation:EipAssociation"
+BUCKET = "alicloud:oss/bucket:Bucket"
+BUCKET_ACL = "alicloud:oss/bucketAcl:BucketAcl"
+BUCKET_PAB = "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock"
+ACCOUNT_PAB = "alicloud:oss/accountPublicAccessBlock:AccountPublicAccessBlock"
+BUCKET_VERSIONING = "alicloud:oss/bucketVersioning:BucketVersioning"
+BUCKET_SSE = "alicloud:oss/bucketServerSideEncryption:BucketServerSideEncryption"
+RAM_POLICY = "alicloud:ram/policy:Policy"
+RAM_ATTACHMENTS = ("alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
+                   "alicloud:ram/userPolicyAttachment:UserPolicyAttachment",
+                   "alicloud:ram/groupPolicyAttachment:GroupPolicyAttachment")
+NAS_FS = "alicloud:nas/fileSystem:FileSystem"
+NAS_ACCESS_GROUP = "alicloud:nas/accessGroup:AccessGroup"
+NAS_ACCESS_RULE = "alicloud:nas/accessRule:AccessRule"
+NAS_EXPORTS = ("alicloud:nas/mountTarget:MountTarget", "alicloud:nas/protocolMountTarget:ProtocolMountTarget")
+NAS_FILESET = "alicloud:nas/fileset:Fileset"
+
+DEFAULT_VPC_GROUP = "DEFAULT_VPC_GROUP_NAME"
+SSE_ALGORITHMS = ("AES256", "KMS", "SM4")
+PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
+
+
+class LintInputError(TrainstackError):
+    """The lint target is not something trainstack can lint (bad input, exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Resource(Protocol):
+    """What the checks read from a resource (``mockrun.Resource`` has it); read-only, so frozen types fit."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+    @property
+    def protect(self) -> bool: ...
+    @property
+    def retain_on_delete(self) -> bool: ...
+
+
+class _Graph(Protocol):
+    """What :func:`lint_graph` reads from a graph (``mockrun.Graph`` has it)."""
+
+    @property
+    def resources(self) -> Sequence[_Resource]: ...
+
+
+# ------------------------------------------------------------------------------------------- the checks
+# A check takes the whole graph (some rules relate resources, e.g. a bucket and its ACL) and yields
+# (resource, message) pairs; lint_graph turns them into Findings with the rule's severity.
+_Check = Callable[["_Index"], Iterable[tuple[_Resource, str]]]
+_CHECKS: dict[str, _Check] = {}
+
+
+def _check(rule_id: str) -> Callable[[_Check], _Check]:
+    def register(fn: _Check) -> _Check:
+        assert rule_id in RULES, rule_id
+        _CHECKS[rule_id] = fn
+        return fn
+    return register
+
+
+class _Index:
+    """The graph's resources grouped by type, in registration order."""
+
+    def __init__(self, resources: Iterable[_Resource]) -> None:
+        self.resources = list(resources)
+        self.order = {id(r): i for i, r in enumerate(self.resources)}
+
+    def of(self, *types: str) -> list[_Resource]:
+        return [r for r in self.resources if r.type in types]
+
+
+def _in(r: _Resource, key: str, default: Any = None) -> Any:
+    value = r.inputs.get(key, default)
+    return default if value is None else value
+
+
+def _network(text: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return None
+
+
+def _is_private(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
+    return any(net.version == p.version and net.subnet_of(p) for p in PRIVATE_NETWORKS)  # type: ignore[arg-type]
+
+
+def _sg_ingress_sources(r: _Resource) -> list[str]:
+    """CIDR sources of an accepting ingress rule (a drop rule or an egress rule admits nothing)."""
+    if str(_in(r, "type", "ingress")).lower() != "ingress" or str(_in(r, "policy", "accept")).lower() == "drop":
+        return []
+    return [c for c in (_in(r, "cidrIp"), _in(r, "ipv6CidrIp")) if isinstance(c, str) and c]
+
+
+def _covers_port(r: _Resource, port: int) -> bool:
+    protocol = str(_in(r, "ipProtocol", "all")).lower()
+    if protocol not in ("tcp", "all"):
+        return False
+    low, _, high = str(_in(r, "portRange", "-1/-1")).partition("/")
+    try:
+        lo, hi = int(low), int(high or low)
+    except ValueError:
+        return True  # unreadable: assume the worst
+    return lo == -1 or lo <= port <= hi
+
+
+@_check("TS001")
+def _open_ingress(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(SG_RULE):
+        for cidr in _sg_ingress_sources(r):
+            net = _network(cidr)
+            if net is not None and net.prefixlen == 0:
+                yield r, (f"admits {_in(r, 'ipProtocol', 'all')} port {_in(r, 'portRange', '-1/-1')} from {cidr}, "
+                          "that is from anywhere; name the networks that need access (network.admin_cidrs)")
+
+
+@_check("TS002")
+def _ssh_ingress(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(SG_RULE):
+        if not _covers_port(r, 22):
+            continue
+        for cidr in _sg_ingress_sources(r):
+            yield r, f"SSH (port 22) is reachable from {cidr}; check that this network is meant to log in to the nodes"
+
+
+def _bucket_companions(ix: _Index, bucket: _Resource, types: str | tuple[str, ...]) -> list[_Resource]:
+    """Resources configuring ``bucket`` (matched by bucket name, which the mock runtime resolves)."""
+    name = _in(bucket, "bucket")
+    types = (types,) if isinstance(types, str) else types
+    return [r for r in ix.of(*types) if name is not None and _in(r, "bucket") == name]
+
+
+@_check("TS003")
+def _bucket_acl(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for b in ix.of(BUCKET):
+        acls = [(f"oss.BucketAcl {a.name}", _in(a, "acl")) for a in _bucket_companions(ix, b, BUCKET_ACL)]
+        if _in(b, "acl") is not None:
+            acls.append(("the bucket's own acl", _in(b, "acl")))
+        public = [f"{where} is {acl}" for where, acl in acls if acl != "private"]
+        if public:
+            yield b, f"bucket {_in(b, 'bucket', b.name)!s} is not private: {'; '.join(public)}"
+        elif not acls:
+            yield b, (f"bucket {_in(b, 'bucket', b.name)!s} has no private ACL; declare an oss.BucketAcl "
+                      "with acl='private' for it")
+
+
+@_check("TS004")
+def _bucket_public_access_block(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    account_blocked = any(_in(a, "blockPublicAccess") is True for a in ix.of(ACCOUNT_PAB))
+    for b in ix.of(BUCKET):
+        blocks = _bucket_companions(ix, b, BUCKET_PAB)
+        if account_blocked or any(_in(p, "blockPublicAccess") is True for p in blocks):
+            continue
+        yield b, (f"bucket {_in(b, 'bucket', b.name)!s} does not block public access; declare an "
+                  "oss.BucketPublicAccessBlock with block_public_access=True for it")
+
+
+@_check("TS005")
+def _bucket_versioning(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for b in ix.of(BUCKET):
+        inline = _in(b, "versioning", {})
+        statuses = [inline.get("status") if isinstance(inline, Mapping) else None]
+        statuses += [_in(v, "status") for v in _bucket_companions(ix, b, BUCKET_VERSIONING)]
+        if "Enabled" not in statuses:
+            yield b, (f"bucket {_in(b, 'bucket', b.name)!s} does not keep versions; set "
+                      "versioning=BucketVersioningArgs(status='Enabled')")
+
+
+@_check("TS006")
+def _bucket_encryption(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for b in ix.of(BUCKET):
+        inline = _in(b, "serverSideEncryptionRule", {})
+        algorithms = [inline.get("sseAlgorithm") if isinstance(inline, Mapping) else None]
+        algorithms += [_in(s, "sseAlgorithm") for s in _bucket_companions(ix, b, BUCKET_SSE)]
+        if not any(a in SSE_ALGORITHMS for a in algorithms):
+            yield b, (f"bucket {_in(b, 'bucket', b.name)!s} does not encrypt objects at rest; set "
+                      "server_side_encryption_rule with sse_algorithm KMS (or AES256)")
+
+
+def _not_kept(r: _Resource) -> list[str]:
+    missing = []
+    if not r.protect:
+        missing.append("protect=True")
+    if not r.retain_on_delete:
+        missing.append("retain_on_delete=True")
+    return missing
+
+
+@_check("TS007")
+def _bucket_kept(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for b in ix.of(BUCKET):
+        problems = [f"it lacks {' and '.join(_not_kept(b))}"] if _not_kept(b) else []
+        if _in(b, "forceDestroy") is True:
+            problems.append("force_destroy=True would delete every object with it")
+        if problems:
+            yield b, f"bucket {_in(b, 'bucket', b.name)!s} would not survive a destroy: {'; '.join(problems)}"
+
+
+def _policy_document(r: _Resource) -> tuple[list[Mapping[str, Any]], str]:
+    """The Allow statements of a RAM policy, or an explanation of why the document cannot be read."""
+    raw = _in(r, "policyDocument", _in(r, "document"))
+    if raw is None:
+        statements = _in(r, "statements")  # deprecated inline form: [{effect, actions, resources}]
+        if isinstance(statements, list):
+            return [{"Effect": s.get("effect", "Allow"), "Action": s.get("actions", []),
+                     "Resource": s.get("resources", [])} for s in statements if isinstance(s, Mapping)
+                    and str(s.get("effect", "Allow")).lower() == "allow"], ""
+        return [], ""  # unknown until deploy (computed from another resource): nothing to check offline
+    try:
+        doc = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as e:
+        return [], f"its policy document is not JSON ({e})"
+    body = doc.get("Statement", []) if isinstance(doc, Mapping) else None
+    if isinstance(body, Mapping):
+        body = [body]
+    if not isinstance(body, list):
+        return [], "its policy document has no Statement list"
+    return [s for s in body if isinstance(s, Mapping) and str(s.get("Effect", "")).lower() == "allow"], ""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+@_check("TS008")
+def _ram_wildcards(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(RAM_POLICY):
+        statements, unreadable = _policy_document(r)
+        if unreadable:
+            yield r, f"policy {_in(r, 'policyName', r.name)!s} cannot be checked: {unreadable}"
+        for s in statements:
+            if "*" in _strings(s.get("Action")):
+                yield r, f"policy {_in(r, 'policyName', r.name)!s} allows every action ('*'); list the actions it needs"
+            if "*" in _strings(s.get("Resource")):
+                yield r, f"policy {_in(r, 'policyName', r.name)!s} allows every resource ('*'); name the resources"
+            for key in ("NotAction", "NotResource"):
+                if key in s:
+                    yield r, (f"policy {_in(r, 'policyName', r.name)!s} allows with {key}, which grants everything "
+                              "not listed; use Action and Resource")
+    for r in ix.of(*RAM_ATTACHMENTS):
+        name = str(_in(r, "policyName", ""))
+        if str(_in(r, "policyType", "")).lower() == "system" and (
+                name == "AdministratorAccess" or name.endswith("FullAccess")):
+            yield r, f"attaches the system policy {name}, which allows every action of a service; write a custom policy"
+
+
+def _oss_buckets(resource: str) -> str:
+    """The bucket an ``acs:oss:region:account:bucket[/object]`` resource names ('' if it is not OSS)."""
+    parts = resource.split(":", 4)
+    if len(parts) < 5 or parts[0] != "acs" or parts[1] != "oss":
+        return ""
+    return parts[4].split("/", 1)[0] or "*"
+
+
+@_check("TS009")
+def _ram_one_bucket(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(RAM_POLICY):
+        statements, _ = _policy_document(r)
+        buckets: list[str] = []
+        for s in statements:
+            for resource in _strings(s.get("Resource")):
+                bucket = _oss_buckets(resource)
+                if bucket and any(ch in bucket for ch in "*?$"):
+                    yield r, (f"policy {_in(r, 'policyName', r.name)!s} reaches every bucket matching '{resource}'; "
+                              "name one bucket, e.g. acs:oss:*:*:<bucket>/<prefix>*")
+                elif bucket and bucket not in buckets:
+                    buckets.append(bucket)
+        if len(buckets) > 1:
+            yield r, (f"policy {_in(r, 'policyName', r.name)!s} reaches {len(buckets)} buckets "
+                      f"({', '.join(buckets)}); give each bucket its own policy")
+
+
+@_check("TS010")
+def _system_disk_encrypted(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(INSTANCE):
+        if _in(r, "systemDiskEncrypted") is not True:
+            yield r, "the system disk is not encrypted; set system_disk_encrypted=True"
+
+
+@_check("TS011")
+def _data_disks_encrypted(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(INSTANCE):
+        disks = _in(r, "dataDisks", [])
+        for i, disk in enumerate(disks if isinstance(disks, list) else []):
+            if not isinstance(disk, Mapping) or disk.get("encrypted") is not True:
+                yield r, f"data disk {i} is not encrypted; set encrypted=True on it"
+    for r in ix.of(*DISKS):
+        if _in(r, "encrypted") is not True:
+            yield r, "the disk is not encrypted; set encrypted=True"
+
+
+@_check("TS012")
+def _metadata_hardened(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(INSTANCE):
+        if str(_in(r, "httpEndpoint", "enabled")).lower() == "disabled":
+            continue  # no metadata service at all: nothing to steal
+        if _in(r, "httpTokens") != "required":
+            yield r, (f"instance metadata is in normal mode (http_tokens={_in(r, 'httpTokens', 'unset')}); "
+                      "set http_tokens='required'")
+
+
+@_check("TS013")
+def _key_pair_login(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(INSTANCE):
+        if not _in(r, "keyName"):
+            yield r, "no key pair is set; set key_name"
+        for key, arg in (("password", "password"), ("kmsEncryptedPassword", "kms_encrypted_password")):
+            if _in(r, key):
+                yield r, f"a login password is set ({arg}); remove it and log in with the key pair"
+        if _in(r, "passwordInherit") is True:
+            yield r, "password_inherit=True keeps the image's password; remove it and log in with the key pair"
+
+
+@_check("TS014")
+def _no_public_ip(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(INSTANCE):
+        bandwidth = _in(r, "internetMaxBandwidthOut", 0)
+        if isinstance(bandwidth, (int, float)) and bandwidth > 0:
+            yield r, (f"internet_max_bandwidth_out={bandwidth:g} gives the node a public IP; set it to 0 and "
+                      "reach the internet through the NAT gateway")
+        if _in(r, "allocatePublicIp") is True:
+            yield r, "allocate_public_ip=True gives the node a public IP; remove it"
+    for r in ix.of(EIP_ASSOCIATION):
+        kind = _in(r, "instanceType")
+        if kind is None or kind in ("EcsInstance", "NetworkInterface"):
+            yield r, (f"binds an EIP to {'an ECS instance (the default instance_type)' if kind is None else kind}, "
+                      "giving a node a public IP; bind EIPs to the NAT gateway (instance_type='Nat')")
+
+
+@_check("TS015")
+def _file_system_kept(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(NAS_FS):
+        if _not_kept(r):
+            yield r, f"the file system would not survive a destroy: it lacks {' and '.join(_not_kept(r))}"
+
+
+def _open_sources(rule: _Resource) -> list[str]:
+    out = []
+    for cidr in (_in(rule, "sourceCidrIp"), _in(rule, "ipv6SourceCidrIp")):
+        if cidr is None:
+            continue
+        net = _network(cidr)
+        if net is None or not _is_private(net):
+            out.append(str(cidr))
+    return out
+
+
+@_check("TS016")
+def _access_rules_private(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(NAS_ACCESS_RULE):
+        for cidr in _open_sources(r):
+            yield r, (f"access group {_in(r, 'accessGroupName', '?')!s} admits {cidr}, which is not a private "
+                      "network; admit the cluster VPC's CIDR")
+
+
+@_check("TS017")
+def _exports_not_open(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    groups = {_in(g, "accessGroupName"): g for g in ix.of(NAS_ACCESS_GROUP)}
+    rules = ix.of(NAS_ACCESS_RULE)
+    for r in ix.of(*NAS_EXPORTS):
+        if str(_in(r, "networkType", "Vpc")).lower() == "classic":
+            yield r, "the export is on the classic network, shared with other tenants; use network_type='Vpc'"
+        name = _in(r, "accessGroupName", DEFAULT_VPC_GROUP)
+        if name == DEFAULT_VPC_GROUP:
+            continue
+        group = groups.get(name)
+        if group is None:
+            yield r, (f"access group {name} is not declared in this program, so its rules cannot be checked; "
+                      f"use {DEFAULT_VPC_GROUP} or declare the group and its rules here")
+            continue
+        if str(_in(group, "accessGroupType", "Vpc")).lower() == "classic":
+            yield r, f"access group {name} is a classic-network group, open to other tenants; use a Vpc group"
+        open_ = [c for rule in rules if _in(rule, "accessGroupName") == name for c in _open_sources(rule)]
+        if open_:
+            yield r, f"access group {name} admits {', '.join(open_)}, which is not private"
+
+
+@_check("TS018")
+def _fileset_protected(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(NAS_FILESET):
+        missing = ([] if _in(r, "deletionProtection") is True else ["deletion_protection=True"]) + _not_kept(r)
+        if missing:
+            yield r, f"the fileset could be deleted with its data: it lacks {' and '.join(missing)}"
+
+
+@_check("TS019")
+def _nas_encrypted(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(NAS_FS):
+        kind = str(_in(r, "fileSystemType", "standard")).lower()
+        if kind.startswith("cpfs"):
+            continue
+        if _in(r, "encryptType", 0) not in (1, 2):
+            yield r, (f"the {kind} file system is not encrypted (encrypt_type={_in(r, 'encryptType', 0)}); "
+                      "set encrypt_type=1 (NAS-managed key) or 2 (KMS key)")
+
+
+# ------------------------------------------------------------------------------------------- entry points
+def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
+    """Check every rule against ``graph``; findings of a waived rule carry the waiver's reason.
+
+    Pure and offline: ``graph`` is anything with ``.resources`` whose items have ``.type``, ``.name``,
+    ``.inputs`` (camelCase, as the SDK sends them), ``.protect`` and ``.retain_on_delete``. Findings are
+    ordered by rule id, then by the order the graph lists the resources, so output is stable.
+    """
+    ix = _Index(graph.resources)
+    found: list[tuple[str, int, Finding]] = []
+    for rule_id, check in sorted(_CHECKS.items()):
+        rule = RULES[rule_id]
+        for resource, message in check(ix):
+            reason = waivers.get(rule_id, "")
+            finding = Finding(rule_id, rule.severity, f"{resource.type}::{resource.name}", message,
+                              waived=bool(reason), waiver_reason=reason)
+            found.append((rule_id, ix.order.get(id(resource), 0), finding))
+    found.sort(key=lambda t: (t[0], t[1]))
+    seen: set[Finding] = set()
+    unique: list[Finding] = []
+    for _, _, f in found:  # identical findings (same rule, resource and message) are reported once
+        if f not in seen:
+            seen.add(f)
+            unique.append(f)
+    return unique
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """The findings for one target, with the waivers that applied and the counts a CI gate needs."""
+
+    target: str
+    findings: tuple[Finding, ...]
+    waivers: Mapping[str, str] = field(default_factory=dict)
+    resources: int = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error" and not f.waived]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning" and not f.waived]
+
+    @property
+    def waived(self) -> list[Finding]:
+        return [f for f in self.findings if f.waived]
+
+    @property
+    def failed(self) -> bool:
+        """True when an unwaived error remains: the lint gate (exit code 1) fails."""
+        return bool(self.errors)
+
+    @property
+    def unused_waivers(self) -> list[str]:
+        """Waived rules that matched nothing: a stale waiver silently pre-approves a future regression."""
+        hit = {f.rule for f in self.findings}
+        return sorted(r for r in self.waivers if r not in hit)
+
+    def summary(self) -> str:
+        def n(count: int, word: str) -> str:
+            return f"{count} {word}{'' if count == 1 else 's'}"
+
+        return (f"{self.target}: {n(self.resources, 'resource')} checked against {n(len(RULES), 'rule')}: "
+                f"{n(len(self.errors), 'error')}, {n(len(self.warnings), 'warning')}, {len(self.waived)} waived")
+
+    def text(self) -> str:
+        """The findings as ``SEVERITY RULE resource: message`` lines, notes on stale waivers, then a summary."""
+        lines = [f.line() for f in self.findings]
+        lines += [f"note: the waiver for {r} matched no finding; remove it from the spec" for r in self.unused_waivers]
+        lines.append(self.summary())
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "resources": self.resources,
+            "failed": self.failed,
+            "summary": {"errors": len(self.errors), "warnings": len(self.warnings), "waived": len(self.waived)},
+            "findings": [{"rule": f.rule, "severity": f.severity, "resource": f.resource, "message": f.message,
+                          "waived": f.waived, "waiver_reason": f.waiver_reason} for f in self.findings],
+            "waivers": [{"rule": r, "reason": self.waivers[r]} for r in sorted(self.waivers)],
+            "unused_waivers": self.unused_waivers,
+        }
+
+
+def waivers_of(items: Iterable[Any]) -> dict[str, str]:
+    """``{rule: reason}`` from a plan's ``Waived`` tuple or plan.json's ``[{rule, reason}]`` list."""
+    out: dict[str, str] = {}
+    for w in items:
+        rule = w.get("rule") if isinstance(w, Mapping) else getattr(w, "rule", None)
+        reason = w.get("reason") if isinstance(w, Mapping) else getattr(w, "reason", None)
+        if not isinstance(rule, str) or not isinstance(reason, str) or not reason.strip():
+            raise LintInputError(f"a waiver needs a rule id and a written reason; got {w!r}")
+        out[rule] = reason.strip()
+    return out
+
+
+def stack_waivers(stack_dir: Path) -> dict[str, str]:
+    """The waivers recorded in a stack folder's plan.json (none when the folder has no plan.json)."""
+    plan_file = stack_dir / "plan.json"
+    if not plan_file.is_file():
+        return {}
+    try:
+        data = json.loads(plan_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise LintInputError(f"{plan_file} cannot be read as JSON ({e}); re-render the stack") from None
+    items = data.get("waivers", []) if isinstance(data, Mapping) else None
+    if not isinstance(items, list):
+        raise LintInputError(f"{plan_file}: 'waivers' must be a list of {{rule, reason}}; re-render the stack")
+    return waivers_of(items)
+
+
+def lint_target(target: str | Path) -> LintReport:
+    """Lint a spec file or a rendered stack folder: run its program under mocks, then :func:`lint_graph`.
+
+    A spec is planned and rendered into a temporary folder (nothing is written beside it) and its waivers come
+    from the plan; a stack folder is run as it is on disk and its waivers come from its plan.json, so a
+    hand-edited ``__main__.py`` is checked too. Spec problems raise :class:`~generator.errors.SpecErrors`.
+    """
+    from . import api, stackdir
+
+    path = Path(target)
+    if path.is_dir() and not stackdir.is_stack_dir(path):
+        raise LintInputError(f"{path} is a folder but not a stack folder rendered by trainstack "
+                             "(no __main__.py and .trainstack/ inside); give a spec file or a stack folder")
+    result = api.preview(path)
+    if result.plan is not None:
+        waivers = waivers_of(result.plan.waivers)
+    else:
+        waivers = stack_waivers(path)
+    graph: Any = result.graph
+    return LintReport(str(target), tuple(lint_graph(graph, waivers)), waivers, len(graph.resources))
+
+
+__all__ = ["RULES", "Finding", "LintInputError", "LintReport", "Rule", "lint_graph", "lint_target",
+           "stack_waivers", "waivers_of"]
