@@ -83,6 +83,7 @@ def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check
     the_plan = plan(spec_path, catalog)
     files = render_files(the_plan, display_path(spec_path))
     dest = Path(out_dir) if out_dir else default_stack_dir(the_plan)
+    files = stackdir.keep_stack_config(files, dest, the_plan.stack)
     if check:
         return RenderResult(the_plan, dest, stackdir.compare(files, dest))
     report = lint_files(the_plan, files)
@@ -94,13 +95,18 @@ def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check
 
 def run_files(the_plan: Plan, files: dict[str, str]) -> object:
     """Execute rendered files under the mock runtime (in a temporary folder) and return the mockrun.Graph."""
-    from . import mockrun
+    return _run_files(the_plan, files)[0]
+
+
+def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
+    from . import live, mockrun
 
     with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
         dest = Path(tmp) / the_plan.name
         stackdir.write(files, dest)
-        return mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
-                                   config={"alicloud:region": the_plan.region})
+        graph = mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
+                                    config={"alicloud:region": the_plan.region})
+        return graph, live.stack_digest(dest, the_plan.stack)
 
 
 def lint_files(the_plan: Plan, files: dict[str, str]):  # -> lint.LintReport
@@ -118,6 +124,7 @@ class PreviewResult:
     plan: Plan | None
     graph: object  # mockrun.Graph
     source: str
+    digest: str = ""  # live.stack_digest of the folder that was run: pin a deploy to it with --expect-digest
 
 
 def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult:
@@ -128,11 +135,13 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
     if target.is_dir():
         if not stackdir.is_stack_dir(target):
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
+        from . import live
+
         graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
-        return PreviewResult(None, graph, str(target))
+        return PreviewResult(None, graph, str(target), live.stack_digest(target))
     the_plan = plan(target, catalog)
-    graph = run_files(the_plan, render_files(the_plan, display_path(target)))
-    return PreviewResult(the_plan, graph, str(target))
+    graph, digest = _run_files(the_plan, render_files(the_plan, display_path(target)))
+    return PreviewResult(the_plan, graph, str(target), digest)
 
 
 def _project_name(stack: Path) -> str:

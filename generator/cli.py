@@ -82,19 +82,36 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
 @main.command()
 @click.argument("target", type=click.Path(exists=False))
 @click.option("--json", "as_json", is_flag=True, help="Print resources as JSON.")
+@click.option("--live", "live_", is_flag=True,
+              help="Preview against the real stack state with the Pulumi engine (needs the pulumi CLI, Alibaba "
+                   "credentials and PULUMI_CONFIG_PASSPHRASE).")
+@click.option("--backend", metavar="URL",
+              help="Pulumi state backend for --live (default: $TRAINSTACK_BACKEND, else STACK_DIR/.trainstack/state).")
 @_handle
-def preview(target: str, as_json: bool) -> None:
-    """Show the resources SPEC (or a stack folder) would create, offline under Pulumi's mock runtime."""
+def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> None:
+    """Show the resources SPEC (or a stack folder) would create: offline under Pulumi's mock runtime by
+    default, or against the deployed stack with --live."""
     from . import api, report
 
+    if live_:
+        if as_json:
+            raise click.UsageError("--json is not supported with --live")
+        from . import live
+
+        click.echo(live.live_preview(target, backend=backend), nl=False)
+        return
+    if backend:
+        raise click.UsageError("--backend goes with --live")
     result = api.preview(target)
     g = result.graph
     if as_json:
         data = {"resources": [{"type": r.type, "name": r.name, "inputs": r.inputs, "protect": r.protect}
                               for r in g.resources], "outputs": g.outputs, "warnings": g.warnings}
+        data["stack_digest"] = result.digest
         click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
         click.echo(report.preview_text(g, target), nl=False)
+        click.echo(f"stack digest: {result.digest}  (pin a deploy to it: trainstack up --expect-digest ...)")
 
 
 @main.command()

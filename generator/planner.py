@@ -166,6 +166,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
         optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
         global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method, lora_rank=lora_rank)
+    if spec.budget.max_days is not None and best.run_hours is not None and best.run_hours > spec.budget.max_days * 24:
+        warnings.append(f"the run needs about {best.run_hours / 24:,.0f} days on {fit.nodes} node(s), over "
+                        f"budget.max_days ({spec.budget.max_days:g}); set compute.nodes: auto to size for the deadline")
     if m.precision == "fp16":
         warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
     if m.precision == "fp32":
@@ -290,7 +293,8 @@ def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: I
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
-    node_options = [n for n in node_options if n >= _deadline_nodes(spec, arch, t, gpu)]
+    deadline = _deadline_nodes(spec, arch, t, gpu)
+    node_options = [n for n in node_options if n >= deadline]
     batch_seqs = _batch_sequences(spec)
     if batch_seqs is not None:
         node_options = [n for n in node_options
@@ -380,6 +384,9 @@ def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architectur
         fixes.append("widen compute.instance_types")
     if isinstance(p.tensor, int) or isinstance(p.pipeline, int):
         fixes.append("let parallelism.tensor / pipeline be auto")
+    if rejected and all("eRDMA" in why or "RoCE" in why or "RDMA" in why for why in rejected.values()):
+        fixes.insert(0, "choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions'), "
+                        "or set network.rdma: false to accept TCP")
     details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:4])
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
     return Problem(path, f"no instance type in the region can train this {human_count(arch.parameters)}-parameter model"
@@ -803,7 +810,7 @@ def _cost(spec: Spec, catalog: Catalog, best: _Scored, storage: Storage, ckpt: C
         sp = catalog.storage_price(item)
         if sp is not None:
             shared = sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
-            notes.append(f"{item}: {sp.price_cny:g} CNY/GiB-month " + ("ESTIMATE" if sp.estimated else "list price")
+            notes.append(f"{item}: {sp.price_cny:g} {sp.unit} " + ("ESTIMATE" if sp.estimated else "list price")
                          + f" ({sp.region}, {sp.date}) [{sp.source}]")
         else:
             notes.append(f"{item}: no price in the catalog; not counted")
@@ -812,9 +819,9 @@ def _cost(spec: Spec, catalog: Catalog, best: _Scored, storage: Storage, ckpt: C
         sp = catalog.storage_price("oss-standard")
         if sp is not None:
             # a few checkpoints kept: the current one plus noncurrent versions within retention (assume 3)
-            gib = ckpt.size_bytes * 3 / 2**30
-            obj = sp.price_cny * gib / HOURS_PER_MONTH
-            notes.append(f"oss-standard: {sp.price_cny:g} CNY/GiB-month for ~3 checkpoints "
+            per_unit = 10**9 if "/GB" in sp.unit else 2**30  # OSS is billed per GB (10^9 bytes)
+            obj = sp.price_cny * ckpt.size_bytes * 3 / per_unit / HOURS_PER_MONTH
+            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} for ~3 checkpoints "
                          + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]")
     if spot_nodes:
         notes.append(f"spot at {spec.spot.discount:.0%} of list is an assumption (GPU spot prices unverified)")

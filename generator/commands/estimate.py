@@ -1,3 +1,111 @@
-"""Placeholder until the estimate commands land; lists no commands."""
+"""``trainstack estimate`` (memory for a model and layout, no spec file) and ``trainstack cost SPEC``.
 
-COMMANDS: list = []
+Both are thin: parsing and printing here, the logic in :mod:`generator.estimate`. Neither imports pulumi;
+``estimate`` does not even load pydantic, so it answers in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from .. import sizing
+from ..units import UnitError, parse_count
+from . import handle
+
+
+class _Count(click.ParamType):
+    """A count as people write it: 70B, 7.5e9, 4M (generator.units.parse_count)."""
+
+    name = "COUNT"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return parse_count(value, self.what)
+        except UnitError as e:
+            self.fail(str(e), param, ctx)
+
+
+_POSITIVE = click.IntRange(min=1)
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+@click.command("estimate")
+@click.option("--params", type=_Count("parameter count"), help="Parameter count, e.g. 7.5e9 or 70B.")
+@click.option("--preset", metavar="NAME", help=f"A known model: {', '.join(sorted(sizing.PRESETS))}.")
+@click.option("--layers", type=_POSITIVE, help="Transformer layers (with --hidden and --heads: an explicit shape).")
+@click.option("--hidden", type=_POSITIVE, help="Hidden size.")
+@click.option("--heads", type=_POSITIVE, help="Attention heads.")
+@click.option("--kv-heads", type=_POSITIVE, help="Key/value heads (grouped-query attention); default = heads.")
+@click.option("--vocab", type=_POSITIVE, help="Vocabulary size (default 32000 for explicit shapes).")
+@click.option("--ffn-hidden", type=_POSITIVE, help="MLP width (default: Llama's ~8/3 x hidden rule).")
+@click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
+@click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
+@click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True)
+@click.option("--optimizer", type=click.Choice(list(sizing.OPTIMIZER_BYTES)), default="adamw", show_default=True)
+@click.option("--zero", type=click.IntRange(0, 3), default=1, show_default=True, help="ZeRO stage.")
+@click.option("--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp). Default: tp x pp (dp = 1).")
+@click.option("--tp", type=_POSITIVE, default=1, show_default=True, help="Tensor-parallel degree.")
+@click.option("--pp", type=_POSITIVE, default=1, show_default=True, help="Pipeline-parallel degree.")
+@click.option("--recompute", type=click.Choice(list(sizing.RECOMPUTE_MODES)), default="selective",
+              show_default=True, help="Activation recomputation (selective = FlashAttention-style).")
+@click.option("--sp/--no-sp", default=True, show_default=True, help="Sequence parallelism (only with --tp > 1).")
+@click.option("--lora-rank", type=_POSITIVE, help="Fine-tune LoRA adapters of this rank instead of all weights.")
+@click.option("--qlora", is_flag=True, help="LoRA over a 4-bit NF4 base (needs --lora-rank).")
+@click.option("--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G).")
+@click.option("--tokens", type=_Count("token count"), help="Training tokens: adds 6ND FLOPs (and GPU-hours with --gpu).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
+@handle
+def estimate_command(params: int | None, preset: str | None, layers: int | None, hidden: int | None,
+                     heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
+                     seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, gpus: int | None,
+                     tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
+                     gpu: str | None, tokens: int | None, as_json: bool) -> None:
+    """Per-GPU memory (and optionally fit and compute) for a model and layout, without a spec file.
+
+    \b
+    Examples:
+      trainstack estimate --params 7.5e9 --gpus 64 --zero 3
+      trainstack estimate --preset llama-2-70b --gpus 128 --tp 8 --pp 4 --gpu A100-80G --tokens 2T
+      trainstack estimate --preset llama-2-7b --lora-rank 16 --qlora --zero 0 --gpu A10 --json
+    """
+    from .. import estimate as est
+
+    result = est.estimate(
+        params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
+        ffn_hidden=ffn_hidden, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
+        zero=zero, gpus=gpus, tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora, gpu=gpu,
+        tokens=tokens)
+    click.echo(_dump(result) if as_json else est.estimate_text(result), nl=as_json)
+
+
+@click.command("cost")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the tables.")
+@handle
+def cost_command(spec: str, as_json: bool) -> None:
+    """What SPEC's plan costs per hour, per day and for the whole run, with the price data behind each line.
+
+    Prices marked ESTIMATE are trainstack estimates, not published list prices; the runners-up are the
+    other instance types that fit, with their cost.
+    """
+    from .. import api
+    from .. import estimate as est
+    from ..catalog import load_catalog
+
+    catalog = load_catalog()
+    report = est.cost_report(api.plan(spec, catalog), catalog)
+    click.echo(_dump(report) if as_json else est.cost_text(report), nl=as_json)
+
+
+COMMANDS: list[click.Command] = [estimate_command, cost_command]

@@ -263,7 +263,6 @@ for node in NODES:
         http_endpoint="enabled",
         http_tokens="required",
         instance_charge_type="PostPaid",
-        deletion_protection=not spot,
         deployment_set_id=deployment_sets[node["deployment_set"]].id if node["deployment_set"] else None,
         user_data=SHARED_FS_ADDRESS.apply(lambda address, node=node: user_data(node, address)),
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},

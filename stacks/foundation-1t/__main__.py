@@ -655,7 +655,6 @@ for node in NODES:
         http_endpoint="enabled",
         http_tokens="required",
         instance_charge_type="PostPaid",
-        deletion_protection=not spot,
         # eRDMA: the primary ENI runs in HighPerformance (ERI) mode; a second ERI on network card 1 gives the full bandwidth.
         network_interface_traffic_mode="HighPerformance",
         network_card_index=0,

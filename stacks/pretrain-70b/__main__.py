@@ -412,7 +412,6 @@ for node in NODES:
         spot_strategy="SpotAsPriceGo" if spot else "NoSpot",
         spot_duration=1 if spot else None,
         spot_interruption_behavior="Terminate" if spot else None,
-        deletion_protection=not spot,
         # eRDMA: the primary ENI runs in HighPerformance (ERI) mode; a second ERI on network card 1 gives the full bandwidth.
         network_interface_traffic_mode="HighPerformance",
         network_card_index=0,
