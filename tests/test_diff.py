@@ -1,0 +1,471 @@
+"""Tests for ``trainstack diff``: graph comparison, impact classes, formats, the replacement data, git sides.
+
+Most tests build resource graphs directly (milliseconds). A few run real specs under the mock runtime
+(about a second per side) and one reads a side from a throwaway git repository in tmp_path.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import csv
+import importlib
+import inspect
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from generator import diff as d
+from generator.cli import main
+from generator.mockrun import Graph, Resource
+
+# importing pulumi_alicloud modules to read their docstrings warns about the SDK's own deprecated resources
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")
+
+ROOT = Path(__file__).resolve().parents[1]
+FINETUNE = ROOT / "examples" / "finetune-7b.yaml"
+
+INSTANCE = "alicloud:ecs/instance:Instance"
+ATTACH = "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"
+BUCKET = "alicloud:oss/bucket:Bucket"
+FS = "alicloud:nas/fileSystem:FileSystem"
+FILESET = "alicloud:nas/fileset:Fileset"
+VPC = "alicloud:vpc/network:Network"
+SWITCH = "alicloud:vpc/switch:Switch"
+SG = "alicloud:ecs/securityGroup:SecurityGroup"
+
+
+# --------------------------------------------------------------------------------------------- graph builders
+def boot_script(nodes: int, rank: int) -> str:
+    script = f"#!/bin/bash\nNODE_RANK={rank}\nNNODES={nodes}\nMASTER_ADDR=10.0.0.10\necho booting\n"
+    return base64.b64encode(script.encode()).decode()
+
+
+def node(i: int, nodes: int = 2, **override: Any) -> Resource:
+    inputs = {"instanceType": "ecs.gn8is.4xlarge", "availabilityZone": "cn-hangzhou-k",
+              "privateIp": f"10.0.0.{10 + i}",
+              "vswitchId": "vswitch-compute-id", "securityGroups": ["security-group-id"],
+              "userData": boot_script(nodes, i), "tags": {"team": "llm", "trainstack-rank": str(i)}}
+    inputs.update(override)
+    return Resource(INSTANCE, f"run-node-{i:03d}", inputs)
+
+
+def attachment(i: int) -> Resource:
+    return Resource(ATTACH, f"run-node-{i:03d}-role",
+                    {"instanceId": f"run-node-{i:03d}-id", "ramRoleName": "run-node"})
+
+
+def bucket(days: int = 14, protect: bool = True, **override: Any) -> Resource:
+    inputs = {"bucket": "run-ckpt-abc123", "storageClass": "Standard", "redundancyType": "LRS",
+              "lifecycleRules": [
+                  {"id": "expire-noncurrent-checkpoints", "enabled": True, "prefix": "checkpoints/",
+                   "noncurrentVersionExpirations": [{"days": days}]},
+                  {"id": "abort-stale-multipart-uploads", "enabled": True, "prefix": "checkpoints/",
+                   "abortMultipartUploads": [{"days": 3}]}],
+              "versioning": {"status": "Enabled"}}
+    inputs.update(override)
+    return Resource(BUCKET, "checkpoint-bucket", inputs, protect=protect, retain_on_delete=protect)
+
+
+def file_system(capacity: int = 12000, storage_type: str = "advance_100") -> Resource:
+    return Resource(FS, "shared-fs", {"fileSystemType": "cpfs", "protocolType": "cpfs", "storageType": storage_type,
+                                      "capacity": capacity, "zoneId": "cn-hangzhou-k", "vpcId": "vpc-id",
+                                      "vswitchId": "vswitch-compute-id"}, protect=True, retain_on_delete=True)
+
+
+def fileset() -> Resource:
+    return Resource(FILESET, "dataset-fileset", {"fileSystemId": "shared-fs-id", "fileSystemPath": "/datasets/"},
+                    protect=True, retain_on_delete=True)
+
+
+def network(cidr: str = "10.0.0.0/16") -> list[Resource]:
+    return [Resource(VPC, "vpc", {"cidrBlock": cidr, "vpcName": "run"}),
+            Resource(SWITCH, "vswitch-compute", {"cidrBlock": cidr.replace("/16", "/20"), "vpcId": "vpc-id",
+                                                 "zoneId": "cn-hangzhou-k"}),
+            Resource(SG, "security-group", {"vpcId": "vpc-id", "securityGroupType": "normal"})]
+
+
+def cluster(nodes: int = 2, *, cidr: str = "10.0.0.0/16", days: int = 14, capacity: int = 12000,
+            with_bucket: bool = True, **node_override: Any) -> Graph:
+    resources = [*network(cidr), file_system(capacity), fileset()]
+    resources += [node(i, nodes, **node_override) for i in range(nodes)] + [attachment(i) for i in range(nodes)]
+    if with_bucket:
+        resources.append(bucket(days))
+    return Graph(resources=resources)
+
+
+def replace_resource(graph: Graph, new: Resource) -> Graph:
+    return Graph(resources=[new if (r.type, r.name) == (new.type, new.name) else r for r in graph.resources])
+
+
+def only(result: d.DiffResult, name: str) -> d.Change:
+    found = [c for c in result.changes if c.name == name]
+    assert len(found) == 1, [c.name for c in result.changes]
+    return found[0]
+
+
+# --------------------------------------------------------------------------------------------- classification
+def test_identical_graphs_have_no_changes() -> None:
+    result = d.diff_graphs(cluster(), cluster())
+    assert not result.has_changes
+    assert result.worst_impact is None
+    assert result.unchanged == len(cluster().resources)
+    assert "No changes" in d.format_text(result)
+    assert json.loads(d.format_json(result))["summary"]["changed"] is False
+
+
+def test_more_nodes_are_creates_that_replace_nodes() -> None:
+    result = d.diff_graphs(cluster(nodes=2), cluster(nodes=4))
+    created = [c for c in result.changes if c.action == "create"]
+    assert sorted(c.name for c in created) == ["run-node-002", "run-node-002-role",
+                                               "run-node-003", "run-node-003-role"]
+    assert {c.impact for c in created if c.type == INSTANCE} == {"replaces-nodes"}
+    assert {c.impact for c in created if c.type == ATTACH} == {"safe"}
+    # the existing nodes' boot script gains the new world size: they reboot to pick it up
+    assert only(result, "run-node-000").impact == "restarts-nodes"
+    assert result.worst_impact == "replaces-nodes"
+    assert result.counts() == {"create": 4, "update": 2, "replace": 0, "delete": 0}
+    text = d.format_text(result)
+    assert "2 x ecs:Instance run-node-002..003" in text
+    assert "4 to create, 2 to update, 0 to replace, 0 to delete" in text
+
+
+def test_instance_type_change_reboots_in_place_as_the_docstring_says() -> None:
+    # pulumi_alicloud: "When it is changed, the instance will reboot to make the change take effect."
+    result = d.diff_graphs(cluster(), cluster(instanceType="ecs.gn8is.8xlarge"))
+    change = only(result, "run-node-000")
+    assert (change.action, change.impact) == ("update", "restarts-nodes")
+    (prop,) = change.properties
+    assert (prop.name, prop.effect, prop.summary) == ("instanceType", "reboot",
+                                                      "ecs.gn8is.4xlarge -> ecs.gn8is.8xlarge")
+    assert "will reboot" in prop.source
+
+
+def test_immutable_property_replaces_the_nodes_and_cascades_to_their_attachments() -> None:
+    result = d.diff_graphs(cluster(), cluster(availabilityZone="cn-hangzhou-j"))
+    change = only(result, "run-node-001")
+    assert (change.action, change.impact) == ("replace", "replaces-nodes")
+    assert "availabilityZone forces a new node" in change.reason
+    # the role attachment names the old instance id: replacing the node replaces the attachment too
+    attach = only(result, "run-node-001-role")
+    assert attach.action == "replace" and attach.impact == "safe"
+    assert attach.properties[0].cause == "run-node-001 is replaced"
+    markdown = d.format_markdown(result)
+    assert ("**replace** `2 x ecs:Instance run-node-000..001`: "
+            "`availabilityZone: cn-hangzhou-k -> cn-hangzhou-j` (replace)") in markdown
+
+
+def test_new_retention_updates_the_bucket_lifecycle_in_place() -> None:
+    result = d.diff_graphs(cluster(days=14), cluster(days=30))
+    (change,) = result.changes
+    assert (change.action, change.type, change.impact) == ("update", BUCKET, "safe")
+    (prop,) = change.properties
+    assert prop.effect == "in-place"
+    assert d.prop_text(prop) == ("lifecycleRules[id=expire-noncurrent-checkpoints]"
+                                 ".noncurrentVersionExpirations[0].days: 14 -> 30")
+
+
+def test_json_documents_are_compared_by_content() -> None:
+    def policy(bucket: str) -> Resource:
+        statement = {"Effect": "Allow", "Action": ["oss:GetObject"], "Resource": [f"acs:oss:*:*:{bucket}/ckpt/*"]}
+        document = json.dumps({"Version": "1", "Statement": [statement]})
+        return Resource("alicloud:ram/policy:Policy", "checkpoint-policy", {"policyDocument": document})
+
+    (change,) = d.diff_graphs(Graph([policy("a-ckpt")]), Graph([policy("b-ckpt")])).changes
+    assert d.prop_text(change.properties[0]) == (
+        "policyDocument.Statement[0].Resource[0]: acs:oss:*:*:a-ckpt/ckpt/* -> acs:oss:*:*:b-ckpt/ckpt/*")
+
+
+def test_removed_bucket_is_data_at_risk() -> None:
+    result = d.diff_graphs(cluster(), cluster(with_bucket=False))
+    (change,) = result.changes
+    assert (change.action, change.impact) == ("delete", "data-at-risk")
+    assert "deletes the bucket and its data" in change.reason
+    assert "protected" in change.reason
+    assert result.worst_impact == "data-at-risk"
+
+
+def test_dropping_protection_from_the_bucket_is_data_at_risk() -> None:
+    base = cluster()
+    head = replace_resource(base, bucket(protect=False))
+    (change,) = d.diff_graphs(base, head).changes
+    assert (change.action, change.impact) == ("update", "data-at-risk")
+    assert {p.name for p in change.properties} == {"protect", "retainOnDelete"}
+
+
+def test_renamed_bucket_is_replaced_and_data_at_risk() -> None:
+    base = cluster()
+    head = replace_resource(base, bucket(bucket="run-ckpt-def456"))
+    (change,) = d.diff_graphs(base, head).changes
+    assert (change.action, change.impact) == ("replace", "data-at-risk")
+    assert "a new, empty bucket" in change.reason
+
+
+def test_cpfs_capacity_grows_in_place_but_a_new_storage_type_replaces_it_with_its_fileset() -> None:
+    grown = d.diff_graphs(cluster(capacity=12000), cluster(capacity=24000))
+    (change,) = grown.changes
+    assert (change.action, change.impact, change.properties[0].effect) == ("update", "safe", "in-place")
+    assert "UpgradeFileSystem" in change.properties[0].source
+
+    base = cluster()
+    head = replace_resource(base, file_system(storage_type="advance_200"))
+    result = d.diff_graphs(base, head)
+    assert (only(result, "shared-fs").action, only(result, "shared-fs").impact) == ("replace", "data-at-risk")
+    fset = only(result, "dataset-fileset")  # its fileSystemId names the old file system
+    assert (fset.action, fset.impact) == ("replace", "data-at-risk")
+
+
+def test_user_data_change_restarts_nodes_and_is_summarized_not_dumped() -> None:
+    base = cluster()
+    head = replace_resource(base, node(0, 2, userData=boot_script(3, 0)))
+    head = replace_resource(head, node(1, 2, userData=boot_script(3, 1)))
+    result = d.diff_graphs(base, head)
+    assert {c.name for c in result.changes} == {"run-node-000", "run-node-001"}
+    assert {c.impact for c in result.changes} == {"restarts-nodes"}
+    prop = result.changes[0].properties[0]
+    assert prop.summary == "boot script: 1 changed line (NNODES=2 -> NNODES=3)"
+    text = d.format_text(result)
+    assert "2 x ecs:Instance run-node-000..001" in text  # same summary on both nodes: one line
+    assert boot_script(3, 0) not in text
+    long_script = base64.b64encode(b"x" * 400).decode()  # real boot scripts are ~10 kB
+    payload = json.loads(d.format_json(d.diff_graphs(Graph([node(0, userData=long_script)]), Graph([node(0)]))))
+    assert payload["changes"][0]["properties"][0]["old"] == d.digest(long_script)
+
+
+def test_new_vpc_cidr_replaces_the_network_and_everything_that_references_it() -> None:
+    result = d.diff_graphs(cluster(cidr="10.0.0.0/16"), cluster(cidr="10.30.0.0/16"))
+    assert only(result, "vpc").action == "replace"
+    assert only(result, "vswitch-compute").action == "replace"
+    assert only(result, "security-group").action == "replace"  # vpcId names the replaced VPC
+    shared = only(result, "shared-fs")  # CPFS lives in the VPC: a new VPC is a new, empty file system
+    assert (shared.action, shared.impact) == ("replace", "data-at-risk")
+    instance = only(result, "run-node-000")  # vswitchId/securityGroups change: vswitchId reboots the node
+    assert instance.impact == "restarts-nodes"
+    assert {p.name: p.effect for p in instance.properties} == {"securityGroups": "in-place", "vswitchId": "reboot"}
+    assert result.worst_impact == "data-at-risk"
+
+
+def test_region_change_replaces_every_resource_and_says_why() -> None:
+    result = d.diff_graphs(cluster(), cluster(), base_info=d.SideInfo("a", "run", "dev", "cn-hangzhou"),
+                           head_info=d.SideInfo("b", "run", "dev", "cn-beijing"))
+    assert {c.action for c in result.changes} == {"replace"}
+    assert len(result.changes) == len(cluster().resources)
+    assert any("region changes" in n for n in result.notes)
+
+
+def test_renamed_project_is_a_new_stack_not_a_deletion() -> None:
+    result = d.diff_graphs(cluster(), cluster(), base_info=d.SideInfo("a", "run", "dev", "cn-hangzhou", 11),
+                           head_info=d.SideInfo("b", "run2", "dev", "cn-hangzhou", 11))
+    assert {c.action for c in result.changes} == {"create"}  # nothing of the old stack is deleted
+    assert not any(c.impact == "data-at-risk" for c in result.changes)
+    (note,) = result.notes
+    assert "run/dev -> run2/dev" in note and "keep running" in note
+
+
+def test_markdown_groups_identical_node_changes_and_folds_the_safe_section() -> None:
+    base = Graph(resources=[node(i, 64) for i in range(64)] + [attachment(i) for i in range(64)])
+    head = Graph(resources=[node(i, 64, availabilityZone="cn-hangzhou-j") for i in range(64)]
+                 + [attachment(i) for i in range(64)])
+    markdown = d.format_markdown(d.diff_graphs(base, head))
+    assert markdown.startswith(d.MARKDOWN_MARKER)
+    assert "### trainstack diff: 🟠 replaces-nodes" in markdown
+    assert "`64 x ecs:Instance run-node-000..063`" in markdown
+    assert "`64 x ecs:RamRoleAttachment run-node-000..063-role`" in markdown
+    assert "| 0 | 0 | 128 | 0 | 0 |" in markdown
+    safe = markdown.split("#### 🟢 safe")[1]
+    assert "<details><summary>64 changes in 1 group</summary>" in safe
+    assert markdown.count("run-node-0") < 10  # grouped, not listed one by one
+
+
+def test_json_is_stable_and_versioned() -> None:
+    result = d.diff_graphs(cluster(nodes=2), cluster(nodes=3))
+    first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
+    assert first == second
+    payload = json.loads(first)
+    assert payload["schema_version"] == 1
+    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "changes"}
+    assert payload["summary"]["worst_impact"] == "replaces-nodes"
+    assert set(payload["changes"][0]) == {"action", "type", "name", "impact", "reason", "properties"}
+    impacts = [c["impact"] for c in payload["changes"]]
+    assert impacts == sorted(impacts, key=d.IMPACTS.index)  # worst first
+
+
+@pytest.mark.parametrize(("names", "span"), [
+    (["a-node-000"], "a-node-000"),
+    ([f"a-node-{i:03d}" for i in range(64)], "a-node-000..063"),
+    (["a-node-000", "a-node-001", "a-node-005"], "a-node-000..001,005"),
+    (["n-3-role", "n-1-role", "n-2-role"], "n-1..3-role"),
+    (["vpc", "sg", "bucket", "fs"], "vpc, sg, bucket, … (+1 more)"),
+])
+def test_name_span(names: list[str], span: str) -> None:
+    assert d.name_span(names) == span
+
+
+# --------------------------------------------------------------------------------------------- replacement data
+SDK_TYPES = ("alicloud:ecs/instance:Instance", "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet",
+             "alicloud:ecs/hpcCluster:HpcCluster", "alicloud:ecs/securityGroup:SecurityGroup",
+             "alicloud:ecs/securityGroupRule:SecurityGroupRule", "alicloud:vpc/network:Network",
+             "alicloud:vpc/switch:Switch", "alicloud:vpc/natGateway:NatGateway", "alicloud:vpc/snatEntry:SnatEntry",
+             "alicloud:ecs/eipAddress:EipAddress", "alicloud:ecs/eipAssociation:EipAssociation",
+             "alicloud:ecs/ramRoleAttachment:RamRoleAttachment", "alicloud:nas/fileSystem:FileSystem",
+             "alicloud:nas/protocolService:ProtocolService", "alicloud:nas/protocolMountTarget:ProtocolMountTarget",
+             "alicloud:nas/fileset:Fileset", "alicloud:nas/dataFlow:DataFlow",
+             "alicloud:nas/accessGroup:AccessGroup", "alicloud:nas/accessRule:AccessRule",
+             "alicloud:nas/mountTarget:MountTarget", "alicloud:oss/bucket:Bucket",
+             "alicloud:oss/bucketAcl:BucketAcl", "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock",
+             "alicloud:ram/role:Role", "alicloud:ram/policy:Policy",
+             "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment")
+
+
+def _sdk_source(token: str) -> Path:
+    """``alicloud:nas/protocolMountTarget:ProtocolMountTarget`` -> pulumi_alicloud/nas/protocol_mount_target.py"""
+    module = importlib.import_module("pulumi_alicloud." + token.split(":")[1].split("/")[0])
+    snake = re.sub(r"(?<!^)([A-Z])", r"_\1", token.split(":")[2]).lower()
+    return Path(module.__file__).parent / f"{snake}.py"
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _args_docstrings(token: str) -> dict[str, str]:
+    """{camelCase property: docstring} of the resource's Args class, read from the installed SDK source."""
+    tree = ast.parse(_sdk_source(token).read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == token.split(":")[2] + "Args")
+    return {_camel(f.name): " ".join((ast.get_docstring(f) or "").split())
+            for f in cls.body if isinstance(f, ast.FunctionDef) and f.name != "__init__" and ast.get_docstring(f)}
+
+
+def test_every_replacement_row_names_a_real_sdk_argument_and_cites_a_source() -> None:
+    rules = d.load_rules()
+    assert len(rules) > 50
+    for (token, prop), rule in rules.items():
+        assert token in SDK_TYPES, f"{token} is not a resource type trainstack programs use"
+        module = importlib.import_module("pulumi_alicloud." + token.split(":")[1].split("/")[0])
+        args = getattr(module, token.split(":")[2] + "Args")
+        params = {_camel(p) for p in inspect.signature(args.__init__).parameters}
+        assert prop in params, f"{token}: no argument {prop}"
+        assert rule.effect in d.EFFECTS
+        assert rule.source.startswith(("docstring ", "terraform-provider-alicloud@"))
+
+
+def test_every_docstring_that_mentions_reboot_or_immutability_has_a_row() -> None:
+    """Catches drift when the SDK is upgraded: a newly documented ForceNew/reboot must be classified."""
+    rules = d.load_rules()
+    flagged = re.compile(r"immutable after resource creation|will reboot|will be reboot", re.I)
+    missing = [(token, prop) for token in SDK_TYPES for prop, doc in _args_docstrings(token).items()
+               if flagged.search(doc) and (token, prop) not in rules]
+    assert not missing, f"classify these in generator/data/replacement.csv: {missing}"
+    # and the data agrees with the words where they are unambiguous
+    for token in SDK_TYPES:
+        for prop, doc in _args_docstrings(token).items():
+            immutable = "The parameter is immutable after resource creation." in doc
+            if immutable and "no effect when modified" not in doc:
+                assert rules[(token, prop)].effect == "replace", (token, prop)
+
+
+def test_unknown_properties_update_in_place() -> None:
+    assert d.rule_for("alicloud:ecs/instance:Instance", "description") == d.DEFAULT_RULE
+    assert d.rule_for("alicloud:foo/bar:Baz", "anything").effect == "in-place"
+
+
+def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "replacement.csv"
+    bad.write_text("type,property,effect,source\nalicloud:ecs/instance:Instance,userData,restart,docstring x\n")
+    with pytest.raises(d.DiffError, match=r"replacement.csv:2: effect 'restart' is not one of"):
+        d.load_rules(bad)
+    with open(bad, "w", newline="") as fh:
+        csv.writer(fh).writerows([["type", "property", "effect", "source"],
+                                  ["alicloud:a/b:C", "x", "replace", "s"], ["alicloud:a/b:C", "x", "reboot", "s"]])
+    with pytest.raises(d.DiffError, match="listed twice"):
+        d.load_rules(bad)
+
+
+# --------------------------------------------------------------------------------------------- sides and git
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.com", *args], cwd=repo,
+                   check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A throwaway git repository with the fine-tune example committed as specs/run.yaml."""
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "run.yaml").write_text(FINETUNE.read_text())
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    return tmp_path
+
+
+def test_git_side_reads_the_committed_spec_relative_to_the_folder_or_the_root(repo: Path) -> None:
+    (repo / "specs" / "run.yaml").write_text("name: changed-in-the-working-tree\n")
+    side = d.read_side("HEAD:specs/run.yaml", cwd=repo)
+    assert (side.label, side.path) == ("HEAD:specs/run.yaml", "specs/run.yaml")
+    assert side.text == FINETUNE.read_text()
+    assert d.read_side("HEAD:run.yaml", cwd=repo / "specs").label == "HEAD:specs/run.yaml"  # from a subfolder
+    assert d.read_side("HEAD:specs/run.yaml", cwd=repo / "specs").text == side.text  # root-relative also works
+
+
+@pytest.mark.parametrize(("arg", "message"), [
+    ("no-such-branch:specs/run.yaml", "git does not know the revision 'no-such-branch'"),
+    ("HEAD:specs/other.yaml", "'specs/other.yaml' does not exist in HEAD"),
+    ("HEAD:specs", "is a folder in HEAD, not a spec file"),
+])
+def test_git_side_errors_are_sentences(repo: Path, arg: str, message: str) -> None:
+    with pytest.raises(d.DiffError, match=re.escape(message)):
+        d.read_side(arg, cwd=repo)
+
+
+def test_git_side_outside_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(d.DiffError, match="is not inside a git repository"):
+        d.read_side("HEAD:run.yaml", cwd=tmp_path)
+
+
+# --------------------------------------------------------------------------------------------- end to end
+def test_diff_sides_from_git_ref_to_working_copy_end_to_end(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two real renders under the mock runtime (~2 s): a retention change and a checkpoint interval change."""
+    spec = repo / "specs" / "run.yaml"
+    spec.write_text(FINETUNE.read_text().replace("retention_days: 14", "retention_days: 30")
+                    .replace("interval: 30m", "interval: 45m"))
+    monkeypatch.chdir(repo)
+    result = d.diff_sides("HEAD:specs/run.yaml", "specs/run.yaml")
+    assert (result.base.label, result.head.label) == ("HEAD:specs/run.yaml", "specs/run.yaml")
+    assert {(c.type, c.action, c.impact) for c in result.changes} == {
+        (BUCKET, "update", "safe"), (INSTANCE, "update", "restarts-nodes")}
+    node_change = only(result, "finetune-7b-node-000")
+    assert node_change.properties[0].summary == (
+        "boot script: 1 changed line (CHECKPOINT_INTERVAL_SECONDS=1800 -> CHECKPOINT_INTERVAL_SECONDS=2700)")
+
+    out = CliRunner().invoke(main, ["diff", "HEAD:specs/run.yaml", "specs/run.yaml", "--format", "markdown",
+                                    "-o", "diff.md"])
+    assert out.exit_code == 2, out.output
+    assert "restarts-nodes" in (repo / "diff.md").read_text()
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    same = runner.invoke(main, ["diff", str(FINETUNE), str(FINETUNE)])  # identical: one render
+    assert same.exit_code == 0, same.output
+    assert "No changes" in same.output
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(FINETUNE.read_text().replace("nodes: 1", "nodes: many"))
+    bad = runner.invoke(main, ["diff", str(FINETUNE), str(broken)])
+    assert bad.exit_code == 1  # a bad spec is an error (1), never "changes" (2)
+    assert re.search(rf"{re.escape(str(broken))}:\d+:\d+: compute.nodes:", bad.output)
+    assert "no diff was computed" in bad.output
+    assert "Traceback" not in bad.output
+    bad_base = runner.invoke(main, ["diff", str(broken), str(FINETUNE)])  # checked before anything runs
+    assert bad_base.exit_code == 1 and f"{broken}:" in bad_base.output
+
+    usage = runner.invoke(main, ["diff", str(FINETUNE), str(FINETUNE), "--format", "yaml"])
+    assert usage.exit_code == 1
+    missing = runner.invoke(main, ["diff", str(tmp_path / "missing.yaml"), str(FINETUNE)])
+    assert missing.exit_code == 1 and "no such file" in missing.output

@@ -1,0 +1,270 @@
+"""`trainstack estimate` (no spec file) and `trainstack cost SPEC`: numbers, consistency with the planner and
+the sizing model, and the error sentences with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator import api, sizing
+from generator.catalog import load_catalog
+from generator.cli import main
+from generator.estimate import EstimateError, cost_report, data_parallel_degree, estimate
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = {p.stem: p for p in (ROOT / "examples").glob("*.yaml")}
+GB = 10**9
+GiB = 2**30
+
+
+def run(*args: str) -> tuple[int, str]:
+    """Invoke the CLI in-process; the output holds stdout and stderr (click >= 8.2)."""
+    result = CliRunner().invoke(main, list(args))
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def run_json(*args: str) -> dict:
+    code, out = run(*args, "--json")
+    assert code == 0, out
+    return json.loads(out)
+
+
+# ------------------------------------------------------------------------------------------- estimate
+
+
+def test_zero_paper_example_7_5b_zero3_dp64() -> None:
+    data = run_json("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3")
+    b = data["per_gpu_bytes"]
+    assert set(b) == {"weights", "gradients", "optimizer_states", "activations", "reserve", "total"}
+    assert all(isinstance(v, int) for v in b.values())
+    assert b["total"] == b["weights"] + b["gradients"] + b["optimizer_states"] + b["activations"] + b["reserve"]
+    # ZeRO (Rajbhandari et al. 2020) Sec. 5: P_os+g+p = 16 * 7.5e9 / 64 = 1.875 GB ("1.9GB" in Figure 1).
+    assert b["gradients"] == 2 * 7_500_000_000 // 64
+    assert b["optimizer_states"] == 12 * 7_500_000_000 // 64
+    ms = data["model_states"]
+    assert ms["zero_paper"] == 1_875_000_000
+    # ...plus the documented ZeRO-3 gather working set: two unsharded layers in bf16 (docs/sizing.md, section 2).
+    arch = sizing.architecture_for(7_500_000_000)
+    working = 2 * arch.layer_parameters * 2
+    assert ms["zero3_gather_working_set"] == working == b["weights"] - 2 * 7_500_000_000 // 64
+    assert ms["total"] == ms["zero_paper"] + working
+    assert data["setup"] == {**data["setup"], "gpus": 64, "tp": 1, "pp": 1, "dp": 64, "zero_stage": 3}
+    assert data["architecture"]["parameters"] == 7_500_000_000
+    assert any("ZeRO-3 gather working set" in n for n in data["notes"])
+    assert "fits" not in data and "training_flops" not in data
+
+
+def test_zero_paper_example_text_explains_the_1_9_gb() -> None:
+    code, out = run("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3")
+    assert code == 0
+    assert "1.875 GB" in out and "1.9 GB" in out
+    assert "gather working set 0.81 GB" in out
+    assert "25,975,503,552" in out  # the total, as an exact byte count in the table
+
+
+@pytest.mark.parametrize("stage, paper_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_stages_reproduce_the_paper_figure(stage: int, paper_gb: float) -> None:
+    data = estimate(params=7_500_000_000, gpus=64, zero=stage)
+    assert round(data["model_states"]["zero_paper"] / GB, 1) == paper_gb
+    assert data["model_states"]["zero3_gather_working_set"] == (0 if stage < 3 else
+                                                                data["model_states"]["total"] - 1_875_000_000)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_estimate_agrees_with_the_planner(name: str) -> None:
+    """Same model and layout as the chosen plan -> the very same per-GPU bytes (one sizing model)."""
+    plan = api.plan(EXAMPLES[name])
+    m, c = plan.model, plan.compute
+    src = m.architecture_source  # "preset <name> (...)", "derived from ...", or an explicit shape
+    model = ({"preset": src.split()[1]} if src.startswith("preset ") else
+             {"params": m.parameters} if src.startswith("derived") else
+             {"layers": m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads, "vocab": m.vocab,
+              "ffn_hidden": m.ffn_hidden})
+    data = estimate(**model, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
+                    optimizer=m.optimizer, zero=c.zero_stage, gpus=c.total_gpus, tp=c.tp, pp=c.pp,
+                    recompute=c.recompute, sp=c.sequence_parallel, gpu=c.gpu)
+    assert data["architecture"]["parameters"] == m.parameters
+    z = plan.sizing
+    assert data["per_gpu_bytes"] == {"weights": z.weights, "gradients": z.gradients,
+                                     "optimizer_states": z.optimizer_states, "activations": z.activations,
+                                     "reserve": z.reserve, "total": z.total}
+    assert data["fits"] is True and data["gpu"]["memory_bytes"] == z.gpu_memory
+    assert data["gpu"]["headroom_bytes"] == z.headroom
+
+
+def test_fit_and_compute_against_the_catalog_gpu() -> None:
+    data = run_json("estimate", "--preset", "llama-2-70b", "--gpus", "512", "--tp", "8", "--pp", "4",
+                    "--gpu", "a100", "--tokens", "2T")
+    assert data["setup"]["dp"] == 16
+    assert data["fits"] is True
+    assert data["gpu"]["name"] == "A100-80G" and data["gpu"]["memory_bytes"] == 80 * GiB
+    assert data["training_flops"] == pytest.approx(6 * 69.0e9 * 2e12)
+    # docs/sizing.md section 7: 8.28e23 FLOPs on 512 GPUs at 40% of 312 TFLOP/s.
+    assert data["gpu_hours"] == pytest.approx(8.28e23 / (312e12 * 0.40) / 3600)
+    assert data["hours"] == pytest.approx(data["gpu_hours"] / 512)
+
+
+def test_does_not_fit_says_by_how_much_and_what_to_try() -> None:
+    args = ("estimate", "--preset", "llama-2-70b", "--gpus", "128", "--tp", "8", "--pp", "4", "--zero", "0",
+            "--recompute", "none", "--no-sp", "--gpu", "A100-80G")
+    data = run_json(*args)
+    assert data["fits"] is False
+    assert data["gpu"]["headroom_bytes"] == 80 * GiB - data["per_gpu_bytes"]["total"] < 0
+    code, out = run(*args)
+    assert code == 0
+    short = (data["per_gpu_bytes"]["total"] - 80 * GiB) / GiB
+    assert "Does NOT fit on one A100-80G" in out and f"{short:,.1f} GiB more" in out
+    assert "--zero 3" in out and "--recompute full" in out
+
+
+def test_tokens_without_gpu_gives_flops_only() -> None:
+    data = run_json("estimate", "--params", "7B", "--tokens", "1T")
+    assert data["training_flops"] == pytest.approx(6 * 7e9 * 1e12)
+    assert "gpu_hours" not in data and "fits" not in data
+
+
+def test_lora_and_qlora() -> None:
+    full = estimate(preset="llama-2-70b", gpus=8, tp=8, zero=0)
+    lora = estimate(preset="llama-2-70b", gpus=8, tp=8, zero=0, lora_rank=16)
+    qlora = estimate(preset="llama-2-70b", gpus=8, tp=8, zero=0, lora_rank=16, qlora=True)
+    assert qlora["per_gpu_bytes"]["total"] < lora["per_gpu_bytes"]["total"] < full["per_gpu_bytes"]["total"]
+    assert "zero_paper" not in lora["model_states"] and lora["setup"]["finetune"] == "lora"
+    assert qlora["setup"]["finetune"] == "qlora"
+
+
+def test_preset_wins_over_params_with_a_note() -> None:
+    data = estimate(params=70_000_000_000, preset="llama-2-7b")
+    assert data["architecture"]["parameters"] == 6_740_000_000
+    assert any("--params" in w and "ignored" in w for w in data["warnings"])
+
+
+def test_partial_shape_overrides_the_preset() -> None:
+    data = estimate(preset="llama-2-7b", layers=4)
+    assert data["architecture"]["layers"] == 4 and data["architecture"]["hidden"] == 4096
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--params", "7.5e9", "--gpus", "60", "--tp", "8"), "--gpus 60 is not a multiple of tp x pp = 8 x 1 = 8"),
+    (("--params", "7.5e9", "--gpus", "4", "--tp", "8"), "use --gpus 8"),
+    (("--preset", "llama-2-70b", "--tp", "3"), "tp=3 does not divide the 64 attention heads"),
+    (("--preset", "llama-2-70b", "--tp", "16"), "tp=16 does not divide the 8 KV heads"),
+    (("--preset", "llama-2-7b", "--pp", "5"), "pp=5 does not divide the 32 layers"),
+    (("--params", "7B", "--qlora"), "--qlora"),
+    (("--params", "7B", "--lora-rank", "8", "--qlora", "--precision", "fp32"), "fp32"),
+    (("--params", "7B", "--gpu", "H100"), "unknown GPU 'H100'"),
+    (("--preset", "llama-9"), "unknown preset 'llama-9'"),
+    ((), "say how large the model is"),
+    (("--layers", "4", "--hidden", "512"), "partial shape"),
+    (("--params", "1000"), "cannot derive a decoder shape"),
+    (("--layers", "2", "--hidden", "100", "--heads", "3"), "must be divisible by heads"),
+])
+def test_bad_input_is_a_sentence_and_exit_2(args: tuple[str, ...], words: str) -> None:
+    code, out = run("estimate", *args)
+    assert code == 2, out
+    assert words in out
+    assert out.count("\n") <= 3  # a sentence, not a dump
+
+
+@pytest.mark.parametrize("args", [("--params", "70Q"), ("--zero", "4", "--params", "7B"),
+                                  ("--precision", "fp8", "--params", "7B"), ("--gpus", "0", "--params", "7B")])
+def test_click_rejects_malformed_flags_with_exit_2(args: tuple[str, ...]) -> None:
+    code, out = run("estimate", *args)
+    assert code == 2 and "Invalid value" in out
+
+
+def test_data_parallel_degree() -> None:
+    assert data_parallel_degree(None, 8, 4) == 1
+    assert data_parallel_degree(128, 8, 4) == 4
+    with pytest.raises(EstimateError, match="use --gpus 64 or 72"):
+        data_parallel_degree(70, 8, 1)
+
+
+# ------------------------------------------------------------------------------------------- cost
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_cost_lines_add_up_and_match_the_plan(name: str) -> None:
+    catalog = load_catalog()
+    plan = api.plan(EXAMPLES[name], catalog)
+    data = run_json("cost", str(EXAMPLES[name]))
+    assert data == json.loads(json.dumps(cost_report(plan, catalog)))
+    lines = {ln["item"]: ln for ln in data["lines"]}
+    assert list(lines) == ["compute_on_demand", "compute_spot", "shared_storage", "object_storage"]
+    c = plan.cost
+    assert lines["compute_on_demand"]["per_hour"] == c.compute_on_demand_per_hour
+    assert lines["compute_spot"]["per_hour"] == c.compute_spot_per_hour
+    assert lines["shared_storage"]["per_hour"] == c.shared_storage_per_hour
+    assert lines["object_storage"]["per_hour"] == c.object_storage_per_hour
+    assert sum(ln["per_hour"] for ln in lines.values()) == pytest.approx(c.total_per_hour, abs=0.03)
+    hours = c.run_hours + c.expected_rework_hours
+    for ln in lines.values():
+        assert ln["per_day"] == pytest.approx(ln["per_hour"] * 24, abs=0.01)
+        assert ln["run"] == pytest.approx(ln["per_hour"] * hours, abs=0.01)
+        if ln["per_hour"] > 0:  # every line that costs money names its price, date and source
+            p = ln["price"]
+            assert p["date"] and p["source"] and p["region"] and isinstance(p["estimated"], bool)
+    assert data["total"] == {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total}
+    # The planner's own notes name the same catalog rows (keeps the item mapping here in step with it).
+    notes = " ".join(c.price_notes).replace("-", "_")
+    for ln in lines.values():
+        if ln["price"] and ln["item"] != "compute_spot":
+            assert ln["price"]["what"].replace("-", "_") in notes
+    fitting = [x for x in plan.candidates if x.nodes]
+    assert data["chosen"]["instance_type"] == plan.compute.instance_type
+    assert len(data["runners_up"]) == len(fitting) - 1
+    assert all(r["compute_per_hour"] > 0 and r["verdict"] != "chosen" for r in data["runners_up"])
+
+
+def test_cost_text_marks_estimates_and_shows_dates_and_sources() -> None:
+    code, out = run("cost", str(EXAMPLES["finetune-7b"]))
+    assert code == 0
+    assert "list price, cn-shanghai, dated 2023-06, source: 3P-PRICE" in out  # ecs.gn7e-c16g1.32xlarge
+    assert "ESTIMATE" in out  # OSS Standard is an estimate in catalog v1
+    assert "Runners-up" in out and "ecs.ebmgn7e.32xlarge" in out
+    plan = api.plan(EXAMPLES["finetune-7b"])
+    assert f"whole run = {plan.cost.run_hours:,.1f} h training" in out
+
+
+def test_cost_of_spot_is_always_an_estimate() -> None:
+    data = run_json("cost", str(EXAMPLES["pretrain-70b"]))
+    plan = api.plan(EXAMPLES["pretrain-70b"])
+    assert plan.spot.enabled and plan.spot.spot_ranks
+    spot = next(ln for ln in data["lines"] if ln["item"] == "compute_spot")
+    od = next(ln for ln in data["lines"] if ln["item"] == "compute_on_demand")
+    assert spot["price"]["estimated"] is True
+    assert spot["price"]["value"] == pytest.approx(od["price"]["value"] * 0.5, abs=0.01)
+    assert "spot.discount" in spot["price"]["source"]
+    assert spot["quantity"] == f"{len(plan.spot.spot_ranks)} x {plan.compute.instance_type}"
+    assert od["quantity"] == f"{len(plan.spot.on_demand_ranks)} x {plan.compute.instance_type}"
+
+
+def _spec(tmp_path: Path, extra: str) -> Path:
+    text = (EXAMPLES["finetune-7b"].read_text()) + extra
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_cost_without_tokens_has_no_whole_run(tmp_path: Path) -> None:
+    path = _spec(tmp_path, "")
+    path.write_text(path.read_text().replace("  tokens: 2B\n", ""))
+    data = run_json("cost", str(path))
+    assert data["total"]["run"] is None and all(ln["run"] is None for ln in data["lines"])
+    code, out = run("cost", str(path))
+    assert code == 0 and "whole run: n/a" in out
+
+
+def test_cost_budget_failure_is_a_spec_error(tmp_path: Path) -> None:
+    path = _spec(tmp_path, "budget:\n  per_hour: 10\n")
+    code, out = run("cost", str(path))
+    assert code == 2
+    assert "budget.per_hour" in out and "over the budget of 10.00 CNY/h" in out
+
+
+def test_cost_of_a_missing_file_is_exit_2(tmp_path: Path) -> None:
+    code, out = run("cost", str(tmp_path / "nope.yaml"))
+    assert code == 2 and "no such file" in out
