@@ -253,9 +253,9 @@ def derive_architecture(parameters: int) -> Architecture:
     rule (~8/3*hidden, multiple of 256); vocab 32000; untied output projection.
 
     Search: for every candidate hidden (multiples of 128, or 1024 with GQA) take the layer count
-    that best fits the budget, and the nearest multiple of 4.  Among candidates within 2% of the
+    that best fits the budget, and the nearest multiples of 4, 8 and 16.  Among candidates within 2% of the
     request and with hidden/layers within a factor 2 of 128, prefer heads divisible by 8 (so
-    tp=8 works), then layers divisible by 4 (so pp=2/4 work), then the aspect ratio closest to
+    tp=8 works), then layers divisible by 4 (so pp=2/4 work), above 100B by 8, then the aspect ratio closest to
     hidden = 128*layers.
     ``architecture.parameters`` is the *requested* count; the shape's own count
     (``counted_parameters``) is within 10% (2% for >= ~1e9).  Raises SizingError if no shape
@@ -275,12 +275,14 @@ def derive_architecture(parameters: int) -> Architecture:
         fit = (parameters - embed) / per_layer
         if round(fit) < 1:
             break  # wider candidates only make the embeddings bigger
-        # Nearest layer count, and the nearest multiple of 4 (so pp in {2, 4} divides it).
-        for layers in {round(fit), 4 * round(fit / 4)} - {0}:
+        # Nearest layer count, and the nearest multiples of 4, 8 and 16 (so pipeline degrees divide it).
+        for layers in {round(fit), 4 * round(fit / 4), 8 * round(fit / 8), 16 * round(fit / 16)} - {0}:
             count = embed + layers * per_layer
             err = abs(count - parameters) / parameters
             aspect_dev = abs(math.log(hidden / layers / _TARGET_ASPECT))
-            key = (err > 0.02, aspect_dev > math.log(2), heads % 8 != 0, layers % 4 != 0,
+            # above ~100B a run needs deep pipelines: prefer layer counts that pp = 8 (or 16) divides
+            deep = parameters > 100e9 and layers % 8 != 0
+            key = (err > 0.02, aspect_dev > math.log(2), heads % 8 != 0, layers % 4 != 0, deep,
                    aspect_dev, err)
             if best is None or key < best[0]:
                 best = (key, hidden, layers, heads, kv, ffn, count, err)
