@@ -138,7 +138,7 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
         from . import live
 
         graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
-        return PreviewResult(None, graph, str(target), live.stack_digest(target))
+        return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
     the_plan = plan(target, catalog)
     graph, digest = _run_files(the_plan, render_files(the_plan, display_path(target)))
     return PreviewResult(the_plan, graph, str(target), digest)
