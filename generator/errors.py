@@ -54,6 +54,8 @@ def dotted(path: Sequence[str | int]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not part or not part.isprintable() or part != part.strip() or "." in part:
+            out += f"[{part!r}]"  # a key the user can only find when it is quoted: '', ' ', '\r', 'a.b'
         else:
             out += ("." if out else "") + str(part)
     return out
@@ -103,7 +105,9 @@ class PlanProblem:
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A 'did you mean' hint, or an empty string when nothing is close."""
     choices = list(choices)
-    lowered = {c.lower(): c for c in choices}
+    lowered: dict[str, str] = {}
+    for c in choices:
+        lowered.setdefault(c.lower(), c)  # the first spelling wins: a canonical name before its aliases
     match = difflib.get_close_matches(str(word).lower(), list(lowered), n=1, cutoff=0.6)
     if match:
         return f"did you mean '{lowered[match[0]]}'?"

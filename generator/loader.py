@@ -102,13 +102,14 @@ def load_text(text: str, file: str = "<spec>") -> Located:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as e:
-        problems = [locate_value(p, file, positions) for p in pydantic_problems(e, Spec)]
+        problems = [locate_value(p, file, positions) for p in pydantic_problems(e, Spec, data)]
         raise SpecErrors(problems, lines) from None
     return Located(spec, file, text, positions)
 
 
 def _kind(v: Any) -> str:
-    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(v), type(v).__name__)
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "an empty value", dict: "mapping"}.get(type(v), type(v).__name__)
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], tuple[int, int]]]:
@@ -132,11 +133,19 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
         mark = e.problem_mark or e.context_mark
         message = (e.problem or e.context or "invalid YAML").strip()
         hint = ""
-        if "\t" in message or "'\\t'" in message or (mark and _has_tab(lines, mark.line)):
+        if "another document" in message:
+            message = "a spec file holds one YAML document, but '---' starts another here"
+            hint = "put each spec in its own file, or remove this '---' line"
+        elif "\t" in message or "'\\t'" in message or (mark and _has_tab(lines, mark.line)):
             hint = "YAML indents with spaces; replace the tab characters"
             message = "a tab character is not allowed here"
         elif "mapping values are not allowed" in message:
             hint = "a value containing ': ' must be quoted, or the indentation is off"
+        elif e.context and e.context_mark and mark and e.context_mark.line != mark.line:
+            what, closer = next(((w, c) for k, (w, c) in _UNCLOSED.items() if k in e.context),
+                                ("the construct", "a closing bracket or quote"))
+            hint = (f"{what} opened at line {e.context_mark.line + 1}, column {e.context_mark.column + 1} "
+                    f"is not closed: is {closer} missing?")
         raise SpecErrors([Problem((), f"invalid YAML: {message}", hint=hint, file=file,
                                   line=(mark.line + 1) if mark else 1, column=(mark.column + 1) if mark else 1)],
                          lines) from None
@@ -144,16 +153,37 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
         raise SpecErrors([Problem((), f"invalid YAML: {e}", file=file, line=1, column=1)], lines) from None
     except RecursionError:
         raise SpecErrors([Problem((), "the YAML nests too deeply", file=file, line=1, column=1)], lines) from None
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        # ruamel's constructors raise plain exceptions on some explicit tags: '!!int x', '!!bool maybe', '!!set' on a scalar
+        line = next((i + 1 for i, t in enumerate(lines) if "!" in t.split("#")[0]), 1)
+        raise SpecErrors([Problem((), f"invalid YAML: a value does not match its explicit tag ({type(e).__name__}: {e})",
+                                  hint="remove the '!!' tags; a spec needs none", file=file, line=line, column=1)],
+                         lines) from None
     positions: dict[tuple[str | int, ...], tuple[int, int]] = {(): (1, 1)}
     try:
-        data = _plain(doc, (), positions, depth=0)
+        data = _plain(doc, (), positions, depth=0, budget=[MAX_VALUES])
     except _TooDeep:
         raise SpecErrors([Problem((), "the YAML nests too deeply (over 50 levels)", file=file, line=1, column=1)],
                          lines) from None
+    except _TooBig:
+        raise SpecErrors([Problem((), f"the YAML expands to over {MAX_VALUES:,} values",
+                                  hint="anchors (&) and aliases (*) repeated inside each other multiply; a spec needs "
+                                  "a few hundred values", file=file, line=1, column=1)], lines) from None
     return data, positions
 
 
+MAX_VALUES = 100_000  # a spec has a few hundred values; aliases nested in aliases can expand to billions
+
+
+_UNCLOSED = {"flow sequence": ("the list '['", "']'"), "flow mapping": ("the mapping '{'", "'}'"),
+             "quoted scalar": ("the quoted text", "the closing quote")}
+
+
 class _TooDeep(Exception):
+    pass
+
+
+class _TooBig(Exception):
     pass
 
 
@@ -168,12 +198,15 @@ def _dup_key(e: Exception) -> str:
     return ""
 
 
-def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int) -> Any:
+def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, budget: list[int]) -> Any:
     """ruamel round-trip nodes -> dict/list/scalars, recording each key's and item's position."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if depth > 50:
         raise _TooDeep
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
         for key in node:
@@ -186,11 +219,12 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int) 
             except (KeyError, TypeError, AttributeError):
                 pass
             try:
-                vl, vc = node.lc.value(key)
-                positions[(*child, "__value__")] = (vl + 1, vc + 1)
+                if node[key] is not None:  # an empty value's mark is the next token, often past the end of the file
+                    vl, vc = node.lc.value(key)
+                    positions[(*child, "__value__")] = (vl + 1, vc + 1)
             except (KeyError, TypeError, AttributeError):
                 pass
-            out[k] = _plain(node[key], child, positions, depth + 1)
+            out[k] = _plain(node[key], child, positions, depth + 1, budget)
         return out
     if isinstance(node, CommentedSeq):
         items = []
@@ -200,7 +234,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int) 
                 positions[(*path, i)] = (il + 1, ic + 1)
             except (KeyError, TypeError, AttributeError, IndexError):
                 pass
-            items.append(_plain(item, (*path, i), positions, depth + 1))
+            items.append(_plain(item, (*path, i), positions, depth + 1, budget))
         return items
     if hasattr(node, "__float__") and type(node).__name__ == "ScalarFloat":
         return float(node)
@@ -218,12 +252,12 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int) 
     return str(node)
 
 
-def pydantic_problems(error: ValidationError, root: type[BaseModel]) -> list[Problem]:
+def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any = None) -> list[Problem]:
     """Translate pydantic's errors into Problems with field paths and hints."""
     problems: list[Problem] = []
     seen: set[tuple[tuple[str | int, ...], str]] = set()
     for err in error.errors(include_url=False):
-        loc = _clean_loc(err["loc"])
+        loc = _clean_loc(err["loc"], data)
         kind = err["type"]
         hint = ""
         if kind == "extra_forbidden":
@@ -237,14 +271,20 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel]) -> list[Pro
             loc_path = ".".join(str(x) for x in loc)
             hint = {"name": "add e.g. 'name: my-run'", "region": "add e.g. 'region: cn-wulanchabu'",
                     "model": "add e.g. 'model: {parameters: 7B}'"}.get(loc_path, "")
+            if loc[:1] == ("waivers",) and loc[-1] == "reason":
+                hint = "say why the rule does not apply here, e.g. reason: \"single node: no RDMA traffic to secure\""
         elif kind in ("literal_error", "enum"):
             expected = err.get("ctx", {}).get("expected", "")
             got = err.get("input")
             choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ", ").split(",") if c.strip()]
-            message = f"'{got}' is not allowed; expected {expected}"
+            message = f"{'an empty value' if got is None else repr(got)} is not allowed; expected {expected}"
             hint = did_you_mean(str(got), choices) if isinstance(got, str) else ""
         elif kind == "model_type" or kind == "dict_type":
             message = f"expected a mapping of fields, got {_kind(err.get('input'))}"
+            if err.get("input") is None:
+                hint = "give its fields indented below it, or remove the line"
+            elif isinstance(err.get("input"), list):
+                hint = "write its fields as 'key: value' lines without a leading '- '"
         elif kind in ("tuple_type", "list_type"):
             message = f"expected a list, got {_kind(err.get('input'))}"
         else:
@@ -289,9 +329,13 @@ def _merge_auto(problems: list[Problem]) -> list[Problem]:
 
 def _friendlier(message: str, value: Any) -> str:
     if message.startswith("Input should be greater than"):
-        return f"{value!r} is too small: " + message[len("Input should be "):]
+        return f"{value!r} is too small: it must be " + message[len("Input should be "):]
     if message.startswith("Input should be less than"):
-        return f"{value!r} is too large: " + message[len("Input should be "):]
+        return f"{value!r} is too large: it must be " + message[len("Input should be "):]
+    if message.startswith("String should have at least"):
+        return f"{value!r} is too short: use at least " + message[len("String should have at least "):]
+    if message.startswith("String should have at most"):
+        return f"{value!r} is too long: use at most " + message[len("String should have at most "):]
     if message.startswith("Input should be a valid integer"):
         return f"expected a whole number, got {value!r}"
     if message.startswith("Input should be a valid boolean"):
@@ -305,13 +349,24 @@ def _friendlier(message: str, value: Any) -> str:
     return message
 
 
-def _clean_loc(loc: Sequence[Any]) -> tuple[str | int, ...]:
-    """Drop pydantic's union-branch labels (``int``, ``literal['auto']``, ...) from an error location."""
+def _clean_loc(loc: Sequence[Any], data: Any = None) -> tuple[str | int, ...]:
+    """Drop pydantic's union-branch labels (``int``, ``literal['auto']``, ...) from an error location.
+
+    A part that is a key (or index) of the input at that point is the user's, even if it is spelt 'int'."""
     out: list[str | int] = []
+    node = data
     for part in loc:
-        if isinstance(part, str) and (part.startswith(("literal[", "function-", "constrained-")) or part in (
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif part == "[key]" and out:
+            continue  # pydantic's marker for "the key itself is wrong": keep the key's path
+        elif isinstance(part, str) and (part.startswith(("literal[", "function-", "constrained-")) or part in (
                 "int", "str", "bool", "float", "tuple[str, ...]", "is-instance[int]")):
             continue
+        else:
+            node = None
         out.append(part)
     return tuple(out)
 

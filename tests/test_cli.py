@@ -1,0 +1,65 @@
+"""The CLI as a whole: a thin shell, light to start, and clear when a generated program is wrong."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator import api
+from generator.cli import main
+from generator.mockrun import ProgramError, run_program
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", "examples/pretrain-70b.yaml"],
+    ["catalog", "--gpu", "A100-80G"],
+    ["schema"],
+    ["estimate", "--params", "70B", "--gpus", "64", "--tp", "8", "--pp", "2"],
+    ["cost", "examples/finetune-7b.yaml"],
+    ["render", "--check", "examples/finetune-7b.yaml"],
+])
+def test_commands_that_run_no_program_do_not_import_pulumi(args: list[str]) -> None:
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom generator.cli import main\n"
+            f"r = CliRunner().invoke(main, {args!r})\n"
+            "assert r.exit_code == 0, r.output\n"
+            "loaded = sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'pulumi_alicloud')))\n"
+            "assert not loaded, loaded\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_plan_json_carries_integer_sizing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, ["plan", "--json", "examples/pretrain-70b.yaml"])
+    assert result.exit_code == 0
+    sizing = json.loads(result.output)["sizing"]
+    for key in ("weights", "gradients", "optimizer_states", "activations", "total"):
+        assert isinstance(sizing[key], int) and sizing[key] > 0
+    assert sizing["total"] <= sizing["gpu_memory"]
+
+
+def test_a_wrong_argument_name_is_a_clear_error_naming_the_resource(tmp_path: Path) -> None:
+    monkeypatch_dir = tmp_path / "stack"
+    api.render_stack(ROOT / "examples" / "finetune-7b.yaml", monkeypatch_dir)
+    main_py = monkeypatch_dir / "__main__.py"
+    main_py.write_text(main_py.read_text().replace("    cidr_block=", "    cidr_blocks=", 1))
+    with pytest.raises(ProgramError) as e:
+        run_program(monkeypatch_dir, project="finetune-7b", stack="dev")
+    message = str(e.value)
+    assert "does not accept" in message and "cidr_blocks" in message and "__main__.py line" in message
+    # and through the CLI: one sentence, exit 1, no traceback
+    result = CliRunner().invoke(main, ["preview", str(monkeypatch_dir)])
+    assert result.exit_code == 1 and "Traceback" not in result.output and "cidr_blocks" in result.output
+
+
+def test_schema_is_json_for_editors() -> None:
+    result = CliRunner().invoke(main, ["schema"])
+    schema = json.loads(result.output)
+    assert schema["title"] == "trainstack training spec" and "model" in schema["properties"]
