@@ -111,6 +111,10 @@ def _mock_classes() -> tuple[Any, Any]:
                 outputs.setdefault("filesetId", f"fset-{args.name}")
             if args.typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
                 outputs.setdefault("exportId", f"exp-{args.name}")
+            if args.typ == "alicloud:eflo/subnet:Subnet":
+                outputs.setdefault("subnetId", f"subnet-{args.name}")
+            if args.typ == "alicloud:eflo/nodeGroup:NodeGroup":
+                outputs.setdefault("nodeGroupId", f"ng-{args.name}")
             return rid, outputs
 
         def call(self, args: Any) -> Any:

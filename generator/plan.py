@@ -125,7 +125,7 @@ class Compute:
     vcpu: int
     memory_gib: float
     gpu_memory_gib: float
-    rdma: str  # "erdma", "roce" or "none"
+    rdma: str  # "erdma", "roce", "lingjun-hpn" (the Lingjun fabric) or "none"
     eri_per_node: int
     scc: bool
     hpc_cluster: bool
@@ -212,6 +212,30 @@ class Cost:
 
 
 @dataclass(frozen=True, slots=True)
+class LingjunSubnet:
+    key: str
+    name: str
+    zone: str
+    cidr: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lingjun:
+    """What a Lingjun (eflo) cluster needs beyond the common plan; ``Plan.lingjun`` is None on ECS."""
+
+    vpd_cidr: str  # the Lingjun network segment (eflo.Vpd)
+    subnets: tuple[LingjunSubnet, ...]  # one eflo.Subnet per zone used; the nodes' bonds take addresses here
+    hpn_zone: str
+    cluster_type: str  # eflo.Cluster cluster_type
+    machine_type: str
+    payment_type: str  # eflo.Node payment_type: "PayAsYouGo" or "Subscription"
+    period_months: int | None  # prepaid months for Subscription (None for PayAsYouGo)
+    bonds: int | None
+    node_group: str  # eflo.NodeGroup node_group_name
+    user_data_max_bytes: int  # the largest bootstrap script the node group takes (before base64)
+
+
+@dataclass(frozen=True, slots=True)
 class Waived:
     rule: str
     reason: str
@@ -239,9 +263,13 @@ class Plan:
     candidates: tuple[Candidate, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
     waivers: tuple[Waived, ...] = field(default_factory=tuple)
+    lingjun: Lingjun | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(dataclasses.asdict(self))
+        data = _plain(dataclasses.asdict(self))
+        if data.get("lingjun") is None:
+            data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
+        return data
 
     def to_json(self) -> str:
         return dumps(self.to_dict())

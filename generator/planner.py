@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import sizing
-from .catalog import Catalog, GpuModel, InstanceType, Region
+from .catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from .errors import Problem, SpecErrors
 from .plan import (
     PLAN_SCHEMA_VERSION,
@@ -25,6 +25,8 @@ from .plan import (
     Dataset,
     Decision,
     DeploymentSet,
+    Lingjun,
+    LingjunSubnet,
     ModelSummary,
     Network,
     Node,
@@ -47,6 +49,10 @@ NODE_MTBF_HOURS = 2000.0  # assumed hardware MTBF of one 8-GPU node; an engineer
 RESTART_HOURS = 0.25  # assumed time to replace a node and reload the last checkpoint
 CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
 HOURS_PER_MONTH = 730
+# eflo.Cluster cluster_type; the API's values are AckEdgePro, ExclusiveBareCluster and Lite [SDK-EFLO]
+LINGJUN_CLUSTER_TYPE = "Lite"
+LINGJUN_USER_DATA_MAX = 16 * 1024  # node group user data: base64 of at most 16 KB [PU-EFLO]
+LINGJUN_BONDS_ASSUMED = 8  # addresses per node to reserve in the VPD subnet when the catalog gives no bond count
 
 
 class PlanningError(SpecErrors):
@@ -74,13 +80,15 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     region = catalog.region(spec.region)
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
         raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])
+    lingjun = spec.compute.platform == "lingjun"
     zones = spec.zones or region.zones
     zone = zones[0]
-    decisions.append(Decision("zone", zone, (
-        "the first zone of your ordered preference; the whole cluster goes in one zone because eRDMA peers, "
-        "LowLatency deployment sets and the CPFS mount target are zonal" if spec.zones else
-        f"no zones given; {zone} is the first zone of {region.id} in the catalog (stock unverified: check "
-        "DescribeAvailableResource before deploying)")))
+    if not lingjun:  # a Lingjun zone follows from the machine type chosen (its known HPN zones), below
+        decisions.append(Decision("zone", zone, (
+            "the first zone of your ordered preference; the whole cluster goes in one zone because eRDMA peers, "
+            "LowLatency deployment sets and the CPFS mount target are zonal" if spec.zones else
+            f"no zones given; {zone} is the first zone of {region.id} in the catalog (stock unverified: check "
+            "DescribeAvailableResource before deploying)")))
 
     arch = _architecture(spec)
     m = spec.model
@@ -90,9 +98,13 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
                                   f"only a parameter count was given, so trainstack derived a Llama-style shape "
                                   f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
 
+    shape = _shape_problems(spec, arch)
+    if shape:
+        raise PlanningError(shape)
+
     fits, rejected = _search(spec, catalog, region, arch, lora_rank)
     if not fits:
-        raise PlanningError([_nothing_fits(spec, rejected, arch)])
+        raise PlanningError([_nothing_fits(spec, rejected, arch, catalog)])
 
     ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
     within = [s for s in ranked if _within_budget(spec, s)]
@@ -115,19 +127,40 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch)))
 
+    lj: LingjunMachineType | None = catalog.lingjun_type(t.name) if lingjun else None
+    hpn_zone = ""
+    if lj is not None:
+        zone, hpn_zone, why_zone = _lingjun_zone(spec, lj)
+        decisions.insert(0, Decision("zone", zone, why_zone))
+        decisions.append(Decision("hpn zone", hpn_zone, f"the HPN zone (Lingjun network cluster) the sources pair with "
+                                  f"{lj.name} in {zone} [{lj.source}]; eflo.Cluster and every eflo.Node name it"))
+
     ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
-    if ratio < 1:
+    if t.memory_gib and ratio < 1:
         warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
                         f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")
 
     rdma = "none"
-    if spec.network.rdma is not False and (fit.nodes > 1 or spec.network.rdma is True):
+    if lj is not None:
+        rdma = "lingjun-hpn"
+    elif spec.network.rdma is not False and (fit.nodes > 1 or spec.network.rdma is True):
         rdma = "roce" if t.scc else ("erdma" if t.eri_count > 0 else "none")
-    if spec.network.rdma is False and fit.nodes > 1:
+    if lj is not None:
+        fabric = (f"{lj.rdma_gbps:g} Gbit/s per node per the Lingjun docs [DOC-PAI-LJ]" if lj.rdma_gbps
+                  else "bandwidth not stated")
+        decisions.append(Decision("rdma", rdma, (
+            f"Lingjun machine types sit on the HPN RDMA fabric ({fabric}); there is nothing to enable per node: each "
+            f"node's {lj.bonds or 'network'} bond(s) take addresses from the VPD subnet, and NCCL finds the RDMA "
+            "devices itself (NCCL tuning variables are left to the Lingjun image; unverified)")))
+        if spec.network.rdma is False:
+            warnings.append("network.rdma: false has no effect on Lingjun: its nodes are always on the HPN fabric")
+    elif spec.network.rdma is False and fit.nodes > 1:
         warnings.append(f"network.rdma is false: {fit.nodes} nodes will exchange gradients over TCP and the GPUs "
                         "will wait on the network for much of each step")
     eri = (2 if t.two_network_cards else 1) if rdma == "erdma" else 0
-    if rdma != "none":
+    if lj is not None:
+        pass  # decided above
+    elif rdma != "none":
         decisions.append(Decision("rdma", rdma, (
             f"{fit.nodes} nodes exchange gradients every step; over TCP the GPUs would wait on the network. "
             + (f"{t.name} needs two ERIs on distinct network cards for its full {t.erdma_gbps:g} Gbit/s"
@@ -139,12 +172,19 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     else:
         decisions.append(Decision("rdma", "off", "one node: GPUs talk over NVLink/PCIe inside the node, no RDMA needed"))
 
-    network = _network(spec, zone, fit, rdma, eri, decisions)
-    ranks, dsets = _nodes(spec, zone, fit, network, decisions)
+    lingjun_plan: Lingjun | None = None
+    if lj is not None:
+        network, vpd_cidr, subnets = _lingjun_network(spec, zone, fit, lj, decisions)
+        ranks, dsets = _lingjun_nodes(spec, zone, fit, decisions), ()
+    else:
+        network = _network(spec, zone, fit, rdma, eri, decisions)
+        ranks, dsets = _nodes(spec, zone, fit, network, decisions)
     storage = _storage(spec, catalog, region, zone, fit, network, decisions, warnings)
     checkpoints = _checkpoints(spec, catalog, region, fit, arch, lora_rank, storage, decisions)
     spot = _spot(spec, fit, ranks, decisions, warnings)
     cost = _cost(spec, catalog, best, storage, checkpoints)
+    if lj is not None:
+        lingjun_plan = _lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)
     mem = fit.memory
     gpu_bytes = int(t.gpu_memory_gib * 2**30)
     flops = sizing.training_flops(arch.parameters, m.tokens) if m.tokens else None
@@ -173,7 +213,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
     if m.precision == "fp32":
         warnings.append("fp32 training is about 2x the memory and far slower than bf16 mixed precision")
-    if t.availability != "ga":
+    if t.availability != "ga" and lj is None:
         warnings.append(f"{t.family} is sold as '{t.availability}' (not generally available): confirm access with "
                         "Alibaba Cloud before deploying")
     return Plan(
@@ -181,7 +221,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=tuple(candidates), warnings=tuple(warnings),
-        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers))
+        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan)
 
 
 # --------------------------------------------------------------------------------------------------- sizing
@@ -195,6 +235,21 @@ def _architecture(spec: Spec) -> sizing.Architecture:
     except sizing.SizingError as e:
         path = ("model", "preset") if m.preset and not shape else ("model",)
         raise PlanningError([Problem(path, str(e))]) from None
+
+
+def _shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
+    p, out = spec.parallelism, []
+    if isinstance(p.tensor, int) and (arch.heads % p.tensor or arch.kv_heads % p.tensor):
+        ok = [t for t in (1, 2, 4, 8, 16) if arch.heads % t == 0 and arch.kv_heads % t == 0]
+        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not divide the model's "
+                           f"{arch.heads} attention heads ({arch.kv_heads} KV heads)",
+                           f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.pipeline, int) and arch.layers % p.pipeline:
+        ok = [d for d in range(1, min(arch.layers, 64) + 1) if arch.layers % d == 0]
+        out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} does not divide the "
+                           f"model's {arch.layers} layers", f"use pipeline: auto, or one of {', '.join(map(str, ok))}"))
+    return out
 
 
 def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
@@ -212,6 +267,8 @@ def _divisors(n: int) -> list[int]:
 
 def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, str]]:
     c = spec.compute
+    if c.platform == "lingjun":
+        return _eligible_lingjun(spec, catalog, region)
     rejected: dict[str, str] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
@@ -242,6 +299,41 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
     return out, rejected
 
 
+def _eligible_lingjun(spec: Spec, catalog: Catalog,
+                      region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+    """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
+    c = spec.compute
+    rejected: dict[str, str] = {}
+    wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    allow = set(c.instance_types)
+    out = []
+    for t in catalog.lingjun_types:
+        if allow and t.name not in allow:
+            continue
+        if region.id not in t.regions:
+            if allow:
+                rejected[t.name] = f"not offered in {region.id} per the catalog"
+            continue
+        if wanted_gpu is not None and t.gpu != wanted_gpu.name:
+            continue
+        if isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node:
+            continue
+        if c.bare_metal == "avoid":
+            rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"
+            continue
+        if spec.zones and not any(t.hpn_zone(z) for z in spec.zones):
+            known = ", ".join(f"{z} (HPN {h})" for z, h in t.hpn_zones)
+            rejected[t.name] = f"no known HPN zone in the zones you listed; the catalog knows it in {known}"
+            continue
+        out.append(t.as_instance_type())
+    return out, rejected
+
+
+def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
+    """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric."""
+    return t.rdma or spec.compute.platform == "lingjun"
+
+
 def _search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
             lora_rank: int | None) -> tuple[list[_Fit], dict[str, str]]:
     """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
@@ -252,7 +344,7 @@ def _search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architect
         gpu = catalog.gpu(t.gpu)
         assert gpu is not None, t.gpu  # the catalog loader rejects dangling GPU references
         gpu_bytes = int(t.gpu_memory_gib * 2**30)
-        multi_ok = t.gpus == MULTI_NODE_GPUS and (t.rdma or spec.network.rdma is False)
+        multi_ok = t.gpus == MULTI_NODE_GPUS and (_rdma_capable(spec, t) or spec.network.rdma is False)
         max_nodes = c.nodes if isinstance(c.nodes, int) else (c.max_nodes if multi_ok else 1)
         if isinstance(c.nodes, int) and c.nodes > 1 and not multi_ok:
             rejected[t.name] = (f"{t.gpus} GPUs per node; multi-node training uses 8-GPU nodes"
@@ -341,8 +433,9 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
                  tps: list[int], pps: list[int], max_nodes: int) -> str:
     if not tps:
         return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
-    tp, pp = max(tps), max(pps) if pps else 1
     n = max_nodes
+    tp = max(tps)
+    pp = max((d for d in pps if tp * d <= n * t.gpus and (n * t.gpus) % (tp * d) == 0), default=1)
     dp = max(1, n * t.gpus // (tp * pp))
     try:
         need = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total
@@ -350,13 +443,14 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
         return str(e)
     if need > t.gpu_memory_gib * 2**30:
         return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
-                f"a {t.gpu} has {t.gpu_memory_gib:g} GiB")
+                f"each {t.gpu} has {t.gpu_memory_gib:g} GiB")
     deadline = _deadline_nodes(spec, arch, t, gpu)
     if deadline > n:
         return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
                 f"{spec.budget.max_days:g} days needs {deadline} nodes" +
                 (f", over compute.max_nodes ({n})" if n > 1 else
-                 "; multi-node training uses 8-GPU nodes with RDMA" if t.gpus != MULTI_NODE_GPUS or not t.rdma else
+                 "; multi-node training uses 8-GPU nodes with RDMA"
+                 if t.gpus != MULTI_NODE_GPUS or not _rdma_capable(spec, t) else
                  f", over compute.max_nodes ({n})"))
     batch = _batch_sequences(spec)
     if batch is not None:
@@ -365,19 +459,26 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
     return f"no layout of tp in {tps} and pp in {pps} fits up to {n} node(s)"
 
 
-def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture) -> Problem:
+def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture,
+                  catalog: Catalog | None = None) -> Problem:
     c, p = spec.compute, spec.parallelism
     fixes = []
     if isinstance(c.nodes, int):
         fixes.append("set compute.nodes: auto (or more nodes)")
     elif c.max_nodes < 512:
         fixes.append("raise compute.max_nodes")
-    if p.zero_stage < 3:
-        fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
-    if p.recompute != "full":
-        fixes.append("use parallelism.recompute: full to trade compute for activation memory")
-    if spec.model.micro_batch_size > 1:
-        fixes.append("lower model.micro_batch_size")
+    # Only suggest memory savings that can help: with every GPU allowed, ZeRO-3 model states alone
+    # (2 + 2 + K bytes per parameter, sharded over all GPUs) must fit the largest GPU in the catalog.
+    gpus = (c.nodes if isinstance(c.nodes, int) else c.max_nodes) * MULTI_NODE_GPUS
+    biggest = max((g.memory_gib for g in catalog.gpus), default=80.0) * 2**30 if catalog else 80.0 * 2**30
+    states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer, spec.model.precision)) / gpus
+    if states < biggest:
+        if p.zero_stage < 3:
+            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
+        if p.recompute != "full":
+            fixes.append("use parallelism.recompute: full to trade compute for activation memory")
+        if spec.model.micro_batch_size > 1:
+            fixes.append("lower model.micro_batch_size")
     if c.gpu != "auto":
         fixes.append("set compute.gpu: auto or choose a GPU with more memory")
     if c.instance_types:
@@ -387,9 +488,12 @@ def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architectur
     if rejected and all("eRDMA" in why or "RoCE" in why or "RDMA" in why for why in rejected.values()):
         fixes.insert(0, "choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions'), "
                         "or set network.rdma: false to accept TCP")
-    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:4])
+    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:2])
+    if len(rejected) > 2:
+        details += f"; and {len(rejected) - 2} more like these"
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
-    return Problem(path, f"no instance type in the region can train this {human_count(arch.parameters)}-parameter model"
+    what = "Lingjun machine type" if c.platform == "lingjun" else "instance type"
+    return Problem(path, f"no {what} in the region can train this {human_count(arch.parameters)}-parameter model"
                    + (f" ({details})" if details else ""), "to fix: " + "; or ".join(fixes))
 
 
@@ -431,6 +535,10 @@ def _score(spec: Spec, catalog: Catalog, fit: _Fit) -> _Scored:
         key = (round(math.log(run_cost) / math.log(1.005)), round(run_hours + rework, 1), *_tie(spec, t))
     else:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
+    # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
+    # cannot be destroyed by Pulumi); always 0 on ECS
+    lj = catalog.lingjun_type(t.name) if spec.compute.platform == "lingjun" else None
+    key = (*key, 0.0 if lj is None or "PayAsYouGo" in lj.payment_types else 1.0)
     return _Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key)
 
 
@@ -445,7 +553,8 @@ def _auto_interval_hours(spec: Spec, catalog: Catalog, fit: _Fit, arch: sizing.A
     region = catalog.region(spec.region)
     assert region is not None
     _, spot_nodes = _spot_split(spec, fit.nodes)
-    write_gbps = min(region.oss_upload_gbps, fit.nodes * fit.itype.network_gbps)
+    node_gbps = fit.nodes * fit.itype.network_gbps
+    write_gbps = min(region.oss_upload_gbps, node_gbps) if node_gbps > 0 else region.oss_upload_gbps
     cm = sizing.checkpoint_plan(arch.parameters, spec.model.optimizer, spec.model.precision, write_gbps, fit.nodes,
                                 NODE_MTBF_HOURS, spot_nodes > 0,
                                 spec.spot.interruptions_per_node_day * (spot_nodes / fit.nodes))
@@ -477,6 +586,8 @@ def _why_lost(s: _Scored, best: _Scored) -> str:
         elif s.key[3] != best.key[3]:
             why.append("the spec's bare-metal preference" if best.fit.itype.bare_metal else
                        "ECS preferred when the spec states no bare-metal preference")
+        elif s.key[4:] != best.key[4:]:
+            why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
         return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
     if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
         return f"same run cost within 0.5% but slower: {s.run_hours:,.0f} h vs {best.run_hours:,.0f} h"
@@ -616,6 +727,132 @@ def _spot_ranks(spec: Spec, nodes: int) -> list[int]:
     return list(range(on_demand, on_demand + spot))
 
 
+# --------------------------------------------------------------------------------------------------- lingjun
+
+
+def _lingjun_zone(spec: Spec, lj: LingjunMachineType) -> tuple[str, str, str]:
+    """The zone and HPN zone for a Lingjun machine type: the first zone of the spec's preference where the catalog
+    knows an HPN zone for the type, else the type's first known pair."""
+    for z in spec.zones:
+        hpn = lj.hpn_zone(z)
+        if hpn:
+            why = ("the first zone of your ordered preference where the catalog knows an HPN zone for "
+                   f"{lj.name}; the whole cluster goes in one zone and one HPN zone")
+            return z, hpn, why
+    z, hpn = lj.hpn_zones[0]  # _eligible_lingjun keeps only types with a pair in the spec's zones (or any pair)
+    return z, hpn, (f"no zones given; {z} is where the sources show {lj.name} (HPN zone {hpn}) [{lj.source}]. "
+                    "Catalog belief, not stock: Lingjun capacity is confirmed by Alibaba Cloud when ordered")
+
+
+def _carve(space: ipaddress.IPv4Network, need: int) -> ipaddress.IPv4Network | None:
+    """The first subnet of ``space`` holding ``need`` addresses (8 reserved), sized as the ECS vSwitch is."""
+    prefix = max(space.prefixlen, min(24, space.prefixlen + 4))
+    while prefix > space.prefixlen and (2 ** (32 - prefix) - 8) < need:
+        prefix -= 1
+    if (2 ** (32 - prefix) - 8) < need:
+        return None
+    return next(space.subnets(new_prefix=prefix))
+
+
+def _lingjun_network(spec: Spec, zone: str, fit: _Fit, lj: LingjunMachineType,
+                     decisions: list[Decision]) -> tuple[Network, str, tuple[LingjunSubnet, ...]]:
+    """network.vpc_cidr split in two: the lower half is the VPD (HPN addresses), the upper half the VPC."""
+    space = ipaddress.ip_network(spec.network.vpc_cidr)
+    vpd, vpc = space.subnets(prefixlen_diff=1)
+    bonds = lj.bonds or LINGJUN_BONDS_ASSUMED
+    subnet = _carve(vpd, fit.nodes * bonds + 16)
+    vswitch = _carve(vpc, fit.nodes + 48)
+    if subnet is None or vswitch is None:
+        raise PlanningError([Problem(("network", "vpc_cidr"), f"{space} is too small for {fit.nodes} Lingjun "
+                                     f"nodes: half of it is the VPD, which needs {bonds} address(es) per node, and "
+                                     "half the VPC", "use a larger range such as 10.0.0.0/16")])
+    subnets = (LingjunSubnet("hpn", f"{spec.name}-{zone}", zone, str(subnet)),)
+    decisions.append(Decision("network", f"VPD {vpd} (subnet {subnet} in {zone}), VPC {vpc} (vSwitch {vswitch})", (
+        f"network.vpc_cidr is split in two so the ranges cannot overlap on a node: the lower half is the Lingjun "
+        f"network segment (eflo.Vpd), whose subnet gives each node's {bonds} bond(s) their HPN addresses"
+        + ("" if lj.bonds else f" ({LINGJUN_BONDS_ASSUMED} reserved per node: the catalog gives no bond count)")
+        + "; the upper half is a VPC whose vSwitch gives each node a VPC interface, the path to the OSS internal "
+        "endpoint, the NAT gateway and SSH from admin_cidrs. Addresses are assigned at deploy time")))
+    egress = spec.network.egress
+    decisions.append(Decision("egress", egress, (
+        "outbound-only internet through an enhanced NAT gateway and one EIP on the nodes' VPC interfaces (no public "
+        "IP on any node, nothing inbound); that Lingjun nodes route the internet through their VPC interface is "
+        "unverified" if egress == "nat" else
+        "no internet: nodes reach only VPC-internal endpoints (OSS internal); use an image that already has the "
+        "GPU driver")))
+    network = Network(str(vpc), (VSwitch("compute", f"{spec.name}-{zone}", zone, str(vswitch)),),
+                      tuple(spec.network.admin_cidrs), False, 1500, (), egress)
+    return network, str(vpd), subnets
+
+
+def _lingjun_nodes(spec: Spec, zone: str, fit: _Fit, decisions: list[Decision]) -> tuple[Node, ...]:
+    decisions.append(Decision("node identity", "rank from hostname", (
+        "Lingjun assigns each node's addresses from the subnets at deploy time, so no hostfile can be written in "
+        "advance; the node group names node i '<name>-node-<i>' and node-init.sh reads the rank from the hostname. "
+        "trainstack-launch uses rank 0's hostname as MASTER_ADDR unless MASTER_ADDR is set (that the hostnames "
+        "resolve between nodes is unverified; otherwise export MASTER_ADDR=<rank 0's address>)")))
+    return tuple(Node(rank=i, name=f"{spec.name}-node-{i:03d}" if fit.nodes < 1000 else f"{spec.name}-node-{i:04d}",
+                      zone=zone, vswitch="compute", private_ip="", spot=False, deployment_set=None)
+                 for i in range(fit.nodes))
+
+
+def _lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, vpd_cidr: str,
+             subnets: tuple[LingjunSubnet, ...], best: _Scored, ckpt: Checkpoints, decisions: list[Decision],
+             warnings: list[str]) -> Lingjun:
+    """Billing, cluster type, credentials and the limits of Lingjun, as decisions and warnings."""
+    nodes = best.fit.nodes
+    decisions.append(Decision("lingjun cluster", f"eflo.Cluster type {LINGJUN_CLUSTER_TYPE}, one node group", (
+        f"cluster_type {LINGJUN_CLUSTER_TYPE} (the basic Lingjun cluster) is the type the provider's acceptance test "
+        "and docs create with a VPD subnet, a VPC vSwitch and a security group [TF-eflo-cluster, PU-EFLO]; "
+        "AckEdgePro would add a managed ACK Edge control plane and ExclusiveBareCluster has no example in the "
+        "provider. Nodes join through one eflo.NodeGroup, which sets the image, the SSH key pair and the bootstrap "
+        "script (eflo.Node itself takes no key pair)")))
+    if "PayAsYouGo" in lj.payment_types:
+        payment, period = "PayAsYouGo", None
+        decisions.append(Decision("billing", "PayAsYouGo", (
+            f"Lingjun is sold subscription first, but the sources show {lj.name} pay-as-you-go too [{lj.source}]; "
+            "a training run is finite and Pulumi can release PayAsYouGo nodes on destroy, whereas Subscription "
+            "nodes are only removed from the Pulumi state, never destroyed")))
+    else:
+        payment = "Subscription"
+        hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
+        period = max(1, math.ceil(hours / HOURS_PER_MONTH)) if best.run_hours is not None else 1
+        prepaid = nodes * lj.price.cny_per_hour * period * HOURS_PER_MONTH
+        decisions.append(Decision("billing", f"Subscription, {period} month(s)", (
+            f"the sources show {lj.name} by subscription only [{lj.source}]; the period covers "
+            + (f"the expected {hours:,.0f} h of training" if best.run_hours is not None else
+               "one month (give model.tokens to size it to the run)")
+            + ", renewal is manual")))
+        warnings.append(f"Subscription nodes are prepaid: {nodes} x {lj.name} for {period} month(s) is about "
+                        f"{prepaid:,.0f} CNY at the estimated rate, whatever the run's length")
+        warnings.append("Subscription nodes are never destroyed by Pulumi: `pulumi destroy` or removing a node only "
+                        "drops it from the state; release or refund it in the Lingjun console")
+    warnings.append(f"Lingjun capacity is ordered, not on demand: confirm stock of {nodes} x {lj.name} in {zone} "
+                    f"(HPN zone {hpn_zone}) with Alibaba Cloud before deploying; otherwise the order fails with "
+                    "'Failure to check order before create instance'")
+    if not lj.gpu_verified:
+        warnings.append(f"the GPUs of {lj.name} are not documented: the plan assumes {lj.gpus} x {lj.gpu} "
+                        "(see the catalog notes); confirm the configuration with Alibaba Cloud")
+    decisions.append(Decision("image", str(spec.compute.image_id), (
+        "a Lingjun image id from the spec (Lingjun node groups boot Lingjun images, not ECS images, and the provider "
+        "has no data source to look one up); trainstack:imageId overrides it at deploy time")))
+    if ckpt.enabled:
+        decisions.append(Decision("node credentials", f"RAM user {spec.name}-checkpoints, no AccessKey", (
+            "eflo.Node and eflo.NodeGroup take no RAM role in pulumi-alicloud 4.0.0, so the ECS way (a role through "
+            "the metadata service) is not available; the same one-bucket policy is attached to a RAM user instead. "
+            "trainstack creates no AccessKey for it, because a key created by Pulumi would be stored in its state: "
+            "create one (console or `aliyun ram CreateAccessKey`) and install it on the nodes, or give them "
+            "credentials through PAI")))
+        warnings.append(f"Lingjun nodes get no OSS credentials from trainstack: create an AccessKey for the RAM user "
+                        f"{spec.name}-checkpoints and install it on every node before training writes checkpoints")
+    if "system_disk_gib" in spec.compute.model_fields_set:
+        warnings.append("compute.system_disk_gib is ignored on Lingjun: eflo node groups take no system disk size in "
+                        "pulumi-alicloud 4.0.0 (the image decides)")
+    return Lingjun(vpd_cidr=vpd_cidr, subnets=subnets, hpn_zone=hpn_zone, cluster_type=LINGJUN_CLUSTER_TYPE,
+                   machine_type=lj.name, payment_type=payment, period_months=period, bonds=lj.bonds,
+                   node_group=f"{spec.name}-nodes", user_data_max_bytes=LINGJUN_USER_DATA_MAX)
+
+
 # --------------------------------------------------------------------------------------------------- storage
 
 
@@ -624,6 +861,17 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
     s = spec.storage
     ds = s.dataset
     kind = s.shared
+    if spec.compute.platform == "lingjun":
+        if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
+            raise PlanningError([Problem(("storage", "shared"), "Lingjun plans have no shared file system",
+                                         "set storage.shared: none and remove storage.dataset")])
+        why = ("Lingjun nodes cannot mount CPFS general-purpose file systems, pulumi-alicloud cannot create CPFS for "
+               "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
+               "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
+               "[DOC-BMCPFS]" if kind == "auto" else "as the spec asks")
+        _check_resolved_storage(spec, "none")
+        decisions.append(Decision("shared storage", "none", why))
+        return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if kind == "auto":
         if ds is not None and ds.size >= 2**40:
             kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
@@ -741,7 +989,8 @@ def _checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: _Fit, arch: 
         return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,
                            endpoint, 0, 0.0, 0.0)
     node_gbps = fit.nodes * fit.itype.network_gbps
-    write_gbps = min(region.oss_upload_gbps, node_gbps)
+    # a node bandwidth of 0 means "not stated" (Lingjun types): the region's OSS limit is the only bound known
+    write_gbps = min(region.oss_upload_gbps, node_gbps) if node_gbps > 0 else region.oss_upload_gbps
     lora_trainable = None
     if lora_rank is not None:
         lora_trainable = sizing.lora_trainable_parameters(arch, lora_rank) if hasattr(sizing, "lora_trainable_parameters") \

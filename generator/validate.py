@@ -5,7 +5,7 @@ Pure: spec + catalog -> list of :class:`~generator.errors.Problem` (paths only; 
 
 from __future__ import annotations
 
-from .catalog import Catalog
+from .catalog import Catalog, Region
 from .errors import Problem, did_you_mean
 from .spec import Spec
 
@@ -31,6 +31,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                 msg = f"zone '{zone}' is not in region {region.id}"
                 if other:
                     msg += f" (it is in {other})"
+                    hint = f"set region: {other}, or use zones of {region.id}: {', '.join(region.zones)}"
                 problems.append(Problem(("zones", i), msg, hint))
         if len(set(spec.zones)) != len(spec.zones):
             problems.append(Problem(("zones",), "a zone is listed twice"))
@@ -41,12 +42,20 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             problems.append(Problem(("model", "preset"), f"unknown preset '{spec.model.preset}'",
                                     did_you_mean(spec.model.preset, PRESETS) or "presets: " + ", ".join(sorted(PRESETS))))
     c = spec.compute
+    lingjun = c.platform == "lingjun"
     if c.gpu != "auto":
         gpu = catalog.gpu(c.gpu)
         if gpu is None:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
                                     f"known GPUs: {', '.join(catalog.gpu_names())}"))
+        elif lingjun:
+            if region is not None and region.lingjun and not any(
+                    t.gpu == gpu.name for t in catalog.lingjun_types_in_region(region.id)):
+                offered = sorted({t.gpu for t in catalog.lingjun_types_in_region(region.id)})
+                problems.append(Problem(("compute", "gpu"), f"no Lingjun machine type with {gpu.name} in {region.id} "
+                                        "in the catalog", f"Lingjun GPUs there: {', '.join(offered) or 'none'} "
+                                        "(GPU identities of Lingjun types are unverified; see the catalog notes)"))
         elif region is not None and not any(t.gpu == gpu.name for t in catalog.types_in_region(region.id)):
             offered = sorted({t.gpu for t in catalog.types_in_region(region.id)})
             where = sorted(r.id for r in catalog.regions if any(t.gpu == gpu.name for t in catalog.types_in_region(r.id)))
@@ -55,6 +64,21 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     f"GPUs there: {', '.join(offered) or 'none'}; {gpu.name} is in: "
                                     f"{', '.join(where) or 'no known region'}"))
     for i, name in enumerate(c.instance_types):
+        lj = catalog.lingjun_type(name)
+        if lingjun:
+            if lj is None:
+                lj_names = [x.name for x in catalog.lingjun_types]
+                known = catalog.instance(name) is not None
+                problems.append(Problem(("compute", "instance_types", i),
+                                        f"{name} is an ECS instance type, not a Lingjun machine type" if known else
+                                        f"unknown Lingjun machine type '{name}'",
+                                        (None if known else did_you_mean(name, lj_names)) or
+                                        "Lingjun machine types in the catalog: " + ", ".join(lj_names)))
+            continue
+        if lj is not None:
+            problems.append(Problem(("compute", "instance_types", i), f"{name} is a Lingjun (eflo) machine type, "
+                                    "not an ECS instance type", "set compute.platform: lingjun, or list ECS types"))
+            continue
         t = catalog.instance(name)
         if t is None:
             problems.append(Problem(("compute", "instance_types", i), f"unknown instance type '{name}'",
@@ -65,17 +89,8 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     f"{name} has no eRDMA interface (ERI) or RoCE, but network.rdma is true",
                                     "choose an ERI type such as ecs.ebmgn7ex.32xlarge or ecs.gn8v-8x.48xlarge,"
                                     " or set network.rdma: auto"))
-    if c.platform == "lingjun":
-        problems.append(Problem(("compute", "platform"), "trainstack cannot render Lingjun (eflo) clusters yet: "
-                                "their machine types and HPN zones are not in the catalog",
-                                "use platform: ecs (elastic bare metal with eRDMA) for now"))
-        if region is not None and not region.lingjun:
-            problems.append(Problem(("compute", "platform"), f"Lingjun is not offered in {region.id} per the catalog",
-                                    "Lingjun regions: " + ", ".join(r.id for r in catalog.regions if r.lingjun)))
-        if spec.storage.shared == "cpfs":
-            problems.append(Problem(("storage", "shared"), "CPFS general-purpose file systems serve ECS; Lingjun nodes"
-                                    " use CPFS for Lingjun (bmcpfs), which trainstack cannot create yet",
-                                    "set storage.shared: none and attach bmcpfs through PAI, or use platform: ecs"))
+    if lingjun:
+        problems.extend(_lingjun_rules(spec, catalog, region))
     s = spec.storage
     if isinstance(s.capacity, int):
         gib = s.capacity / 2**30
@@ -132,6 +147,62 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         if w.rule not in RULES:
             problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",
                                     did_you_mean(w.rule, RULES) or "run 'trainstack lint --rules' to list them"))
+    return problems
+
+
+def _lingjun_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
+    """What a Lingjun (eflo) cluster cannot do, or cannot do with pulumi-alicloud 4.0.0, as spec errors."""
+    problems: list[Problem] = []
+    c, s = spec.compute, spec.storage
+    lingjun_regions = ", ".join(r.id for r in catalog.regions if r.lingjun) or "none"
+    if region is not None and not region.lingjun:
+        problems.append(Problem(("compute", "platform"), f"Lingjun is not offered in {region.id} per the catalog",
+                                f"Lingjun regions: {lingjun_regions}; or use platform: ecs"))
+    elif region is not None and not catalog.lingjun_types_in_region(region.id):
+        problems.append(Problem(("compute", "platform"), f"the catalog knows no Lingjun machine type in {region.id}",
+                                f"Lingjun regions with machine types: "
+                                + ", ".join(sorted({r for t in catalog.lingjun_types for r in t.regions}))))
+    elif region is not None and spec.zones:
+        known = {z: h for t in catalog.lingjun_types_in_region(region.id) for z, h in t.hpn_zones}
+        if not any(z in known for z in spec.zones):
+            problems.append(Problem(("zones",), "no zone listed has a known Lingjun HPN zone in the catalog",
+                                    "zones with a known HPN zone: "
+                                    + ", ".join(f"{z} (HPN {h})" for z, h in sorted(known.items()))
+                                    + "; or remove zones"))
+    if c.image_id is None:
+        problems.append(Problem(("compute", "platform"), "platform lingjun needs compute.image_id: Lingjun node groups "
+                                "boot a Lingjun image (an id like i190982651690986913088), not an ECS image, and the "
+                                "provider has no data source to look one up",
+                                "set compute.image_id to an image listed in the PAI Lingjun console (node groups); "
+                                "the stack config trainstack:imageId overrides it at deploy time"))
+    if c.data_disk_gib:
+        problems.append(Problem(("compute", "data_disk_gib"), "Lingjun data disks cannot be encrypted with "
+                                "pulumi-alicloud 4.0.0 (eflo.Node data_disks take only category, performance level "
+                                "and size), and trainstack keeps every disk encrypted",
+                                "set compute.data_disk_gib: 0 and keep data in OSS"))
+    if c.bare_metal == "avoid":
+        problems.append(Problem(("compute", "bare_metal"), "Lingjun nodes are bare-metal servers",
+                                "set compute.bare_metal: any, or use platform: ecs"))
+    if s.shared == "cpfs":
+        problems.append(Problem(("storage", "shared"), "Lingjun nodes cannot mount CPFS general-purpose file systems "
+                                "(they serve ECS), and CPFS for Lingjun (bmcpfs) cannot be created with pulumi-alicloud "
+                                "(nas.FileSystem has no bmcpfs type)",
+                                "set storage.shared: none (or auto) and attach CPFS for Lingjun through PAI, or use "
+                                "platform: ecs"))
+    elif s.shared == "extreme-nas":
+        problems.append(Problem(("storage", "shared"), "trainstack renders no shared file system for Lingjun: an "
+                                "Extreme NAS mount target is a VPC endpoint and mounting it from Lingjun nodes is "
+                                "unverified",
+                                "set storage.shared: none (or auto); checkpoints still go to OSS"))
+    if s.dataset is not None and s.shared in ("auto", "cpfs"):  # none/extreme-nas: the general rule reports it
+        problems.append(Problem(("storage", "dataset"), "importing a dataset from OSS needs CPFS (a fileset and a data "
+                                "flow), which Lingjun nodes cannot use here",
+                                "remove storage.dataset and read the data from OSS, or import it into CPFS for "
+                                "Lingjun through PAI"))
+    if spec.spot.enabled:
+        problems.append(Problem(("spot", "enabled"), "Lingjun has no spot (preemptible) nodes: eflo.Node is billed "
+                                "Subscription or PayAsYouGo",
+                                "set spot.enabled: false, or use platform: ecs for spot instances"))
     return problems
 
 

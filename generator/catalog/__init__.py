@@ -27,6 +27,7 @@ __all__ = [
     "CatalogError",
     "GpuModel",
     "InstanceType",
+    "LingjunMachineType",
     "Price",
     "Region",
     "Source",
@@ -40,6 +41,7 @@ CATALOG_DATE = "2026-11-29"
 _DATES = {"v1": CATALOG_DATE}
 _DEFAULT_DIR = Path(__file__).resolve().parent / "data" / CATALOG_VERSION
 AVAILABILITIES = ("ga", "contact-sales", "invite")
+LINGJUN_PAYMENT_TYPES = ("PayAsYouGo", "Subscription")  # eflo.Node payment_type values [PU-EFLO]
 
 
 class CatalogError(ValueError):
@@ -116,6 +118,47 @@ class InstanceType:
 
 
 @dataclass(frozen=True, slots=True)
+class LingjunMachineType:
+    """A PAI Lingjun (eflo) machine type such as ``efg1.nvga8n``: bare-metal GPU servers on Lingjun's HPN RDMA
+    fabric, ordered through eflo (not ECS). See ``lingjun_machine_types.csv`` in the data README."""
+
+    name: str
+    family: str
+    gpu: str
+    gpu_verified: bool  # False: the GPU model/count/memory is a trainstack assumption (see notes)
+    gpus: int
+    gpu_memory_gib: float
+    vcpu: int | None
+    memory_gib: float | None
+    vpc_gbps: float | None
+    rdma_gbps: float | None
+    bonds: int | None
+    regions: tuple[str, ...]
+    hpn_zones: tuple[tuple[str, str], ...]  # (zone, HPN zone) pairs seen in the sources
+    payment_types: tuple[str, ...]  # eflo.Node payment_type values the sources show for the type
+    availability: str
+    price: Price
+    source: str
+    notes: str
+
+    def hpn_zone(self, zone: str) -> str | None:
+        """The HPN zone the sources pair with ``zone`` for this type (None when none is known)."""
+        return next((h for z, h in self.hpn_zones if z == zone), None)
+
+    def as_instance_type(self) -> InstanceType:
+        """The type as the planner's :class:`InstanceType` (bare metal; no ERI, no SCC: its fabric is the HPN).
+
+        Unknown host figures become 0 (vcpu, memory_gib, network_gbps); callers treat 0 as "not stated".
+        """
+        return InstanceType(
+            name=self.name, family=self.family, gpu=self.gpu, gpus=self.gpus, gpu_memory_gib=self.gpu_memory_gib,
+            vcpu=self.vcpu or 0, memory_gib=self.memory_gib or 0.0, network_gbps=self.vpc_gbps or 0.0,
+            bare_metal=True, eri_count=0, erdma_gbps=None, two_network_cards=False, scc=False, roce_gbps=None,
+            low_latency_set=False, uefi_required=False, availability=self.availability, price=self.price,
+            source=self.source)
+
+
+@dataclass(frozen=True, slots=True)
 class Region:
     id: str
     name: str
@@ -149,9 +192,22 @@ class Catalog:
     regions: tuple[Region, ...]
     storage_prices: tuple[StoragePrice, ...]
     sources: tuple[Source, ...]
+    lingjun_types: tuple[LingjunMachineType, ...] = ()
 
     def instance(self, name: str) -> InstanceType | None:
-        return next((t for t in self.instance_types if t.name == name), None)
+        """An ECS instance type by name or, failing that, a Lingjun machine type seen as an InstanceType."""
+        found = next((t for t in self.instance_types if t.name == name), None)
+        if found is None:
+            lingjun = self.lingjun_type(name)
+            return lingjun.as_instance_type() if lingjun is not None else None
+        return found
+
+    def lingjun_type(self, name: str) -> LingjunMachineType | None:
+        return next((t for t in self.lingjun_types if t.name == name), None)
+
+    def lingjun_types_in_region(self, region_id: str) -> tuple[LingjunMachineType, ...]:
+        """Lingjun machine types the sources show in the region (catalog belief, not stock: confirm with sales)."""
+        return tuple(t for t in self.lingjun_types if region_id in t.regions)
 
     def gpu(self, name_or_alias: str) -> GpuModel | None:
         """Look a GPU up by its name or any alias, ignoring case and surrounding blanks."""
@@ -263,6 +319,20 @@ def _opt_float(v: str) -> float | None:
     return _float(v) if v else None
 
 
+def _opt_int(v: str) -> int | None:
+    return _int(v) if v else None
+
+
+def _zone_pairs(v: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in _list(v):
+        zone, sep, hpn = item.partition(":")
+        if not sep or not zone.strip() or not hpn.strip():
+            raise ValueError(f"expected zone:HPN-zone pairs such as cn-wulanchabu-a:A1, got {item!r}")
+        pairs.append((zone.strip(), hpn.strip()))
+    return tuple(pairs)
+
+
 def _list(v: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in v.split("|") if x.strip())
 
@@ -291,6 +361,9 @@ _INSTANCE_COLS = ("name", "family", "gpu", "gpus", "gpu_memory_gib", "vcpu", "me
                   "bare_metal", "eri_count", "erdma_gbps", "two_network_cards", "scc", "roce_gbps",
                   "low_latency_set", "uefi_required", "availability", "price_cny_hour", "price_estimated",
                   "price_date", "price_region", "price_source", "source")
+_LINGJUN_COLS = ("name", "family", "gpu", "gpu_verified", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "vpc_gbps",
+                 "rdma_gbps", "bonds", "regions", "hpn_zones", "payment_types", "availability", "price_cny_hour",
+                 "price_estimated", "price_date", "price_region", "price_source", "source", "notes")
 
 
 def _source(f) -> Source:
@@ -368,6 +441,35 @@ def _instance(f) -> InstanceType:
     )
 
 
+def _lingjun(f) -> LingjunMachineType:
+    return LingjunMachineType(
+        name=f("name"),
+        family=f("family"),
+        gpu=f("gpu"),
+        gpu_verified=f("gpu_verified", _bool),
+        gpus=f("gpus", _int),
+        gpu_memory_gib=f("gpu_memory_gib", _float),
+        vcpu=f("vcpu", _opt_int),
+        memory_gib=f("memory_gib", _opt_float),
+        vpc_gbps=f("vpc_gbps", _opt_float),
+        rdma_gbps=f("rdma_gbps", _opt_float),
+        bonds=f("bonds", _opt_int),
+        regions=f("regions", _list),
+        hpn_zones=f("hpn_zones", _zone_pairs),
+        payment_types=f("payment_types", _list),
+        availability=f("availability"),
+        price=Price(
+            cny_per_hour=f("price_cny_hour", _float),
+            estimated=f("price_estimated", _bool),
+            date=f("price_date"),
+            region=f("price_region"),
+            source=f("price_source"),
+        ),
+        source=f("source"),
+        notes=f("notes", str),
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # cross-file checks
 
@@ -409,6 +511,34 @@ def _check_instance(path: Path, line: int, t: InstanceType, gpus: set[str]) -> N
         raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
 
 
+def _check_lingjun(path: Path, line: int, t: LingjunMachineType, gpus: set[str], regions: dict[str, Region],
+                   ecs_names: set[str]) -> None:
+    problems = []
+    if t.gpu not in gpus:
+        problems.append(f"gpu {t.gpu!r} is not in gpus.csv")
+    if t.gpus < 1:
+        problems.append("gpus must be >= 1")
+    if t.availability not in AVAILABILITIES:
+        problems.append(f"availability must be one of {', '.join(AVAILABILITIES)}")
+    if t.name in ecs_names:
+        problems.append("the name is also an ECS instance type")
+    if not t.payment_types or any(p not in LINGJUN_PAYMENT_TYPES for p in t.payment_types):
+        problems.append(f"payment_types must be one or more of {', '.join(LINGJUN_PAYMENT_TYPES)}")
+    for rid in t.regions:
+        r = regions.get(rid)
+        if r is None:
+            problems.append(f"region {rid!r} is not in regions.csv")
+        elif not r.lingjun:
+            problems.append(f"region {rid} is not marked lingjun=true in regions.csv")
+    for zone, _ in t.hpn_zones:
+        if not any(zone in regions[rid].zones for rid in t.regions if rid in regions):
+            problems.append(f"zone {zone!r} is not a zone of the type's regions")
+    if t.regions and not t.hpn_zones:
+        problems.append("a type offered in a region needs at least one zone:HPN-zone pair")
+    if problems:
+        raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # loading
 
@@ -430,12 +560,14 @@ def _load_default() -> Catalog:
 
 
 def _load(root: Path) -> Catalog:
-    files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types")}
+    files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
+                                            "lingjun_machine_types")}
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
     regions = _parse(files["regions"], _REGION_COLS, _region)
     storage = _parse(files["storage_prices"], _STORAGE_COLS, _storage)
     instances = _parse(files["instance_types"], _INSTANCE_COLS, _instance)
+    lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
 
     _unique(files["sources"], sources, lambda s: s.tag)
     _unique(files["gpus"], gpus, lambda g: g.name)
@@ -443,6 +575,7 @@ def _load(root: Path) -> Catalog:
     _unique(files["regions"], regions, lambda r: r.id)
     _unique(files["storage_prices"], storage, lambda s: _item_key(s.item))
     _unique(files["instance_types"], instances, lambda t: t.name)
+    _unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
 
     tags = {s.tag for _, s in sources}
     gpu_names = {g.name for _, g in gpus}
@@ -459,6 +592,11 @@ def _load(root: Path) -> Catalog:
     for line, t in instances:
         _check_tags(files["instance_types"], line, tags, t.source, t.price.source)
         _check_instance(files["instance_types"], line, t, gpu_names)
+    region_map = {r.id: r for _, r in regions}
+    ecs_names = {t.name for _, t in instances}
+    for line, t in lingjun:
+        _check_tags(files["lingjun_machine_types"], line, tags, t.source, t.price.source)
+        _check_lingjun(files["lingjun_machine_types"], line, t, gpu_names, region_map, ecs_names)
 
     def rows(items, key):
         return tuple(sorted((item for _, item in items), key=key))
@@ -471,4 +609,5 @@ def _load(root: Path) -> Catalog:
         regions=rows(regions, lambda r: r.id),
         storage_prices=rows(storage, lambda s: s.item),
         sources=rows(sources, lambda s: s.tag),
+        lingjun_types=rows(lingjun, lambda t: t.name),
     )

@@ -1,0 +1,185 @@
+"""A corpus of malformed specs: ``trainstack validate`` must exit 2 with a located, helpful message, never a traceback.
+
+Each ``tests/bad_specs/<name>.yaml`` has its exact error text in ``tests/bad_specs/expected/<name>.txt``
+(rewrite them with ``pytest --update-snapshots`` and review the diff). Binary, huge and non-UTF-8 files are made
+at test time under ``tmp_path`` with the same relative path, so their snapshots read like the others.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import main
+from generator.loader import MAX_SPEC_BYTES
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "bad_specs"
+EXPECTED = CORPUS / "expected"
+REL = "tests/bad_specs"
+
+COMMITTED = sorted(p.stem for p in CORPUS.glob("*.yaml"))
+
+
+def _binary() -> bytes:
+    # the start of a PNG: what a user gets when they pass the wrong file
+    return b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00" + bytes(range(256))
+
+
+def _large() -> bytes:
+    head = b"name: large-file\nregion: cn-hangzhou\nmodel:\n  parameters: 7B\n"
+    filler = b"# padding padding padding padding padding padding padding padding padding padding\n"
+    return head + filler * (MAX_SPEC_BYTES // len(filler) + 10)
+
+
+def _non_utf8() -> bytes:
+    # saved as Latin-1 by an old editor: the e-acute is the single byte 0xE9
+    return "name: non-utf8\nregion: cn-hangzhou\ntags:\n  owner: Ren\xe9\nmodel:\n  parameters: 7B\n".encode("latin-1")
+
+
+GENERATED = {"binary_file": _binary, "large_file": _large, "non_utf8": _non_utf8}
+
+# For every case: fragments the message must contain (the field it names, and what to change).
+MUST_SAY: dict[str, tuple[str, ...]] = {
+    "syntax_error": ("invalid YAML", "]"),
+    "tab_indent": ("tab", "spaces"),
+    "duplicate_keys": ("duplicate key 'gpu'", "remove or merge"),
+    "multiple_documents": ("invalid YAML", "document"),
+    "root_list": ("mapping of fields, not a list", "name: my-run"),
+    "root_scalar": ("mapping of fields, not a string", "name: my-run"),
+    "empty": ("empty", "name, region and model"),
+    "comment_only": ("empty", "name, region and model"),
+    "binary_file": ("binary file",),
+    "large_file": (f"{MAX_SPEC_BYTES:,}",),
+    "non_utf8": ("not UTF-8", "save it as UTF-8"),
+    "wrong_type_string_for_number": ("model.micro_batch_size", "whole number", "'four'"),
+    "empty_section": ("network:", "expected a mapping of fields"),
+    "wrong_type_list_for_mapping": ("compute:", "mapping of fields, got list"),
+    "unknown_key_top": ("unknown field 'parallelsim'", "did you mean 'parallelism'?"),
+    "unknown_key_nested": ("compute.gpus", "did you mean 'gpu'?"),
+    "zero_nodes": ("compute.nodes", "greater than 0", "'auto'"),
+    "negative_sequence_length": ("model.sequence_length", "-4096", "greater than 0"),
+    "zero_stage_5": ("parallelism.zero_stage", "less than or equal to 3"),
+    "parameters_70q": ("model.parameters", "'70Q'", "70B"),
+    "unknown_region": ("region", "unknown region 'cn-hangzou'", "did you mean 'cn-hangzhou'?"),
+    "unknown_zone": ("zones[1]", "'cn-hangzhou-z'", "not in region cn-hangzhou"),
+    "zone_other_region": ("zones[0]", "'cn-shanghai-l'", "it is in cn-shanghai"),
+    "gpu_not_in_region": ("compute.gpu", "cn-hongkong offers no H20", "H20 is in:"),
+    "unknown_gpu": ("compute.gpu", "unknown GPU 'A100-90G'", "did you mean"),
+    "rdma_without_eri": ("compute.instance_types[0]", "ecs.gn7i-c8g1.2xlarge", "network.rdma"),
+    "spot_without_checkpoints": ("spot.enabled", "checkpoints.enabled: true"),
+    "cpfs_capacity_step": ("storage.capacity", "1200 GiB", "use 6000GiB"),
+    "checkpoint_other_region": ("checkpoints.region", "cn-shanghai", "remove checkpoints.region"),
+    "model_1t_one_node": ("compute.nodes", "set compute.nodes: auto"),
+    "tensor_not_dividing_heads": ("30 attention heads", "parallelism.tensor"),
+    "waiver_without_reason": ("waivers[0].reason", "required"),
+    "several_problems": ("name:", "model.precision", "parallelism.zero_stage", "compute.gpus"),
+}
+
+ALL_CASES = sorted(COMMITTED + list(GENERATED))
+
+
+def test_corpus_is_complete() -> None:
+    """Every case has a checklist, every committed spec has a snapshot, and no snapshot is orphaned."""
+    assert sorted(MUST_SAY) == ALL_CASES
+    assert not set(COMMITTED) & set(GENERATED)
+    snapshots = sorted(p.stem for p in EXPECTED.glob("*.txt"))
+    assert snapshots == ALL_CASES
+
+
+def _validate(rel_path: str) -> tuple[int, str, str, BaseException | None]:
+    result = CliRunner().invoke(main, ["validate", rel_path])
+    exc = result.exception if not isinstance(result.exception, SystemExit) else None
+    return result.exit_code, result.stdout, result.stderr, exc
+
+
+@pytest.mark.parametrize("name", ALL_CASES)
+def test_bad_spec(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshot) -> None:
+    if name in GENERATED:
+        (tmp_path / REL).mkdir(parents=True)
+        (tmp_path / REL / f"{name}.yaml").write_bytes(GENERATED[name]())
+        monkeypatch.chdir(tmp_path)
+    else:
+        monkeypatch.chdir(ROOT)
+    rel = f"{REL}/{name}.yaml"
+
+    code, out, err, exc = _validate(rel)
+
+    assert exc is None, f"validate raised {exc!r}"
+    assert "Traceback" not in out + err
+    assert code == 2, err
+    assert out == ""
+    first = err.splitlines()[0]
+    assert re.match(rf"^{re.escape(rel)}:\d+:\d+: ", first), first
+    n = len(re.findall(rf"^{re.escape(rel)}:\d+:\d+: ", err, flags=re.M))
+    assert err.rstrip("\n").endswith(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
+    for fragment in MUST_SAY[name]:
+        assert fragment in err, f"{fragment!r} missing from:\n{err}"
+    snapshot(EXPECTED / f"{name}.txt", err)
+
+
+def test_several_problems_are_all_reported_in_line_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    rel = f"{REL}/several_problems.yaml"
+    code, _, err, _ = _validate(rel)
+    assert code == 2
+    places = [(int(m[1]), int(m[2]), m[3]) for m in re.finditer(rf"^{re.escape(rel)}:(\d+):(\d+): ([\w.\[\]]+):",
+                                                                   err, flags=re.M)]
+    assert [p[2] for p in places] == ["name", "model.precision", "parallelism.zero_stage", "compute.gpus"]
+    assert places == sorted(places)
+    assert "4 problems found" in err
+
+
+def test_missing_file_and_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-folder.yaml").mkdir()
+    code, _, err, exc = _validate("nope.yaml")
+    assert exc is None and "Traceback" not in err
+    assert (code, err) == (2, "nope.yaml: no such file\n1 problem found; nothing was written.\n")
+    code, _, err, exc = _validate("a-folder.yaml")  # click's own check (dir_okay=False) catches this one
+    assert exc is None and "Traceback" not in err
+    assert code == 2 and "'a-folder.yaml' is a directory" in err
+
+
+def test_a_well_formed_waiver_is_checked_against_the_lint_rules() -> None:
+    """validate.check imports generator.lint late; a waiver of a rule that does not exist is a located problem."""
+    from generator.catalog import load_catalog
+    from generator.loader import load_text
+    from generator.validate import check
+
+    located = load_text(textwrap.dedent("""\
+        name: waiver-ok
+        region: cn-hangzhou
+        model: {parameters: 7B}
+        waivers:
+          - {rule: TS999, reason: "no such rule, but the form is right"}
+        """))
+    problems = check(located.spec, load_catalog())
+    assert [p.path for p in problems] == [("waivers", 0, "rule")]
+
+
+_LAUGHS = """
+import sys
+from generator.errors import SpecErrors
+from generator.loader import load_text
+lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]" for i in range(1, 8)]
+try:
+    load_text("\\n".join(lines) + "\\n")
+except SpecErrors as e:
+    print(e)
+"""
+
+
+def test_alias_bomb_is_refused_quickly() -> None:
+    """Eight lines of anchors expand to 10^8 values; the loader must refuse them, not hang or eat the memory."""
+    proc = subprocess.run([sys.executable, "-c", _LAUGHS], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout.startswith("<spec>:1:1: "), proc.stdout
