@@ -37,7 +37,7 @@ from .plan import (
     VSwitch,
     Waived,
 )
-from .spec import Spec
+from .spec import ComputeSpec, Spec
 from .units import human_bytes, human_count, human_seconds
 from .validate import CPFS_MAX_GIB, CPFS_MIN_GIB, CPFS_STEP_GIB
 
@@ -281,9 +281,7 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             if allow:
                 rejected[t.name] = f"not offered in {region.id} per the catalog"
             continue
-        if wanted_gpu is not None and t.gpu != wanted_gpu.name:
-            continue
-        if isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node:
+        if not _wanted(c, t, wanted_gpu):
             continue
         if t.availability == "invite" and t.name not in allow:
             rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
@@ -297,6 +295,13 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         out.append(t)
     return out, rejected
+
+
+def _wanted(c: ComputeSpec, t: InstanceType | LingjunMachineType, wanted_gpu: GpuModel | None) -> bool:
+    """The spec's GPU model and GPUs-per-node filters, shared by ECS and Lingjun types."""
+    if wanted_gpu is not None and t.gpu != wanted_gpu.name:
+        return False
+    return not (isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node)
 
 
 def _eligible_lingjun(spec: Spec, catalog: Catalog,
@@ -314,9 +319,7 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
             if allow:
                 rejected[t.name] = f"not offered in {region.id} per the catalog"
             continue
-        if wanted_gpu is not None and t.gpu != wanted_gpu.name:
-            continue
-        if isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node:
+        if not _wanted(c, t, wanted_gpu):
             continue
         if c.bare_metal == "avoid":
             rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"

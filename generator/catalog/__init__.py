@@ -430,14 +430,19 @@ def _instance(f) -> InstanceType:
         low_latency_set=f("low_latency_set", _bool),
         uefi_required=f("uefi_required", _bool),
         availability=f("availability"),
-        price=Price(
-            cny_per_hour=f("price_cny_hour", _float),
-            estimated=f("price_estimated", _bool),
-            date=f("price_date"),
-            region=f("price_region"),
-            source=f("price_source"),
-        ),
+        price=_price(f),
         source=f("source"),
+    )
+
+
+def _price(f) -> Price:
+    """The price columns every priced row shares."""
+    return Price(
+        cny_per_hour=f("price_cny_hour", _float),
+        estimated=f("price_estimated", _bool),
+        date=f("price_date"),
+        region=f("price_region"),
+        source=f("price_source"),
     )
 
 
@@ -458,13 +463,7 @@ def _lingjun(f) -> LingjunMachineType:
         hpn_zones=f("hpn_zones", _zone_pairs),
         payment_types=f("payment_types", _list),
         availability=f("availability"),
-        price=Price(
-            cny_per_hour=f("price_cny_hour", _float),
-            estimated=f("price_estimated", _bool),
-            date=f("price_date"),
-            region=f("price_region"),
-            source=f("price_source"),
-        ),
+        price=_price(f),
         source=f("source"),
         notes=f("notes", str),
     )
