@@ -118,9 +118,10 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
 @click.option("--gpu", help="Only instance types with this GPU (e.g. A100-80G, H20, L20).")
 @click.option("--region", help="Only instance types the catalog lists for this region.")
 @click.option("--regions", "list_regions", is_flag=True, help="List regions and zones instead.")
+@click.option("--lingjun", "list_lingjun", is_flag=True, help="List Lingjun (eflo) machine types instead.")
 @click.option("--json", "as_json", is_flag=True)
 @_handle
-def catalog(gpu: str | None, region: str | None, list_regions: bool, as_json: bool) -> None:
+def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, as_json: bool) -> None:
     """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
     import dataclasses
 
@@ -129,6 +130,21 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, as_json: bo
     from .errors import Problem, did_you_mean
 
     cat = load_catalog()
+    if list_lingjun:
+        rows = [dataclasses.asdict(t) for t in cat.lingjun_types if not region or region in t.regions]
+        if as_json:
+            click.echo(json.dumps({"version": cat.version, "date": cat.date, "lingjun_machine_types": rows},
+                                  indent=2, sort_keys=True))
+        else:
+            click.echo(report.table(["machine type", "GPU", "#", "GiB/GPU", "RDMA Gbit/s", "regions", "HPN zones",
+                                     "payment", "CNY/h"], [
+                [t.name, t.gpu + ("" if t.gpu_verified else "?"), t.gpus, f"{t.gpu_memory_gib:g}",
+                 f"{t.rdma_gbps:g}" if t.rdma_gbps else "", " ".join(t.regions),
+                 " ".join(f"{z}:{h}" for z, h in t.hpn_zones), "/".join(t.payment_types),
+                 f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else "")]
+                for t in cat.lingjun_types if not region or region in t.regions], right=(2, 3, 4, 8)))
+            click.echo("? GPU model unverified   * estimated price (generator/catalog/data/v1/README.md)")
+        return
     if list_regions:
         rows = [dataclasses.asdict(r) for r in cat.regions]
         if as_json:

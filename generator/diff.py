@@ -63,6 +63,7 @@ ACTIONS: tuple[Action, ...] = ("delete", "replace", "update", "create")  # most 
 EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place")
 
 INSTANCE = "alicloud:ecs/instance:Instance"
+NODE_TYPES = frozenset({INSTANCE, "alicloud:eflo/node:Node"})  # a GPU node: ECS instance or Lingjun node
 # Resources whose deletion loses data: the shared file system, the dataset fileset, the checkpoint bucket.
 DATA_TYPES = frozenset({"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/fileset:Fileset",
                         "alicloud:oss/bucket:Bucket"})
@@ -245,7 +246,7 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
     _propagate_replacements(new, old.keys() & new.keys(), props, rules)
 
     changes: list[Change] = []
-    fresh_cluster = not any(k[0] == INSTANCE for k in old)
+    fresh_cluster = not any(k[0] in NODE_TYPES for k in old)
     for key, plist in props.items():
         action: Action = "replace" if any(p.effect == "replace" for p in plist) else "update"
         ordered = tuple(sorted(plist, key=lambda p: p.name))
@@ -374,7 +375,7 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
             return Change(action, res.type, res.name, "data-at-risk",
                           f"{' and '.join(dropped)} removed: a later deletion or replacement would lose the data.",
                           props)
-    if res.type == INSTANCE:
+    if res.type in NODE_TYPES:
         if action == "create":
             why = ("new node (the cluster has none yet)." if fresh_cluster
                    else "new node: the job restarts with a new world size.")

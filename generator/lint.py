@@ -104,9 +104,11 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     _rule("TS012", "error", "ECS instance metadata requires tokens (IMDSv2 hardened mode)",
           "The metadata service hands out the node role's STS credentials. Hardened mode (http_tokens=required) "
           "defeats the SSRF-style requests that steal them in normal mode."),
-    _rule("TS013", "error", "ECS instances log in with a key pair, never a password",
-          "A password in the program ends up in Pulumi state and can be guessed; a key pair (key_name) cannot. "
-          "password, kms_encrypted_password and password_inherit must be unset."),
+    _rule("TS013", "error", "Nodes log in with a key pair, never a password",
+          "A password in the program ends up in Pulumi state and can be guessed; a key pair cannot. On ECS, "
+          "password, kms_encrypted_password and password_inherit must be unset and key_name set; on Lingjun, "
+          "login_password must be unset on eflo Node, NodeGroup (and its nodes) and Cluster node groups, and the "
+          "node group names a key_pair_name."),
     _rule("TS014", "error", "ECS instances have no public IP",
           "Nodes reach the internet through the NAT gateway (outbound only). A public IP, from "
           "internet_max_bandwidth_out > 0, allocate_public_ip or an EIP bound to the instance, exposes every "
@@ -132,6 +134,9 @@ RULES: dict[str, Rule] = {r.id: r for r in (
 # Resource type tokens (pulumi_alicloud 4.0.0).
 SG_RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
 INSTANCE = "alicloud:ecs/instance:Instance"
+EFLO_NODE = "alicloud:eflo/node:Node"
+EFLO_NODE_GROUP = "alicloud:eflo/nodeGroup:NodeGroup"
+EFLO_CLUSTER = "alicloud:eflo/cluster:Cluster"
 DISKS = ("alicloud:ecs/disk:Disk", "alicloud:ecs/ecsDisk:EcsDisk")
 EIP_ASSOCIATION = "alicloud:ecs/eipAssociation:EipAssociation"
 BUCKET = "alicloud:oss/bucket:Bucket"
@@ -455,6 +460,21 @@ def _key_pair_login(ix: _Index) -> Iterator[tuple[_Resource, str]]:
                 yield r, f"a login password is set ({arg}); remove it and log in with the key pair"
         if _in(r, "passwordInherit") is True:
             yield r, "password_inherit=True keeps the image's password; remove it and log in with the key pair"
+    for r in ix.of(EFLO_NODE, EFLO_NODE_GROUP, EFLO_CLUSTER):
+        if _in(r, "loginPassword"):
+            yield r, "a login password is set (login_password); remove it and log in with a key pair"
+        for group_key in ("nodes", "nodeGroups"):
+            for i, item in enumerate(_in(r, group_key) or []):
+                if not isinstance(item, Mapping):
+                    continue
+                if item.get("loginPassword"):
+                    yield r, f"{group_key}[{i}] sets a login password; remove it and log in with a key pair"
+                for j, node in enumerate(item.get("nodes") or []):
+                    if isinstance(node, Mapping) and node.get("loginPassword"):
+                        yield r, f"{group_key}[{i}].nodes[{j}] sets a login password; remove it"
+    for r in ix.of(EFLO_NODE_GROUP):
+        if not _in(r, "keyPairName"):
+            yield r, "no key pair is set; set key_pair_name"
 
 
 @_check("TS014")

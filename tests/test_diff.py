@@ -319,7 +319,10 @@ SDK_TYPES = ("alicloud:ecs/instance:Instance", "alicloud:ecs/ecsDeploymentSet:Ec
              "alicloud:nas/mountTarget:MountTarget", "alicloud:oss/bucket:Bucket",
              "alicloud:oss/bucketAcl:BucketAcl", "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock",
              "alicloud:ram/role:Role", "alicloud:ram/policy:Policy",
-             "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment")
+             "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
+             # Lingjun (eflo) programs
+             "alicloud:eflo/vpd:Vpd", "alicloud:eflo/subnet:Subnet", "alicloud:eflo/cluster:Cluster",
+             "alicloud:eflo/node:Node", "alicloud:eflo/nodeGroup:NodeGroup")
 
 
 def _sdk_source(token: str) -> Path:
@@ -469,3 +472,11 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert usage.exit_code == 1
     missing = runner.invoke(main, ["diff", str(tmp_path / "missing.yaml"), str(FINETUNE)])
     assert missing.exit_code == 1 and "no such file" in missing.output
+
+
+def test_lingjun_node_changes_are_node_impacts() -> None:
+    node = Resource("alicloud:eflo/node:Node", "run-node-0", {"machineType": "efg1.nvga8n", "hpnZone": "A1"})
+    moved = Resource("alicloud:eflo/node:Node", "run-node-0", {"machineType": "efg1.nvga1n", "hpnZone": "B1"})
+    result = d.diff_graphs(Graph(resources=[node]), Graph(resources=[moved]))
+    (change,) = result.changes
+    assert change.action == "replace" and change.impact == "replaces-nodes"

@@ -365,3 +365,22 @@ def test_cli_bad_spec_gives_spec_errors(tmp_path: Path) -> None:
 def test_finding_line_format() -> None:
     f = Finding("TS010", "error", "alicloud:ecs/instance:Instance::n", "the system disk is not encrypted")
     assert f.line() == "ERROR   TS010 alicloud:ecs/instance:Instance::n: the system disk is not encrypted"
+
+
+def _eflo_graph(**group_inputs: Any) -> Graph:
+    group = {"keyPairName": "admin", "nodes": [{"nodeId": "n-1", "hostname": "run-node-0"}], **group_inputs}
+    return Graph(resources=[_r("eflo/nodeGroup:NodeGroup", "node-group", **group),
+                            _r("eflo/node:Node", "node-0", machineType="efg1.nvga8n")])
+
+
+def test_lingjun_nodes_log_in_with_a_key_pair_never_a_password() -> None:
+    assert not [f for f in lint_graph(_eflo_graph()) if f.rule == "TS013"]
+    for graph, words in (
+        (_eflo_graph(loginPassword="Hunter2-hunter2"), "login_password"),
+        (_eflo_graph(nodes=[{"nodeId": "n-1", "loginPassword": "x"}]), "nodes[0]"),
+        (_eflo_graph(keyPairName=DROP), "key_pair_name"),
+    ):
+        graph = Graph(resources=[dataclasses.replace(r, inputs={k: v for k, v in r.inputs.items() if v is not DROP})
+                                 for r in graph.resources])
+        found = [f for f in lint_graph(graph) if f.rule == "TS013"]
+        assert found and any(words in f.message for f in found), found
