@@ -171,3 +171,25 @@ def test_node_bootstrap_is_valid_bash(name: str, tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(path)], check=True)
     if shutil.which("shellcheck"):
         subprocess.run(["shellcheck", "-S", "warning", str(path)], check=True)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_credentials_or_passwords_in_the_stack_folder(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    # credentials in the environment must never leak into what render writes
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", "LTAI5tFAKEFAKEFAKE00000")
+    monkeypatch.setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "fake-secret-value-0000000000000")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "fake-passphrase-0000")
+    plan = api.plan(f"examples/{name}.yaml")
+    files = render.render(plan, f"examples/{name}.yaml")
+    blob = "\n".join(files.values())
+    for secret in ("LTAI5tFAKEFAKEFAKE00000", "fake-secret-value-0000000000000", "fake-passphrase-0000"):
+        assert secret not in blob
+    assert not re.search(r"LTAI[0-9A-Za-z]{12,}", blob)  # the shape of an Alibaba Cloud AccessKey id
+    assert not re.search(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", blob)
+    assert not re.search(r"\b(password|login_password|kms_encrypted_password)\s*=", files["__main__.py"])
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load(files[f"Pulumi.{plan.stack}.yaml"])["config"]
+    assert set(config) == {"alicloud:region"}  # nothing sensitive is rendered; secrets go through `pulumi config set --secret`
