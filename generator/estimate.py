@@ -374,10 +374,10 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                       "estimated": p.estimated, "date": p.date, "region": p.region, "source": p.source}
     spot_price = None
     if plan.spot.enabled and node_price is not None:
-        # The spot price is the list price times the spec's assumed discount: an assumption, never a quote.
-        spot_price = dict(node_price, value=round(node_price["value"] * plan.spot.assumed_discount, 2),
+        # The spot price is the list price times the spec's assumed price ratio: an assumption, never a quote.
+        spot_price = dict(node_price, value=round(node_price["value"] * plan.spot.assumed_price_ratio, 2),
                           estimated=True,
-                          source=f"{plan.spot.assumed_discount:.0%} of the list price (spot.discount, an assumption; "
+                          source=f"{plan.spot.assumed_price_ratio:.0%} of the list price (spot.price_ratio, an assumption; "
                                  f"GPU spot prices vary by zone and hour) x {node_price['source']}")
     lines = [
         line("compute_on_demand", "compute on demand", c.compute_on_demand_per_hour,

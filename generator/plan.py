@@ -192,7 +192,7 @@ class Spot:
     interruption: str
     on_demand_ranks: tuple[int, ...]
     spot_ranks: tuple[int, ...]
-    assumed_discount: float
+    assumed_price_ratio: float
     interruptions_per_node_day: float
 
 

@@ -519,7 +519,7 @@ def _score(spec: Spec, catalog: Catalog, fit: _Fit) -> _Scored:
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
     on_demand_nodes, spot_nodes = _spot_split(spec, fit.nodes)
-    spot_price = t.price.cny_per_hour * spec.spot.discount
+    spot_price = t.price.cny_per_hour * spec.spot.price_ratio
     per_hour = on_demand_nodes * t.price.cny_per_hour + spot_nodes * spot_price
     run_hours = rework = run_cost = None
     if spec.model.tokens:
@@ -1041,13 +1041,13 @@ def _spot(spec: Spec, fit: _Fit, ranks: Iterable[Node], decisions: list[Decision
                                   f"rendezvous (rank 0) survives reclaims; a watcher on each spot node polls the "
                                   f"metadata service and asks training to checkpoint on the 5-minute notice"
                                   f" [DOC-SPOT-HANDLE]"))
-        warnings.append(f"the spot discount ({s.discount:.0%} of list) and reclaim rate "
+        warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate "
                         f"({s.interruptions_per_node_day:g}/node-day) are assumptions, not quotes: GPU spot prices "
                         "vary by zone and hour (unverified)")
         if not spot:
             warnings.append("spot is enabled but every node is in the on-demand base")
     return Spot(s.enabled, s.strategy if s.enabled else "NoSpot", limit, s.protection_hours, s.interruption,
-                on_demand, spot, s.discount, s.interruptions_per_node_day)
+                on_demand, spot, s.price_ratio, s.interruptions_per_node_day)
 
 
 def _cost(spec: Spec, catalog: Catalog, best: _Scored, storage: Storage, ckpt: Checkpoints) -> Cost:
@@ -1076,7 +1076,7 @@ def _cost(spec: Spec, catalog: Catalog, best: _Scored, storage: Storage, ckpt: C
             notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} for ~3 checkpoints "
                          + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]")
     if spot_nodes:
-        notes.append(f"spot at {spec.spot.discount:.0%} of list is an assumption (GPU spot prices unverified)")
+        notes.append(f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)")
     od = on_demand_nodes * t.price.cny_per_hour
     sp_h = spot_nodes * best.spot_per_hour
     total = od + sp_h + shared + obj

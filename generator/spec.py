@@ -257,7 +257,7 @@ class SpotSpec(_Strict):
     protection_hours: Literal[0, 1] = 1
     interruption: Literal["terminate", "stop"] = "terminate"
     interruptions_per_node_day: Annotated[float, Field(ge=0, le=100)] = 0.1
-    discount: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    price_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.5  # assumed spot price as a fraction of list (an assumption)
 
 
 class BudgetSpec(_Strict):

@@ -237,7 +237,7 @@ def test_cost_of_spot_is_always_an_estimate() -> None:
     od = next(ln for ln in data["lines"] if ln["item"] == "compute_on_demand")
     assert spot["price"]["estimated"] is True
     assert spot["price"]["value"] == pytest.approx(od["price"]["value"] * 0.5, abs=0.01)
-    assert "spot.discount" in spot["price"]["source"]
+    assert "spot.price_ratio" in spot["price"]["source"]
     assert spot["quantity"] == f"{len(plan.spot.spot_ranks)} x {plan.compute.instance_type}"
     assert od["quantity"] == f"{len(plan.spot.on_demand_ranks)} x {plan.compute.instance_type}"
 

@@ -271,7 +271,7 @@ SCHEMA: dict[str, dict[str, tuple[list, list]]] = {
     "spot": {"enabled": ([True, False], []), "strategy": (["SpotAsPriceGo", "SpotWithPriceLimit"], ["cheap"]),
              "max_price_ratio": ([0.5, 1.0], [1.5, 0]), "on_demand_base": ([0, 1, 2], [100, -1]),
              "protection_hours": ([0, 1], [2]), "interruption": (["terminate", "stop"], ["pause"]),
-             "interruptions_per_node_day": ([0, 0.1, 5.0], [-1]), "discount": ([0.5, 0.1], [1.0, 0])},
+             "interruptions_per_node_day": ([0, 0.1, 5.0], [-1]), "price_ratio": ([0.5, 0.1], [1.0, 0])},
     "budget": {"currency": (["CNY"], ["USD"]), "per_hour": ([1.0, 100.0, 10_000.0], [0]),
                "total": ([100.0, 1e6, 1e9], [-1]), "max_days": ([0.1, 1, 30, 365], [0, 5000])},
     "tags": {"team": (["llm"], ["y" * 130]), "": ([], ["empty key"])},

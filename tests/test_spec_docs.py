@@ -64,7 +64,7 @@ def is_block(info: object) -> bool:
 def test_walk_finds_nested_fields() -> None:
     paths = field_paths()
     for expected in ("name", "model.architecture.layers", "model.finetune.lora_rank", "storage.dataset.source",
-                     "waivers[].rule", "spot.discount", "tags"):
+                     "waivers[].rule", "spot.price_ratio", "tags"):
         assert expected in paths
     assert len(paths) > 80
 
