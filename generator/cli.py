@@ -66,8 +66,11 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
     for spec in specs:
         result = api.render_stack(spec, output, check=check)
         for ch in result.changes:
-            if ch.action != "identical" or not check:
+            if ch.action != "identical":
                 click.echo(f"{ch.action:>9}  {result.dest / ch.path}")
+        same = sum(ch.action == "identical" for ch in result.changes)
+        if not check:
+            click.echo(f"{'ok':>9}  {result.dest}: {len(result.changed)} changed, {same} identical")
         if result.lint is not None:
             click.echo(f"     lint  {result.lint.summary()}")
         if check and result.changed:
