@@ -489,8 +489,11 @@ def _nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architectur
     if isinstance(p.tensor, int) or isinstance(p.pipeline, int):
         fixes.append("let parallelism.tensor / pipeline be auto")
     if rejected and all("eRDMA" in why or "RoCE" in why or "RDMA" in why for why in rejected.values()):
-        fixes.insert(0, "choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions'), "
-                        "or set network.rdma: false to accept TCP")
+        # memory is not the problem: only a fabric (another region or GPU) or TCP helps
+        fixes = ["choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions')",
+                 "set network.rdma: false to accept TCP"]
+        if c.gpu != "auto":
+            fixes.append("set compute.gpu: auto (another GPU may have eRDMA types here)")
     details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:2])
     if len(rejected) > 2:
         details += f"; and {len(rejected) - 2} more like these"
@@ -904,19 +907,18 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
         else:
             cap = max(CPFS_MIN_GIB, math.ceil(data_gib * 1.3 / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
+        # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
+        # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
         storage_type = s.storage_class if s.storage_class != "auto" else (
-            "advance_200" if need_mbps > 0.1 * cap else "advance_100")
+            "advance_200" if fit.nodes > 1 else "advance_100")
         per_gib = 0.2 if storage_type == "advance_200" else 0.1
         ceiling = 45_000 if storage_type == "advance_200" else 30_000
-        if not isinstance(s.capacity, int):
-            while min(per_gib * cap, ceiling) < need_mbps and cap + CPFS_STEP_GIB <= CPFS_MAX_GIB and per_gib * cap < ceiling:
-                cap += CPFS_STEP_GIB
-            if cap > CPFS_MIN_GIB and data_gib * 1.3 < cap - CPFS_STEP_GIB:
-                how += f"; grown to {cap} GiB for {need_mbps:,} MB/s of throughput"
         throughput = int(min(per_gib * cap, ceiling))
         if throughput < need_mbps:
+            enough = min(CPFS_MAX_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
-                            f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node)")
+                            f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
+                            "if data loading stalls (capacity can grow later, never shrink)")
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                                   f"{why}; capacity: {how}; throughput {int(per_gib * 1000)} MB/s per TiB "
                                   f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service"))

@@ -90,3 +90,12 @@ def test_low_latency_sets_hold_at_most_20_nodes():
     p = plan(compute={"nodes": 45, "instance_types": ["ecs.ebmgn7ex.32xlarge"]})
     sizes = [len(d.ranks) for d in p.compute.deployment_sets]
     assert sum(sizes) == 45 and max(sizes) <= 20 and len({d.zone for d in p.compute.deployment_sets}) == 1
+
+
+def test_resizing_the_cluster_never_changes_the_file_system():
+    """Class is immutable and CPFS cannot shrink: a node-count edit must not replace the dataset's file system."""
+    storage = {"dataset": {"source": "oss://data-bucket/x/", "size": "20TiB"}}
+    sizes = {(p.storage.kind, p.storage.capacity_gib, p.storage.storage_type)
+             for p in (plan(compute={"nodes": n, "instance_types": ["ecs.ebmgn7ex.32xlarge"]}, storage=storage)
+                       for n in (2, 8, 64, 200))}
+    assert len(sizes) == 1
