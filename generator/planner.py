@@ -705,15 +705,17 @@ def _nodes(spec: Spec, zone: str, fit: _Fit, network: Network,
     use_sets = t.low_latency_set and fit.nodes > 1 and not t.scc
     dsets: list[DeploymentSet] = []
     if use_sets:
+        # Fixed blocks of 20 ranks (not balanced sets): growing or shrinking the cluster then never moves an
+        # existing node to another set.
         count = math.ceil(fit.nodes / LOW_LATENCY_SET_MAX)
-        size = math.ceil(fit.nodes / count)
+        size = LOW_LATENCY_SET_MAX
         for i in range(count):
             ranks = tuple(range(i * size, min(fit.nodes, (i + 1) * size)))
             dsets.append(DeploymentSet(f"ll{i}", f"{spec.name}-ll{i}", zone, "LowLatency", ranks))
         decisions.append(Decision("placement", f"{count} LowLatency deployment set(s)",
                                   f"{t.family} supports LowLatency sets, which hold at most {LOW_LATENCY_SET_MAX} "
-                                  f"instances in one zone [DOC-DS]; {fit.nodes} nodes split into {count} set(s) of "
-                                  f"<= {size}"))
+                                  f"instances in one zone [DOC-DS]; ranks go into sets in blocks of {size}, so "
+                                  "resizing the cluster never moves a node between sets"))
     elif t.scc:
         decisions.append(Decision("placement", "HPC cluster", "SCC instances must be created in an HPC cluster "
                                   "(HpcClusterId is required) [DOC-RUNINST]"))
