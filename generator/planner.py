@@ -930,6 +930,9 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
             decisions.append(Decision("dataset import", f"{ds.source} -> {ds.path}",
                                       f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
                                       f"{throughput:,} MB/s) [TF-nas-df]"))
+            warnings.append(f"before `trainstack up`, tag the dataset bucket {ds.source.split('/')[2]} with "
+                            "cpfs-dataflow=true: a CPFS data flow cannot read a bucket without that tag (Alibaba "
+                            "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset)
     # Extreme NAS
     cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)

@@ -163,7 +163,8 @@ checkpoint_bucket = alicloud.oss.Bucket(
     redundancy_type="LRS",
     force_destroy=False,
     versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"),
-    server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="KMS"),
+    # SSE-OSS (AES256) works in every account; SSE-KMS would need KMS activated first.
+    server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="AES256"),
     lifecycle_rules=[
         alicloud.oss.BucketLifecycleRuleArgs(
             id="expire-noncurrent-checkpoints",
