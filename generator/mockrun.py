@@ -8,6 +8,7 @@ program here is trainstack's compile check. Used by ``trainstack preview`` (offl
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import io
 import logging
@@ -153,6 +154,22 @@ def _program_context(program_dir: Path) -> Iterator[None]:
         sys.path[:] = old_path
 
 
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per process for every mock run, closed at exit.
+
+    Pulumi's runtime creates a loop of its own whenever none is set; a loop per run, closed and unset
+    afterwards, left such loops to the garbage collector, which then failed to close them cleanly.
+    """
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+        atexit.register(_LOOP.close)
+    return _LOOP
+
+
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
                 config: Mapping[str, str] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares."""
@@ -171,8 +188,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     logger = logging.getLogger("trainstack.mockrun")
     logger.handlers[:] = [logging.StreamHandler(log_stream)]
     logger.propagate = False
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
+    asyncio.set_event_loop(_event_loop())
     pulumi.runtime.set_all_config({k: v for k, v in (config or {}).items()})
     mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
@@ -187,10 +203,6 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
         raise ProgramError(_explain(e, recorder)) from e
-    finally:
-        with contextlib.suppress(Exception):
-            loop.close()
-        asyncio.set_event_loop(None)
     for typ, name, inputs in sorted(recorder.seen, key=lambda x: (x[0], x[1])):
         protect, retain, parent = monitor.options.get((typ, name), (False, False, ""))
         graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent))
