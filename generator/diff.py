@@ -543,6 +543,9 @@ class Side:
     path: str  # the spec path recorded in the rendered files
 
 
+EMPTY_SIDES = ("-", "/dev/null")  # BASE for a spec that does not exist yet (as in `git diff /dev/null file`)
+
+
 def read_side(arg: str, cwd: str | Path | None = None) -> Side:
     """A spec file path, or ``GIT_REF:path`` read from git (the path relative to ``cwd`` or to the repository)."""
     from . import loader
@@ -655,6 +658,13 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     from .catalog import load_catalog
 
     catalog = catalog or load_catalog()
+    if head in EMPTY_SIDES:
+        raise DiffError("HEAD cannot be empty: to preview removing a whole stack, use `trainstack destroy --help`")
+    if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created
+        head_graph, head_info = render_side(read_side(head, cwd), catalog)
+        from .mockrun import Graph
+
+        return diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
     head_planned = _plan_side(head_side, catalog)
     base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None

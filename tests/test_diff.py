@@ -480,3 +480,11 @@ def test_lingjun_node_changes_are_node_impacts() -> None:
     result = d.diff_graphs(Graph(resources=[node]), Graph(resources=[moved]))
     (change,) = result.changes
     assert change.action == "replace" and change.impact == "replaces-nodes"
+
+
+def test_a_new_spec_diffs_against_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    result = d.diff_sides("/dev/null", "examples/finetune-7b.yaml")
+    assert result.changes and {c.action for c in result.changes} == {"create"}
+    with pytest.raises(d.DiffError, match="HEAD cannot be empty"):
+        d.diff_sides("examples/finetune-7b.yaml", "-")
