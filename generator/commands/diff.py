@@ -41,7 +41,7 @@ class _DiffCommand(click.Command):
 def diff(base: str, head: str, fmt: str, output: str | None) -> None:
     """Show what changing BASE into HEAD does to the cluster, offline, worst impact first.
 
-    BASE and HEAD are spec files or GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml). Both are
+    BASE and HEAD are spec files or GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml); BASE may be /dev/null (or -) for a spec that is new. Both are
     rendered and run under Pulumi's mock runtime; no credentials and no Pulumi CLI are needed.
     Exit status: 0 no changes, 2 changes, 1 error (including a bad spec on either side).
     """
