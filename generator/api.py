@@ -6,7 +6,6 @@ Stages: :func:`load` (YAML -> Spec, checked against the catalog) -> :func:`plan`
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,6 @@ from .errors import Problem, SpecErrors, TrainstackError
 from .loader import Located
 from .plan import Plan
 
-DEFAULT_STACKS_DIR = Path("stacks")
 
 
 def load(spec_path: str | Path, catalog: Catalog | None = None) -> Located:
@@ -41,24 +39,19 @@ def plan(spec_path: str | Path, catalog: Catalog | None = None) -> Plan:
     return plan_located(load(spec_path, catalog), catalog)
 
 
-def display_path(path: str | Path) -> str:
-    """How a spec path is recorded in generated files: relative to the working folder, POSIX separators."""
-    p = Path(path)
-    try:
-        rel = os.path.relpath(p.resolve(), Path.cwd().resolve())
-    except ValueError:  # another drive on Windows
-        rel = p.name
-    if rel.startswith(".."):
-        rel = p.name
-    return rel.replace(os.sep, "/")
+def spec_record(spec_path: str | Path) -> str:
+    """How a spec path is recorded in generated files: relative to its git repository, whatever the cwd."""
+    return stackdir.spec_record(spec_path)
 
 
 def render_files(the_plan: Plan, spec_path: str = "") -> dict[str, str]:
+    """The stack's files; ``spec_path`` is the recorded path (:func:`spec_record`), not a path to open."""
     return render.render(the_plan, spec_path)
 
 
-def default_stack_dir(the_plan: Plan, stacks_dir: str | Path = DEFAULT_STACKS_DIR) -> Path:
-    return Path(stacks_dir) / the_plan.name
+def default_stack_dir(the_plan: Plan, spec_path: str | Path) -> Path:
+    """``stacks/<name>`` at the top of the spec's repository (beside the spec outside one), whatever the cwd."""
+    return stackdir.default_stack_dir(spec_path, the_plan.name)
 
 
 class LintFailed(TrainstackError):
@@ -74,23 +67,29 @@ class RenderResult:
 
     @property
     def changed(self) -> list[stackdir.FileChange]:
-        return [c for c in self.changes if c.action != "identical"]
+        return [c for c in self.changes if c.changed]
+
+    @property
+    def kept(self) -> list[stackdir.FileChange]:
+        """Files in the folder that trainstack did not write and left alone."""
+        return [c for c in self.changes if c.action == "kept"]
 
 
 def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
                  catalog: Catalog | None = None) -> RenderResult:
     """Render a spec into its stack folder (or, with ``check``, only report what would change)."""
     the_plan = plan(spec_path, catalog)
-    files = render_files(the_plan, display_path(spec_path))
-    dest = Path(out_dir) if out_dir else default_stack_dir(the_plan)
-    files = stackdir.keep_stack_config(files, dest, the_plan.stack)
+    files = render_files(the_plan, spec_record(spec_path))
+    dest = Path(out_dir) if out_dir else default_stack_dir(the_plan, spec_path)
     if check:
+        stackdir.settle(dest)
+        files = stackdir.keep_stack_config(files, dest, the_plan.stack)
         return RenderResult(the_plan, dest, stackdir.compare(files, dest))
     report = lint_files(the_plan, files)
     if report.failed:
-        raise LintFailed(f"{display_path(spec_path)}: the generated program breaks secure-by-default rules; "
+        raise LintFailed(f"{spec_path}: the generated program breaks secure-by-default rules; "
                          f"nothing was written.\n{report.text().rstrip()}")
-    return RenderResult(the_plan, dest, stackdir.write(files, dest), report)
+    return RenderResult(the_plan, dest, stackdir.write(files, dest, stack=the_plan.stack), report)
 
 
 def run_files(the_plan: Plan, files: dict[str, str]) -> object:
@@ -103,7 +102,7 @@ def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
 
     with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
         dest = Path(tmp) / the_plan.name
-        stackdir.write(files, dest)
+        stackdir.write(files, dest, durable=False)
         graph = mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
                                     config={"alicloud:region": the_plan.region})
         return graph, live.stack_digest(dest, the_plan.stack)
@@ -133,6 +132,7 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
 
     target = Path(target)
     if target.is_dir():
+        stackdir.settle(target)
         if not stackdir.is_stack_dir(target):
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
         from . import live
@@ -140,7 +140,7 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
         graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
         return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
     the_plan = plan(target, catalog)
-    graph, digest = _run_files(the_plan, render_files(the_plan, display_path(target)))
+    graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
     return PreviewResult(the_plan, graph, str(target), digest)
 
 

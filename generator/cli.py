@@ -66,9 +66,11 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
     for spec in specs:
         result = api.render_stack(spec, output, check=check)
         for ch in result.changes:
-            if ch.action != "identical":
+            if ch.changed:
                 click.echo(f"{ch.action:>9}  {result.dest / ch.path}")
         same = sum(ch.action == "identical" for ch in result.changes)
+        if result.kept:
+            click.echo(f"{'kept':>9}  {', '.join(ch.path for ch in result.kept)} (not written by trainstack)")
         if not check:
             click.echo(f"{'ok':>9}  {result.dest}: {len(result.changed)} changed, {same} identical")
         if result.lint is not None:

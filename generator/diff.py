@@ -549,11 +549,11 @@ EMPTY_SIDES = ("-", "/dev/null")  # BASE for a spec that does not exist yet (as 
 def read_side(arg: str, cwd: str | Path | None = None) -> Side:
     """A spec file path, or ``GIT_REF:path`` read from git (the path relative to ``cwd`` or to the repository)."""
     from . import loader
-    from .api import display_path
+    from .stackdir import spec_record
 
     local = Path(arg) if cwd is None else Path(cwd) / arg
     if local.exists() or ":" not in arg or re.match(r"^[A-Za-z]:[\\/]", arg):
-        return Side(str(arg), loader.read_text(local), display_path(local))
+        return Side(str(arg), loader.read_text(local), spec_record(local))
     cwd = Path(cwd) if cwd is not None else Path.cwd()
     ref, path = arg.split(":", 1)
     if not ref or not path:
@@ -633,7 +633,7 @@ def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
     plan = planned.plan
     with tempfile.TemporaryDirectory(prefix="trainstack-diff-") as tmp:
         dest = Path(tmp) / plan.name
-        stackdir.write(planned.files, dest)
+        stackdir.write(planned.files, dest, durable=False)
         graph = mockrun.run_program(dest, project=plan.name, stack=plan.stack,
                                     config={"alicloud:region": plan.region})
     return graph, SideInfo(planned.side.label, plan.name, plan.stack, plan.region, len(graph.resources))

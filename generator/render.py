@@ -7,11 +7,12 @@ sorted order and every file ends with a newline. Only :mod:`generator.stackdir` 
 from __future__ import annotations
 
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from . import escape
+from .escape import py_literal
 from .plan import Plan, dumps
 
 PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
@@ -39,25 +40,10 @@ def _env() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        finalize=escape.finalize,  # every printed string is escaped for its language, or inert, or refused
     )
-    env.filters["py"] = py_literal
-    env.filters["json"] = lambda v: json.dumps(v, sort_keys=True)
+    env.filters.update(escape.FILTERS)
     return env
-
-
-def py_literal(value: Any) -> str:
-    """A Python literal for a plain value (str, int, float, bool, None, list, dict), deterministic."""
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(py_literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in sorted(value.items())) + "}"
-    raise TypeError(f"cannot render {type(value).__name__} as a Python literal")
 
 
 def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
@@ -74,7 +60,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "spec_path": spec_path,
         "tags": tags,
         "nodes": nodes,
-        "hostfile": hostfile,
+        "hostfile": escape.quoted_heredoc_body(hostfile, "HOSTFILE"),
         "master_addr": master,
         "launch_env": launch_env(plan),
         "node_mtu": n.mtu,
@@ -82,7 +68,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "dataset_bucket": (s.dataset.source.split("/")[2] if s.dataset else ""),
         "interval_seconds": k.interval_seconds,
         "spot_enabled": sp.enabled,
-        "requirements": [PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT],
+        "requirements": [escape.Escaped(r) for r in (PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT)],  # constants
     }
 
 

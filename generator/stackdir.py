@@ -1,17 +1,35 @@
-"""The only module that writes stack folders. Writes are atomic and never clobber a folder trainstack did not make.
+"""The only module that writes stack folders; a write never loses state, a venv or a file it did not write.
 
-A stack folder is rendered into a temporary sibling, then swapped in with renames, so an interrupted render
-leaves either the old folder or the new one, never a mix. A folder without the ``.trainstack`` marker is
-refused. Files are compared byte for byte so a re-render reports ``identical`` / ``update`` / ``create``.
+A stack folder holds the only local copy of a deployed cluster's Pulumi state (``.trainstack/state``), so:
+
+- **A new folder** is written into a sibling (``.NAME.new-PID``) and renamed into place.
+- **An existing folder** is updated in place through a journal: the new files are staged in
+  ``.trainstack/pending/`` with a manifest, a ``COMMITTED`` mark is renamed in (the commit point), then each file
+  is renamed over its old version and the journal removed. The folder itself, its state and its venv are never
+  moved or copied. Whatever instant a write is killed at, the next command (:func:`settle`) rolls an
+  uncommitted journal back or a committed one forward, so the folder is the old render or the new one.
+- **Writers are serialized** by an advisory lock on the parent folder; SIGINT and SIGTERM wait until the write
+  is done.
+- **Only trainstack's files are written or removed.** Files it does not own (notes, scripts, other stacks'
+  ``Pulumi.<stack>.yaml``) are kept and reported as ``kept``.
+- Folders left by trainstack 0.1's rename-based writer (``.NAME.old-PID``, ``.NAME.XXXX.tmp``) are recovered.
+
+Filesystem failures raise :class:`StackDirError` with one sentence that names the path.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
+import json
 import os
+import re
 import shutil
-import tempfile
-from collections.abc import Mapping
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,90 +37,389 @@ from typing import Any
 from .errors import TrainstackError
 from .render import MARKER
 
+PENDING = f"{MARKER}/pending"  # the journal of an update in progress
+STATE = f"{MARKER}/state"  # trainstack's default file:// Pulumi backend
+COMMITTED = "COMMITTED"
+# Files earlier versions of trainstack wrote and this one no longer does: removed on the next render. Anything
+# else that a render does not produce is the user's (or Pulumi's) and is kept.
+RETIRED: tuple[str, ...] = ()
+LOCK_TIMEOUT_SECONDS = 60.0
+
 
 class StackDirError(TrainstackError):
-    """A stack folder cannot be written (not ours, not writable)."""
+    """A stack folder cannot be written or read (not ours, not writable, busy)."""
 
 
 @dataclass(frozen=True, slots=True)
 class FileChange:
     path: str
-    action: str  # "create", "update", "identical" or "delete"
+    action: str  # "create", "update", "identical", "delete" (a retired trainstack file) or "kept" (not ours)
+
+    @property
+    def changed(self) -> bool:
+        return self.action in ("create", "update", "delete")
+
+
+def _fs_error(e: OSError, what: str, path: Path | str) -> StackDirError:
+    reason = e.strerror or str(e)
+    return StackDirError(f"cannot {what} {path}: {reason}")
+
+
+def _ignored(rel: str, files: Mapping[str, str]) -> bool:
+    """Paths render neither owns nor mentions: the venv, caches, Pulumi's state, the journal, stack configs."""
+    parts = rel.split("/")
+    if parts[0] in ("venv", ".venv", "__pycache__") or parts[-1].endswith(".pyc") or "__pycache__" in parts:
+        return True
+    if rel.startswith((f"{STATE}/", f"{PENDING}/")) or rel in (STATE, PENDING):
+        return True
+    return len(parts) == 1 and rel.startswith("Pulumi.") and rel.endswith(".yaml") and rel not in files
 
 
 def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
     """What writing ``files`` to ``dest`` would change, without writing anything."""
-    changes = []
-    for rel, text in sorted(files.items()):
-        target = dest / rel
-        if not target.exists():
-            changes.append(FileChange(rel, "create"))
-        elif target.read_bytes() != text.encode():
-            changes.append(FileChange(rel, "update"))
-        else:
-            changes.append(FileChange(rel, "identical"))
-    if dest.is_dir():
-        for p in sorted(dest.rglob("*")):
-            rel = p.relative_to(dest).as_posix()
-            if p.is_file() and rel not in files and not _ignored(rel):
-                changes.append(FileChange(rel, "delete"))
-    return changes
-
-
-def _ignored(rel: str) -> bool:
-    """Files a user's tools leave in a stack folder, which render neither owns nor removes."""
-    parts = rel.split("/")
-    return (parts[0] in ("venv", ".venv", "__pycache__") or rel.startswith(f"{MARKER}/state")
-            or parts[-1].endswith(".pyc") or parts[0].startswith("Pulumi.") and rel not in ("Pulumi.yaml",)
-            and not rel.endswith(".yaml"))
-
-
-def write(files: Mapping[str, str], dest: str | Path) -> list[FileChange]:
-    """Write a rendered stack to ``dest`` atomically; return what changed."""
     dest = Path(dest)
-    if dest.exists() and not dest.is_dir():
-        raise StackDirError(f"{dest} exists and is not a folder")
-    if dest.is_dir() and any(dest.iterdir()) and not (dest / MARKER).is_dir():
-        raise StackDirError(f"{dest} exists and was not created by trainstack (no {MARKER}/ inside); "
-                            "refusing to overwrite it. Choose another folder with -o, or remove it yourself.")
-    changes = compare(files, dest)
-    if all(c.action == "identical" for c in changes):
-        return changes
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    changes = []
     try:
-        if dest.is_dir():  # carry over what the user's tools keep there (venv, Pulumi state)
-            for p in dest.iterdir():
-                rel = p.name
-                if rel in ("venv", ".venv") or (p.is_dir() and rel == MARKER and (p / "state").exists()):
-                    if rel == MARKER:
-                        shutil.copytree(p / "state", tmp / MARKER / "state", symlinks=True)
-                    else:
-                        os.rename(p, tmp / rel)
-        for rel, text in files.items():
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-            if rel.endswith(".sh"):
-                target.chmod(0o755)
+        for rel, text in sorted(files.items()):
+            target = dest / rel
+            if not target.is_file():
+                changes.append(FileChange(rel, "create"))
+            elif target.read_bytes() != text.encode():
+                changes.append(FileChange(rel, "update"))
             else:
-                target.chmod(0o644)
-        old = None
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-            os.rename(dest, old)
-        os.rename(tmp, dest)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return changes
+                changes.append(FileChange(rel, "identical"))
+        if dest.is_dir():
+            for root, dirs, names in os.walk(dest):
+                rel_root = Path(root).relative_to(dest).as_posix()
+                prefix = "" if rel_root == "." else rel_root + "/"
+                dirs[:] = sorted(d for d in dirs if not _ignored(prefix + d, files))
+                for name in sorted(names):
+                    rel = prefix + name
+                    if rel in files or _ignored(rel, files):
+                        continue
+                    changes.append(FileChange(rel, "delete" if rel in RETIRED else "kept"))
+    except OSError as e:
+        raise _fs_error(e, "read", e.filename or dest) from None
+    return sorted(changes, key=lambda c: c.path)
 
 
 def is_stack_dir(path: Path) -> bool:
-    return path.is_dir() and (path / "__main__.py").is_file() and (path / MARKER).is_dir()
+    path = Path(path)
+    return path.is_dir() and (path / MARKER).is_dir() and (
+        (path / "__main__.py").is_file() or (path / PENDING / COMMITTED).is_file())
+
+
+# ----------------------------------------------------------------------------- where folders live
+STACKS_DIR = "stacks"
+
+
+def repository_root(path: str | Path) -> Path | None:
+    """The work tree of the git repository that holds ``path`` (a ``.git`` folder or worktree file), if any."""
+    here = Path(os.path.abspath(path))
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def spec_record(spec_path: str | Path) -> str:
+    """How a spec's path is recorded in its stack: relative to its repository (the file name outside one).
+
+    The same from any working folder, with relative or absolute paths, on any machine that has the checkout.
+    """
+    spec = Path(os.path.abspath(spec_path))
+    root = repository_root(spec.parent)
+    if root is None:
+        return spec.name
+    return spec.relative_to(root).as_posix()
+
+
+def default_stack_dir(spec_path: str | Path, name: str) -> Path:
+    """``stacks/<name>`` at the top of the spec's repository (beside the spec outside one), whatever the cwd."""
+    spec = Path(os.path.abspath(spec_path))
+    root = repository_root(spec.parent) or spec.parent
+    return shown(root / STACKS_DIR / name)
+
+
+def shown(path: Path) -> Path:
+    """Paths under the working folder are shown relative to it (``stacks/x``), others absolute."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def spec_candidates(stack_dir: Path, recorded: str) -> list[Path]:
+    """Where the spec recorded in a stack folder may be: its repository, the folder's ancestors, the cwd."""
+    if not recorded:
+        return []
+    rec = Path(recorded)
+    if rec.is_absolute():
+        return [rec]
+    here = Path(os.path.abspath(stack_dir))
+    roots = [here.parent.parent]
+    repo = repository_root(here)
+    if repo is not None:
+        roots.insert(0, repo)
+    roots += list(here.parents) + [Path.cwd()]
+    seen: list[Path] = []
+    for root in roots:
+        if root / rec not in seen:
+            seen.append(root / rec)
+    return seen
+
+
+# ----------------------------------------------------------------------------- locking and signals
+@contextlib.contextmanager
+def _locked(parent: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """An exclusive advisory lock on the folder that holds stack folders; released even if the process dies."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock (documented in docs/gitops.md)
+        yield
+        return
+    try:
+        fd = os.open(parent, os.O_RDONLY)
+    except OSError as e:
+        raise _fs_error(e, "open", parent) from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise _fs_error(e, "lock", parent) from None
+                if time.monotonic() >= deadline:
+                    raise StackDirError(f"another trainstack command has been writing in {parent} for over "
+                                        f"{timeout:.0f} s; try again when it has finished") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block is done, then deliver them (Ctrl-C never splits a write)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, lambda signum, frame: caught.append(signum))
+        except (ValueError, OSError):  # pragma: no cover - not allowed here
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in caught[:1]:
+            os.kill(os.getpid(), sig)
+
+
+# ----------------------------------------------------------------------------- writing
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_file(target: Path, text: str, rel: str, durable: bool) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.chmod(target, 0o755 if rel.endswith(".sh") else 0o644)
+
+
+def write(files: Mapping[str, str], dest: str | Path, *, stack: str | None = None,
+          durable: bool = True) -> list[FileChange]:
+    """Write a rendered stack to ``dest``; return what changed.
+
+    ``stack``: merge ``Pulumi.<stack>.yaml`` with what Pulumi or the user added to the existing one (salt,
+    ``pulumi config set`` values) under the lock. ``durable``: fsync (off for throw-away folders).
+    """
+    dest = Path(dest)
+    parent = dest.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _fs_error(e, "create", e.filename or parent) from None
+    with _locked(parent), _signals_deferred():
+        _settle_locked(dest)
+        if dest.exists() and not dest.is_dir():
+            raise StackDirError(f"{dest} exists and is not a folder")
+        if dest.is_dir() and any(dest.iterdir()) and not (dest / MARKER).is_dir():
+            raise StackDirError(f"{dest} exists and was not created by trainstack (no {MARKER}/ inside); "
+                                "refusing to write into it. Choose another folder with -o, or remove it yourself.")
+        if stack is not None:
+            files = keep_stack_config(files, dest, stack)
+        changes = compare(files, dest)
+        if not any(c.changed for c in changes):
+            return changes
+        try:
+            if dest.is_dir():
+                _update(files, dest, changes, durable)
+            else:
+                _create(files, dest, durable)
+        except OSError as e:
+            raise _fs_error(e, "write", e.filename or dest) from None
+    return changes
+
+
+def _create(files: Mapping[str, str], dest: Path, durable: bool) -> None:
+    tmp = dest.with_name(f".{dest.name}.new-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    os.mkdir(tmp)  # the umask's mode, like any folder the user makes (mkdtemp would make it 0700)
+    try:
+        for rel, text in files.items():
+            _write_file(tmp / rel, text, rel, durable)
+        if durable:
+            for d in {(tmp / rel).parent for rel in files}:
+                _fsync_dir(d)
+        os.rename(tmp, dest)
+        if durable:
+            _fsync_dir(dest.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _update(files: Mapping[str, str], dest: Path, changes: list[FileChange], durable: bool) -> None:
+    pending = dest / PENDING
+    shutil.rmtree(pending, ignore_errors=True)
+    write_rel = [c.path for c in changes if c.action in ("create", "update")]
+    delete_rel = [c.path for c in changes if c.action == "delete"]
+    try:
+        os.makedirs(pending / "files")
+        for rel in write_rel:
+            _write_file(pending / "files" / rel, files[rel], rel, durable)
+        manifest = json.dumps({"write": write_rel, "delete": delete_rel}, sort_keys=True)
+        _write_file(pending / "manifest.json", manifest, "manifest.json", durable)
+        if durable:
+            for d in {(pending / "files" / rel).parent for rel in write_rel} | {pending}:
+                _fsync_dir(d)
+        mark = pending / f"{COMMITTED}.tmp"
+        _write_file(mark, "", COMMITTED, durable)
+        os.rename(mark, pending / COMMITTED)  # the commit point
+        if durable:
+            _fsync_dir(pending)
+    except BaseException:
+        shutil.rmtree(pending, ignore_errors=True)  # not committed: the folder is still the old render
+        raise
+    _apply(dest, durable)
+
+
+def _apply(dest: Path, durable: bool = True) -> None:
+    """Roll a committed journal forward (idempotent: safe to repeat after a crash half-way through)."""
+    pending = dest / PENDING
+    manifest = json.loads((pending / "manifest.json").read_text(encoding="utf-8"))
+    for rel in manifest["write"]:
+        staged = pending / "files" / rel
+        if staged.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, dest / rel)
+    for rel in manifest["delete"]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dest / rel)
+    if durable:
+        for d in {(dest / rel).parent for rel in manifest["write"] + manifest["delete"]}:
+            _fsync_dir(d)
+    os.rename(pending / COMMITTED, pending / "APPLIED")  # so a crash below never re-applies stale files
+    shutil.rmtree(pending)
+
+
+# ----------------------------------------------------------------------------- recovery
+def _leftovers(dest: Path) -> list[tuple[str, Path]]:
+    """Siblings an interrupted write left: ``new`` (this version), ``old`` and ``tmp`` (trainstack 0.1)."""
+    try:
+        siblings = list(dest.parent.iterdir()) if dest.parent.is_dir() else []
+    except OSError:
+        return []
+    name = re.escape(dest.name)
+    pattern = re.compile(rf"\.{name}\.(?:(new|old)-[0-9]+|[a-z0-9_]{{8}}(\.tmp))")
+    found = []
+    for p in siblings:
+        m = pattern.fullmatch(p.name)
+        if m and p.is_dir():
+            found.append((m.group(1) or "tmp", p))
+    return sorted(found)
+
+
+def needs_settling(dest: Path) -> bool:
+    dest = Path(dest)
+    return (dest / PENDING).exists() or bool(_leftovers(dest))
+
+
+def settle(dest: str | Path) -> None:
+    """Finish or roll back whatever an interrupted write left in or beside ``dest``; wait for a running writer."""
+    dest = Path(dest)
+    if not dest.parent.is_dir() or not needs_settling(dest):
+        return
+    try:
+        with _locked(dest.parent), _signals_deferred():
+            _settle_locked(dest)
+    except OSError as e:
+        raise _fs_error(e, "repair", e.filename or dest) from None
+
+
+def _settle_locked(dest: Path) -> None:
+    pending = dest / PENDING
+    if pending.is_dir():
+        if (pending / COMMITTED).is_file() and (pending / "manifest.json").is_file():
+            _apply(dest)
+        else:
+            shutil.rmtree(pending)
+    for kind, leftover in _leftovers(dest):
+        if kind == "new":
+            shutil.rmtree(leftover, ignore_errors=True)  # a new folder never finished: it held nothing else
+        elif kind == "old":
+            _recover_legacy_old(leftover, dest)
+        else:
+            _recover_legacy_tmp(leftover, dest)
+
+
+def _recover_legacy_old(old: Path, dest: Path) -> None:
+    """trainstack 0.1 renamed the folder to ``.NAME.old-PID`` before moving the new one in."""
+    if not dest.exists():
+        os.rename(old, dest)  # killed between its two renames: the old folder is the folder
+        return
+    _rescue(old, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover_legacy_tmp(tmp: Path, dest: Path) -> None:
+    """trainstack 0.1 built the new folder in ``.NAME.XXXX.tmp``, moving the venv and copying the state into it."""
+    if not dest.exists():
+        if (tmp / MARKER).is_dir():
+            os.rename(tmp, dest)  # the only copy left; files the kill cut short are re-rendered next time
+            return
+    else:
+        _rescue(tmp, dest)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rescue(src: Path, dest: Path) -> None:
+    """Move the venv and the Pulumi state from a leftover folder back into ``dest`` when ``dest`` lacks them."""
+    for rel in ("venv", ".venv", STATE):
+        if (src / rel).is_dir() and not (dest / rel).exists():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(src / rel, dest / rel)
 
 
 # ----------------------------------------------------------------------------- Pulumi.<stack>.yaml

@@ -38,6 +38,7 @@ URN = "urn:pulumi:dev::finetune-7b::"
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A scratch repository (examples/ copied in) as the working folder, and an environment with no secrets."""
     (tmp_path / "examples").mkdir()
+    (tmp_path / ".git").mkdir()  # the top of a repository: stacks/ goes here, whatever the working folder
     shutil.copy(ROOT / SPEC, tmp_path / SPEC)
     monkeypatch.chdir(tmp_path)
     for var in CREDENTIAL_VARS:

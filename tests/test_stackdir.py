@@ -48,17 +48,18 @@ def test_a_failed_write_leaves_the_previous_folder_intact(tmp_path: Path, spec: 
     real_open = open
 
     def failing_open(file, *args, **kwargs):  # the disk fills up half-way through the new render
-        if str(file).endswith("plan.json") and ".tmp" in str(file):
+        if str(file).endswith("plan.json") and "pending" in str(file):
             raise OSError(28, "No space left on device")
         return real_open(file, *args, **kwargs)
 
     spec.write_text(SPEC.replace("7B", "8B"))
     monkeypatch.setattr("builtins.open", failing_open)
-    with pytest.raises(OSError):
+    with pytest.raises(stackdir.StackDirError, match="No space left on device"):
         api.render_stack(spec, dest)
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in dest.iterdir() if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stack.")]
+    assert not (dest / ".trainstack" / "pending").exists()
 
 
 def test_rerender_keeps_what_pulumi_and_users_added_to_the_stack_config(tmp_path: Path, spec: Path) -> None:
