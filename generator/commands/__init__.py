@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..errors import EXIT_USAGE, SpecErrors, TrainstackError
+from ..errors import EXIT_FAILURE, EXIT_USAGE, SpecErrors, TrainstackError
 
 
 def handle(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,8 +37,15 @@ def handle(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             click.echo(f"error: {e}", err=True)
             sys.exit(e.exit_code)
+        except OSError as e:  # a filesystem failure outside the stack writer: one sentence, no traceback
+            if debug:
+                raise
+            where = f"{e.filename}: " if e.filename else ""
+            click.echo(f"error: {where}{e.strerror or e}", err=True)
+            sys.exit(EXIT_FAILURE)
         except KeyboardInterrupt:
-            click.echo("interrupted; nothing half-written was left behind", err=True)
+            click.echo("interrupted; a stack folder being written is completed or rolled back, never left "
+                       "half-written", err=True)
             sys.exit(130)
     return wrapper
 
