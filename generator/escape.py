@@ -124,13 +124,14 @@ _YAML_RESERVED = re.compile(r"(?i)(y|yes|n|no|true|false|on|off|null|~|[-+]?(\.i
 
 
 def yaml_scalar(value: Any) -> Escaped:
-    """A YAML scalar: plain when that reads back as the same string, else double-quoted (JSON syntax)."""
+    """A YAML scalar: plain when that reads back as the same string, else double-quoted with escapes."""
     if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
         return Escaped(json.dumps(value))
     text = str(value)
     if _YAML_PLAIN.fullmatch(text) and not _YAML_RESERVED.fullmatch(text):
         return Escaped(text)
-    return Escaped(json.dumps(text, ensure_ascii=False))
+    # YAML's double-quoted style knows the \\ \" \n \t \xXX \uXXXX \UXXXXXXXX escapes Python uses.
+    return Escaped('"' + _escape_nonprintable(text.replace("\\", "\\\\").replace('"', '\\"')) + '"')
 
 
 # --------------------------------------------------------------------------------------------- Markdown

@@ -171,7 +171,7 @@ def spec_candidates(stack_dir: Path, recorded: str) -> list[Path]:
 
 # ----------------------------------------------------------------------------- locking and signals
 @contextlib.contextmanager
-def _locked(parent: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+def _locked(parent: Path, timeout: float | None = None) -> Iterator[None]:
     """An exclusive advisory lock on the folder that holds stack folders; released even if the process dies."""
     try:
         import fcntl
@@ -182,6 +182,7 @@ def _locked(parent: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[Non
         fd = os.open(parent, os.O_RDONLY)
     except OSError as e:
         raise _fs_error(e, "open", parent) from None
+    timeout = LOCK_TIMEOUT_SECONDS if timeout is None else timeout
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -76,3 +77,156 @@ def test_rerender_keeps_what_pulumi_and_users_added_to_the_stack_config(tmp_path
     text = config.read_text()
     assert "trainstack:imageId: m-abc123" in text and "encryptionsalt: v1:abc:def" in text
     assert "alicloud:region: cn-wulanchabu" in text
+
+
+# ----------------------------------------------------------------------------- same bytes from anywhere
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "examples").mkdir()
+    (repo / "examples" / "run.yaml").write_text(SPEC)
+    return repo
+
+
+def test_render_check_and_digest_agree_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    repo = _repo(tmp_path)
+    monkeypatch.chdir(repo)
+    assert CliRunner().invoke(main, ["render", "examples/run.yaml"]).exit_code == 0
+    dest = repo / "stacks" / "small-run"
+    assert '"examples/run.yaml"' in (dest / ".trainstack" / "DO_NOT_EDIT").read_text()
+    digests = set()
+    for cwd, spec in ((repo, "examples/run.yaml"), (repo / "examples", "run.yaml"),
+                      (tmp_path, str(repo / "examples" / "run.yaml")), (repo / "stacks", "../examples/run.yaml")):
+        monkeypatch.chdir(cwd)
+        out = CliRunner().invoke(main, ["render", "--check", spec])
+        assert out.exit_code == 0 and "up to date" in out.output, (cwd, out.output)
+        assert api.render_stack(spec, check=True).dest.resolve() == dest  # stacks/ of the repository
+        digests.add(api.preview(spec).digest)
+        digests.add(api.preview(dest).digest)
+    assert len(digests) == 1
+    assert not (repo / "examples" / "stacks").exists() and not (tmp_path / "stacks").exists()
+
+
+def test_outside_a_repository_the_stack_goes_beside_the_spec(tmp_path: Path, spec: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = api.render_stack(spec)
+    assert result.dest.resolve() == tmp_path / "stacks" / "small-run"
+    assert '"spec.yaml"' in (result.dest / ".trainstack" / "DO_NOT_EDIT").read_text()
+
+
+# ----------------------------------------------------------------------------- never delete what is not ours
+def test_user_files_and_other_stacks_configs_survive_a_render(tmp_path: Path, spec: Path) -> None:
+    dest = tmp_path / "stack"
+    api.render_stack(spec, dest)
+    (dest / "Pulumi.dev.yaml").write_text((dest / "Pulumi.dev.yaml").read_text() + "encryptionsalt: v1:dev\n")
+    (dest / "NOTES.md").write_text("why we run this\n")
+    (dest / "scripts").mkdir()
+    (dest / "scripts" / "train.sh").write_text("#!/bin/sh\n")
+    spec.write_text(SPEC + "stack: prod\n")
+    result = api.render_stack(spec, dest)
+    assert {c.path for c in result.kept} == {"NOTES.md", "scripts/train.sh"}
+    assert "encryptionsalt: v1:dev" in (dest / "Pulumi.dev.yaml").read_text()  # the other stack's config
+    assert (dest / "Pulumi.prod.yaml").is_file()
+    assert (dest / "NOTES.md").read_text() == "why we run this\n" and (dest / "scripts" / "train.sh").is_file()
+    assert not api.render_stack(spec, dest, check=True).changed  # kept files do not make the folder stale
+
+
+def test_folder_modes_stay_as_they_were(tmp_path: Path, spec: Path) -> None:
+    dest = tmp_path / "stack"
+    api.render_stack(spec, dest)
+    dest.chmod(0o750)
+    spec.write_text(SPEC.replace("7B", "8B"))
+    api.render_stack(spec, dest)
+    assert dest.stat().st_mode & 0o777 == 0o750
+    assert (dest / "node-init.sh").stat().st_mode & 0o777 == 0o755
+    assert (dest / "plan.json").stat().st_mode & 0o777 == 0o644
+
+
+# ----------------------------------------------------------------------------- filesystem errors
+def test_filesystem_errors_are_one_sentence_naming_the_path(tmp_path: Path, spec: Path) -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = CliRunner().invoke(main, ["render", str(spec), "-o", str(blocker / "stack")])
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    assert out.output.startswith(f"error: cannot create {blocker}") and out.output.count("\n") == 1
+
+
+def test_an_unwritable_folder_leaves_nothing_behind(tmp_path: Path, spec: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    dest = tmp_path / "stack"
+    api.render_stack(spec, dest)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    spec.write_text(SPEC.replace("7B", "8B"))
+    real_makedirs = os.makedirs
+
+    def read_only(path, *args, **kwargs):  # as a read-only folder answers (root ignores chmod, so simulate it)
+        if "pending" in str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_makedirs(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", read_only)
+    with pytest.raises(stackdir.StackDirError, match=r"cannot write .*pending.*: Permission denied"):
+        api.render_stack(spec, dest)
+    monkeypatch.undo()
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+# ----------------------------------------------------------------------------- one writer at a time
+def test_a_second_writer_waits_and_then_gives_up_with_a_message(tmp_path: Path, spec: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+
+    dest = tmp_path / "stack"
+    files = api.render_files(api.plan(spec), "spec.yaml")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another trainstack is writing in this folder
+    try:
+        monkeypatch.setattr(stackdir, "LOCK_TIMEOUT_SECONDS", 0.3)
+        with pytest.raises(stackdir.StackDirError, match="another trainstack command has been writing"):
+            stackdir.write(files, dest)
+        assert not dest.exists()
+    finally:
+        os.close(fd)
+    stackdir.write(files, dest)
+    assert stackdir.is_stack_dir(dest)
+
+
+def test_concurrent_renders_into_one_folder_are_serialized(tmp_path: Path, spec: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom generator import api\n"
+            "api.render_stack(sys.argv[1], sys.argv[2])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(spec), str(tmp_path / "stack")],
+                              cwd=Path(__file__).resolve().parents[1], stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errors
+    assert not api.render_stack(spec, tmp_path / "stack", check=True).changed
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stack.")]
+
+
+# ----------------------------------------------------------------------------- folders left by trainstack 0.1
+def test_a_folder_renamed_away_by_an_interrupted_0_1_render_comes_back(tmp_path: Path, spec: Path) -> None:
+    dest = tmp_path / "stack"
+    api.render_stack(spec, dest)
+    (dest / ".trainstack" / "state").mkdir()
+    (dest / ".trainstack" / "state" / "stack.json").write_text("{}")
+    os.rename(dest, tmp_path / ".stack.old-4242")  # killed between 0.1's two renames
+    tmp = tmp_path / ".stack.abcd1234.tmp"
+    (tmp / "venv").mkdir(parents=True)  # 0.1 had moved the venv into its temporary folder
+    stackdir.settle(dest)
+    assert (dest / ".trainstack" / "state" / "stack.json").read_text() == "{}"
+    assert (dest / "venv").is_dir()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stack.")]
