@@ -79,3 +79,42 @@ def test_previews_under_load_leave_no_event_loop_to_the_garbage_collector() -> N
             assert proc.returncode == 0, err
             assert "would be created" in out
             assert "Exception ignored" not in err and "unclosed" not in err, err
+
+
+# ------------------------------------------------------------------------------------------------ catalog
+def test_catalog_unknown_gpu_says_so_and_lists_the_known_ones() -> None:
+    result = CliRunner().invoke(main, ["catalog", "--gpu", "H2"])
+    assert result.exit_code == 2
+    assert "unknown GPU 'H2'; did you mean 'H20'?" in result.output
+    assert "known GPUs: A10, A100-40G, A100-80G" in result.output
+    assert "nothing was written" not in result.output
+    result = CliRunner().invoke(main, ["catalog", "--lingjun", "--gpu", "nope"])
+    assert result.exit_code == 2 and "unknown GPU 'nope'" in result.output
+    result = CliRunner().invoke(main, ["catalog", "--regions", "--region", "cn-hangzou"])
+    assert result.exit_code == 2 and "did you mean 'cn-hangzhou'?" in result.output
+
+
+def test_catalog_gpu_filters_lingjun_machine_types_and_regions() -> None:
+    from generator.catalog import load_catalog
+
+    cat = load_catalog()
+    result = CliRunner().invoke(main, ["catalog", "--lingjun", "--gpu", "a100", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["lingjun_machine_types"]
+    assert rows and {r["gpu"] for r in rows} == {"A100-80G"}
+    result = CliRunner().invoke(main, ["catalog", "--lingjun", "--gpu", "H20"])
+    assert result.exit_code == 0 and "no Lingjun machine type with H20 GPUs" in result.output
+
+    h20_families = {t.family for t in cat.instance_types if t.gpu == "H20"}
+    expected = [r.id for r in cat.regions if h20_families & set(r.gpu_families)]
+    result = CliRunner().invoke(main, ["catalog", "--regions", "--gpu", "H20", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["id"] for r in json.loads(result.output)] == expected
+    assert expected and len(expected) < len(cat.regions)
+    text = CliRunner().invoke(main, ["catalog", "--regions", "--gpu", "H20"]).output
+    assert "GPU families with H20 GPUs" in text and "gn7e" not in text  # only the families that have the GPU
+
+
+def test_catalog_regions_and_lingjun_are_separate_lists() -> None:
+    result = CliRunner().invoke(main, ["catalog", "--regions", "--lingjun"])
+    assert result.exit_code == 2 and "give one of them" in result.output
