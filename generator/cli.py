@@ -30,10 +30,13 @@ def validate(spec: str) -> None:
     """Check a spec file (syntax, types, catalog facts, sizing, lint) without writing anything."""
     from . import api
     from .lint import lint_target
+    from .report import warning_lines
 
     p = api.plan(spec)
     report = lint_target(spec)
     click.echo(report.text(), nl=False)
+    for line in warning_lines(p):
+        click.echo(line)
     if report.failed:
         sys.exit(EXIT_FAILURE)
     click.echo(f"{spec}: ok ({p.compute.nodes} x {p.compute.instance_type}, {len(p.warnings)} warning(s))")

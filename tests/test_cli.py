@@ -118,3 +118,18 @@ def test_catalog_gpu_filters_lingjun_machine_types_and_regions() -> None:
 def test_catalog_regions_and_lingjun_are_separate_lists() -> None:
     result = CliRunner().invoke(main, ["catalog", "--regions", "--lingjun"])
     assert result.exit_code == 2 and "give one of them" in result.output
+
+
+def test_validate_lists_each_warning_as_plan_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    p = api.plan("examples/pretrain-70b.yaml")
+    assert p.warnings
+    result = CliRunner().invoke(main, ["validate", "examples/pretrain-70b.yaml"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1] == (f"examples/pretrain-70b.yaml: ok ({p.compute.nodes} x {p.compute.instance_type}, "
+                         f"{len(p.warnings)} warning(s))")
+    listed = [line for line in lines if line.startswith("  ! ")]
+    assert listed == [f"  ! {w}" for w in p.warnings]
+    plan_out = CliRunner().invoke(main, ["plan", "examples/pretrain-70b.yaml"]).output
+    assert all(line in plan_out.splitlines() for line in listed)
