@@ -108,6 +108,13 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
         return
     if backend:
         raise click.UsageError("--backend goes with --live")
+    from pathlib import Path
+
+    from . import stackdir
+    from .errors import BadInput, not_a_stack_folder
+
+    if Path(target).is_dir() and not stackdir.is_stack_dir(Path(target)):
+        raise BadInput(not_a_stack_folder(target))
     result = api.preview(target)
     g = result.graph
     if as_json:

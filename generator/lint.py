@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from .errors import EXIT_USAGE, TrainstackError
+from .errors import EXIT_USAGE, TrainstackError, not_a_stack_folder
 
 Severity = Literal["error", "warning"]
 
@@ -704,8 +704,7 @@ def lint_target(target: str | Path) -> LintReport:
 
     path = Path(target)
     if path.is_dir() and not stackdir.is_stack_dir(path):
-        raise LintInputError(f"{path} is a folder but not a stack folder rendered by trainstack "
-                             "(no __main__.py and .trainstack/ inside); give a spec file or a stack folder")
+        raise LintInputError(not_a_stack_folder(path))
     result = api.preview(path)
     if result.plan is not None:
         waivers = waivers_of(result.plan.waivers)

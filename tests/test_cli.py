@@ -133,3 +133,19 @@ def test_validate_lists_each_warning_as_plan_does(monkeypatch: pytest.MonkeyPatc
     assert listed == [f"  ! {w}" for w in p.warnings]
     plan_out = CliRunner().invoke(main, ["plan", "examples/pretrain-70b.yaml"]).output
     assert all(line in plan_out.splitlines() for line in listed)
+
+
+@pytest.mark.parametrize("args", [["preview"], ["preview", "--json"], ["lint"], ["preview", "--live"], ["up"],
+                                  ["destroy", "--yes"], ["refresh", "--yes"], ["outputs"]])
+def test_a_folder_that_is_not_a_stack_folder_is_bad_input(args: list[str], tmp_path: Path) -> None:
+    from generator.errors import not_a_stack_folder
+    from generator.live import FakeEngine
+
+    folder = tmp_path / "not-a-stack"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("print('a Pulumi program trainstack did not render')\n")
+    result = CliRunner().invoke(main, [*args, str(folder)], obj={"engine": FakeEngine()})
+    assert result.exit_code == 2, result.output
+    assert "not a stack folder rendered by trainstack" in result.stderr and "Traceback" not in result.output
+    if args[0] in ("preview", "lint") and "--live" not in args:
+        assert result.stderr == f"error: {not_a_stack_folder(folder)}\n"
