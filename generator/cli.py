@@ -13,7 +13,7 @@ import sys
 import click
 
 from .commands import handle as _handle
-from .errors import EXIT_FAILURE, SpecErrors
+from .errors import EXIT_FAILURE
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
