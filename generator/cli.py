@@ -13,7 +13,7 @@ import sys
 import click
 
 from .commands import handle as _handle
-from .errors import EXIT_FAILURE, SpecErrors
+from .errors import EXIT_FAILURE
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -30,10 +30,13 @@ def validate(spec: str) -> None:
     """Check a spec file (syntax, types, catalog facts, sizing, lint) without writing anything."""
     from . import api
     from .lint import lint_target
+    from .report import warning_lines
 
     p = api.plan(spec)
     report = lint_target(spec)
     click.echo(report.text(), nl=False)
+    for line in warning_lines(p):
+        click.echo(line)
     if report.failed:
         sys.exit(EXIT_FAILURE)
     click.echo(f"{spec}: ok ({p.compute.nodes} x {p.compute.instance_type}, {len(p.warnings)} warning(s))")
@@ -107,6 +110,13 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
         return
     if backend:
         raise click.UsageError("--backend goes with --live")
+    from pathlib import Path
+
+    from . import stackdir
+    from .errors import BadInput, not_a_stack_folder
+
+    if Path(target).is_dir() and not stackdir.is_stack_dir(Path(target)):
+        raise BadInput(not_a_stack_folder(target))
     result = api.preview(target)
     g = result.graph
     if as_json:
@@ -120,8 +130,9 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
 
 
 @main.command()
-@click.option("--gpu", help="Only instance types with this GPU (e.g. A100-80G, H20, L20).")
-@click.option("--region", help="Only instance types the catalog lists for this region.")
+@click.option("--gpu", help="Only instance types with this GPU (e.g. A100-80G, H20, L20); with --regions, the regions "
+                            "that offer it; with --lingjun, the machine types that have it.")
+@click.option("--region", help="Only instance types the catalog lists for this region (with --regions: that region).")
 @click.option("--regions", "list_regions", is_flag=True, help="List regions and zones instead.")
 @click.option("--lingjun", "list_lingjun", is_flag=True, help="List Lingjun (eflo) machine types instead.")
 @click.option("--json", "as_json", is_flag=True)
@@ -132,14 +143,33 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
 
     from . import report
     from .catalog import load_catalog
-    from .errors import Problem, did_you_mean
+    from .errors import did_you_mean
 
+    if list_regions and list_lingjun:
+        raise click.UsageError("--regions and --lingjun are two different lists; give one of them.")
     cat = load_catalog()
+    g = None
+    if gpu is not None:
+        g = cat.gpu(gpu)
+        if g is None:
+            hint = did_you_mean(gpu, [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)])
+            raise click.BadParameter(f"unknown GPU '{gpu}'{'; ' + hint if hint else ''} (known GPUs: "
+                                     f"{', '.join(cat.gpu_names())}).", param_hint="'--gpu'")
+    if region is not None and cat.region(region) is None:
+        hint = did_you_mean(region, cat.region_ids())
+        raise click.BadParameter(f"unknown region '{region}'{'; ' + hint if hint else ''} (known regions: "
+                                 f"{', '.join(cat.region_ids())}).", param_hint="'--region'")
+    with_gpu = f" with {g.name} GPUs" if g else ""
     if list_lingjun:
-        rows = [dataclasses.asdict(t) for t in cat.lingjun_types if not region or region in t.regions]
+        lingjun = [t for t in cat.lingjun_types
+                   if (not region or region in t.regions) and (g is None or t.gpu == g.name)]
         if as_json:
-            click.echo(json.dumps({"version": cat.version, "date": cat.date, "lingjun_machine_types": rows},
+            click.echo(json.dumps({"version": cat.version, "date": cat.date,
+                                   "lingjun_machine_types": [dataclasses.asdict(t) for t in lingjun]},
                                   indent=2, sort_keys=True))
+        elif not lingjun:
+            click.echo(f"no Lingjun machine type{with_gpu}{f' in {region}' if region else ''} in catalog "
+                       f"{cat.version} ({cat.date})")
         else:
             click.echo(report.table(["machine type", "GPU", "#", "GiB/GPU", "RDMA Gbit/s", "regions", "HPN zones",
                                      "payment", "CNY/h"], [
@@ -147,27 +177,33 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
                  f"{t.rdma_gbps:g}" if t.rdma_gbps else "", " ".join(t.regions),
                  " ".join(f"{z}:{h}" for z, h in t.hpn_zones), "/".join(t.payment_types),
                  f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else "")]
-                for t in cat.lingjun_types if not region or region in t.regions], right=(2, 3, 4, 8)))
+                for t in lingjun], right=(2, 3, 4, 8)))
             click.echo("? GPU model unverified   * estimated price (generator/catalog/data/v1/README.md)")
         return
     if list_regions:
-        rows = [dataclasses.asdict(r) for r in cat.regions]
+        # with --gpu: the regions where an ECS family or a Lingjun machine type with that GPU is offered
+        families = {t.family for t in cat.instance_types if g is None or t.gpu == g.name}
+        lingjun_regions = {r for t in cat.lingjun_types if g is None or t.gpu == g.name for r in t.regions}
+        regions = []
+        for r in cat.regions:
+            offered = tuple(f for f in r.gpu_families if f in families)
+            lingjun = r.lingjun and (g is None or r.id in lingjun_regions)
+            if (region is None or r.id == region) and (g is None or offered or lingjun):
+                regions.append((r, offered, lingjun))
         if as_json:
-            click.echo(json.dumps(rows, indent=2, sort_keys=True))
+            click.echo(json.dumps([dataclasses.asdict(r) for r, _, _ in regions], indent=2, sort_keys=True))
+        elif not regions:
+            click.echo(f"no region{with_gpu}{f' matches {region}' if region else ''} in catalog {cat.version} "
+                       f"({cat.date})")
         else:
-            click.echo(report.table(["region", "zones", "CPFS", "Lingjun", "GPU families (verified?)"], [
-                [r.id, " ".join(r.zones), "yes" if r.cpfs else "", "yes" if r.lingjun else "",
-                 " ".join(r.gpu_families) + ("" if r.verified else "  (unverified)")] for r in cat.regions]))
+            click.echo(report.table(["region", "zones", "CPFS", "Lingjun", f"GPU families{with_gpu} (verified?)"], [
+                [r.id, " ".join(r.zones), "yes" if r.cpfs else "", "yes" if lingjun else "",
+                 " ".join(offered) + ("" if r.verified else "  (unverified)")] for r, offered, lingjun in regions]))
         return
     types = list(cat.instance_types)
-    if gpu:
-        g = cat.gpu(gpu)
-        if g is None:
-            raise SpecErrors([Problem(("--gpu",), f"unknown GPU '{gpu}'", did_you_mean(gpu, cat.gpu_names()))])
+    if g is not None:
         types = [t for t in types if t.gpu == g.name]
     if region:
-        if cat.region(region) is None:
-            raise SpecErrors([Problem(("--region",), f"unknown region '{region}'", did_you_mean(region, cat.region_ids()))])
         names = {t.name for t in cat.types_in_region(region)}
         types = [t for t in types if t.name in names]
     if as_json:

@@ -23,6 +23,18 @@ class TrainstackError(Exception):
     exit_code = EXIT_FAILURE
 
 
+class BadInput(TrainstackError):
+    """The command line names something trainstack cannot use (bad input, exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+def not_a_stack_folder(path: object) -> str:
+    """The sentence every command says when a folder it is given is not one trainstack rendered."""
+    return (f"{path} is a folder but not a stack folder rendered by trainstack (one has __main__.py and "
+            ".trainstack/); give a spec file or a stack folder")
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with a spec, at a place the user can find."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from .errors import EXIT_USAGE, TrainstackError
+from .errors import EXIT_USAGE, TrainstackError, not_a_stack_folder
 
 Severity = Literal["error", "warning"]
 
@@ -129,6 +129,10 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     _rule("TS019", "error", "NAS file systems are encrypted at rest",
           "Standard and Extreme NAS support encryption (encrypt_type 1 with a NAS-managed key, or 2 with a KMS "
           "key). CPFS cannot be encrypted (encrypt_type 0 only), so it is exempt."),
+    _rule("TS020", "error", "What secures a kept OSS bucket is kept with it",
+          "A bucket that outlives a destroy must keep its ACL, public access block, versioning and encryption "
+          "resources too: without protect=True and retain_on_delete=True a data-keeping destroy deletes them "
+          "(DeleteBucketPublicAccessBlock) and leaves the kept bucket open to a later public ACL or policy."),
 )}
 
 # Resource type tokens (pulumi_alicloud 4.0.0).
@@ -341,6 +345,22 @@ def _bucket_kept(ix: _Index) -> Iterator[tuple[_Resource, str]]:
             problems.append("force_destroy=True would delete every object with it")
         if problems:
             yield b, f"bucket {_in(b, 'bucket', b.name)!s} would not survive a destroy: {'; '.join(problems)}"
+
+
+# Separate resources that secure a bucket; a bucket that survives a destroy needs them to survive it too.
+BUCKET_SECURING = {BUCKET_ACL: "oss.BucketAcl", BUCKET_PAB: "oss.BucketPublicAccessBlock",
+                   BUCKET_VERSIONING: "oss.BucketVersioning", BUCKET_SSE: "oss.BucketServerSideEncryption"}
+
+
+@_check("TS020")
+def _bucket_security_kept(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for b in ix.of(BUCKET):
+        if not (b.protect or b.retain_on_delete):
+            continue  # a bucket that does not survive a destroy is TS007's finding
+        for r in _bucket_companions(ix, b, tuple(BUCKET_SECURING)):
+            if _not_kept(r):
+                yield r, (f"{BUCKET_SECURING[r.type]} {r.name} of the kept bucket {_in(b, 'bucket', b.name)!s} "
+                          f"lacks {' and '.join(_not_kept(r))}: a destroy that keeps the bucket would delete it")
 
 
 def _policy_document(r: _Resource) -> tuple[list[Mapping[str, Any]], str]:
@@ -684,8 +704,7 @@ def lint_target(target: str | Path) -> LintReport:
 
     path = Path(target)
     if path.is_dir() and not stackdir.is_stack_dir(path):
-        raise LintInputError(f"{path} is a folder but not a stack folder rendered by trainstack "
-                             "(no __main__.py and .trainstack/ inside); give a spec file or a stack folder")
+        raise LintInputError(not_a_stack_folder(path))
     result = api.preview(path)
     if result.plan is not None:
         waivers = waivers_of(result.plan.waivers)

@@ -14,7 +14,9 @@ import io
 import logging
 import runpy
 import sys
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,19 +157,49 @@ def _program_context(program_dir: Path) -> Iterator[None]:
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
+_THREAD_LOOPS: list[asyncio.AbstractEventLoop] = []
+_THREAD_LOOPS_LOCK = threading.Lock()
+
+
+def _thread_loop() -> None:
+    """Initializer of the mock runs' executor threads: each thread's own event loop, recorded for closing.
+
+    Pulumi runs every resource registration and invoke in the event loop's default executor, and its mock
+    monitor needs an event loop in that worker thread; without one set, it creates one per thread and nobody
+    closes it. At interpreter exit the garbage collector then finalized such a loop after its self-pipe socket
+    ("Exception ignored in BaseEventLoop.__del__ ... Invalid file descriptor: -1"), depending on timing.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    with _THREAD_LOOPS_LOCK:
+        _THREAD_LOOPS.append(loop)
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
-    """One event loop per process for every mock run, closed at exit.
+    """One event loop per process for every mock run, with an executor whose threads have their own loops.
 
-    Pulumi's runtime creates a loop of its own whenever none is set; a loop per run, closed and unset
-    afterwards, left such loops to the garbage collector, which then failed to close them cleanly.
+    Every loop is closed at exit (:func:`_close_loops`), before the interpreter starts finalizing objects, so
+    none is left to the garbage collector.
     """
     global _LOOP
     if _LOOP is None or _LOOP.is_closed():
         _LOOP = asyncio.new_event_loop()
-        atexit.register(_LOOP.close)
+        executor = ThreadPoolExecutor(thread_name_prefix="trainstack-mockrun", initializer=_thread_loop)
+        _LOOP.set_default_executor(executor)
+        atexit.register(_close_loops, _LOOP, executor)
     return _LOOP
+
+
+def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
+    """Close ``loop``, wait for its executor's threads to end, then close the loops those threads made."""
+    if not loop.is_closed():
+        loop.close()
+    executor.shutdown(wait=True)
+    with _THREAD_LOOPS_LOCK:
+        loops, _THREAD_LOOPS[:] = list(_THREAD_LOOPS), []
+    for thread_loop in loops:
+        if not thread_loop.is_running():
+            thread_loop.close()
 
 
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",

@@ -21,6 +21,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     return "\n".join(out)
 
 
+def warning_lines(plan: Plan) -> list[str]:
+    """The plan's warnings as ``plan`` and ``validate`` print them: a heading, then one ``  ! ...`` line each."""
+    return ["Warnings", *(f"  ! {w}" for w in plan.warnings)] if plan.warnings else []
+
+
 def plan_text(plan: Plan) -> str:
     c, m, z, cost = plan.compute, plan.model, plan.sizing, plan.cost
     lines = [
@@ -79,7 +84,7 @@ def plan_text(plan: Plan) -> str:
              f"{x.per_gpu_gib:.1f}" if x.nodes else "", f"{x.cost_per_hour:,.2f}" if x.nodes else "", x.verdict]
             for x in plan.candidates], right=(1, 2, 4, 5)))
     if plan.warnings:
-        lines += ["", "Warnings"] + [f"  ! {w}" for w in plan.warnings]
+        lines += ["", *warning_lines(plan)]
     if plan.waivers:
         lines += ["", "Waived lint rules"] + [f"  {w.rule}: {w.reason}" for w in plan.waivers]
     return "\n".join(lines) + "\n"

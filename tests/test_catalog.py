@@ -21,8 +21,9 @@ from generator.catalog import (
 
 DATA = Path(__file__).resolve().parents[1] / "generator" / "catalog" / "data" / CATALOG_VERSION
 
-# Section 1c of /work/shared/reference/alicloud-facts.md:
-# pay-as-you-go CNY/h, cn-shanghai, 2023-06 [3P-PRICE].
+# The only list prices, [3P-PRICE]: ArthurChiao, "GPU Prices Quick Reference" (2023-06-17), section "AlibabaCloud
+# (as of 2023.06)", https://github.com/ArthurChiao/arthurchiao.github.io _posts/2023-06-17-gpu-prices.md:
+# pay-as-you-go CNY/h, cn-shanghai, 2023-06.
 REFERENCE_PRICES = {
     "ecs.gn7e-c16g1.4xlarge": 34.74,
     "ecs.gn7e-c16g1.16xlarge": 138.96,

@@ -85,6 +85,23 @@ def test_program_runs_under_the_mock_runtime(name: str) -> None:
     assert all(r.get("cidr_ip") not in ("0.0.0.0/0",) for r in sg_rules)
 
 
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_what_secures_the_checkpoint_bucket_is_kept_with_it(name: str) -> None:
+    """A data-keeping destroy keeps protected resources only: the ACL and the public-access block must be too."""
+    g = graph_of(name)
+    bucket = g.one("alicloud:oss/bucket:Bucket")
+    acl = g.one("alicloud:oss/bucketAcl:BucketAcl")
+    block = g.one("alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    for r in (bucket, acl, block):
+        assert r.protect and r.retain_on_delete, f"{r.name} would not survive `trainstack destroy` with its bucket"
+    assert acl.get("bucket") == block.get("bucket") == bucket.get("bucket")
+    assert acl.get("acl") == "private" and block.get("block_public_access") is True
+    # versioning, encryption and lifecycle are the bucket's own arguments, so they are kept with it
+    assert bucket.get("versioning") == {"status": "Enabled"} and bucket.get("server_side_encryption_rule")
+    assert not g.of_type("alicloud:oss/bucketVersioning:BucketVersioning")
+    assert not g.of_type("alicloud:oss/bucketServerSideEncryption:BucketServerSideEncryption")
+
+
 def _user_data(node) -> str:
     return base64.b64decode(node.get("user_data")).decode()
 

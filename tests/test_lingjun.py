@@ -138,6 +138,9 @@ def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path
     assert not g.of_type("alicloud:ecs/instance:Instance") and not g.of_type("alicloud:ram/role:Role")
     bucket = g.one(BUCKET)
     assert bucket.protect and bucket.retain_on_delete and bucket.get("bucket") == plan["checkpoints"]["bucket"]
+    for securing in (g.one("alicloud:oss/bucketAcl:BucketAcl"),
+                     g.one("alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock")):
+        assert securing.protect and securing.retain_on_delete and securing.get("bucket") == bucket.get("bucket")
     user = g.one("alicloud:ram/user:User")
     attach = g.one("alicloud:ram/userPolicyAttachment:UserPolicyAttachment")
     assert attach.get("user_name") == user.get("name") == "lj-run-checkpoints"

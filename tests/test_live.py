@@ -299,7 +299,8 @@ def test_destroy_previews_and_asks_first(ready: None) -> None:
     result = cli(["destroy", str(folder)], engine, input="n\n")
     assert result.exit_code == live.EXIT_DECLINED
     assert [c[1]["preview_only"] for c in engine.calls if c[0] == "destroy"] == [True]
-    assert "-  ecs:Instance" in result.stdout and "Kept (protected data, and what it needs):" in result.stdout
+    assert "-  ecs:Instance" in result.stdout
+    assert "Kept (protected data, what secures it, and what it needs):" in result.stdout
     assert len(engine.state or []) == len(deployed_state())
 
 
@@ -330,6 +331,70 @@ def test_delete_data_with_the_name_unprotects_then_destroys_and_explains_retenti
     engine = FakeEngine(state=deployed_state())
     result = cli(["destroy", str(folder), "--yes", "--delete-data", "--confirm-name", "finetune-7b"], engine)
     assert result.exit_code == 0 and "Type the stack name" not in result.stdout
+
+
+BUCKET_URN = URN + "alicloud:oss/bucket:Bucket::checkpoint-bucket"
+BUCKET_ACL = "alicloud:oss/bucketAcl:BucketAcl"
+BUCKET_PAB = "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock"
+
+
+def state_with_bucket_security(folder: Path, protected: bool | None = None) -> list[StateResource]:
+    """deployed_state() plus the bucket's ACL and public access block, with the options the rendered program gives
+    them under the mock runtime (or ``protected``, for a stack deployed by an older program)."""
+    from generator.mockrun import run_program
+
+    graph = run_program(folder, project="finetune-7b", stack="dev", config={"alicloud:region": "cn-hangzhou"})
+    extra = []
+    for token in (BUCKET_ACL, BUCKET_PAB):
+        r = graph.one(token)
+        protect = r.protect if protected is None else protected
+        retain = r.retain_on_delete if protected is None else protected
+        extra.append(StateResource(f"{URN}{token}::{r.name}", token, "ft7b-ckpt", protect=protect,
+                                   retain_on_delete=retain, dependencies=(BUCKET_URN,)))
+    return [*deployed_state(), *extra]
+
+
+def test_data_keeping_destroy_keeps_what_secures_the_bucket_and_says_why(ready: None) -> None:
+    folder = render_folder()
+    engine = FakeEngine(state=state_with_bucket_security(folder))
+    result = cli(["destroy", str(folder), "--yes"], engine)
+    assert result.exit_code == 0, result.output
+    left = {r.name for r in engine.state or []}
+    assert {"checkpoint-bucket", "checkpoint-bucket-acl", "checkpoint-bucket-public-access-block"} <= left
+    out = result.stdout
+    assert "Kept 6 resources" in out
+    for name in ("checkpoint-bucket-acl", "checkpoint-bucket-public-access-block"):
+        line = next(line for line in out.splitlines() if f" {name} " in line)
+        assert line.endswith("(secures the kept bucket ft7b-ckpt)"), line
+    assert "warning" not in result.stderr
+    # the preview before the question lists them too
+    engine = FakeEngine(state=state_with_bucket_security(folder))
+    result = cli(["destroy", str(folder)], engine, input="n\n")
+    assert result.exit_code == live.EXIT_DECLINED
+    kept = result.stdout.split("Kept (protected data, what secures it, and what it needs):", 1)[1]
+    assert "checkpoint-bucket-public-access-block" in kept and "(secures the kept bucket ft7b-ckpt)" in kept
+
+
+def test_delete_data_releases_what_secures_the_bucket_with_it(ready: None) -> None:
+    folder = render_folder()
+    engine = FakeEngine(state=state_with_bucket_security(folder))
+    result = cli(["destroy", str(folder), "--yes", "--delete-data", "--confirm-name", "finetune-7b"], engine)
+    assert result.exit_code == 0, result.output
+    assert engine.state == []
+    assert "public access block of OSS bucket ft7b-ckpt" in result.stdout and "goes with it" in result.stdout
+
+
+def test_destroy_of_a_stack_whose_bucket_security_is_unprotected_warns_and_needs_a_person(ready: None) -> None:
+    folder = render_folder()
+    engine = FakeEngine(state=state_with_bucket_security(folder, protected=False))
+    result = cli(["destroy", str(folder), "--yes"], engine)
+    assert result.exit_code == live.EXIT_DECLINED
+    assert "would lose its public access block" in result.stderr and f"trainstack up {folder}" in result.stderr
+    assert [c[0] for c in engine.calls] == ["resources"], "nothing may be destroyed"
+    result = cli(["destroy", str(folder)], engine, input="y\n")
+    assert result.exit_code == 0, result.output
+    assert "would lose its ACL" in result.stderr
+    assert "checkpoint-bucket-public-access-block" not in {r.name for r in engine.state or []}
 
 
 def test_destroy_of_a_stack_never_deployed_is_a_no_op(ready: None) -> None:

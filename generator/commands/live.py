@@ -163,12 +163,21 @@ def destroy(target: str, yes: bool, delete_data: bool, confirm_name: str | None,
     if delete_data:
         _destroy_everything(engine, t, before, target, confirm_name)
     else:
-        _destroy_keeping_data(engine, t, target, yes)
+        _destroy_keeping_data(engine, t, before, target, yes)
 
 
-def _destroy_keeping_data(engine: Any, t: Any, target: str, yes: bool) -> None:
+def _destroy_keeping_data(engine: Any, t: Any, before: list[Any], target: str, yes: bool) -> None:
     from .. import live
 
+    exposed = live.unkept_bucket_security(before)
+    for r, bucket in exposed:
+        _say(f"warning: the kept bucket {bucket.id or bucket.name} would lose its "
+             f"{live.BUCKET_SECURING[r.type]} ({r.short_type} {r.name}): this stack was deployed before trainstack "
+             f"protected it. `trainstack up {target}` first marks it protected (no cloud change), so it is kept.",
+             err=True)
+    if exposed and yes:
+        raise live.Declined(f"not destroying with --yes while a kept bucket would lose what secures it, so nothing "
+                            f"was changed: run `trainstack up {target}` first, or destroy without --yes to confirm.")
     total = None
     if not yes:
         plan = engine.destroy(t, _diagnostics_only(), exclude_protected=True, preview_only=True)
@@ -176,7 +185,7 @@ def _destroy_keeping_data(engine: Any, t: Any, target: str, yes: bool) -> None:
         _say(plan.text(), nl=False)
         kept = live.kept_report(r for r in engine.resources(t) if r.urn not in doomed)
         if kept:
-            _say("Kept (protected data, and what it needs):")
+            _say("Kept (protected data, what secures it, and what it needs):")
             for line in kept:
                 _say(line)
         if not plan.has_changes:

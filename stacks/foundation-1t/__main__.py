@@ -195,16 +195,21 @@ checkpoint_bucket = alicloud.oss.Bucket(
     opts=STATEFUL,
 )
 
+# The ACL and the public-access block secure the bucket, so they are kept with it (STATEFUL): a destroy that
+# keeps the bucket must not delete its public-access block (DeleteBucketPublicAccessBlock). Both are separate
+# resources because oss.Bucket's own acl argument is deprecated and it has no public-access argument.
 alicloud.oss.BucketAcl(
     "checkpoint-bucket-acl",
     bucket=checkpoint_bucket.bucket,
     acl="private",
+    opts=STATEFUL,
 )
 
 alicloud.oss.BucketPublicAccessBlock(
     "checkpoint-bucket-public-access-block",
     bucket=checkpoint_bucket.bucket,
     block_public_access=True,
+    opts=STATEFUL,
 )
 
 # --------------------------------------------------------------------------------------------- shared storage

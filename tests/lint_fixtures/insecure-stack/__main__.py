@@ -28,7 +28,8 @@ bucket = alicloud.oss.Bucket(
     server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="KMS"),
     opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True),
 )
-alicloud.oss.BucketAcl("bucket-acl", bucket=bucket.bucket, acl="private")
+alicloud.oss.BucketAcl("bucket-acl", bucket=bucket.bucket, acl="private",
+                       opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True))
 
 # TS012 and TS013 (errors): metadata in normal mode and a login password.
 alicloud.ecs.Instance(
