@@ -172,6 +172,34 @@ def test_up_spec_renders_then_deploys_with_progress(ready: None) -> None:
     assert "master_addr" in out and "10.0.0.10" in out
 
 
+def test_up_from_a_subfolder_deploys_the_repository_stack(ready: None, workspace: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    render_folder()
+    monkeypatch.chdir(workspace / "examples")
+    engine = FakeEngine(plan_steps())
+    result = cli(["up", "finetune-7b.yaml", "--yes"], engine)
+    assert result.exit_code == 0, result.output
+    target = engine.calls[-1][1]["target"]
+    assert target.stack_dir.resolve() == workspace / "stacks" / "finetune-7b"
+    assert not (workspace / "examples" / "stacks").exists()
+
+
+def test_up_refuses_to_start_a_second_state_beside_an_existing_one(ready: None, workspace: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """trainstack 0.1 put stacks/ under the working folder: a stack deployed from examples/ has its state there."""
+    old = workspace / "examples" / "stacks" / "finetune-7b"
+    state = old / ".trainstack" / "state" / ".pulumi" / "stacks" / "finetune-7b" / "dev.json"
+    state.parent.mkdir(parents=True)
+    state.write_text("{}")
+    engine = FakeEngine(plan_steps())
+    result = cli(["up", SPEC, "--yes"], engine)
+    assert result.exit_code == 2 and engine.calls == []
+    assert "already holds the Pulumi state of finetune-7b (stack dev)" in result.stderr
+    assert "a second, empty state" in result.stderr and not (workspace / "stacks").exists()
+    monkeypatch.setenv("TRAINSTACK_BACKEND", "file:///elsewhere")  # an explicit backend: the user's choice
+    assert cli(["up", SPEC, "--yes"], engine).exit_code == 0
+
+
 def stackdir_is_fresh(folder: Path) -> bool:
     return live.check_fresh(folder).stale == ()
 
