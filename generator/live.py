@@ -645,7 +645,7 @@ def render_for_up(spec: Path) -> tuple[Path, tuple[stackdir.FileChange, ...]]:
         return dest, ()  # already what the spec renders; leave Pulumi's additions untouched
     try:
         changes = stackdir.write(files, dest, stack=the_plan.stack)
-    except stackdir.StackDirError as e:
+    except stackdir.ConfigNotCarried as e:
         raise StaleStack(f"{e}; or re-render with `trainstack render` and set them again.") from None
     return dest, tuple(c for c in changes if c.changed)
 

@@ -50,6 +50,10 @@ class StackDirError(TrainstackError):
     """A stack folder cannot be written or read (not ours, not writable, busy)."""
 
 
+class ConfigNotCarried(StackDirError):
+    """The folder's ``Pulumi.<stack>.yaml`` holds settings a re-render cannot carry over."""
+
+
 @dataclass(frozen=True, slots=True)
 class FileChange:
     path: str
@@ -499,6 +503,6 @@ def keep_stack_config(files: dict[str, str], dest: Path, stack: str) -> dict[str
         return {**files, name: old}  # every rendered setting is already there; keep the file as Pulumi left it
     merged = merge_stack_config(files[name], old)
     if merged is None:
-        raise StackDirError(f"{existing} holds settings trainstack cannot carry over into the new render; "
+        raise ConfigNotCarried(f"{existing} holds settings trainstack cannot carry over into the new render; "
                             "move them into the spec or remove them, then render again")
     return {**files, name: merged}
