@@ -144,7 +144,7 @@ def oss_prefix_problem(prefix: str) -> str | None:
     if bad:
         return (f"{bad.group()!r} is not allowed in an object prefix: use letters, digits, '/' and "
                 + " ".join(OSS_PREFIX_CHARS[9:]))
-    if "//" in prefix:
+    if "//" in prefix or prefix.startswith("/"):
         return "the object prefix has an empty segment ('//')"
     if len(prefix.encode()) > OSS_PREFIX_MAX_BYTES:
         return f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most {OSS_PREFIX_MAX_BYTES:,}"

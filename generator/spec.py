@@ -323,10 +323,10 @@ class DatasetSpec(_Strict):
         if any(seg in (".", "..") for seg in segments):
             raise spec_error(f"{v!r} has a '.' or '..' segment; a fileset path is written from the file system's root",
                              "e.g. /datasets/ or /datasets/corpus-2026/")
-        norm = "/" + "/".join(seg for seg in segments if seg) + "/"
-        if norm == "/":
+        kept = [seg for seg in segments if seg]
+        if not kept:
             raise spec_error("a fileset cannot be the file system's root directory", "e.g. /datasets/")
-        return norm
+        return "/" + "/".join(kept) + "/"
 
 
 class StorageSpec(_Strict):
