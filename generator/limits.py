@@ -123,6 +123,12 @@ OSS_TAG_KEY_MAX = 64
 OSS_TAG_KEY_RE = r"[A-Za-z0-9 +=._:/-]+"
 
 
+NO_CONTROL_RE = r"^[^\u0000-\u001f\u007f-\u009f]*$"  # the same rule for the JSON Schema (ECMA-262 and Python agree)
+MOUNT_PATH_RE = r"^/[A-Za-z0-9._/-]*$"
+FILESET_PATH_RE = r"^/[A-Za-z0-9._/-]*/$"
+OSS_SOURCE_RE = rf"^oss://[a-z0-9][a-z0-9-]{{1,61}}[a-z0-9](/[/{OSS_PREFIX_CHARS}]*)?$"  # no nested quantifier
+
+
 def control_character(text: str) -> str | None:
     """The first control character (C0, DEL or C1; Unicode category Cc) in ``text``, shown readably, or None."""
     for ch in text:

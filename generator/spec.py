@@ -293,13 +293,15 @@ class NetworkSpec(_Strict):
 
 
 class DatasetSpec(_Strict):
-    source: str
+    source: Annotated[str, Field(pattern=limits.OSS_SOURCE_RE)]
     size: Bytes
-    path: str = "/datasets/"
+    path: Annotated[str, Field(pattern=limits.FILESET_PATH_RE, max_length=limits.MAX_PATH_CHARS)] = "/datasets/"
 
-    @field_validator("source")
+    @field_validator("source", mode="before")
     @classmethod
-    def _oss(cls, v: str) -> str:
+    def _oss(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
         m = re.fullmatch(r"oss://([a-z0-9][a-z0-9-]{1,61}[a-z0-9])(/.*)?", v, flags=re.DOTALL)
         if not m:
             raise spec_error(f"{v[:80]!r} is not an OSS location: write oss://bucket/prefix/",
@@ -311,12 +313,14 @@ class DatasetSpec(_Strict):
                              "location is written into the generated program; e.g. oss://my-corpus/tokenized/")
         return v
 
-    @field_validator("path")
+    @field_validator("path", mode="before")
     @classmethod
-    def _path(cls, v: str) -> str:
+    def _path(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
         if len(v) > limits.MAX_PATH_CHARS:
             raise spec_error(f"the fileset path is {len(v):,} characters; at most {limits.MAX_PATH_CHARS:,}")
-        if not re.fullmatch(r"/[A-Za-z0-9._/-]*/", v):
+        if not re.fullmatch(limits.FILESET_PATH_RE, v):
             raise spec_error("a fileset path starts and ends with '/' and holds letters, digits, '.', '_', '-' and "
                              "'/', e.g. /datasets/")
         segments = v.strip("/").split("/")
@@ -333,16 +337,18 @@ class StorageSpec(_Strict):
     shared: Literal["auto", "cpfs", "extreme-nas", "none"] = "auto"
     capacity: AutoBytes = "auto"
     storage_class: Literal["auto", "advance_100", "advance_200", "standard", "advance"] = "auto"
-    mount_path: str = "/mnt/shared"
+    mount_path: Annotated[str, Field(pattern=limits.MOUNT_PATH_RE, max_length=limits.MAX_PATH_CHARS)] = "/mnt/shared"
     dataset: DatasetSpec | None = None
 
-    @field_validator("mount_path")
+    @field_validator("mount_path", mode="before")
     @classmethod
-    def _mount(cls, v: str) -> str:
+    def _mount(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
         if len(v) > limits.MAX_PATH_CHARS:
             raise spec_error(f"the mount path is {len(v):,} characters; at most {limits.MAX_PATH_CHARS:,}",
                              "use e.g. /mnt/shared")
-        if not re.fullmatch(r"/[A-Za-z0-9._/-]*", v):
+        if not re.fullmatch(limits.MOUNT_PATH_RE, v):
             raise spec_error(f"{v[:80]!r} is not an absolute path of letters, digits, '.', '_', '-' and '/'",
                              "use e.g. /mnt/shared")
         norm = limits.normalize_abs_path(v)
@@ -415,7 +421,7 @@ class BudgetSpec(_Strict):
 
 class Waiver(_Strict):
     rule: Annotated[str, Field(pattern=r"^TS[0-9]{3}$")]
-    reason: Annotated[str, Field(min_length=10, max_length=limits.MAX_WAIVER_REASON_CHARS)]
+    reason: Annotated[str, Field(min_length=10, max_length=limits.MAX_WAIVER_REASON_CHARS, pattern=limits.NO_CONTROL_RE)]
 
     @field_validator("reason", mode="before")
     @classmethod
@@ -465,8 +471,10 @@ def _tag_value(v: Any) -> Any:
     return v
 
 
-TagKey = Annotated[str, BeforeValidator(_tag_key), Field(min_length=1, max_length=limits.TAG_KEY_MAX)]
-TagValue = Annotated[str, BeforeValidator(_tag_value), Field(max_length=limits.TAG_VALUE_MAX)]
+# Field before BeforeValidator: in the other order pydantic leaves the pattern out of the JSON Schema
+TagKey = Annotated[str, Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
+                   BeforeValidator(_tag_key)]
+TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE), BeforeValidator(_tag_value)]
 
 
 class Spec(_Strict):
@@ -484,7 +492,10 @@ class Spec(_Strict):
     checkpoints: CheckpointSpec = CheckpointSpec()
     spot: SpotSpec = SpotSpec()
     budget: BudgetSpec = BudgetSpec()
-    tags: dict[TagKey, TagValue] = {}
+    tags: Annotated[dict[TagKey, TagValue], WithJsonSchema({
+        "type": "object", "maxProperties": 15,
+        "propertyNames": {"minLength": 1, "maxLength": limits.TAG_KEY_MAX, "pattern": limits.NO_CONTROL_RE},
+        "additionalProperties": {"type": "string", "maxLength": limits.TAG_VALUE_MAX, "pattern": limits.NO_CONTROL_RE}})] = {}
     waivers: tuple[Waiver, ...] = ()
 
     @field_validator("tags")

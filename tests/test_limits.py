@@ -487,3 +487,27 @@ def test_render_problem_keeps_every_line_short() -> None:
     assert max(len(x) for x in out.splitlines()) <= ECHO_WIDTH + 10
     gutter, caret = out.splitlines()[1:3]
     assert gutter[caret.index("^")] == "y"
+
+
+# ------------------------------------------------------------------------------------------------ JSON Schema
+
+
+@pytest.mark.parametrize("patch", [
+    {"model": {"parameters": "7B", "tokens": 10**16}}, {"model": {"parameters": 10**15}},
+    {"compute": {"nodes": True}}, {"network": {"rdma": 1}}, {"spot": {"enabled": 0}},
+    {"storage": {"mount_path": "/mnt/my data"}}, {"storage": {"capacity": 2 * 100 * 2**20}},
+    {"storage": {"dataset": {"source": "oss://corpus-bucket/$(x)/", "size": "1TiB"}}},
+    {"storage": {"dataset": {"source": "oss://corpus-bucket/tok/", "size": "1TiB", "path": "datasets"}}},
+    {"compute": {"image_id": "m-1;reboot"}}, {"checkpoints": {"interval": 50_000}},
+    {"budget": {"per_hour": 1e9}}, {"budget": {"total": 1e13}},
+    {"tags": {"team": "a\tb"}}, {"tags": {"k" * 129: "x"}}, {"tags": {f"k{i}": "x" for i in range(16)}},
+    {"waivers": [{"rule": "TS002", "reason": "r" * 501}]}, {"waivers": [{"rule": "TS002", "reason": "two\nlines, long"}]},
+])
+def test_the_schema_refuses_what_the_loader_refuses(patch: dict) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json_schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    doc = {"name": "schema-run", "region": "cn-wulanchabu", "model": {"parameters": "7B"}, **patch}
+    assert list(validator.iter_errors(doc)), patch
+    with pytest.raises(SpecErrors):
+        load_text(json.dumps(doc), "limits.yaml")
