@@ -102,6 +102,10 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "image_id_bad": ("compute.image_id", "not an image id", "m-"),
     "dataset_source_injection": ("storage.dataset.source", "'$' is not allowed", "oss://my-corpus/tokenized/"),
     "waiver_reason_control": ("waivers[0].reason", "carriage return", ">-"),
+    "infinite_values": ("model.tokens", "storage.capacity", "checkpoints.interval", "finite", "3 problems"),
+    "extreme_nas_capacity_too_small": ("storage.capacity", "100 GiB to 256 TiB", "use 100GiB"),
+    "mount_path_root": ("storage.mount_path", "root directory", "/mnt/shared"),
+    "waiver_reason_too_long": ("waivers[0].reason", "at most 500", "a sentence or two"),
     "global_batch_below_sequence": ("model.global_batch_tokens", "less than one sequence", "use at least 4096"),
 }
 
