@@ -68,7 +68,8 @@ def capacity_problem(kind: str, gib: float) -> tuple[str, str] | None:
             return (f"CPFS capacity must be at least {CPFS_MIN_GIB} GiB, a multiple of {CPFS_STEP_GIB} GiB and at "
                     f"most 1 PiB; got {gib:.10g} GiB"), f"use {fix}GiB{why}"
     elif kind == "extreme-nas" and not NAS_EXTREME_MIN_GIB <= gib <= NAS_EXTREME_MAX_GIB:
-        return f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:.10g} GiB", f"use {accepted_capacity(kind, gib)}GiB"
+        return (f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:.10g} GiB",
+                f"use {accepted_capacity(kind, gib)}GiB")
     return None
 
 
@@ -153,5 +154,6 @@ def oss_prefix_problem(prefix: str) -> str | None:
     if "//" in prefix or prefix.startswith("/"):
         return "the object prefix has an empty segment ('//')"
     if len(prefix.encode()) > OSS_PREFIX_MAX_BYTES:
-        return f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most {OSS_PREFIX_MAX_BYTES:,}"
+        return (f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
+                f"{OSS_PREFIX_MAX_BYTES:,}")
     return None

@@ -243,8 +243,8 @@ def _long_run_warnings(spec: Spec, best: _Scored, fit: _Fit, ckpt: Checkpoints) 
                        "write interval: auto")
         elif ckpt.cluster_mtbf_hours and interval > ckpt.cluster_mtbf_hours * 3600:
             out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the cluster's expected time "
-                       f"between interruptions ({ckpt.cluster_mtbf_hours:,.1f} h, an assumption): most interruptions would "
-                       "lose more than a checkpoint's worth of work; write interval: auto")
+                       f"between interruptions ({ckpt.cluster_mtbf_hours:,.1f} h, an assumption): most interruptions "
+                       "would lose more than a checkpoint's worth of work; write interval: auto")
     return out
 
 

@@ -421,7 +421,8 @@ class BudgetSpec(_Strict):
 
 class Waiver(_Strict):
     rule: Annotated[str, Field(pattern=r"^TS[0-9]{3}$")]
-    reason: Annotated[str, Field(min_length=10, max_length=limits.MAX_WAIVER_REASON_CHARS, pattern=limits.NO_CONTROL_RE)]
+    reason: Annotated[str, Field(min_length=10, max_length=limits.MAX_WAIVER_REASON_CHARS,
+                                 pattern=limits.NO_CONTROL_RE)]
 
     @field_validator("reason", mode="before")
     @classmethod
@@ -474,7 +475,8 @@ def _tag_value(v: Any) -> Any:
 # Field before BeforeValidator: in the other order pydantic leaves the pattern out of the JSON Schema
 TagKey = Annotated[str, Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
                    BeforeValidator(_tag_key)]
-TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE), BeforeValidator(_tag_value)]
+TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE),
+                     BeforeValidator(_tag_value)]
 
 
 class Spec(_Strict):
@@ -495,7 +497,8 @@ class Spec(_Strict):
     tags: Annotated[dict[TagKey, TagValue], WithJsonSchema({
         "type": "object", "maxProperties": 15,
         "propertyNames": {"minLength": 1, "maxLength": limits.TAG_KEY_MAX, "pattern": limits.NO_CONTROL_RE},
-        "additionalProperties": {"type": "string", "maxLength": limits.TAG_VALUE_MAX, "pattern": limits.NO_CONTROL_RE}})] = {}
+        "additionalProperties": {"type": "string", "maxLength": limits.TAG_VALUE_MAX,
+                                 "pattern": limits.NO_CONTROL_RE}})] = {}
     waivers: tuple[Waiver, ...] = ()
 
     @field_validator("tags")
