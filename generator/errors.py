@@ -66,6 +66,8 @@ def dotted(path: Sequence[str | int]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif len(part) > 60:
+            out += f"[{part[:40]!r}...]"  # a huge key (a pasted blob) would make every headline a screen long
         elif not part or not part.isprintable() or part != part.strip() or "." in part:
             out += f"[{part!r}]"  # a key the user can only find when it is quoted: '', ' ', '\r', 'a.b'
         else:
@@ -96,13 +98,32 @@ def render_problem(p: Problem, source_lines: Sequence[str] = ()) -> str:
     """``FILE:LINE:COL: field.path: message``, then the source line with a caret, then the hint."""
     out = [p.headline()]
     if source_lines and 0 < p.line <= len(source_lines):
-        text = source_lines[p.line - 1].rstrip("\n").replace("\t", " ")
+        text, caret = clip_line(source_lines[p.line - 1].rstrip("\n").replace("\t", " "), max(p.column - 1, 0))
         gutter = f"{p.line:>4} | "
         out.append(gutter + text)
-        out.append(" " * (len(gutter) + max(p.column - 1, 0)) + "^")
+        out.append(" " * (len(gutter) + caret) + "^")
     if p.hint:
         out.append(f"  hint: {p.hint}")
     return "\n".join(out)
+
+
+ECHO_WIDTH = 120  # the longest source line an error echoes; longer ones are cut around the caret
+
+
+def clip_line(text: str, caret: int, width: int = ECHO_WIDTH) -> tuple[str, int]:
+    """A window of at most ``width`` characters of ``text`` around the 0-based ``caret``, with '...' where text was
+    cut, and the caret's position in the window. Control characters show as '?' so the echo stays one line."""
+    text = "".join(ch if ch.isprintable() or ch == " " else "?" for ch in text)
+    if len(text) <= width:
+        return text, caret
+    dots = "..."
+    start = max(0, min(caret - width // 2, len(text) - (width - len(dots))))
+    end = min(len(text), start + width - (len(dots) if start else 0))
+    if end < len(text):
+        end -= len(dots)
+    head = dots if start else ""
+    tail = dots if end < len(text) else ""
+    return head + text[start:end] + tail, len(head) + caret - start
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,9 @@ def load_text(text: str, file: str = "<spec>") -> Located:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as e:
-        problems = [locate_value(p, file, positions) for p in pydantic_problems(e, Spec, data)]
+        keys: set[tuple[str | int, ...]] = set()  # problems with a mapping key itself point at the key
+        problems = [locate(p, file, positions) if p.path in keys else locate_value(p, file, positions)
+                    for p in pydantic_problems(e, Spec, data, keys)]
         raise SpecErrors(problems, lines) from None
     return Located(spec, file, text, positions)
 
@@ -118,9 +120,14 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
     from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    lines = text.splitlines()
+    too_deep = _nesting_over(text, MAX_DEPTH)
+    if too_deep is not None:
+        raise SpecErrors([Problem((), f"the YAML nests deeper than {MAX_DEPTH} levels",
+                                  hint="a spec nests about four levels deep; is a bracket repeated or unclosed?",
+                                  file=file, line=too_deep[0], column=too_deep[1])], lines)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
-    lines = text.splitlines()
     try:
         doc = yaml.load(text)
     except DuplicateKeyError as e:
@@ -163,8 +170,9 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
     try:
         data = _plain(doc, (), positions, depth=0, budget=[MAX_VALUES])
     except _TooDeep:
-        raise SpecErrors([Problem((), "the YAML nests too deeply (over 50 levels)", file=file, line=1, column=1)],
-                         lines) from None
+        raise SpecErrors([Problem((), f"the YAML nests too deeply (over {MAX_DEPTH} levels)",
+                                  hint="anchors (&) and aliases (*) nested inside each other add up", file=file,
+                                  line=1, column=1)], lines) from None
     except _TooBig:
         raise SpecErrors([Problem((), f"the YAML expands to over {MAX_VALUES:,} values",
                                   hint="anchors (&) and aliases (*) repeated inside each other multiply; a spec needs "
@@ -173,6 +181,30 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
 
 
 MAX_VALUES = 100_000  # a spec has a few hundred values; aliases nested in aliases can expand to billions
+MAX_DEPTH = 50  # a spec nests about four levels; ruamel takes seconds (and Python's stack) on thousands of '['
+
+
+def _nesting_over(text: str, limit: int) -> tuple[int, int] | None:
+    """Where (1-based line, column) the YAML first nests deeper than ``limit`` collections, or None.
+
+    Streams parser events and stops at the first collection too deep, so 5,000 '[' cost what 51 do. Any YAML
+    error is left for the real load to report."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
+
+    depth = 0
+    try:
+        for event in YAML(typ="rt").parse(text):
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > limit:
+                    mark = event.start_mark
+                    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+    except Exception:  # noqa: BLE001 - the real load reports syntax errors with their context
+        return None
+    return None
 
 
 _UNCLOSED = {"flow sequence": ("the list '['", "']'"), "flow mapping": ("the mapping '{'", "'}'"),
@@ -202,7 +234,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
     """ruamel round-trip nodes -> dict/list/scalars, recording each key's and item's position."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    if depth > 50:
+    if depth > MAX_DEPTH:
         raise _TooDeep
     budget[0] -= 1
     if budget[0] < 0:
@@ -252,12 +284,17 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
     return str(node)
 
 
-def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any = None) -> list[Problem]:
-    """Translate pydantic's errors into Problems with field paths and hints."""
+def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any = None,
+                      key_paths: set[tuple[str | int, ...]] | None = None) -> list[Problem]:
+    """Translate pydantic's errors into Problems with field paths and hints.
+
+    ``key_paths`` (when given) collects the paths of problems with a mapping's key rather than its value."""
     problems: list[Problem] = []
     seen: set[tuple[tuple[str | int, ...], str]] = set()
     for err in error.errors(include_url=False):
         loc = _clean_loc(err["loc"], data)
+        if key_paths is not None and "[key]" in err["loc"]:
+            key_paths.add(loc)
         kind = err["type"]
         hint = ""
         if kind == "extra_forbidden":
@@ -287,6 +324,9 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
                 hint = "write its fields as 'key: value' lines without a leading '- '"
         elif kind in ("tuple_type", "list_type"):
             message = f"expected a list, got {_kind(err.get('input'))}"
+        elif kind == "trainstack":  # spec.spec_error: the message and hint are written for the user already
+            message = str(err.get("ctx", {}).get("message") or err["msg"])
+            hint = str(err.get("ctx", {}).get("hint") or "")
         else:
             message = err["msg"]
             for prefix in ("Value error, ", "Assertion failed, "):

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import sizing
+from . import limits, sizing
 from .catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from .errors import Problem, SpecErrors
 from .plan import (
@@ -37,9 +37,9 @@ from .plan import (
     VSwitch,
     Waived,
 )
+from .limits import CPFS_MIN_GIB, CPFS_STEP_GIB
 from .spec import ComputeSpec, Spec
 from .units import human_bytes, human_count, human_seconds
-from .validate import CPFS_MAX_GIB, CPFS_MIN_GIB, CPFS_STEP_GIB
 
 LOW_LATENCY_SET_MAX = 20  # a LowLatency deployment set holds at most 20 instances, all in one zone [DOC-DS]
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
@@ -209,6 +209,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     if spec.budget.max_days is not None and best.run_hours is not None and best.run_hours > spec.budget.max_days * 24:
         warnings.append(f"the run needs about {best.run_hours / 24:,.0f} days on {fit.nodes} node(s), over "
                         f"budget.max_days ({spec.budget.max_days:g}); set compute.nodes: auto to size for the deadline")
+    warnings.extend(_long_run_warnings(spec, best, fit, checkpoints))
     if m.precision == "fp16":
         warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
     if m.precision == "fp32":
@@ -222,6 +223,29 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=tuple(candidates), warnings=tuple(warnings),
         waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan)
+
+
+def _long_run_warnings(spec: Spec, best: _Scored, fit: _Fit, ckpt: Checkpoints) -> list[str]:
+    """A run of over a year, and a fixed checkpoint interval longer than the run or than the time between
+    interruptions: legal, but almost always a typo in model.tokens, model.parameters or checkpoints.interval."""
+    out = []
+    if best.run_hours is not None:
+        wall = best.run_hours + (best.rework_hours or 0.0)
+        if wall > limits.LONG_RUN_HOURS:
+            out.append(f"the run takes about {wall / 24 / 365:,.1f} years ({wall / 24:,.0f} days, rework after "
+                       f"interruptions included) on {fit.nodes} node(s): check model.tokens and model.parameters, "
+                       "or allow more nodes (compute.max_nodes, budget.max_days)")
+    if ckpt.enabled and isinstance(spec.checkpoints.interval, int):
+        interval = spec.checkpoints.interval
+        if best.run_hours is not None and interval >= best.run_hours * 3600:
+            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the whole run "
+                       f"({human_seconds(best.run_hours * 3600)}): no checkpoint is written before it ends; "
+                       "write interval: auto")
+        elif ckpt.cluster_mtbf_hours and interval > ckpt.cluster_mtbf_hours * 3600:
+            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the cluster's expected time "
+                       f"between interruptions ({ckpt.cluster_mtbf_hours:,.1f} h, an assumption): most interruptions "
+                       "would lose more than a checkpoint's worth of work; write interval: auto")
+    return out
 
 
 # --------------------------------------------------------------------------------------------------- sizing
@@ -902,12 +926,11 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
-        data_gib = (ds.size / 2**30) if ds else 0
         if isinstance(s.capacity, int):
             cap = int(s.capacity / 2**30)
             how = "as the spec asks"
         else:
-            cap = max(CPFS_MIN_GIB, math.ceil(data_gib * 1.3 / CPFS_STEP_GIB) * CPFS_STEP_GIB)
+            cap = limits.cpfs_capacity_for_dataset(ds.size if ds else None)  # within the maximum: checked above
             how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
         # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
         # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
@@ -917,7 +940,7 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
         ceiling = 45_000 if storage_type == "advance_200" else 30_000
         throughput = int(min(per_gib * cap, ceiling))
         if throughput < need_mbps:
-            enough = min(CPFS_MAX_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
+            enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
                             f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
                             "if data loading stalls (capacity can grow later, never shrink)")
@@ -943,9 +966,10 @@ def _storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: _Fit,
 
 
 def _check_resolved_storage(spec: Spec, kind: str) -> None:
-    """The capacity and class rules of the file system actually chosen (``shared: auto`` resolves here)."""
-    from . import validate
+    """The capacity and class rules of the file system actually chosen (``shared: auto`` resolves here).
 
+    A capacity the plan derives (``capacity: auto``) obeys the same rule as one the spec gives; when it breaks it,
+    the problem is the field it was derived from, ``storage.dataset.size``."""
     s = spec.storage
     problems = []
     if isinstance(s.capacity, int):
@@ -953,14 +977,22 @@ def _check_resolved_storage(spec: Spec, kind: str) -> None:
         if kind == "none":
             problems.append(Problem(("storage", "capacity"), "a capacity is set but the plan needs no shared file "
                                     "system", "remove capacity, or set storage.shared: cpfs or extreme-nas"))
-        elif kind == "cpfs" and (gib < validate.CPFS_MIN_GIB or gib > validate.CPFS_MAX_GIB
-                                 or abs(gib / validate.CPFS_STEP_GIB - round(gib / validate.CPFS_STEP_GIB)) > 1e-9):
-            up = max(validate.CPFS_MIN_GIB, -(-int(gib) // validate.CPFS_STEP_GIB) * validate.CPFS_STEP_GIB)
-            problems.append(Problem(("storage", "capacity"), f"the plan uses CPFS, whose capacity must be at least "
-                                    f"{validate.CPFS_MIN_GIB} GiB in {validate.CPFS_STEP_GIB} GiB steps; got {gib:g} GiB",
-                                    f"use {up}GiB"))
-        elif kind == "extreme-nas" and not validate.NAS_EXTREME_MIN_GIB <= gib <= validate.NAS_EXTREME_MAX_GIB:
-            problems.append(Problem(("storage", "capacity"), f"the plan uses Extreme NAS (100 GiB to 256 TiB); got {gib:g} GiB"))
+        elif kind in ("cpfs", "extreme-nas"):
+            wrong = limits.capacity_problem(kind, gib)
+            if wrong:
+                what = "CPFS" if kind == "cpfs" else "Extreme NAS"
+                problems.append(Problem(("storage", "capacity"), f"storage.shared: auto chose {what}; {wrong[0]}",
+                                        wrong[1]))
+            elif kind == "cpfs" and s.dataset is not None and s.dataset.size > s.capacity:
+                fix = limits.accepted_capacity("cpfs", s.dataset.size / 2**30)
+                problems.append(Problem(("storage", "capacity"), f"the {human_bytes(s.dataset.size)} dataset does not "
+                                        f"fit in a CPFS capacity of {gib:.10g} GiB",
+                                        f"use {fix}GiB" if fix * 2**30 >= s.dataset.size else
+                                        f"import at most {limits.largest_cpfs_dataset_tib()}TiB"))
+    elif kind == "cpfs" and s.dataset is not None:
+        wrong = limits.dataset_capacity_problem(s.dataset.size)
+        if wrong:
+            problems.append(Problem(("storage", "dataset", "size"), *wrong))
     if kind == "cpfs" and s.storage_class in ("standard", "advance"):
         problems.append(Problem(("storage", "storage_class"), f"the plan uses CPFS, which takes advance_100 or "
                                 f"advance_200, not {s.storage_class}"))

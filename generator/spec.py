@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import types
+import typing
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -17,30 +19,48 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
-from . import units
+from . import limits, units
 
 SPEC_VERSION = 1
 
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 
 
-def _unit(parser: Any, what: str) -> Any:
+def spec_error(message: str, hint: str = "") -> PydanticCustomError:
+    """A validation error whose message and hint reach the user as written (see loader.pydantic_problems)."""
+    return PydanticCustomError("trainstack", "{message}", {"message": message, "hint": hint})
+
+
+def _shown(value: Any) -> str:
+    """A number as the user probably wrote it: 1e30, not 1e+30 or 1000000000000000019884624838656."""
+    if isinstance(value, str):
+        return value
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}".replace("e+", "e")
+
+
+def _unit(parser: Any, what: str, maximum: int | None = None, too_large: str = "", hint: str = "") -> Any:
+    """A units parser as a pydantic before-validator, with an upper bound (``too_large`` says it in words)."""
     def parse(value: Any) -> Any:
         try:
-            return parser(value, what)
+            n = parser(value, what)
         except units.UnitError as e:
             raise ValueError(str(e)) from None
+        if maximum is not None and n > maximum:
+            raise spec_error(f"{_shown(value)} is too large: {too_large}", hint)
+        return n
 
     return parse
 
 
-def _auto_or(parser: Any, what: str) -> Any:
-    inner = _unit(parser, what)
+def _auto_or(parser: Any, what: str, maximum: int | None = None, too_large: str = "", hint: str = "") -> Any:
+    inner = _unit(parser, what, maximum, too_large, hint)
 
     def parse(value: Any) -> Any:
         if value == "auto":
@@ -50,32 +70,105 @@ def _auto_or(parser: Any, what: str) -> Any:
     return parse
 
 
-_COUNT_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
-                           {"type": "string", "pattern": r"^[0-9._eE+-]+\s*([KMBGTPkmbgtp]|[KMGTkmgt][iI])?$"}]}
-_BYTES_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+def _count_schema(maximum: int) -> dict[str, Any]:
+    return {"anyOf": [{"type": "integer", "minimum": 1, "maximum": maximum},
+                      {"type": "string", "pattern": r"^[0-9._eE+-]+\s*([KMBGTPkmbgtp]|[KMGTkmgt][iI])?$"}]}
+
+
+_BYTES_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": limits.MAX_BYTES // 2**30},
                            {"type": "string", "pattern": r"^[0-9._]+([eE][+-]?[0-9]+)?\s*([KMGTPkmgtp][iI]?)?[Bb]$"}]}
-_SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+_SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0,
+                              "maximum": limits.MAX_CHECKPOINT_INTERVAL_SECONDS // 60},
                              {"type": "string",
                               "pattern": r"^[0-9.]+([eE][+-]?[0-9]+)?\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD])$"}]}
 
-Count = Annotated[int, BeforeValidator(_unit(units.parse_count, "count")), WithJsonSchema(_COUNT_SCHEMA)]
-Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size")), WithJsonSchema(_BYTES_SCHEMA)]
+
+def _count(maximum: int, too_large: str, hint: str) -> Any:
+    return Annotated[int, BeforeValidator(_unit(units.parse_count, "count", maximum, too_large, hint)),
+                     WithJsonSchema(_count_schema(maximum))]
+
+
+ParameterCount = _count(limits.MAX_PARAMETERS, "at most 100T (10^14) parameters",
+                        "the largest published models have about 2T parameters; check the suffix "
+                        "(B = 10^9, T = 10^12) and the exponent")
+TokenCount = _count(limits.MAX_TOKENS, "at most 1,000T (10^15) tokens",
+                    "the largest published training runs use tens of T tokens; check the suffix "
+                    "(B = 10^9, T = 10^12) and the exponent")
+BatchTokens = _count(limits.MAX_GLOBAL_BATCH_TOKENS, "at most 10B (10^10) tokens per optimizer step",
+                     "published runs use 4M to 64M tokens per step, e.g. global_batch_tokens: 4Mi")
+_SIZE_TOO_LARGE = "at most 100 PiB"
+_SIZE_HINT = "a bare number is GiB; write the unit, e.g. 500GiB or 12TiB"
+Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE,
+                                             _SIZE_HINT)), WithJsonSchema(_BYTES_SCHEMA)]
 AutoBytes = Annotated[
     Union[int, Literal["auto"]],
-    BeforeValidator(_auto_or(units.parse_bytes, "size")),
+    BeforeValidator(_auto_or(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE, _SIZE_HINT)),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_BYTES_SCHEMA["anyOf"]]}),
 ]
-AutoSeconds = Annotated[
+AutoInterval = Annotated[
     Union[int, Literal["auto"]],
-    BeforeValidator(_auto_or(units.parse_seconds, "duration")),
+    BeforeValidator(_auto_or(units.parse_seconds, "duration", limits.MAX_CHECKPOINT_INTERVAL_SECONDS,
+                             "a checkpoint interval is at most 30 days (30d)",
+                             "write auto for the Young/Daly optimum, or e.g. 2h; a bare number is minutes")),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_SECONDS_SCHEMA["anyOf"]]}),
 ]
 PositiveInt = Annotated[int, Field(gt=0)]
 AutoInt = Union[Annotated[int, Field(gt=0, le=100_000)], Literal["auto"]]
 
 
+def _accepts(annotation: Any) -> frozenset[str]:
+    """What kinds of scalar a field's annotation takes: "bool", "number", "auto" (containers are not looked into)."""
+    out: set[str] = set()
+
+    def walk(a: Any) -> None:
+        origin = typing.get_origin(a)
+        if a is bool:
+            out.add("bool")
+        elif a in (int, float):
+            out.add("number")
+        elif origin is Literal:
+            for v in typing.get_args(a):
+                out.add("bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else
+                        "auto" if v == "auto" else "text")
+        elif origin is Annotated:
+            walk(typing.get_args(a)[0])
+        elif origin in (Union, types.UnionType):
+            for x in typing.get_args(a):
+                walk(x)
+
+    walk(annotation)
+    return frozenset(out)
+
+
+_ACCEPTS: dict[tuple[type, str], frozenset[str]] = {}
+_YAML_BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")  # YAML 1.1 booleans, which YAML 1.2 reads as text
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic's lax mode reads true as 1 and 1 as true; in a spec either is a mistake."""
+        key = (cls, info.field_name or "")
+        if key not in _ACCEPTS:
+            _ACCEPTS[key] = _accepts(cls.model_fields[info.field_name].annotation) if info.field_name else frozenset()
+        accepts = _ACCEPTS[key]
+        if isinstance(value, bool):
+            if "number" in accepts and "bool" not in accepts:
+                auto = " (or auto)" if "auto" in accepts else ""
+                raise spec_error(f"expected a number{auto}, got {str(value).lower()}",
+                                 "true and false are not numbers; write the number itself")
+        elif "bool" in accepts and "number" not in accepts:
+            if isinstance(value, (int, float)):
+                raise spec_error(f"expected true or false, got {_shown(value)}", "numbers are not booleans here; "
+                                 "write true or false")
+            if isinstance(value, str) and value.strip().lower() not in _YAML_BOOL_WORDS and (
+                    "auto" not in accepts or value != "auto"):
+                raise spec_error(f"expected true or false, got {value!r}", "write true or false"
+                                 + (", or auto" if "auto" in accepts else ""))
+        return value
 
 
 class ArchitectureSpec(_Strict):
@@ -105,15 +198,15 @@ class FinetuneSpec(_Strict):
 
 
 class ModelSpec(_Strict):
-    parameters: Count | None = None
+    parameters: ParameterCount | None = None
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
     optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
     micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
-    global_batch_tokens: Count | None = None
-    tokens: Count | None = None
+    global_batch_tokens: BatchTokens | None = None
+    tokens: TokenCount | None = None
     finetune: FinetuneSpec = FinetuneSpec()
 
     @model_validator(mode="after")
@@ -143,7 +236,7 @@ class ComputeSpec(_Strict):
     bare_metal: Literal["any", "prefer", "require", "avoid"] = "any"
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun"] = "ecs"
-    image_id: str | None = None
+    image_id: Annotated[str, Field(pattern=limits.IMAGE_ID_RE, max_length=limits.MAX_IMAGE_ID_CHARS)] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
     data_disk_gib: Annotated[int, Field(ge=0, le=32768)] = 0
 
@@ -152,6 +245,16 @@ class ComputeSpec(_Strict):
     def _disk(cls, v: int) -> int:
         if 0 < v < 20:
             raise ValueError("an ESSD data disk is at least 20 GiB; use 0 for none")
+        return v
+
+    @field_validator("image_id", mode="before")
+    @classmethod
+    def _image(cls, v: Any) -> Any:
+        if isinstance(v, str) and not (re.fullmatch(limits.IMAGE_ID_RE, v) and len(v) <= limits.MAX_IMAGE_ID_CHARS):
+            raise spec_error(f"{v[:60]!r}{'...' if len(v) > 60 else ''} is not an image id: use 1-128 letters, digits, "
+                             "'_', '.' and '-'",
+                             "an ECS image id looks like m-bp1g7004ksh0oeuc****, a Lingjun image id like "
+                             "i190982651690986913088")
         return v
 
 
@@ -190,38 +293,75 @@ class NetworkSpec(_Strict):
 
 
 class DatasetSpec(_Strict):
-    source: str
+    source: Annotated[str, Field(pattern=limits.OSS_SOURCE_RE)]
     size: Bytes
-    path: str = "/datasets/"
+    path: Annotated[str, Field(pattern=limits.FILESET_PATH_RE, max_length=limits.MAX_PATH_CHARS)] = "/datasets/"
 
-    @field_validator("source")
+    @field_validator("source", mode="before")
     @classmethod
-    def _oss(cls, v: str) -> str:
-        if not re.fullmatch(r"oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9](/[^\s]*)?", v):
-            raise ValueError(f"'{v}' is not an OSS location: write oss://bucket/prefix/")
+    def _oss(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        m = re.fullmatch(r"oss://([a-z0-9][a-z0-9-]{1,61}[a-z0-9])(/.*)?", v, flags=re.DOTALL)
+        if not m:
+            raise spec_error(f"{v[:80]!r} is not an OSS location: write oss://bucket/prefix/",
+                             "a bucket name is 3-63 lowercase letters, digits and '-', e.g. oss://my-corpus/tokenized/")
+        wrong = limits.oss_prefix_problem(m.group(2)[1:]) if m.group(2) else None
+        if wrong:
+            raise spec_error(f"{v[:80]!r} is not a usable OSS location: {wrong}",
+                             "quotes, backticks, '$', '\\', spaces and control characters are refused because the "
+                             "location is written into the generated program; e.g. oss://my-corpus/tokenized/")
         return v
 
-    @field_validator("path")
+    @field_validator("path", mode="before")
     @classmethod
-    def _path(cls, v: str) -> str:
-        if not re.fullmatch(r"/[A-Za-z0-9._/-]*/", v):
-            raise ValueError("a fileset path starts and ends with '/', e.g. /datasets/")
-        return v
+    def _path(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        if len(v) > limits.MAX_PATH_CHARS:
+            raise spec_error(f"the fileset path is {len(v):,} characters; at most {limits.MAX_PATH_CHARS:,}")
+        if not re.fullmatch(limits.FILESET_PATH_RE, v):
+            raise spec_error("a fileset path starts and ends with '/' and holds letters, digits, '.', '_', '-' and "
+                             "'/', e.g. /datasets/")
+        segments = v.strip("/").split("/")
+        if any(seg in (".", "..") for seg in segments):
+            raise spec_error(f"{v!r} has a '.' or '..' segment; a fileset path is written from the file system's root",
+                             "e.g. /datasets/ or /datasets/corpus-2026/")
+        kept = [seg for seg in segments if seg]
+        if not kept:
+            raise spec_error("a fileset cannot be the file system's root directory", "e.g. /datasets/")
+        return "/" + "/".join(kept) + "/"
 
 
 class StorageSpec(_Strict):
     shared: Literal["auto", "cpfs", "extreme-nas", "none"] = "auto"
     capacity: AutoBytes = "auto"
     storage_class: Literal["auto", "advance_100", "advance_200", "standard", "advance"] = "auto"
-    mount_path: str = "/mnt/shared"
+    mount_path: Annotated[str, Field(pattern=limits.MOUNT_PATH_RE, max_length=limits.MAX_PATH_CHARS)] = "/mnt/shared"
     dataset: DatasetSpec | None = None
 
-    @field_validator("mount_path")
+    @field_validator("mount_path", mode="before")
     @classmethod
-    def _mount(cls, v: str) -> str:
-        if not re.fullmatch(r"/[A-Za-z0-9._/-]+", v) or v.rstrip("/") in ("", "/etc", "/usr", "/var", "/root"):
-            raise ValueError(f"'{v}' is not a usable mount path; use e.g. /mnt/shared")
-        return v.rstrip("/")
+    def _mount(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        if len(v) > limits.MAX_PATH_CHARS:
+            raise spec_error(f"the mount path is {len(v):,} characters; at most {limits.MAX_PATH_CHARS:,}",
+                             "use e.g. /mnt/shared")
+        if not re.fullmatch(limits.MOUNT_PATH_RE, v):
+            raise spec_error(f"{v[:80]!r} is not an absolute path of letters, digits, '.', '_', '-' and '/'",
+                             "use e.g. /mnt/shared")
+        norm = limits.normalize_abs_path(v)
+        system = limits.system_dir(norm)
+        if system == "/":
+            raise spec_error(f"{v!r} is the root directory" + (f" (it normalizes to {norm})" if v != "/" else "")
+                             + "; mounting over it would hide the whole system", "use e.g. /mnt/shared")
+        if system is not None:
+            where = "is" if norm == system else "is under"
+            normalized = f" (it normalizes to {norm})" if norm != v else ""
+            raise spec_error(f"{v!r}{normalized} {where} {system}, a system directory; mounting the shared file "
+                             "system there would hide the operating system's files", "use e.g. /mnt/shared")
+        return norm
 
 
 class CheckpointSpec(_Strict):
@@ -229,7 +369,7 @@ class CheckpointSpec(_Strict):
     bucket: str | None = None
     region: str | None = None
     prefix: str = "checkpoints/"
-    interval: AutoSeconds = "auto"
+    interval: AutoInterval = "auto"
     retention_days: Annotated[int, Field(gt=0, le=3650)] = 30
     transition_ia_days: Annotated[int, Field(gt=0, le=3650)] | None = 30
     abort_multipart_days: Annotated[int, Field(gt=0, le=365)] = 3
@@ -262,14 +402,81 @@ class SpotSpec(_Strict):
 
 class BudgetSpec(_Strict):
     currency: Literal["CNY"] = "CNY"
-    per_hour: Annotated[float, Field(gt=0)] | None = None
-    total: Annotated[float, Field(gt=0)] | None = None
+    per_hour: Annotated[float, Field(gt=0, le=limits.MAX_BUDGET_PER_HOUR)] | None = None
+    total: Annotated[float, Field(gt=0, le=limits.MAX_BUDGET_TOTAL)] | None = None
     max_days: Annotated[float, Field(gt=0, le=3650)] | None = None
+
+    @field_validator("per_hour", "total", mode="before")
+    @classmethod
+    def _money(cls, v: Any, info: ValidationInfo) -> Any:
+        maximum = limits.MAX_BUDGET_PER_HOUR if info.field_name == "per_hour" else limits.MAX_BUDGET_TOTAL
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > maximum:
+            unit = "CNY per hour" if info.field_name == "per_hour" else "CNY"
+            raise spec_error(f"{_shown(v)} {unit} is too large: at most {maximum:,} (10^{len(str(maximum)) - 1})",
+                             "check the exponent; budgets are in CNY" + (
+                                 ", and 100,000 nodes of the priciest catalog type cost about 2.8e7 CNY per hour"
+                                 if info.field_name == "per_hour" else ""))
+        return v
 
 
 class Waiver(_Strict):
     rule: Annotated[str, Field(pattern=r"^TS[0-9]{3}$")]
-    reason: Annotated[str, Field(min_length=10)]
+    reason: Annotated[str, Field(min_length=10, max_length=limits.MAX_WAIVER_REASON_CHARS,
+                                 pattern=limits.NO_CONTROL_RE)]
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        v = v.strip()  # a block scalar (reason: >) ends with a line feed
+        if len(v) > limits.MAX_WAIVER_REASON_CHARS:
+            raise spec_error(f"the reason is {len(v):,} characters; at most {limits.MAX_WAIVER_REASON_CHARS}",
+                             "say why in a sentence or two and link to the longer discussion")
+        ctrl = limits.control_character(v)
+        if ctrl:
+            raise spec_error(f"the reason contains {ctrl}; write it on one line without control characters",
+                             "a long reason may be folded over several lines with reason: >- (they join with spaces)")
+        return v
+
+
+def _tag_text(v: Any, what: str, maximum: int) -> Any:
+    if not isinstance(v, str):
+        return v
+    shown = f"{v[:40]!r}{'...' if len(v) > 40 else ''}"
+    ctrl = limits.control_character(v)
+    if ctrl:
+        raise spec_error(f"tag {what} {shown} contains {ctrl}; tags are one line of printable text",
+                         "remove the control character (a quoted YAML string turns \\t, \\n and \\r into them)")
+    if len(v) > maximum:
+        raise spec_error(f"tag {what} {shown} is {len(v)} characters; Alibaba Cloud allows at most {maximum}",
+                         "shorten it")
+    if re.search("https?://", v, flags=re.IGNORECASE):
+        raise spec_error(f"tag {what} {shown} contains http:// or https://, which Alibaba Cloud refuses in tags",
+                         "drop the scheme, e.g. wiki.example.com/llm")
+    return v
+
+
+def _tag_key(v: Any) -> Any:
+    v = _tag_text(v, "key", limits.TAG_KEY_MAX)
+    if isinstance(v, str) and v.lower().startswith(("aliyun", "acs:")):
+        raise spec_error(f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
+                         "rename the key, e.g. team or cost-center")
+    return v
+
+
+def _tag_value(v: Any) -> Any:
+    v = _tag_text(v, "value", limits.TAG_VALUE_MAX)
+    if isinstance(v, str) and v.lower().startswith("acs:"):
+        raise spec_error(f"tag value {v[:40]!r} starts with acs:, a prefix Alibaba Cloud reserves", "change the value")
+    return v
+
+
+# Field before BeforeValidator: in the other order pydantic leaves the pattern out of the JSON Schema
+TagKey = Annotated[str, Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
+                   BeforeValidator(_tag_key)]
+TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE),
+                     BeforeValidator(_tag_value)]
 
 
 class Spec(_Strict):
@@ -287,7 +494,11 @@ class Spec(_Strict):
     checkpoints: CheckpointSpec = CheckpointSpec()
     spot: SpotSpec = SpotSpec()
     budget: BudgetSpec = BudgetSpec()
-    tags: dict[Annotated[str, Field(min_length=1, max_length=64)], Annotated[str, Field(max_length=128)]] = {}
+    tags: Annotated[dict[TagKey, TagValue], WithJsonSchema({
+        "type": "object", "maxProperties": 15,
+        "propertyNames": {"minLength": 1, "maxLength": limits.TAG_KEY_MAX, "pattern": limits.NO_CONTROL_RE},
+        "additionalProperties": {"type": "string", "maxLength": limits.TAG_VALUE_MAX,
+                                 "pattern": limits.NO_CONTROL_RE}})] = {}
     waivers: tuple[Waiver, ...] = ()
 
     @field_validator("tags")
@@ -296,8 +507,6 @@ class Spec(_Strict):
         if len(v) > 15:
             raise ValueError(f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)")
         for key in v:
-            if key.lower().startswith(("aliyun", "acs:", "http://", "https://")):
-                raise ValueError(f"tag key '{key}' uses a prefix Alibaba Cloud reserves (aliyun, acs:, http://, https://)")
             if key == "managed-by" or key.startswith("trainstack-"):
                 raise ValueError(f"tag key '{key}' is reserved for trainstack's own tags")
         return v

@@ -36,7 +36,10 @@ def parse_count(value: object, what: str = "count") -> int:
         if not m:
             raise UnitError(f"'{value}' is not a {what}: write a number with an optional suffix K, M, B, T "
                             "(powers of 1000) or Ki, Mi, Gi (powers of 1024), e.g. 70B, 7.5e9, 4Mi")
-        n = round(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)])
+        x = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
+        if not math.isfinite(x):
+            raise UnitError(f"expected a finite {what}, got {value}")
+        n = round(x)
     else:
         raise UnitError(f"expected a {what} such as 70B or 7.5e9")
     if n <= 0:
@@ -49,14 +52,17 @@ def parse_bytes(value: object, what: str = "size") -> int:
     if isinstance(value, bool):
         raise UnitError(f"expected a {what} such as 12TiB or 500GiB")
     if isinstance(value, (int, float)):
-        if value <= 0 or not math.isfinite(value):
+        if value <= 0 or (isinstance(value, float) and not math.isfinite(value)):
             raise UnitError(f"{what} must be positive, got {value}")
         return round(value * 2**30)
     if isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*([KMGTP]?I?B)", value.strip().upper().replace("_", ""))
         if not m:
             raise UnitError(f"'{value}' is not a {what}: write e.g. 500GiB, 12TiB or 2TB")
-        n = round(float(m.group(1)) * _BYTES_SUFFIX[m.group(2)])
+        x = float(m.group(1)) * _BYTES_SUFFIX[m.group(2)]
+        if not math.isfinite(x):
+            raise UnitError(f"expected a finite {what}, got {value}")
+        n = round(x)
         if n <= 0:
             raise UnitError(f"{what} must be positive, got {value}")
         return n
@@ -68,12 +74,17 @@ def parse_seconds(value: object, what: str = "duration") -> int:
     if isinstance(value, bool):
         raise UnitError(f"expected a {what} such as 30m or 2h")
     if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UnitError(f"expected a finite {what}, got {value}")
         secs = round(value * 60)
     elif isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*(s|sec|m|min|h|d)", value.strip().lower())
         if not m:
             raise UnitError(f"'{value}' is not a {what}: write e.g. 45m, 2h or 1d")
-        secs = round(float(m.group(1)) * _SECONDS[m.group(2)])
+        x = float(m.group(1)) * _SECONDS[m.group(2)]
+        if not math.isfinite(x):
+            raise UnitError(f"expected a finite {what}, got {value}")
+        secs = round(x)
     else:
         raise UnitError(f"expected a {what} such as 30m or 2h")
     if secs <= 0:

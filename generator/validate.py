@@ -5,19 +5,23 @@ Pure: spec + catalog -> list of :class:`~generator.errors.Problem` (paths only; 
 
 from __future__ import annotations
 
+import re
+
+from . import limits
 from .catalog import Catalog, Region
 from .errors import Problem, did_you_mean
+from .limits import CPFS_MAX_GIB, CPFS_MIN_GIB, CPFS_STEP_GIB, NAS_EXTREME_MAX_GIB, NAS_EXTREME_MIN_GIB  # noqa: F401
 from .spec import Spec
-
-CPFS_MIN_GIB = 3600  # smallest CPFS general-purpose file system in the provider's examples and tests [TF-nas test]
-CPFS_STEP_GIB = 1200  # CPFS scales in 1,200 GiB steps [DOC-CPFS-SCALE]
-CPFS_MAX_GIB = 1024 * 1024  # 1 PiB [DOC-CPFS-SCALE]
-NAS_EXTREME_MIN_GIB = 100  # [DOC-NAS-EXT]
-NAS_EXTREME_MAX_GIB = 256 * 1024
 
 
 def check(spec: Spec, catalog: Catalog) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = _repeats(spec) + _bucket_tags(spec)
+    m = spec.model
+    if m.global_batch_tokens is not None and m.global_batch_tokens < m.sequence_length:
+        problems.append(Problem(("model", "global_batch_tokens"), f"a global batch of {m.global_batch_tokens:,} tokens "
+                                f"is less than one sequence of {m.sequence_length:,} tokens",
+                                f"use at least {m.sequence_length}, e.g. a multiple of it such as "
+                                f"{m.sequence_length * 256} (256 sequences)"))
     region = catalog.region(spec.region)
     if region is None:
         problems.append(Problem(("region",), f"unknown region '{spec.region}'",
@@ -33,8 +37,6 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                     msg += f" (it is in {other})"
                     hint = f"set region: {other}, or use zones of {region.id}: {', '.join(region.zones)}"
                 problems.append(Problem(("zones", i), msg, hint))
-        if len(set(spec.zones)) != len(spec.zones):
-            problems.append(Problem(("zones",), "a zone is listed twice"))
     if spec.model.preset is not None:
         from .sizing import PRESETS
 
@@ -94,15 +96,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     s = spec.storage
     if isinstance(s.capacity, int):
         gib = s.capacity / 2**30
-        if s.shared in ("cpfs", "auto") and s.shared == "cpfs":
-            if gib < CPFS_MIN_GIB or abs(gib / CPFS_STEP_GIB - round(gib / CPFS_STEP_GIB)) > 1e-9 or gib > CPFS_MAX_GIB:
-                up = max(CPFS_MIN_GIB, -(-int(gib) // CPFS_STEP_GIB) * CPFS_STEP_GIB)
-                problems.append(Problem(("storage", "capacity"),
-                                        f"CPFS capacity must be at least {CPFS_MIN_GIB} GiB, a multiple of "
-                                        f"{CPFS_STEP_GIB} GiB and at most 1 PiB; got {gib:g} GiB",
-                                        f"use {up}GiB"))
-        if s.shared == "extreme-nas" and not NAS_EXTREME_MIN_GIB <= gib <= NAS_EXTREME_MAX_GIB:
-            problems.append(Problem(("storage", "capacity"), f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:g} GiB"))
+        if s.shared in ("cpfs", "extreme-nas"):
+            wrong = limits.capacity_problem(s.shared, gib)
+            if wrong:
+                problems.append(Problem(("storage", "capacity"), *wrong))
         if s.shared == "none":
             problems.append(Problem(("storage", "capacity"), "a capacity is set but storage.shared is none",
                                     "remove capacity or choose a shared file system"))
@@ -147,6 +144,46 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         if w.rule not in RULES:
             problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",
                                     did_you_mean(w.rule, RULES) or "run 'trainstack lint --rules' to list them"))
+    return problems
+
+
+def _repeats(spec: Spec) -> list[Problem]:
+    """Lists that are sets: an item given twice (after normalisation, for CIDRs) is a mistake, and for admin_cidrs
+    it would render the same security-group rule twice."""
+    problems: list[Problem] = []
+    for path, items, what in ((("zones",), spec.zones, "zone"),
+                              (("compute", "instance_types"), spec.compute.instance_types, "instance type"),
+                              (("network", "admin_cidrs"), spec.network.admin_cidrs, "network")):
+        first: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if item in first:
+                problems.append(Problem((*path, i), f"{what} {item} is listed twice (also as item {first[item]})",
+                                        "remove the repeated item; each may appear once"))
+            else:
+                first[item] = i
+    return problems
+
+
+def _bucket_tags(spec: Spec) -> list[Problem]:
+    """The checkpoint bucket takes every tag, and OSS bucket tags are narrower than other resources' (docs/spec.md)."""
+    if not spec.checkpoints.enabled:
+        return []
+    problems: list[Problem] = []
+    for key in spec.tags:
+        why = ""
+        if len(key) > limits.OSS_TAG_KEY_MAX:
+            why = f"is {len(key)} characters; an OSS bucket tag key is at most {limits.OSS_TAG_KEY_MAX}"
+        elif not re.fullmatch(limits.OSS_TAG_KEY_RE, key):
+            bad = next(ch for ch in key if not re.fullmatch(limits.OSS_TAG_KEY_RE, ch))
+            why = (f"contains {bad!r}; an OSS bucket tag key holds only letters, digits, spaces and "
+                   "+ - = . _ : /")
+        elif key.lower().startswith("acs"):
+            why = "starts with acs, which OSS reserves for bucket tags"
+        if why:
+            problems.append(Problem(("tags", key), f"tag key {key[:40]!r}{'...' if len(key) > 40 else ''} {why}, and "
+                                    "trainstack tags the checkpoint bucket with every tag",
+                                    "shorten or rename the key (or set checkpoints.enabled: false, which creates no "
+                                    "bucket)"))
     return problems
 
 
