@@ -9,34 +9,20 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from . import loader, planner, render, stackdir, validate
-from .catalog import Catalog, load_catalog
-from .errors import Problem, SpecErrors, TrainstackError
-from .loader import Located
-from .plan import Plan
-
-
-
-def load(spec_path: str | Path, catalog: Catalog | None = None) -> Located:
-    """Parse and check a spec file; raise :class:`SpecErrors` (with lines) listing every problem."""
-    located = loader.load_file(spec_path)
-    problems = validate.check(located.spec, catalog or load_catalog())
-    if problems:
-        raise SpecErrors(located.locate(problems), located.lines)
-    return located
-
-
-def plan_located(located: Located, catalog: Catalog | None = None) -> Plan:
-    try:
-        return planner.make_plan(located.spec, catalog or load_catalog())
-    except planner.PlanningError as e:
-        raise planner.PlanningError(located.locate(list(e.problems)), located.lines) from None
+from generator.catalog import Catalog, load_catalog
+from generator.errors import Problem, SpecErrors, TrainstackError
+from generator.plan import pipeline
+from generator.plan.model import Plan
+from generator.plan.pipeline import load, plan_located
+from generator.render import files as render
+from generator.render import stackdir
 
 
 def plan(spec_path: str | Path, catalog: Catalog | None = None) -> Plan:
-    catalog = catalog or load_catalog()
-    return plan_located(load(spec_path, catalog), catalog)
+    """Load, check and plan a spec file (:func:`generator.plan.pipeline.plan_file`)."""
+    return pipeline.plan_file(spec_path, catalog)
 
 
 def spec_record(spec_path: str | Path) -> str:
@@ -98,7 +84,8 @@ def run_files(the_plan: Plan, files: dict[str, str]) -> object:
 
 
 def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
-    from . import live, mockrun
+    from generator import live
+    from generator.preview import mockrun
 
     with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
         dest = Path(tmp) / the_plan.name
@@ -110,7 +97,7 @@ def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
 
 def lint_files(the_plan: Plan, files: dict[str, str]):  # -> lint.LintReport
     """Lint what ``files`` would deploy, with the waivers the spec gives."""
-    from . import lint
+    from generator.preview import lint
 
     graph = run_files(the_plan, files)
     waivers = lint.waivers_of(the_plan.waivers)
@@ -128,20 +115,39 @@ class PreviewResult:
 
 def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult:
     """Offline preview: render (if given a spec) into a temporary folder and run it under the mock runtime."""
-    from . import mockrun
+    from generator.preview import mockrun
 
     target = Path(target)
     if target.is_dir():
         stackdir.settle(target)
         if not stackdir.is_stack_dir(target):
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
-        from . import live
+        from generator import live
 
         graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
         return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
     the_plan = plan(target, catalog)
     graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
     return PreviewResult(the_plan, graph, str(target), digest)
+
+
+def lint_target(target: str | Path):  # -> lint.LintReport
+    """Lint a spec file or a rendered stack folder: run its program under mocks, then :func:`lint_graph`.
+
+    A spec is planned and rendered into a temporary folder (nothing is written beside it) and its waivers come
+    from the plan; a stack folder is run as it is on disk and its waivers come from its plan.json, so a
+    hand-edited ``__main__.py`` is checked too. Spec problems raise :class:`~generator.errors.SpecErrors`.
+    """
+    from generator.errors import not_a_stack_folder
+    from generator.preview import lint
+
+    path = Path(target)
+    if path.is_dir() and not stackdir.is_stack_dir(path):
+        raise lint.LintInputError(not_a_stack_folder(path))
+    result = preview(path)
+    waivers = lint.waivers_of(result.plan.waivers) if result.plan is not None else lint.stack_waivers(path)
+    graph: Any = result.graph
+    return lint.LintReport(str(target), tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources))
 
 
 def _project_name(stack: Path) -> str:
@@ -157,10 +163,10 @@ def _stack_name(stack: Path) -> str:
 
 
 def schema() -> dict:
-    from .spec import json_schema
+    from generator.spec.model import json_schema
 
     return json_schema()
 
 
-__all__ = ["load", "plan", "plan_located", "render_files", "render_stack", "preview", "schema",
+__all__ = ["load", "plan", "plan_located", "lint_target", "render_files", "render_stack", "preview", "schema",
            "RenderResult", "PreviewResult", "Problem", "SpecErrors", "TrainstackError", "load_catalog"]

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
-from generator.loader import MAX_SPEC_BYTES
+from generator.spec.loader import MAX_SPEC_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "bad_specs"
@@ -175,10 +175,10 @@ def test_missing_file_and_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_well_formed_waiver_is_checked_against_the_lint_rules() -> None:
-    """validate.check imports generator.lint late; a waiver of a rule that does not exist is a located problem."""
+    """validate.check imports generator.preview.lint late; a waiver of a rule that does not exist is a located problem."""
     from generator.catalog import load_catalog
-    from generator.loader import load_text
-    from generator.validate import check
+    from generator.plan.check import check
+    from generator.spec.loader import load_text
 
     located = load_text(textwrap.dedent("""\
         name: waiver-ok
@@ -194,7 +194,7 @@ def test_a_well_formed_waiver_is_checked_against_the_lint_rules() -> None:
 _LAUGHS = """
 import sys
 from generator.errors import SpecErrors
-from generator.loader import load_text
+from generator.spec.loader import load_text
 lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
 lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]" for i in range(1, 8)]
 try:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from generator import api
 from generator.cli import main
-from generator.mockrun import ProgramError, run_program
+from generator.preview.mockrun import ProgramError, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 

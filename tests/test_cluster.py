@@ -12,7 +12,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
-from generator.mockrun import Graph, run_program
+from generator.preview.mockrun import Graph, run_program
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 

@@ -1,9 +1,9 @@
 """Kill a stack write at every filesystem step and check that nothing is lost.
 
-A child process writes a stack folder with :func:`generator.stackdir.write`; a hook counts its filesystem calls
+A child process writes a stack folder with :func:`generator.render.stackdir.write`; a hook counts its filesystem calls
 and, at call number k, kills the process (SIGKILL: no cleanup at all) or interrupts it (SIGINT: Ctrl-C). For every
 k until the write finishes, the Pulumi state, the venv and the user's own files must be intact, and after the next
-command settles the folder (:func:`generator.stackdir.settle`) it must be exactly the old render or exactly the
+command settles the folder (:func:`generator.render.stackdir.settle`) it must be exactly the old render or exactly the
 new one, with no journal or sibling left behind. The last test does the same to the real ``trainstack render``.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import api, stackdir
+from generator import api
+from generator.render import stackdir
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = "name: crash-run\nregion: cn-wulanchabu\nmodel: {parameters: 7B}\ncompute: {nodes: 1}\n"
@@ -52,7 +53,7 @@ HOOK = textwrap.dedent("""
 WRITER = HOOK + textwrap.dedent("""
     import json
     from pathlib import Path
-    from generator import stackdir
+    from generator.render import stackdir
     files = json.loads(Path(sys.argv[3]).read_text())
     arm()
     try:

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generator import diff as d
 from generator.cli import main
-from generator.mockrun import Graph, Resource
+from generator.preview import diff as d
+from generator.preview.mockrun import Graph, Resource
 
 # importing pulumi_alicloud modules to read their docstrings warns about the SDK's own deprecated resources
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicloud")
@@ -364,7 +364,7 @@ def test_every_docstring_that_mentions_reboot_or_immutability_has_a_row() -> Non
     flagged = re.compile(r"immutable after resource creation|will reboot|will be reboot", re.I)
     missing = [(token, prop) for token in SDK_TYPES for prop, doc in _args_docstrings(token).items()
                if flagged.search(doc) and (token, prop) not in rules]
-    assert not missing, f"classify these in generator/data/replacement.csv: {missing}"
+    assert not missing, f"classify these in generator/preview/data/replacement.csv: {missing}"
     # and the data agrees with the words where they are unambiguous
     for token in SDK_TYPES:
         for prop, doc in _args_docstrings(token).items():

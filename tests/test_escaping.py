@@ -19,9 +19,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import api, escape, render
+from generator import api
 from generator.cli import main
-from generator.stackdir import load_yaml
+from generator.render import escape
+from generator.render import files as render
+from generator.render.stackdir import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = "name: hostile-run\nregion: cn-wulanchabu\nmodel: {parameters: 7B}\ncompute: {nodes: 1}\n"

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import api, render, stackdir
-from generator.mockrun import Graph, run_program
+from generator import api
+from generator.preview.mockrun import Graph, run_program
+from generator.render import files as render
+from generator.render import stackdir
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))

@@ -22,12 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from generator import limits, planner, validate
 from generator.catalog import load_catalog
 from generator.errors import ECHO_WIDTH, Problem, SpecErrors, clip_line, render_problem
-from generator.loader import MAX_DEPTH, load_text
-from generator.planner import PlanningError
-from generator.spec import Spec, _accepts, json_schema
+from generator.plan import check as validate
+from generator.plan import planner
+from generator.plan.planner import PlanningError
+from generator.spec import limits
+from generator.spec.loader import MAX_DEPTH, load_text
+from generator.spec.model import Spec, _accepts, json_schema
 
 CATALOG = load_catalog()
 BASE = "name: limits-run\nregion: cn-wulanchabu\nmodel:\n  parameters: 7B\n"

@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from generator import api, validate
+from generator import api
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
-from generator.mockrun import Graph, run_program
-from generator.planner import PlanningError, make_plan
-from generator.spec import Spec
+from generator.plan import check as validate
+from generator.plan.planner import PlanningError, make_plan
+from generator.preview.mockrun import Graph, run_program
+from generator.spec.model import Spec
 
 CATALOG = load_catalog()
 VPD = "alicloud:eflo/vpd:Vpd"

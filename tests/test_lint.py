@@ -1,4 +1,4 @@
-"""Tests for ``trainstack lint`` (generator/lint.py and generator/commands/lint.py).
+"""Tests for ``trainstack lint`` (generator/preview/lint.py and generator/cli/lint.py).
 
 Most tests build resource graphs by hand (``mockrun.Resource`` / ``Graph``; no pulumi, milliseconds): a graph
 shaped like what the templates declare must lint clean, and one targeted change per case must trip exactly the
@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from generator import lint
+from generator.api import lint_target
 from generator.cli import main
-from generator.lint import RULES, Finding, LintInputError, LintReport, lint_graph, lint_target
-from generator.mockrun import Graph, Resource
+from generator.preview import lint
+from generator.preview.lint import RULES, Finding, LintInputError, LintReport, lint_graph
+from generator.preview.mockrun import Graph, Resource
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
@@ -295,7 +296,7 @@ def test_waivers_come_from_plan_json_and_need_reasons(tmp_path: Path) -> None:
 
 
 def test_lint_imports_without_pulumi() -> None:
-    code = "import sys, generator.lint; sys.exit(any(m.split('.')[0] == 'pulumi' for m in sys.modules))"
+    code = "import sys, generator.preview.lint; sys.exit(any(m.split('.')[0] == 'pulumi' for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
 
 

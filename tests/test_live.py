@@ -369,7 +369,7 @@ BUCKET_PAB = "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock"
 def state_with_bucket_security(folder: Path, protected: bool | None = None) -> list[StateResource]:
     """deployed_state() plus the bucket's ACL and public access block, with the options the rendered program gives
     them under the mock runtime (or ``protected``, for a stack deployed by an older program)."""
-    from generator.mockrun import run_program
+    from generator.preview.mockrun import run_program
 
     graph = run_program(folder, project="finetune-7b", stack="dev", config={"alicloud:region": "cn-hangzhou"})
     extra = []

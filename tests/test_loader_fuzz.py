@@ -25,12 +25,13 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from ruamel.yaml import YAML
 
-from generator import planner, validate
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
-from generator.loader import decode, load_text
-from generator.planner import PlanningError
+from generator.plan import check as validate
+from generator.plan import planner
+from generator.plan.planner import PlanningError
 from generator.sizing import PRESETS
+from generator.spec.loader import decode, load_text
 
 CATALOG = load_catalog()
 FILE = "fuzz.yaml"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from generator.catalog import load_catalog
-from generator.planner import PlanningError, make_plan
-from generator.spec import Spec
+from generator.plan.planner import PlanningError, make_plan
+from generator.spec.model import Spec
 
 
 def plan(**overrides):

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from generator import sizing, validate
+from generator import sizing
 from generator.catalog import load_catalog
-from generator.plan import Plan
-from generator.planner import PlanningError, make_plan
-from generator.spec import Spec
+from generator.plan import check as validate
+from generator.plan.model import Plan
+from generator.plan.planner import PlanningError, make_plan
+from generator.spec.model import Spec
 
 CATALOG = load_catalog()
 REGIONS = {r.id: r for r in CATALOG.regions}

@@ -1,6 +1,6 @@
-"""docs/spec.md, the examples and the JSON Schema stay in step with the spec models (generator/spec.py).
+"""docs/spec.md, the examples and the JSON Schema stay in step with the spec models (generator/spec/model.py).
 
-* every field of :class:`generator.spec.Spec`, walked recursively, appears in docs/spec.md as ```dotted.path```
+* every field of :class:`generator.spec.model.Spec`, walked recursively, appears in docs/spec.md as ```dotted.path```
   (items of a list of mappings as ``waivers[].rule``), so adding a field without documenting it fails;
 * every field row of the reference tables names a field that exists, and its Default column agrees with the model;
 * the complete spec examples in docs/spec.md and every examples/*.yaml load and pass the catalog checks;
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from generator.loader import load_file, load_text, parse_yaml
-from generator.spec import Spec, json_schema
+from generator.spec.loader import load_file, load_text, parse_yaml
+from generator.spec.model import Spec, json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "spec.md"
@@ -95,7 +95,7 @@ def table_rows(text: str) -> list[tuple[str, list[str]]]:
 
 def test_every_field_is_documented(doc: str) -> None:
     missing = [p for p in field_paths() if f"`{p}`" not in doc]
-    assert not missing, ("fields of generator/spec.py not documented in docs/spec.md (add a table row with the "
+    assert not missing, ("fields of generator/spec/model.py not documented in docs/spec.md (add a table row with the "
                          f"path in backticks): {', '.join(missing)}")
 
 
@@ -108,7 +108,7 @@ def test_every_field_has_a_table_row(doc: str) -> None:
 def test_documented_fields_exist(doc: str) -> None:
     paths = field_paths()
     stale = [p for p, _ in table_rows(doc) if p not in paths]
-    assert not stale, f"docs/spec.md documents fields that generator/spec.py does not have: {', '.join(stale)}"
+    assert not stale, f"docs/spec.md documents fields that generator/spec/model.py does not have: {', '.join(stale)}"
 
 
 def _plain(value: object) -> object:
@@ -167,8 +167,8 @@ def _doc_specs(doc: str) -> list[str]:
 
 
 def test_doc_examples_are_valid_specs(doc: str) -> None:
-    from generator import validate
     from generator.catalog import load_catalog
+    from generator.plan import check as validate
 
     specs = _doc_specs(doc)
     assert specs, "docs/spec.md should open with a complete example spec"
@@ -197,8 +197,8 @@ def test_example_loads(path: Path) -> None:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_passes_catalog_checks(path: Path) -> None:
-    from generator import validate
     from generator.catalog import load_catalog
+    from generator.plan import check as validate
 
     located = load_file(path)
     assert validate.check(located.spec, load_catalog()) == []

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import api, stackdir
+from generator import api
+from generator.render import stackdir
 
 SPEC = "name: small-run\nregion: cn-wulanchabu\nmodel: {parameters: 7B}\ncompute: {nodes: 1}\n"
 

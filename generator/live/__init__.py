@@ -17,7 +17,7 @@ What this module adds around the engine, and why:
 * **No secret ever printed.** Every line shown to the user passes through :func:`redact`, which masks the values
   of the credential and passphrase variables in the environment.
 
-The library never imports click; ``generator/commands/live.py`` is the command-line shell over it.
+The library never imports click; ``generator/cli/live.py`` is the command-line shell over it.
 """
 
 from __future__ import annotations
@@ -37,12 +37,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import api, stackdir
-from .errors import EXIT_USAGE, TrainstackError
-from .render import MARKER
-from .stackdir import config_compatible as _config_compatible
-from .stackdir import load_yaml as _load_yaml
-from .stackdir import merge_stack_config as _merge_stack_config
+from generator.errors import EXIT_USAGE, TrainstackError
+from generator.plan import pipeline
+from generator.render import files as stack_files
+from generator.render import stackdir
+from generator.render.files import MARKER
+from generator.render.stackdir import config_compatible as _config_compatible
+from generator.render.stackdir import load_yaml as _load_yaml
+from generator.render.stackdir import merge_stack_config as _merge_stack_config
 
 # --------------------------------------------------------------------------------------------- exit codes
 # Distinct codes so pipelines can tell "fix your setup" from "the cloud said no" (documented in docs/live.md).
@@ -567,8 +569,8 @@ def check_fresh(stack_dir: Path) -> Freshness:
     if spec is None:
         why = f"its spec {recorded} was not found" if recorded else "it does not record its spec"
         return Freshness(None, (), f"not checked against a spec ({why}); deploying the folder as rendered")
-    the_plan = api.plan(spec)
-    files = api.render_files(the_plan, api.spec_record(spec))
+    the_plan = pipeline.plan_file(spec)
+    files = stack_files.render(the_plan, stackdir.spec_record(spec))
     return Freshness(spec, tuple(stale_files(files, stack_dir, the_plan.stack)))
 
 
@@ -593,8 +595,8 @@ def locate(arg: str | Path, backend: str | None = None, env: Mapping[str, str] |
         return target_for(p, backend, env)
     if not _is_spec(p):
         raise BadTarget(f"{arg}: no such spec file or stack folder")
-    the_plan = api.plan(p)
-    dest = api.default_stack_dir(the_plan, p)
+    the_plan = pipeline.plan_file(p)
+    dest = stackdir.default_stack_dir(p, the_plan.name)
     if not stackdir.is_stack_dir(dest):
         raise BadTarget(f"{arg} has no stack folder at {dest}: run `trainstack up {arg}` (or render it) first.")
     return target_for(dest, backend, env)
@@ -606,8 +608,8 @@ def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str
     p = Path(arg)
     if p.is_dir() or not _is_spec(p):
         return locate(p, backend, env)
-    the_plan = api.plan(p)
-    dest = api.default_stack_dir(the_plan, p)
+    the_plan = pipeline.plan_file(p)
+    dest = stackdir.default_stack_dir(p, the_plan.name)
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(dest))
     return Target(stack_dir=dest, project=the_plan.name, stack=the_plan.stack, backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
@@ -638,9 +640,9 @@ def other_state_folders(dest: Path, spec: Path, project: str, stack: str) -> lis
 
 def render_for_up(spec: Path) -> tuple[Path, tuple[stackdir.FileChange, ...]]:
     """Render a spec into its stack folder like ``trainstack render``, keeping Pulumi's and the user's settings."""
-    the_plan = api.plan(spec)
-    files = dict(api.render_files(the_plan, api.spec_record(spec)))
-    dest = api.default_stack_dir(the_plan, spec)
+    the_plan = pipeline.plan_file(spec)
+    files = dict(stack_files.render(the_plan, stackdir.spec_record(spec)))
+    dest = stackdir.default_stack_dir(spec, the_plan.name)
     if stackdir.is_stack_dir(dest) and not stale_files(files, dest, the_plan.stack):
         return dest, ()  # already what the spec renders; leave Pulumi's additions untouched
     try:
@@ -847,8 +849,8 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
         return _preview_text(engine, t, notes)
     t = planned_target(p, backend, env)
     preflight(t, env=env)
-    the_plan = api.plan(p)
-    files = dict(api.render_files(the_plan, api.spec_record(p)))
+    the_plan = pipeline.plan_file(p)
+    files = dict(stack_files.render(the_plan, stackdir.spec_record(p)))
     if stackdir.is_stack_dir(t.stack_dir) and not stale_files(files, t.stack_dir, t.stack):
         return _preview_text(engine, target_for(t.stack_dir, backend, env), notes)
     config_name = f"Pulumi.{t.stack}.yaml"

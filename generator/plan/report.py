@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .plan import Plan
-from .units import human_bytes, human_count, human_seconds
+from generator.plan.model import Plan
+from generator.spec.units import human_bytes, human_count, human_seconds
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
@@ -43,10 +43,10 @@ def plan_text(plan: Plan) -> str:
         f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
                                                 f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
                                                 if plan.storage.kind != "none" else ""),
-        f"  checkpoints  " + (f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
+        "  checkpoints  " + (f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
                               f"{human_seconds(plan.checkpoints.interval_seconds)} "
                               f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),
-        f"  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
+        "  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
                               f"{plan.spot.strategy}" if plan.spot.enabled else "off"),
         "",
         "Memory per GPU",

@@ -2,7 +2,7 @@
 
 Exit codes follow the rest of the CLI: 0 when no unwaived error remains (warnings and waived findings do not
 fail), 1 when one does (a failed check, like a stale stack), 2 for bad input (a missing or wrong spec, a folder
-that is not a stack). The rules themselves live in :mod:`generator.lint`; this module only prints.
+that is not a stack). The rules themselves live in :mod:`generator.preview.lint`; this module only prints.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from ..errors import EXIT_FAILURE
-from . import handle
+from generator.cli.common import handle
+from generator.errors import EXIT_FAILURE
 
 
 @click.command("lint")
@@ -28,7 +28,7 @@ def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
     (waivers: [{rule: TS002, reason: "..."}]); waived findings are shown but do not fail.
     Exit 1 if an unwaived error remains.
     """
-    from .. import lint as lint_mod
+    from generator.preview import lint as lint_mod
 
     if list_rules:
         rules = sorted(lint_mod.RULES.values(), key=lambda r: r.id)
@@ -41,7 +41,9 @@ def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
         return
     if target is None:
         raise click.UsageError("give a spec file or a stack folder to lint (or --rules to list the rules)")
-    report = lint_mod.lint_target(target)
+    from generator import api
+
+    report = api.lint_target(target)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

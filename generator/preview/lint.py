@@ -1,7 +1,7 @@
 """Secure-by-default policy checks over the resources a generated program declares (``trainstack lint``).
 
 Why lint the *resources* and not the spec or the templates: the resource graph recorded under the mock runtime
-(:mod:`generator.mockrun`) is exactly what Pulumi would send to Alibaba Cloud, with the SDK's own argument
+(:mod:`generator.preview.mockrun`) is exactly what Pulumi would send to Alibaba Cloud, with the SDK's own argument
 names. A check written against it catches a template regression, a hand-edited stack folder and a future
 spec option alike, the way checkov checks a Terraform plan rather than the HCL that produced it.
 
@@ -13,9 +13,9 @@ Every rule has a stable id (``TS001``...) so a spec can waive it, and only with 
 
 A waived finding is still reported (with the reason) but does not fail the lint.
 
-This module must import without pulumi: :mod:`generator.validate` reads :data:`RULES` to check the rule ids
-named in a spec's waivers. :func:`lint_graph` is pure and duck-typed over a ``mockrun.Graph``;
-:func:`lint_target` is the one function that runs a program (through :func:`generator.api.preview`).
+The rules themselves (ids, severities, titles, rationales) are spec vocabulary in :mod:`generator.spec.rules`;
+this module holds their checks. :func:`lint_graph` is pure and duck-typed over a ``mockrun.Graph``; running a
+program to get one is :func:`generator.api.lint_target`'s job.
 """
 
 from __future__ import annotations
@@ -25,21 +25,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from .errors import EXIT_USAGE, TrainstackError, not_a_stack_folder
-
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A policy: its stable id, how bad a violation is, a one-line title and why it exists."""
-
-    id: str
-    severity: Severity
-    title: str
-    rationale: str
+from generator.errors import EXIT_USAGE, TrainstackError
+from generator.spec.rules import RULES, Rule, Severity
 
 
 @dataclass(frozen=True)
@@ -61,79 +50,6 @@ class Finding:
         return text
 
 
-def _rule(rule_id: str, severity: Severity, title: str, rationale: str) -> Rule:
-    return Rule(rule_id, severity, title, rationale)
-
-
-RULES: dict[str, Rule] = {r.id: r for r in (
-    _rule("TS001", "error", "No security group ingress from anywhere (0.0.0.0/0 or ::/0)",
-          "Training nodes have no business being reachable from the internet: every open port on a GPU node is "
-          "an entry point to the data and credentials on it. Nodes talk to each other through the security group "
-          "itself; administrators come from named networks."),
-    _rule("TS002", "warning", "SSH ingress only from named administrator networks",
-          "SSH from a CIDR is sometimes needed (network.admin_cidrs), so it is a warning, not an error: each "
-          "such rule is shown so a reviewer sees who can log in to the cluster."),
-    _rule("TS003", "error", "OSS bucket has a private ACL",
-          "Checkpoints and datasets are the most valuable thing a training run produces. An oss.BucketAcl with "
-          "acl=private states the intent explicitly instead of relying on the account default."),
-    _rule("TS004", "error", "OSS bucket blocks public access",
-          "A public access block makes a later public ACL or bucket policy ineffective, so one mistaken change "
-          "cannot publish the model weights."),
-    _rule("TS005", "error", "OSS bucket versioning is Enabled",
-          "With versioning a checkpoint overwritten or deleted by a buggy job (or an attacker) can be restored; "
-          "trainstack's lifecycle rules expire the old versions so this costs little."),
-    _rule("TS006", "error", "OSS bucket encrypts objects at rest",
-          "Server-side encryption (KMS, AES256 or SM4) is free or cheap and is required by most data-handling "
-          "policies for training data and weights."),
-    _rule("TS007", "error", "OSS bucket survives destroy",
-          "A checkpoint bucket must outlive the cluster: protect=True and retain_on_delete=True keep `pulumi "
-          "destroy` from deleting it, and force_destroy must not be true (it deletes every object with it)."),
-    _rule("TS008", "error", "RAM policies grant no wildcard action or resource",
-          "A node role is reachable by any process on any node through the metadata service. An Allow on '*' "
-          "(or NotAction/NotResource, or a System *FullAccess/AdministratorAccess policy) turns one compromised "
-          "training script into a compromised account."),
-    _rule("TS009", "error", "RAM policies reach one OSS bucket",
-          "The node role needs its checkpoint bucket and nothing else; OSS resources are written as "
-          "acs:oss:*:*:<bucket> or acs:oss:*:*:<bucket>/<prefix>, never a wildcard bucket or a second bucket."),
-    _rule("TS010", "error", "ECS system disks are encrypted",
-          "System disks hold the node's SSH host keys, credentials cached by tools and often a copy of the data; "
-          "encryption is a creation-time option and cannot be added later."),
-    _rule("TS011", "error", "ECS data disks are encrypted",
-          "Data disks hold dataset shards and local checkpoints; like system disks they can only be encrypted "
-          "when created."),
-    _rule("TS012", "error", "ECS instance metadata requires tokens (IMDSv2 hardened mode)",
-          "The metadata service hands out the node role's STS credentials. Hardened mode (http_tokens=required) "
-          "defeats the SSRF-style requests that steal them in normal mode."),
-    _rule("TS013", "error", "Nodes log in with a key pair, never a password",
-          "A password in the program ends up in Pulumi state and can be guessed; a key pair cannot. On ECS, "
-          "password, kms_encrypted_password and password_inherit must be unset and key_name set; on Lingjun, "
-          "login_password must be unset on eflo Node, NodeGroup (and its nodes) and Cluster node groups, and the "
-          "node group names a key_pair_name."),
-    _rule("TS014", "error", "ECS instances have no public IP",
-          "Nodes reach the internet through the NAT gateway (outbound only). A public IP, from "
-          "internet_max_bandwidth_out > 0, allocate_public_ip or an EIP bound to the instance, exposes every "
-          "port the security group ever opens."),
-    _rule("TS015", "error", "Shared file systems survive destroy",
-          "CPFS and NAS hold the dataset and recent checkpoints; protect=True and retain_on_delete=True keep "
-          "`pulumi destroy` or a refactor from deleting them."),
-    _rule("TS016", "error", "NAS access rules admit only private networks",
-          "An access rule is the file system's firewall. Its source must be a private range (10/8, 172.16/12, "
-          "192.168/16 or IPv6 fc00::/7), normally the cluster VPC, never 0.0.0.0/0."),
-    _rule("TS017", "error", "File system exports use a VPC access group that is not open",
-          "An export (NAS mount target, CPFS protocol mount target) admits whoever its access group admits. It "
-          "must be DEFAULT_VPC_GROUP_NAME or a Vpc access group declared in the same program with private rules, "
-          "so the lint can see them; classic-network groups are open to other tenants."),
-    _rule("TS018", "error", "CPFS filesets are protected from deletion",
-          "A fileset holds an imported dataset (often tens of TiB that take hours to re-import); "
-          "deletion_protection=True plus protect and retain_on_delete keep it."),
-    _rule("TS019", "error", "NAS file systems are encrypted at rest",
-          "Standard and Extreme NAS support encryption (encrypt_type 1 with a NAS-managed key, or 2 with a KMS "
-          "key). CPFS cannot be encrypted (encrypt_type 0 only), so it is exempt."),
-    _rule("TS020", "error", "What secures a kept OSS bucket is kept with it",
-          "A bucket that outlives a destroy must keep its ACL, public access block, versioning and encryption "
-          "resources too: without protect=True and retain_on_delete=True a data-keeping destroy deletes them "
-          "(DeleteBucketPublicAccessBlock) and leaves the kept bucket open to a later public ACL or policy."),
-)}
 
 # Resource type tokens (pulumi_alicloud 4.0.0).
 SG_RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
@@ -693,26 +609,4 @@ def stack_waivers(stack_dir: Path) -> dict[str, str]:
     return waivers_of(items)
 
 
-def lint_target(target: str | Path) -> LintReport:
-    """Lint a spec file or a rendered stack folder: run its program under mocks, then :func:`lint_graph`.
-
-    A spec is planned and rendered into a temporary folder (nothing is written beside it) and its waivers come
-    from the plan; a stack folder is run as it is on disk and its waivers come from its plan.json, so a
-    hand-edited ``__main__.py`` is checked too. Spec problems raise :class:`~generator.errors.SpecErrors`.
-    """
-    from . import api, stackdir
-
-    path = Path(target)
-    if path.is_dir() and not stackdir.is_stack_dir(path):
-        raise LintInputError(not_a_stack_folder(path))
-    result = api.preview(path)
-    if result.plan is not None:
-        waivers = waivers_of(result.plan.waivers)
-    else:
-        waivers = stack_waivers(path)
-    graph: Any = result.graph
-    return LintReport(str(target), tuple(lint_graph(graph, waivers)), waivers, len(graph.resources))
-
-
-__all__ = ["RULES", "Finding", "LintInputError", "LintReport", "Rule", "lint_graph", "lint_target",
-           "stack_waivers", "waivers_of"]
+__all__ = ["RULES", "Finding", "LintInputError", "LintReport", "Rule", "lint_graph", "stack_waivers", "waivers_of"]

@@ -1,7 +1,7 @@
 """The limits of the spec language in one place: bounds on numbers, file-system sizes, paths and text.
 
-Pure functions and constants, shared by the load stage (:mod:`generator.spec`), the catalog checks
-(:mod:`generator.validate`) and the planner, so a size the planner derives obeys the same rule, with the same
+Pure functions and constants, shared by the load stage (:mod:`generator.spec.model`), the catalog checks
+(:mod:`generator.plan.check`) and the planner, so a size the planner derives obeys the same rule, with the same
 message, as one the user writes. ``docs/spec.md`` ("Limits") documents every bound here; keep the two in step.
 """
 

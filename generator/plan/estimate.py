@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import sizing
-from .catalog import Catalog, GpuModel
-from .errors import EXIT_USAGE, TrainstackError, did_you_mean
-from .plan import Plan
-from .units import human_bytes, human_count
+from generator import sizing
+from generator.catalog import Catalog, GpuModel
+from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
+from generator.plan.model import Plan
+from generator.spec.units import human_bytes, human_count
 
 __all__ = [
     "DEFAULT_SEQ_LEN",
@@ -31,7 +31,7 @@ __all__ = [
 GB = 10**9
 GiB = 2**30
 
-# The spec's defaults (generator/spec.py), so `estimate` and a spec with the same fields agree.
+# The spec's defaults (generator/spec/model.py), so `estimate` and a spec with the same fields agree.
 DEFAULT_SEQ_LEN = 4096
 DEFAULT_ZERO_STAGE = 1
 DEFAULT_RECOMPUTE = "selective"
@@ -195,7 +195,7 @@ def estimate(
 
 def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
     if catalog is None:
-        from .catalog import load_catalog
+        from generator.catalog import load_catalog
 
         catalog = load_catalog()
     found = catalog.gpu(name)
@@ -267,7 +267,7 @@ def _gb(n: float) -> str:
 def estimate_text(result: dict[str, Any]) -> str:
     """The estimate as a page a person reads: model, layout, memory table, how it relates to the ZeRO
     paper, fit on the GPU, compute, and the formulas with numbers plugged in."""
-    from .report import table  # text helpers only; keeps this module's import graph tiny
+    from generator.plan.report import table  # text helpers only; keeps this module's import graph tiny
 
     a, s, m = result["architecture"], result["setup"], result["per_gpu_bytes"]
     lines = [
@@ -343,7 +343,7 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------------------------------------
 # cost
 
-# Storage items the planner prices (generator/planner.py, _cost): shared file systems by kind and class,
+# Storage items the planner prices (generator/plan/planner.py, _cost): shared file systems by kind and class,
 # checkpoints as ~3 copies in OSS Standard. Kept in step with the planner by tests/test_estimate.py.
 _SHARED_ITEM = {"cpfs": "cpfs-{cls}", "extreme-nas": "nas-extreme-{cls}"}
 _OBJECT_ITEM = "oss-standard"
@@ -440,7 +440,7 @@ def _price_line(p: dict[str, Any]) -> str:
 
 def cost_text(report: dict[str, Any]) -> str:
     """The cost report as a page: the cost table, the price data behind each line, and the runners-up."""
-    from .report import table
+    from generator.plan.report import table
 
     cur, comp = report["currency"], report["compute"]
     lines = [(f"Cost of {report['name']} (stack {report['stack']}) in {report['region']}: {comp['nodes']} x "

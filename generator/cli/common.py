@@ -1,6 +1,6 @@
 """CLI commands grouped by feature, and the error handling they share.
 
-Each ``generator/commands/<feature>.py`` defines click commands and lists them in ``COMMANDS``; ``generator.cli``
+Each ``generator/cli/<feature>.py`` defines click commands and lists them in ``COMMANDS``; ``generator.cli``
 registers them. Modules here import heavy libraries (pulumi) inside the command functions only, so that
 ``trainstack --help`` and the commands that do not run a program start fast.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..errors import EXIT_FAILURE, EXIT_USAGE, SpecErrors, TrainstackError
+from generator.errors import EXIT_FAILURE, EXIT_USAGE, SpecErrors, TrainstackError
 
 
 def handle(fn: Callable[..., Any]) -> Callable[..., Any]:

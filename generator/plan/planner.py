@@ -1,4 +1,4 @@
-"""Stage 2, plan: a pure function from a Spec and the Catalog to an immutable :class:`~generator.plan.Plan`.
+"""Stage 2, plan: a pure function from a Spec and the Catalog to an immutable :class:`~generator.plan.model.Plan`.
 
 No I/O, no clock, no environment: the same spec and catalog always give the same plan. Every decision is
 recorded with a reason (``Plan.decisions``) and the instance types that lost are kept with why they lost
@@ -13,10 +13,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import limits, sizing
-from .catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
-from .errors import Problem, SpecErrors
-from .plan import (
+from generator import sizing
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
+from generator.errors import Problem, SpecErrors
+from generator.plan.model import (
     PLAN_SCHEMA_VERSION,
     Candidate,
     Checkpoints,
@@ -37,9 +37,10 @@ from .plan import (
     VSwitch,
     Waived,
 )
-from .limits import CPFS_MIN_GIB, CPFS_STEP_GIB
-from .spec import ComputeSpec, Spec
-from .units import human_bytes, human_count, human_seconds
+from generator.spec import limits
+from generator.spec.limits import CPFS_MIN_GIB, CPFS_STEP_GIB
+from generator.spec.model import ComputeSpec, Spec
+from generator.spec.units import human_bytes, human_count, human_seconds
 
 LOW_LATENCY_SET_MAX = 20  # a LowLatency deployment set holds at most 20 instances, all in one zone [DOC-DS]
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink

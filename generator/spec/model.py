@@ -2,7 +2,7 @@
 
 These pydantic models are the edge of the system: they parse and type-check the YAML (``extra="forbid"``
 so unknown keys are errors) and are frozen, so the planner can treat a spec as a value. Facts that need the
-catalog (is this GPU known, is this zone in the region) are checked in :mod:`generator.validate`.
+catalog (is this GPU known, is this zone in the region) are checked in :mod:`generator.plan.check`.
 ``docs/spec.md`` documents every field; keep the two in step (a test checks that every field is documented).
 """
 
@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from . import limits, units
+from generator.spec import limits, units
 
 SPEC_VERSION = 1
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import TrainstackError
+from generator.errors import TrainstackError
 
 MOCK_IMAGE_ID = "m-mockimage000000000"
 
@@ -206,7 +206,8 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
                 config: Mapping[str, str] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares."""
     import pulumi
-    from pulumi.runtime import mocks, settings, stack as stack_mod
+    from pulumi.runtime import mocks, settings
+    from pulumi.runtime import stack as stack_mod
     from pulumi.runtime.sync_await import _sync_await
 
     program_dir = Path(program_dir).resolve()

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from . import handle
+from generator.cli.common import handle
 
 BACKEND_HELP = ("Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else file://STACK_DIR/.trainstack/state); "
                 "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com.")
@@ -25,13 +25,13 @@ def _engine() -> Any:
     obj = click.get_current_context().find_root().obj
     if isinstance(obj, dict) and obj.get("engine") is not None:
         return obj["engine"]
-    from ..live import PulumiEngine
+    from generator.live import PulumiEngine
 
     return PulumiEngine()
 
 
 def _say(text: str, err: bool = False, nl: bool = True) -> None:
-    from ..live import redact
+    from generator.live import redact
 
     click.echo(redact(text), err=err, nl=nl)
 
@@ -42,7 +42,7 @@ def _emit(line: str, err: bool) -> None:
 
 def _diagnostics_only() -> Any:
     """An event sink for previews: warnings and errors are shown, per-resource planning lines are not."""
-    from ..live import ProgressPrinter
+    from generator.live import ProgressPrinter
 
     printer = ProgressPrinter(_emit)
     return lambda event: printer(event) if event.kind in ("diagnostic", "info") else None
@@ -51,7 +51,7 @@ def _diagnostics_only() -> Any:
 @contextlib.contextmanager
 def _cloud_work() -> Iterator[None]:
     """Ctrl-C during an engine run gets its own message: cloud operations may be half done, unlike a render."""
-    from ..live import Interrupted
+    from generator.live import Interrupted
 
     try:
         yield
@@ -62,7 +62,7 @@ def _cloud_work() -> Iterator[None]:
 
 
 def _header(target: Any, digest: str = "") -> None:
-    from ..live import display_backend
+    from generator.live import display_backend
 
     _say(f"stack:        {target.project} (Pulumi stack {target.stack}) in {target.stack_dir}")
     _say(f"state:        {display_backend(target.backend)}")
@@ -72,7 +72,7 @@ def _header(target: Any, digest: str = "") -> None:
 
 
 def _confirm(question: str) -> None:
-    from ..live import Declined
+    from generator.live import Declined
 
     try:
         ok = click.confirm(question, default=False)
@@ -101,7 +101,7 @@ def _print_outputs(values: dict[str, Any]) -> None:
 @handle
 def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -> None:
     """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud."""
-    from .. import live
+    from generator import live
 
     engine = _engine()
     live.preflight(live.planned_target(target, backend))
@@ -144,7 +144,7 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -
 @handle
 def destroy(target: str, yes: bool, delete_data: bool, confirm_name: str | None, backend: str | None) -> None:
     """Destroy the cluster of SPEC or STACK_DIR; data (shared file system, checkpoint bucket) is kept."""
-    from .. import live
+    from generator import live
 
     if confirm_name is not None and not delete_data:
         raise click.UsageError("--confirm-name is only used with --delete-data")
@@ -167,7 +167,7 @@ def destroy(target: str, yes: bool, delete_data: bool, confirm_name: str | None,
 
 
 def _destroy_keeping_data(engine: Any, t: Any, before: list[Any], target: str, yes: bool) -> None:
-    from .. import live
+    from generator import live
 
     exposed = live.unkept_bucket_security(before)
     for r, bucket in exposed:
@@ -206,7 +206,7 @@ def _destroy_keeping_data(engine: Any, t: Any, before: list[Any], target: str, y
 
 
 def _destroy_everything(engine: Any, t: Any, before: list[Any], target: str, confirm_name: str | None) -> None:
-    from .. import live
+    from generator import live
 
     retained = [r for r in before if r.retain_on_delete and not r.bookkeeping]
     if confirm_name is not None:
@@ -245,7 +245,7 @@ def _destroy_everything(engine: Any, t: Any, before: list[Any], target: str, con
 @handle
 def refresh(target: str, yes: bool, backend: str | None) -> None:
     """Read what really exists in Alibaba Cloud into the stack's state (the cloud itself is not changed)."""
-    from .. import live
+    from generator import live
 
     engine = _engine()
     t = live.locate(target, backend)
@@ -271,7 +271,7 @@ def refresh(target: str, yes: bool, backend: str | None) -> None:
 @handle
 def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None) -> None:
     """Print the outputs of the last deploy (node IPs, hostfile, bucket, ...)."""
-    from .. import live
+    from generator import live
 
     t = live.locate(target, backend)
     live.preflight(t, credentials=False)  # reading state needs the passphrase, not cloud credentials

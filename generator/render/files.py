@@ -1,7 +1,7 @@
 """Stage 3, render: a Plan -> the files of a Pulumi stack folder, as text.
 
 Pure and byte-stable: no clock, user name, host or absolute path reaches the output; maps are emitted in
-sorted order and every file ends with a newline. Only :mod:`generator.stackdir` writes files.
+sorted order and every file ends with a newline. Only :mod:`generator.render.stackdir` writes files.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import escape
-from .escape import py_literal
-from .plan import Plan, dumps
+from generator.plan.model import Plan, dumps
+from generator.render import escape
+from generator.render.escape import py_literal
 
 PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
 ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
@@ -22,8 +22,8 @@ MARKER = ".trainstack"  # folder inside every generated stack; render refuses to
 
 def templates_dir() -> Path:
     """Templates live at the repository's top level and are shipped in the wheel as ``generator/_templates``."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_templates", here.parent / "templates"):
+    package = Path(__file__).resolve().parents[1]  # generator/
+    for candidate in (package / "_templates", package.parent / "templates"):
         if (candidate / "stack" / "__main__.py.j2").is_file():
             return candidate
     raise FileNotFoundError("trainstack's templates are missing; reinstall the package")

@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import re
 
-from . import limits
-from .catalog import Catalog, Region
-from .errors import Problem, did_you_mean
-from .limits import CPFS_MAX_GIB, CPFS_MIN_GIB, CPFS_STEP_GIB, NAS_EXTREME_MAX_GIB, NAS_EXTREME_MIN_GIB  # noqa: F401
-from .spec import Spec
+from generator.catalog import Catalog, Region
+from generator.errors import Problem, did_you_mean
+from generator.spec import limits
+from generator.spec.limits import (  # noqa: F401
+    CPFS_MAX_GIB,
+    CPFS_MIN_GIB,
+    CPFS_STEP_GIB,
+    NAS_EXTREME_MAX_GIB,
+    NAS_EXTREME_MIN_GIB,
+)
+from generator.spec.model import Spec
+from generator.spec.rules import RULES
 
 
 def check(spec: Spec, catalog: Catalog) -> list[Problem]:
@@ -38,7 +45,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                     hint = f"set region: {other}, or use zones of {region.id}: {', '.join(region.zones)}"
                 problems.append(Problem(("zones", i), msg, hint))
     if spec.model.preset is not None:
-        from .sizing import PRESETS
+        from generator.sizing import PRESETS
 
         if spec.model.preset not in PRESETS:
             problems.append(Problem(("model", "preset"), f"unknown preset '{spec.model.preset}'",
@@ -139,8 +146,6 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         problems.append(Problem(("model", "precision"), "QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here",
                                 "use precision: bf16"))
     for i, w in enumerate(spec.waivers):
-        from .lint import RULES  # late import: lint imports plan types
-
         if w.rule not in RULES:
             problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",
                                     did_you_mean(w.rule, RULES) or "run 'trainstack lint --rules' to list them"))
@@ -197,7 +202,7 @@ def _lingjun_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[
                                 f"Lingjun regions: {lingjun_regions}; or use platform: ecs"))
     elif region is not None and not catalog.lingjun_types_in_region(region.id):
         problems.append(Problem(("compute", "platform"), f"the catalog knows no Lingjun machine type in {region.id}",
-                                f"Lingjun regions with machine types: "
+                                "Lingjun regions with machine types: "
                                 + ", ".join(sorted({r for t in catalog.lingjun_types for r in t.regions}))))
     elif region is not None and spec.zones:
         known = {z: h for t in catalog.lingjun_types_in_region(region.id) for z, h in t.hpn_zones}

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import TrainstackError
-from .render import MARKER
+from generator.errors import TrainstackError
+from generator.render.files import MARKER
 
 PENDING = f"{MARKER}/pending"  # the journal of an update in progress
 STATE = f"{MARKER}/state"  # trainstack's default file:// Pulumi backend

@@ -3,12 +3,12 @@
 A pull request changes a spec; reviewers need to know what that does to a running cluster *before* merging,
 without cloud credentials or a Pulumi backend. Each side (a spec file, or ``GIT_REF:path`` read with
 ``git show``) is loaded, planned and rendered by *this* trainstack, and the rendered program is run under
-Pulumi's mock runtime (:mod:`generator.mockrun`). The two resource graphs are compared by (type, name):
+Pulumi's mock runtime (:mod:`generator.preview.mockrun`). The two resource graphs are compared by (type, name):
 
 * ``create`` / ``delete``: the resource exists on one side only;
 * ``update``: inputs differ (nested values are compared structurally) or a resource option changed;
 * ``replace``: a changed input forces a new resource. Which inputs do that is *data*, kept per resource type
-  in ``generator/data/replacement.csv`` with a citation per row (the pulumi_alicloud docstring, or the
+  in ``generator/preview/data/replacement.csv`` with a citation per row (the pulumi_alicloud docstring, or the
   Terraform provider source when the docstring is silent). A property not listed is an in-place update.
 
 A replacement changes the replaced resource's id, so resources that reference it change too; the mock
@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import TrainstackError
+from generator.errors import TrainstackError
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
-    from .catalog import Catalog
-    from .mockrun import Graph, Resource
-    from .plan import Plan
+    from generator.catalog import Catalog
+    from generator.plan.model import Plan
+    from generator.preview.mockrun import Graph, Resource
 
 SCHEMA_VERSION = 1
 REPLACEMENT_DATA = Path(__file__).resolve().parent / "data" / "replacement.csv"
@@ -548,8 +548,8 @@ EMPTY_SIDES = ("-", "/dev/null")  # BASE for a spec that does not exist yet (as 
 
 def read_side(arg: str, cwd: str | Path | None = None) -> Side:
     """A spec file path, or ``GIT_REF:path`` read from git (the path relative to ``cwd`` or to the repository)."""
-    from . import loader
-    from .stackdir import spec_record
+    from generator.render.stackdir import spec_record
+    from generator.spec import loader
 
     local = Path(arg) if cwd is None else Path(cwd) / arg
     if local.exists() or ":" not in arg or re.match(r"^[A-Za-z]:[\\/]", arg):
@@ -573,7 +573,7 @@ def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
 
 
 def _read_git(ref: str, path: str, cwd: Path) -> Side:
-    from . import loader
+    from generator.spec import loader
 
     what = f"{ref}:{path}"
     top = _git(["rev-parse", "--show-toplevel"], cwd)
@@ -615,20 +615,19 @@ class _Planned:
 
 def _plan_side(side: Side, catalog: Catalog) -> _Planned:
     """Load, check, plan and render one side; a bad spec raises SpecErrors with the side's label as FILE."""
-    from . import api, loader, render, validate
-    from .errors import SpecErrors
+    from generator.plan import pipeline
+    from generator.render import files
+    from generator.spec import loader
 
-    located = loader.load_text(side.text, file=side.label)
-    problems = validate.check(located.spec, catalog)
-    if problems:
-        raise SpecErrors(located.locate(problems), located.lines)
-    plan = api.plan_located(located, catalog)
-    return _Planned(side, plan, render.render(plan, side.path))
+    located = pipeline.checked(loader.load_text(side.text, file=side.label), catalog)
+    plan = pipeline.plan_located(located, catalog)
+    return _Planned(side, plan, files.render(plan, side.path))
 
 
 def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
     """Write the rendered program to a temporary folder and run it under the mock runtime."""
-    from . import mockrun, stackdir
+    from generator.preview import mockrun
+    from generator.render import stackdir
 
     plan = planned.plan
     with tempfile.TemporaryDirectory(prefix="trainstack-diff-") as tmp:
@@ -641,7 +640,7 @@ def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
 
 def render_side(side: Side, catalog: Catalog | None = None) -> tuple[Graph, SideInfo]:
     """Load, check, plan and render one side, then run its program under the mock runtime."""
-    from .catalog import load_catalog
+    from generator.catalog import load_catalog
 
     return _run_side(_plan_side(side, catalog or load_catalog()))
 
@@ -655,14 +654,14 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     :class:`~generator.errors.SpecErrors` with FILE:LINE, the FILE naming the side
     (``origin/main:examples/x.yaml:12:3: ...``).
     """
-    from .catalog import load_catalog
+    from generator.catalog import load_catalog
 
     catalog = catalog or load_catalog()
     if head in EMPTY_SIDES:
         raise DiffError("HEAD cannot be empty: to preview removing a whole stack, use `trainstack destroy --help`")
     if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created
         head_graph, head_info = render_side(read_side(head, cwd), catalog)
-        from .mockrun import Graph
+        from generator.preview.mockrun import Graph
 
         return diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
@@ -844,7 +843,7 @@ def format_markdown(result: DiffResult) -> str:
             out += body
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
-                 "generator/data/replacement.csv.</sub>")]
+                 "generator/preview/data/replacement.csv.</sub>")]
     return "\n".join(out) + "\n"
 
 

@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from .commands import handle as _handle
-from .errors import EXIT_FAILURE
+from generator.cli.common import handle as _handle
+from generator.errors import EXIT_FAILURE
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -28,12 +28,11 @@ def main(debug: bool) -> None:
 @_handle
 def validate(spec: str) -> None:
     """Check a spec file (syntax, types, catalog facts, sizing, lint) without writing anything."""
-    from . import api
-    from .lint import lint_target
-    from .report import warning_lines
+    from generator import api
+    from generator.plan.report import warning_lines
 
     p = api.plan(spec)
-    report = lint_target(spec)
+    report = api.lint_target(spec)
     click.echo(report.text(), nl=False)
     for line in warning_lines(p):
         click.echo(line)
@@ -48,7 +47,8 @@ def validate(spec: str) -> None:
 @_handle
 def plan(spec: str, as_json: bool) -> None:
     """Show what trainstack would build for SPEC, and why."""
-    from . import api, report
+    from generator import api
+    from generator.plan import report
 
     p = api.plan(spec)
     click.echo(p.to_json() if as_json else report.plan_text(p), nl=False)
@@ -61,7 +61,7 @@ def plan(spec: str, as_json: bool) -> None:
 @_handle
 def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
     """Render SPECS into Pulumi stack folders (atomically; a folder trainstack did not make is never touched)."""
-    from . import api
+    from generator import api
 
     if output and len(specs) > 1:
         raise click.UsageError("-o takes one spec")
@@ -99,12 +99,13 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
 def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> None:
     """Show the resources SPEC (or a stack folder) would create: offline under Pulumi's mock runtime by
     default, or against the deployed stack with --live."""
-    from . import api, report
+    from generator import api
+    from generator.plan import report
 
     if live_:
         if as_json:
             raise click.UsageError("--json is not supported with --live")
-        from . import live
+        from generator import live
 
         click.echo(live.live_preview(target, backend=backend), nl=False)
         return
@@ -112,8 +113,8 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
         raise click.UsageError("--backend goes with --live")
     from pathlib import Path
 
-    from . import stackdir
-    from .errors import BadInput, not_a_stack_folder
+    from generator.errors import BadInput, not_a_stack_folder
+    from generator.render import stackdir
 
     if Path(target).is_dir() and not stackdir.is_stack_dir(Path(target)):
         raise BadInput(not_a_stack_folder(target))
@@ -141,9 +142,9 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
     """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
     import dataclasses
 
-    from . import report
-    from .catalog import load_catalog
-    from .errors import did_you_mean
+    from generator.catalog import load_catalog
+    from generator.errors import did_you_mean
+    from generator.plan import report
 
     if list_regions and list_lingjun:
         raise click.UsageError("--regions and --lingjun are two different lists; give one of them.")
@@ -218,17 +219,17 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
 @_handle
 def schema() -> None:
     """Print the JSON Schema of spec files (for editor validation and completion)."""
-    from . import api
+    from generator import api
 
     click.echo(json.dumps(api.schema(), indent=2, sort_keys=True))
 
 
 def _register_feature_commands() -> None:
-    """Commands that live in generator/commands/<feature>.py (each module lists its click commands in COMMANDS)."""
+    """Commands that live in generator/cli/<feature>.py (each module lists its click commands in COMMANDS)."""
     import importlib
 
     for name in ("estimate", "lint", "diff", "live"):
-        module = importlib.import_module(f"generator.commands.{name}")
+        module = importlib.import_module(f"generator.cli.{name}")
         for command in module.COMMANDS:
             main.add_command(command)
 

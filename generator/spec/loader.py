@@ -1,7 +1,7 @@
-"""Stage 1, load: a YAML file -> a typed :class:`~generator.spec.Spec`, or every problem at once.
+"""Stage 1, load: a YAML file -> a typed :class:`~generator.spec.model.Spec`, or every problem at once.
 
 Problems carry ``FILE:LINE:COL`` taken from ruamel.yaml's position marks, so an error points at the key or
-value the user has to change. Nothing here reads the catalog; see :mod:`generator.validate` for that.
+value the user has to change. Nothing here reads the catalog; see :mod:`generator.plan.check` for that.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import Problem, SpecErrors, did_you_mean, one_of
-from .spec import Spec
+from generator.errors import Problem, SpecErrors, did_you_mean, one_of
+from generator.spec.model import Spec
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page of YAML; anything over 1 MiB is a mistake
 

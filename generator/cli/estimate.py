@@ -1,6 +1,6 @@
 """``trainstack estimate`` (memory for a model and layout, no spec file) and ``trainstack cost SPEC``.
 
-Both are thin: parsing and printing here, the logic in :mod:`generator.estimate`. Neither imports pulumi;
+Both are thin: parsing and printing here, the logic in :mod:`generator.plan.estimate`. Neither imports pulumi;
 ``estimate`` does not even load pydantic, so it answers in a fraction of a second.
 """
 
@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from .. import sizing
-from ..units import UnitError, parse_count
-from . import handle
+from generator import sizing
+from generator.cli.common import handle
+from generator.spec.units import UnitError, parse_count
 
 
 class _Count(click.ParamType):
-    """A count as people write it: 70B, 7.5e9, 4M (generator.units.parse_count)."""
+    """A count as people write it: 70B, 7.5e9, 4M (generator.spec.units.parse_count)."""
 
     name = "COUNT"
 
@@ -79,7 +79,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
       trainstack estimate --preset llama-2-70b --gpus 128 --tp 8 --pp 4 --gpu A100-80G --tokens 2T
       trainstack estimate --preset llama-2-7b --lora-rank 16 --qlora --zero 0 --gpu A10 --json
     """
-    from .. import estimate as est
+    from generator.plan import estimate as est
 
     result = est.estimate(
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
@@ -99,9 +99,9 @@ def cost_command(spec: str, as_json: bool) -> None:
     Prices marked ESTIMATE are trainstack estimates, not published list prices; the runners-up are the
     other instance types that fit, with their cost.
     """
-    from .. import api
-    from .. import estimate as est
-    from ..catalog import load_catalog
+    from generator import api
+    from generator.catalog import load_catalog
+    from generator.plan import estimate as est
 
     catalog = load_catalog()
     report = est.cost_report(api.plan(spec, catalog), catalog)

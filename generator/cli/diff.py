@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from ..errors import EXIT_FAILURE, SpecErrors, TrainstackError
-from . import handle
+from generator.cli.common import handle
+from generator.errors import EXIT_FAILURE, SpecErrors, TrainstackError
 
 EXIT_CHANGES = 2
 
@@ -45,7 +45,7 @@ def diff(base: str, head: str, fmt: str, output: str | None) -> None:
     rendered and run under Pulumi's mock runtime; no credentials and no Pulumi CLI are needed.
     Exit status: 0 no changes, 2 changes, 1 error (including a bad spec on either side).
     """
-    from .. import diff as diff_mod
+    from generator.preview import diff as diff_mod
 
     try:
         result = diff_mod.diff_sides(base, head)

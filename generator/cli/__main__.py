@@ -1,0 +1,5 @@
+"""``python -m generator.cli``: the trainstack command."""
+
+from generator.cli import main
+
+main()

@@ -1,0 +1,122 @@
+"""The package layout is the pipeline: dependencies run one way, there is no import cycle, and rooms stay small.
+
+Every ``import`` inside ``generator/`` (also those inside functions, which are cycles all the same) is read with
+``ast``. Stages may import only earlier stages: errors < spec, catalog < sizing < plan < render < preview < live
+< api < cli. No stage imports the library API (:mod:`generator.api`) or a later stage.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "generator"
+STAGES = {  # top-level part of generator -> its place in the pipeline
+    "errors": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "render": 4, "preview": 5, "live": 6,
+    "api": 7, "cli": 8,
+}
+MAX_LINES = 600
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The generator modules ``name`` imports (absolute or relative, at any depth of the file)."""
+    out: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.startswith("generator."):
+                out.add(target)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _stage(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def test_no_import_cycle_inside_generator() -> None:
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles inside generator/: {cycles}"
+
+
+def test_stages_depend_only_on_earlier_stages() -> None:
+    wrong = []
+    for module, imports in sorted(_graph().items()):
+        if module == "generator" or _stage(module) not in STAGES:
+            continue
+        for target in sorted(imports):
+            if _stage(target) in STAGES and STAGES[_stage(target)] > STAGES[_stage(module)]:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "a stage imports a later stage or the API:\n" + "\n".join(wrong)
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    assert {_stage(m) for m in _modules() if m != "generator"} <= set(STAGES)
+
+
+def test_modules_are_small_rooms_that_say_what_they_own() -> None:
+    big = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines: {big}"
+    silent = [m for m, p in _modules().items() if not ast.get_docstring(ast.parse(p.read_text()))]
+    assert not silent, f"modules without a docstring saying what they own: {silent}"
