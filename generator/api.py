@@ -1,7 +1,8 @@
-"""trainstack's library API; the CLI is a thin shell over these functions.
+"""trainstack's library API, which composes the stages; the CLI is a thin shell over these functions.
 
 Stages: :func:`load` (YAML -> Spec, checked against the catalog) -> :func:`plan` (pure) -> :func:`render_files`
-(pure) -> :func:`write_stack` (the only writer) -> :func:`preview` (mock runtime) or :mod:`generator.live`.
+(pure) -> :func:`render_stack` (through :mod:`generator.render.stackdir`, the only writer) -> :func:`preview`
+and :func:`lint_target` (mock runtime) or :mod:`generator.live`. No stage imports this module.
 """
 
 from __future__ import annotations
