@@ -292,6 +292,14 @@ def test_catalog_does_not_import_pulumi() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_catalog_imports_the_standard_library_only() -> None:
+    code = ("import sys; before = set(sys.modules); import generator.catalog as c; c.load_catalog(); "
+            "print(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "['generator']"
+
+
 # --- errors --------------------------------------------------------------------------------------------
 
 

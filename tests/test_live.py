@@ -19,6 +19,8 @@ from click.testing import CliRunner, Result
 from generator import api, live
 from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step
+from generator.live.pulumi_engine import _Collector
+from generator.render.stackdir import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-7b.yaml"
@@ -259,7 +261,7 @@ def test_up_spec_rerender_keeps_settings_made_with_pulumi(ready: None) -> None:
     result = cli(["up", SPEC, "--yes"], FakeEngine(plan_steps()))
     assert result.exit_code == 0, result.output
     assert "update  stacks/finetune-7b/plan.json" in result.stdout
-    kept = live._load_yaml(config.read_text())
+    kept = load_yaml(config.read_text())
     assert kept["config"]["trainstack:imageId"] == "m-abc123" and kept["encryptionsalt"] == "v1:salt"
     assert kept["config"]["alicloud:region"] == "cn-hangzhou"
     assert stackdir_is_fresh(folder)
@@ -502,7 +504,7 @@ def test_pulumi_events_become_progress_lines() -> None:
         return events.EngineEvent.from_json({"sequence": 1, "timestamp": 0, kind: {"metadata": meta}})
 
     lines, emit = live.collect_lines()
-    collector = live._Collector(live.ProgressPrinter(emit, total=2))
+    collector = _Collector(live.ProgressPrinter(emit, total=2))
     collector(event("resourcePreEvent", "create", "pulumi-stack", "pulumi:pulumi:Stack"))
     collector(event("resourcePreEvent", "create", "pretrain-70b-node-003"))
     collector(event("resOutputsEvent", "create", "pretrain-70b-node-003"))

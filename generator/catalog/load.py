@@ -1,0 +1,400 @@
+"""Loading the catalog: parsing and checking the versioned CSV files in ``data/<version>/`` into a
+:class:`~generator.catalog.model.Catalog`, with ``file:line`` in every error.
+
+Every column, unit, source tag and estimation method is described in ``data/v1/README.md``. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from generator.catalog.model import (
+    AVAILABILITIES,
+    LINGJUN_PAYMENT_TYPES,
+    Catalog,
+    CatalogError,
+    GpuModel,
+    InstanceType,
+    LingjunMachineType,
+    Price,
+    Region,
+    Source,
+    StoragePrice,
+    _item_key,
+)
+
+CATALOG_VERSION = "v1"
+CATALOG_DATE = "2026-11-29"
+_DATES = {"v1": CATALOG_DATE}
+_DEFAULT_DIR = Path(__file__).resolve().parent / "data" / CATALOG_VERSION
+
+
+# ---------------------------------------------------------------------------------------------------------
+# source fields
+
+_TAG_IN_TEXT = re.compile(r"\[([^\[\]]+)\]")
+
+
+def source_tags(field: str) -> tuple[str, ...]:
+    """Source tags cited by a source field.
+
+    A field is either ``TAG|TAG`` or a free-text ``estimate: <method> [TAG]`` whose tags sit in brackets.
+    """
+    text = field.strip()
+    if text.startswith("estimate:"):
+        return tuple(t.strip() for m in _TAG_IN_TEXT.findall(text) for t in m.split("|") if t.strip())
+    return tuple(t.strip() for t in text.split("|") if t.strip())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parsing
+
+_Row = dict[str, str]
+
+
+def _read(path: Path, columns: tuple[str, ...]) -> list[tuple[int, _Row]]:
+    """Rows of a CSV file with exactly ``columns`` as header, each with its 1-based line number."""
+    if not path.is_file():
+        raise CatalogError(f"{path}: file not found")
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None or tuple(h.strip() for h in header) != columns:
+            raise CatalogError(f"{path}:1: header must be {','.join(columns)}; got {header}")
+        rows = []
+        for cells in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(columns):
+                raise CatalogError(f"{path}:{line}: expected {len(columns)} fields, got {len(cells)}")
+            rows.append((line, {k: v.strip() for k, v in zip(columns, cells)}))
+    return rows
+
+
+def _text(v: str) -> str:
+    if not v:
+        raise ValueError("must not be empty")
+    return v
+
+
+def _bool(v: str) -> bool:
+    if v not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v == "true"
+
+
+def _int(v: str) -> int:
+    n = int(v)
+    if n < 0:
+        raise ValueError(f"must be >= 0, got {n}")
+    return n
+
+
+def _float(v: str) -> float:
+    x = float(v)
+    if x < 0:
+        raise ValueError(f"must be >= 0, got {x}")
+    return x
+
+
+def _opt_float(v: str) -> float | None:
+    return _float(v) if v else None
+
+
+def _opt_int(v: str) -> int | None:
+    return _int(v) if v else None
+
+
+def _zone_pairs(v: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in _list(v):
+        zone, sep, hpn = item.partition(":")
+        if not sep or not zone.strip() or not hpn.strip():
+            raise ValueError(f"expected zone:HPN-zone pairs such as cn-wulanchabu-a:A1, got {item!r}")
+        pairs.append((zone.strip(), hpn.strip()))
+    return tuple(pairs)
+
+
+def _list(v: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in v.split("|") if x.strip())
+
+
+def _field(path: Path, line: int, row: _Row, column: str, parse: Callable[[str], object]):
+    try:
+        return parse(row[column])
+    except ValueError as e:
+        raise CatalogError(f"{path}:{line}: column {column!r}: {e}") from None
+
+
+def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., object]], object]):
+    items = []
+    for line, row in _read(path, columns):
+        items.append((line, build(lambda column, parse=_text: _field(path, line, row, column, parse))))
+    return items
+
+
+_SOURCE_COLS = ("tag", "description", "url")
+_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "mfu", "interconnect", "source",
+             "notes")
+_REGION_COLS = ("region", "name", "zones", "gpu_families", "cpfs", "lingjun", "oss_upload_gbps",
+                "oss_download_gbps", "verified", "source")
+_STORAGE_COLS = ("item", "unit", "price_cny", "price_estimated", "price_date", "price_region", "source")
+_INSTANCE_COLS = ("name", "family", "gpu", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "network_gbps",
+                  "bare_metal", "eri_count", "erdma_gbps", "two_network_cards", "scc", "roce_gbps",
+                  "low_latency_set", "uefi_required", "availability", "price_cny_hour", "price_estimated",
+                  "price_date", "price_region", "price_source", "source")
+_LINGJUN_COLS = ("name", "family", "gpu", "gpu_verified", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "vpc_gbps",
+                 "rdma_gbps", "bonds", "regions", "hpn_zones", "payment_types", "availability", "price_cny_hour",
+                 "price_estimated", "price_date", "price_region", "price_source", "source", "notes")
+
+
+def _source(f) -> Source:
+    return Source(tag=f("tag"), description=f("description"), url=f("url", str))
+
+
+def _gpu(f) -> GpuModel:
+    return GpuModel(
+        name=f("name"),
+        aliases=tuple(a.lower() for a in f("aliases", _list)),
+        vendor=f("vendor"),
+        memory_gib=f("memory_gib", _float),
+        bf16_tflops=f("bf16_tflops", _float),
+        mfu=f("mfu", _float),
+        interconnect=f("interconnect"),
+        source=f("source"),
+        notes=f("notes", str),
+    )
+
+
+def _region(f) -> Region:
+    return Region(
+        id=f("region"),
+        name=f("name"),
+        zones=f("zones", _list),
+        gpu_families=f("gpu_families", _list),
+        cpfs=f("cpfs", _bool),
+        lingjun=f("lingjun", _bool),
+        oss_upload_gbps=f("oss_upload_gbps", _float),
+        oss_download_gbps=f("oss_download_gbps", _float),
+        verified=f("verified", _bool),
+        source=f("source"),
+    )
+
+
+def _storage(f) -> StoragePrice:
+    return StoragePrice(
+        item=f("item"),
+        unit=f("unit"),
+        price_cny=f("price_cny", _float),
+        estimated=f("price_estimated", _bool),
+        date=f("price_date"),
+        region=f("price_region"),
+        source=f("source"),
+    )
+
+
+def _instance(f) -> InstanceType:
+    return InstanceType(
+        name=f("name"),
+        family=f("family"),
+        gpu=f("gpu"),
+        gpus=f("gpus", _int),
+        gpu_memory_gib=f("gpu_memory_gib", _float),
+        vcpu=f("vcpu", _int),
+        memory_gib=f("memory_gib", _float),
+        network_gbps=f("network_gbps", _float),
+        bare_metal=f("bare_metal", _bool),
+        eri_count=f("eri_count", _int),
+        erdma_gbps=f("erdma_gbps", _opt_float),
+        two_network_cards=f("two_network_cards", _bool),
+        scc=f("scc", _bool),
+        roce_gbps=f("roce_gbps", _opt_float),
+        low_latency_set=f("low_latency_set", _bool),
+        uefi_required=f("uefi_required", _bool),
+        availability=f("availability"),
+        price=_price(f),
+        source=f("source"),
+    )
+
+
+def _price(f) -> Price:
+    """The price columns every priced row shares."""
+    return Price(
+        cny_per_hour=f("price_cny_hour", _float),
+        estimated=f("price_estimated", _bool),
+        date=f("price_date"),
+        region=f("price_region"),
+        source=f("price_source"),
+    )
+
+
+def _lingjun(f) -> LingjunMachineType:
+    return LingjunMachineType(
+        name=f("name"),
+        family=f("family"),
+        gpu=f("gpu"),
+        gpu_verified=f("gpu_verified", _bool),
+        gpus=f("gpus", _int),
+        gpu_memory_gib=f("gpu_memory_gib", _float),
+        vcpu=f("vcpu", _opt_int),
+        memory_gib=f("memory_gib", _opt_float),
+        vpc_gbps=f("vpc_gbps", _opt_float),
+        rdma_gbps=f("rdma_gbps", _opt_float),
+        bonds=f("bonds", _opt_int),
+        regions=f("regions", _list),
+        hpn_zones=f("hpn_zones", _zone_pairs),
+        payment_types=f("payment_types", _list),
+        availability=f("availability"),
+        price=_price(f),
+        source=f("source"),
+        notes=f("notes", str),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cross-file checks
+
+
+def _unique(path: Path, items: list[tuple[int, object]], key: Callable[[object], str]) -> None:
+    seen: set[str] = set()
+    for line, item in items:
+        k = key(item)
+        if k in seen:
+            raise CatalogError(f"{path}:{line}: duplicate {k!r}")
+        seen.add(k)
+
+
+def _check_tags(path: Path, line: int, tags: set[str], *fields: str) -> None:
+    for field in fields:
+        cited = source_tags(field)
+        if not cited:
+            raise CatalogError(f"{path}:{line}: source {field!r} cites no source tag")
+        for tag in cited:
+            if tag not in tags:
+                raise CatalogError(f"{path}:{line}: unknown source tag {tag!r} (not in sources.csv)")
+
+
+def _check_instance(path: Path, line: int, t: InstanceType, gpus: set[str]) -> None:
+    problems = []
+    if t.gpu not in gpus:
+        problems.append(f"gpu {t.gpu!r} is not in gpus.csv")
+    if t.gpus < 1:
+        problems.append("gpus must be >= 1")
+    if t.availability not in AVAILABILITIES:
+        problems.append(f"availability must be one of {', '.join(AVAILABILITIES)}")
+    if t.scc != (t.roce_gbps is not None):
+        problems.append("roce_gbps is set exactly when scc is true")
+    if t.two_network_cards and t.eri_count < 2:
+        problems.append("two_network_cards needs eri_count >= 2")
+    if t.erdma_gbps is not None and t.eri_count == 0:
+        problems.append("erdma_gbps is set but eri_count is 0")
+    if problems:
+        raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
+
+
+def _check_lingjun(path: Path, line: int, t: LingjunMachineType, gpus: set[str], regions: dict[str, Region],
+                   ecs_names: set[str]) -> None:
+    problems = []
+    if t.gpu not in gpus:
+        problems.append(f"gpu {t.gpu!r} is not in gpus.csv")
+    if t.gpus < 1:
+        problems.append("gpus must be >= 1")
+    if t.availability not in AVAILABILITIES:
+        problems.append(f"availability must be one of {', '.join(AVAILABILITIES)}")
+    if t.name in ecs_names:
+        problems.append("the name is also an ECS instance type")
+    if not t.payment_types or any(p not in LINGJUN_PAYMENT_TYPES for p in t.payment_types):
+        problems.append(f"payment_types must be one or more of {', '.join(LINGJUN_PAYMENT_TYPES)}")
+    for rid in t.regions:
+        r = regions.get(rid)
+        if r is None:
+            problems.append(f"region {rid!r} is not in regions.csv")
+        elif not r.lingjun:
+            problems.append(f"region {rid} is not marked lingjun=true in regions.csv")
+    for zone, _ in t.hpn_zones:
+        if not any(zone in regions[rid].zones for rid in t.regions if rid in regions):
+            problems.append(f"zone {zone!r} is not a zone of the type's regions")
+    if t.regions and not t.hpn_zones:
+        problems.append("a type offered in a region needs at least one zone:HPN-zone pair")
+    if problems:
+        raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# loading
+
+
+def load_catalog(data_dir: Path | str | None = None) -> Catalog:
+    """Load and check a catalog directory (default: the packaged ``data/v1``, cached).
+
+    Rows are sorted by their key so the result does not depend on row order in the files.
+    Raises CatalogError naming ``file:line`` for a malformed row or a dangling reference.
+    """
+    if data_dir is None:
+        return _load_default()
+    return _load(Path(data_dir))
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> Catalog:
+    return _load(_DEFAULT_DIR)
+
+
+def _load(root: Path) -> Catalog:
+    files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
+                                            "lingjun_machine_types")}
+    sources = _parse(files["sources"], _SOURCE_COLS, _source)
+    gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
+    regions = _parse(files["regions"], _REGION_COLS, _region)
+    storage = _parse(files["storage_prices"], _STORAGE_COLS, _storage)
+    instances = _parse(files["instance_types"], _INSTANCE_COLS, _instance)
+    lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
+
+    _unique(files["sources"], sources, lambda s: s.tag)
+    _unique(files["gpus"], gpus, lambda g: g.name)
+    _unique(files["gpus"], [(ln, a) for ln, g in gpus for a in {g.name.lower(), *g.aliases}], lambda a: a)
+    _unique(files["regions"], regions, lambda r: r.id)
+    _unique(files["storage_prices"], storage, lambda s: _item_key(s.item))
+    _unique(files["instance_types"], instances, lambda t: t.name)
+    _unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
+
+    tags = {s.tag for _, s in sources}
+    gpu_names = {g.name for _, g in gpus}
+    families = {t.family for _, t in instances}
+    for line, g in gpus:
+        _check_tags(files["gpus"], line, tags, g.source)
+    for line, s in storage:
+        _check_tags(files["storage_prices"], line, tags, s.source)
+    for line, r in regions:
+        _check_tags(files["regions"], line, tags, r.source)
+        unknown = [f for f in r.gpu_families if f not in families]
+        if unknown:
+            raise CatalogError(f"{files['regions']}:{line}: families not in instance_types.csv: {unknown}")
+    for line, t in instances:
+        _check_tags(files["instance_types"], line, tags, t.source, t.price.source)
+        _check_instance(files["instance_types"], line, t, gpu_names)
+    region_map = {r.id: r for _, r in regions}
+    ecs_names = {t.name for _, t in instances}
+    for line, t in lingjun:
+        _check_tags(files["lingjun_machine_types"], line, tags, t.source, t.price.source)
+        _check_lingjun(files["lingjun_machine_types"], line, t, gpu_names, region_map, ecs_names)
+
+    def rows(items, key):
+        return tuple(sorted((item for _, item in items), key=key))
+
+    return Catalog(
+        version=root.name,
+        date=_DATES.get(root.name, ""),
+        instance_types=rows(instances, lambda t: t.name),
+        gpus=rows(gpus, lambda g: g.name),
+        regions=rows(regions, lambda r: r.id),
+        storage_prices=rows(storage, lambda s: s.item),
+        sources=rows(sources, lambda s: s.tag),
+        lingjun_types=rows(lingjun, lambda t: t.name),
+    )

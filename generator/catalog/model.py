@@ -1,0 +1,210 @@
+"""The catalog's data model: frozen dataclasses for sources, GPUs, prices, ECS instance types, Lingjun machine
+types, regions and storage prices, and the :class:`Catalog` that holds them and answers read-only queries.
+
+Standard library only; :mod:`generator.catalog.load` builds these from the CSV files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+AVAILABILITIES = ("ga", "contact-sales", "invite")
+LINGJUN_PAYMENT_TYPES = ("PayAsYouGo", "Subscription")  # eflo.Node payment_type values [PU-EFLO]
+
+
+class CatalogError(ValueError):
+    """A catalog file is missing, malformed, or refers to something that does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    tag: str
+    description: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class GpuModel:
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    memory_gib: float
+    bf16_tflops: float  # dense peak; V100 rows carry the fp16 tensor peak (see notes)
+    mfu: float  # model-FLOPs utilisation the planner assumes for this GPU
+    interconnect: str  # "nvlink" | "pcie"
+    source: str
+    notes: str
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    cny_per_hour: float
+    estimated: bool
+    date: str
+    region: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    name: str
+    family: str
+    gpu: str
+    gpus: int
+    gpu_memory_gib: float
+    vcpu: int
+    memory_gib: float
+    network_gbps: float
+    bare_metal: bool
+    eri_count: int
+    erdma_gbps: float | None
+    two_network_cards: bool
+    scc: bool
+    roce_gbps: float | None
+    low_latency_set: bool
+    uefi_required: bool
+    availability: str
+    price: Price
+    source: str
+
+    @property
+    def rdma(self) -> bool:
+        """True if the type has an RDMA fabric: eRDMA through ERIs, or RoCE on SCC."""
+        return self.eri_count > 0 or self.scc
+
+    @property
+    def total_gpu_memory_gib(self) -> float:
+        return self.gpus * self.gpu_memory_gib
+
+    @property
+    def host_to_gpu_memory_ratio(self) -> float:
+        return self.memory_gib / self.total_gpu_memory_gib
+
+
+@dataclass(frozen=True, slots=True)
+class LingjunMachineType:
+    """A PAI Lingjun (eflo) machine type such as ``efg1.nvga8n``: bare-metal GPU servers on Lingjun's HPN RDMA
+    fabric, ordered through eflo (not ECS). See ``lingjun_machine_types.csv`` in the data README."""
+
+    name: str
+    family: str
+    gpu: str
+    gpu_verified: bool  # False: the GPU model/count/memory is a trainstack assumption (see notes)
+    gpus: int
+    gpu_memory_gib: float
+    vcpu: int | None
+    memory_gib: float | None
+    vpc_gbps: float | None
+    rdma_gbps: float | None
+    bonds: int | None
+    regions: tuple[str, ...]
+    hpn_zones: tuple[tuple[str, str], ...]  # (zone, HPN zone) pairs seen in the sources
+    payment_types: tuple[str, ...]  # eflo.Node payment_type values the sources show for the type
+    availability: str
+    price: Price
+    source: str
+    notes: str
+
+    def hpn_zone(self, zone: str) -> str | None:
+        """The HPN zone the sources pair with ``zone`` for this type (None when none is known)."""
+        return next((h for z, h in self.hpn_zones if z == zone), None)
+
+    def as_instance_type(self) -> InstanceType:
+        """The type as the planner's :class:`InstanceType` (bare metal; no ERI, no SCC: its fabric is the HPN).
+
+        Unknown host figures become 0 (vcpu, memory_gib, network_gbps); callers treat 0 as "not stated".
+        """
+        return InstanceType(
+            name=self.name, family=self.family, gpu=self.gpu, gpus=self.gpus, gpu_memory_gib=self.gpu_memory_gib,
+            vcpu=self.vcpu or 0, memory_gib=self.memory_gib or 0.0, network_gbps=self.vpc_gbps or 0.0,
+            bare_metal=True, eri_count=0, erdma_gbps=None, two_network_cards=False, scc=False, roce_gbps=None,
+            low_latency_set=False, uefi_required=False, availability=self.availability, price=self.price,
+            source=self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    id: str
+    name: str
+    zones: tuple[str, ...]
+    gpu_families: tuple[str, ...]
+    cpfs: bool
+    lingjun: bool
+    oss_upload_gbps: float
+    oss_download_gbps: float
+    verified: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePrice:
+    item: str
+    unit: str
+    price_cny: float
+    estimated: bool
+    date: str
+    region: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    version: str
+    date: str
+    instance_types: tuple[InstanceType, ...]
+    gpus: tuple[GpuModel, ...]
+    regions: tuple[Region, ...]
+    storage_prices: tuple[StoragePrice, ...]
+    sources: tuple[Source, ...]
+    lingjun_types: tuple[LingjunMachineType, ...] = ()
+
+    def instance(self, name: str) -> InstanceType | None:
+        """An ECS instance type by name or, failing that, a Lingjun machine type seen as an InstanceType."""
+        found = next((t for t in self.instance_types if t.name == name), None)
+        if found is None:
+            lingjun = self.lingjun_type(name)
+            return lingjun.as_instance_type() if lingjun is not None else None
+        return found
+
+    def lingjun_type(self, name: str) -> LingjunMachineType | None:
+        return next((t for t in self.lingjun_types if t.name == name), None)
+
+    def lingjun_types_in_region(self, region_id: str) -> tuple[LingjunMachineType, ...]:
+        """Lingjun machine types the sources show in the region (catalog belief, not stock: confirm with sales)."""
+        return tuple(t for t in self.lingjun_types if region_id in t.regions)
+
+    def gpu(self, name_or_alias: str) -> GpuModel | None:
+        """Look a GPU up by its name or any alias, ignoring case and surrounding blanks."""
+        key = name_or_alias.strip().lower()
+        return next((g for g in self.gpus if key == g.name.lower() or key in g.aliases), None)
+
+    def region(self, id: str) -> Region | None:  # noqa: A002 - the API names it "id"
+        return next((r for r in self.regions if r.id == id), None)
+
+    def storage_price(self, item: str) -> StoragePrice | None:
+        """Look a storage item up by key; '-' and '_' count as the same ("oss-standard" == "oss_standard")."""
+        key = _item_key(item)
+        return next((s for s in self.storage_prices if _item_key(s.item) == key), None)
+
+    def source(self, tag: str) -> Source | None:
+        return next((s for s in self.sources if s.tag == tag), None)
+
+    def types_in_region(self, region_id: str) -> tuple[InstanceType, ...]:
+        """Instance types whose family the region is believed to offer (empty for an unknown region).
+
+        This is catalog belief, not stock: check DescribeAvailableResource before deploying.
+        """
+        region = self.region(region_id)
+        if region is None:
+            return ()
+        return tuple(t for t in self.instance_types if t.family in region.gpu_families)
+
+    def gpu_names(self) -> tuple[str, ...]:
+        return tuple(g.name for g in self.gpus)
+
+    def region_ids(self) -> tuple[str, ...]:
+        return tuple(r.id for r in self.regions)
+
+
+def _item_key(item: str) -> str:
+    return item.strip().lower().replace("-", "_")
