@@ -1,0 +1,34 @@
+"""The program template is one part per cluster section: a short main template composes them, each part says
+what it owns, and the ECS and Lingjun programs do not interleave (only ``*_lingjun`` parts read the Lingjun plan).
+Byte-identity of what they render is proved by the committed stacks (tests/test_examples.py)."""
+
+from __future__ import annotations
+
+import re
+
+from generator.render.files import templates_dir
+
+STACK = templates_dir() / "stack"
+PARTS = STACK / "parts"
+INCLUDE = re.compile(r'\{% include "stack/parts/([^"]+)" %\}')
+
+
+def test_main_template_is_short_and_includes_every_part() -> None:
+    main = (STACK / "__main__.py.j2").read_text()
+    assert len(main.splitlines()) <= 80
+    included = set(INCLUDE.findall(main))
+    for part in PARTS.glob("*.j2"):
+        included |= set(INCLUDE.findall(part.read_text()))
+    assert included == {p.name for p in PARTS.glob("*.j2")}, "a part that nothing includes, or a missing one"
+
+
+def test_each_part_opens_with_one_line_saying_what_it_owns() -> None:
+    for part in sorted(PARTS.glob("*.j2")):
+        first = part.read_text().splitlines()[0]
+        assert first.startswith("{# The ") and first.endswith(". #}"), part.name
+
+
+def test_only_lingjun_parts_read_the_lingjun_plan() -> None:
+    for part in sorted(PARTS.glob("*.j2")):
+        if not part.name.endswith("_lingjun.py.j2"):
+            assert not re.search(r"\blj\b|lingjun|eflo", part.read_text(), re.IGNORECASE), part.name
