@@ -1,8 +1,8 @@
 """The lint rules' checks: one function per rule id, each reading the whole resource graph for violations.
 
-A check takes the graph (some rules relate resources, e.g. a bucket and its ACL) and yields (resource, message)
-pairs; :func:`generator.preview.lint.lint_graph` runs every registered check and turns its pairs into findings
-with the rule's severity. The rules (ids, severities, titles, rationales) are spec vocabulary in
+A check takes the graph (some rules relate resources, e.g. a bucket and its ACL) and yields (resource,
+message) pairs; :func:`generator.preview.lint.lint_graph` runs every registered check and turns its pairs into
+findings with the rule's severity. The rules (ids, severities, titles, rationales) are spec vocabulary in
 :mod:`generator.spec.rules`; every rule there has exactly one check here.
 """
 

@@ -1,11 +1,11 @@
-"""Comparing two resource graphs: which resources change, how (create, update, replace, delete), and how bad it is.
+"""Comparing two resource graphs: which resources change, how (create, update, replace, delete), how badly.
 
 Resources are matched by (type, name). A changed input's effect comes from the replacement data
-(:mod:`generator.preview.diff.replacement`); a change of resource option (``protect``, ``retainOnDelete``) is
-in place. A replacement changes the replaced resource's id, so resources that reference it change too; the mock
-runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a reference to a
-replaced resource counts as a changed input with that input's own effect, until nothing new is replaced. Every
-change then gets its impact class and a reason a reviewer can act on.
+(:mod:`generator.preview.diff.replacement`); a change of resource option (``protect``, ``retainOnDelete``)
+is in place. A replacement changes the replaced resource's id, so resources that reference it change too;
+the mock runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a
+reference to a replaced resource counts as a changed input with that input's own effect, until nothing new
+is replaced. Every change then gets its impact class and a reason a reviewer can act on.
 """
 
 from __future__ import annotations

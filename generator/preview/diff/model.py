@@ -1,8 +1,9 @@
 """The diff's vocabulary and result types: actions, impact classes, effects, and the changes a diff reports.
 
-:class:`DiffResult` holds every :class:`Change` between two resource graphs, worst impact first; each change to a
-resource present on both sides lists its changed properties (:class:`PropertyChange`). Comparing graphs is
-:mod:`generator.preview.diff.compare`'s job, and showing a result is :mod:`generator.preview.diff.report`'s.
+:class:`DiffResult` holds every :class:`Change` between two resource graphs, worst impact first; each change
+to a resource present on both sides lists its changed properties (:class:`PropertyChange`). Comparing graphs
+is :mod:`generator.preview.diff.compare`'s job, and showing a result is
+:mod:`generator.preview.diff.report`'s.
 """
 
 from __future__ import annotations

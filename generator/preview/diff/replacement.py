@@ -1,7 +1,8 @@
-"""Which input changes replace or reboot a resource: ``generator/preview/data/replacement.csv``, read and checked.
+"""Which input changes replace or reboot a resource: the replacement data, read and checked.
 
-The knowledge is data, kept per resource type with a citation per row (the pulumi_alicloud docstring, or the
-Terraform provider source when the docstring is silent). A property not listed is an in-place update.
+The knowledge is data (``generator/preview/data/replacement.csv``), kept per resource type with a citation
+per row (the pulumi_alicloud docstring, or the Terraform provider source when the docstring is silent). A
+property not listed is an in-place update.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reading the two sides of a diff (a spec file or ``GIT_REF:path``) and turning each into a mock resource graph.
+"""Reading the sides of a diff (a spec file or ``GIT_REF:path``) and turning each into a mock resource graph.
 
 Each side is loaded, checked, planned and rendered by *this* trainstack, and the rendered program is run under
 Pulumi's mock runtime (:mod:`generator.preview.mockrun`); :func:`diff_sides` then compares the two graphs.

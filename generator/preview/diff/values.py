@@ -1,4 +1,4 @@
-"""How a changed value reads in one line: nested documents diffed leaf by leaf, user data decoded, long values digested.
+"""How a changed value reads in one line: documents diffed by leaf, user data decoded, long values digested.
 
 The boot script travels base64-encoded in ``userData``, so it is decoded and diffed line by line; RAM policy
 documents are JSON text, so they are parsed and compared structurally.
