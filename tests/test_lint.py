@@ -1,4 +1,4 @@
-"""Tests for ``trainstack lint`` (generator/preview/lint.py and generator/cli/lint.py).
+"""Tests for ``trainstack lint`` (generator/preview/lint.py and lint_checks.py, generator/cli/lint.py).
 
 Most tests build resource graphs by hand (``mockrun.Resource`` / ``Graph``; no pulumi, milliseconds): a graph
 shaped like what the templates declare must lint clean, and one targeted change per case must trip exactly the

@@ -1,0 +1,84 @@
+"""``trainstack diff BASE HEAD``: an offline infrastructure diff between two specs, classified by impact.
+
+A pull request changes a spec; reviewers need to know what that does to a running cluster *before* merging,
+without cloud credentials or a Pulumi backend. Each side (a spec file, or ``GIT_REF:path`` read with
+``git show``) is loaded, planned and rendered by *this* trainstack, and the rendered program is run under
+Pulumi's mock runtime (:mod:`generator.preview.mockrun`). The two resource graphs are compared by (type, name):
+
+* ``create`` / ``delete``: the resource exists on one side only;
+* ``update``: inputs differ (nested values are compared structurally) or a resource option changed;
+* ``replace``: a changed input forces a new resource. Which inputs do that is *data*, kept per resource type
+  in ``generator/preview/data/replacement.csv`` with a citation per row (the pulumi_alicloud docstring, or the
+  Terraform provider source when the docstring is silent). A property not listed is an in-place update.
+
+A replacement changes the replaced resource's id, so resources that reference it change too; the mock
+runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a reference to a
+replaced resource counts as a changed input with that input's own effect, until nothing new is replaced.
+
+Every change gets an impact class, worst first: ``data-at-risk`` (a NAS/CPFS file system, fileset or OSS
+bucket is deleted or replaced, or loses its protection), ``replaces-nodes`` (a GPU node is created, deleted
+or replaced: training is interrupted), ``restarts-nodes`` (an in-place node update that reboots it, e.g.
+``userData``), ``safe`` (everything else). :func:`format_text`, :func:`format_markdown` (a pull-request
+comment) and :func:`format_json` (``schema_version`` 1) render a :class:`DiffResult`.
+
+What this does not see: drift between the cloud and the last deployment (use ``trainstack`` live commands
+for that), and generator upgrades (both sides are rendered by the installed trainstack; a committed
+``stacks/`` folder rendered by an older version shows up in ``trainstack render --check`` instead).
+The stage is split by what each part owns; this package re-exports their public names, so
+``from generator.preview import diff`` then ``diff.diff_sides(...)`` is the way in:
+
+* :mod:`~generator.preview.diff.model`: the vocabulary (actions, impacts, effects) and the result types;
+* :mod:`~generator.preview.diff.replacement`: the replacement data, read and checked;
+* :mod:`~generator.preview.diff.values`: one-line summaries of changed values;
+* :mod:`~generator.preview.diff.compare`: comparing two graphs and classifying every change;
+* :mod:`~generator.preview.diff.sides`: reading a side (file or ``GIT_REF:path``) and running it;
+* :mod:`~generator.preview.diff.report`: grouping changes and the text, Markdown and JSON reports.
+"""
+
+from __future__ import annotations
+
+from generator.preview.diff.compare import diff_graphs
+from generator.preview.diff.model import (
+    ACTIONS,
+    DATA_TYPES,
+    EFFECTS,
+    IMPACT_TITLES,
+    IMPACTS,
+    INSTANCE,
+    NODE_TYPES,
+    Action,
+    Change,
+    DiffError,
+    DiffResult,
+    Effect,
+    Impact,
+    PropertyChange,
+    SideInfo,
+    natural_key,
+    short_type,
+)
+from generator.preview.diff.replacement import DEFAULT_RULE, REPLACEMENT_DATA, Rule, load_rules, rule_for
+from generator.preview.diff.report import (
+    FORMATTERS,
+    MARKDOWN_MARKER,
+    SCHEMA_VERSION,
+    Group,
+    format_json,
+    format_markdown,
+    format_text,
+    group_changes,
+    name_span,
+    prop_text,
+    to_dict,
+)
+from generator.preview.diff.sides import EMPTY_SIDES, Side, diff_sides, read_side, render_side
+from generator.preview.diff.values import LONG_VALUE, digest, summarize
+
+__all__ = [
+    "ACTIONS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
+    "IMPACT_TITLES", "INSTANCE", "LONG_VALUE", "MARKDOWN_MARKER", "NODE_TYPES", "REPLACEMENT_DATA",
+    "SCHEMA_VERSION", "Action", "Change", "DiffError", "DiffResult", "Effect", "Group", "Impact",
+    "PropertyChange", "Rule", "Side", "SideInfo", "diff_graphs", "diff_sides", "digest", "format_json",
+    "format_markdown", "format_text", "group_changes", "load_rules", "name_span", "natural_key", "prop_text",
+    "read_side", "render_side", "rule_for", "short_type", "summarize", "to_dict",
+]

@@ -1,0 +1,234 @@
+"""Comparing two resource graphs: which resources change, how (create, update, replace, delete), how badly.
+
+Resources are matched by (type, name). A changed input's effect comes from the replacement data
+(:mod:`generator.preview.diff.replacement`); a change of resource option (``protect``, ``retainOnDelete``)
+is in place. A replacement changes the replaced resource's id, so resources that reference it change too;
+the mock runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a
+reference to a replaced resource counts as a changed input with that input's own effect, until nothing new
+is replaced. Every change then gets its impact class and a reason a reviewer can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from generator.preview.diff.model import (
+    ACTIONS,
+    DATA_TYPES,
+    IMPACTS,
+    NODE_TYPES,
+    Action,
+    Change,
+    DiffResult,
+    Effect,
+    PropertyChange,
+    SideInfo,
+    natural_key,
+)
+from generator.preview.diff.replacement import DEFAULT_RULE, Rule, load_rules
+from generator.preview.diff.values import _decode_user_data, _short, summarize
+
+if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
+    from generator.preview.mockrun import Graph, Resource
+
+
+def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, head_info: SideInfo | None = None,
+                rules: Mapping[tuple[str, str], Rule] | None = None) -> DiffResult:
+    """Compare two resource graphs keyed by (type, name) and classify every change.
+
+    ``base_info``/``head_info`` only add labels and the provider region: the region is provider configuration,
+    invisible in resource inputs, and changing it replaces every resource, so it is diffed here.
+    """
+    rules = load_rules() if rules is None else rules
+    base_info = base_info or SideInfo(label="base", resources=len(base.resources))
+    head_info = head_info or SideInfo(label="head", resources=len(head.resources))
+    old = {(r.type, r.name): r for r in base.resources}
+    new = {(r.type, r.name): r for r in head.resources}
+    if _other_stack(base_info, head_info):
+        old = {}  # HEAD deploys to a different Pulumi stack: all of it is new, BASE's stack is left alone
+    region_changed = bool(base_info.region and head_info.region and base_info.region != head_info.region)
+
+    props: dict[tuple[str, str], list[PropertyChange]] = {}
+    for key in sorted(old.keys() & new.keys()):
+        changed = _property_changes(old[key], new[key], rules)
+        if region_changed:
+            changed.append(PropertyChange(
+                "region", base_info.region, head_info.region, "replace",
+                "the alicloud provider's region is provider configuration: a new region replaces every resource",
+                f"{base_info.region} -> {head_info.region}"))
+        if changed:
+            props[key] = changed
+    _propagate_replacements(new, old.keys() & new.keys(), props, rules)
+
+    changes: list[Change] = []
+    fresh_cluster = not any(k[0] in NODE_TYPES for k in old)
+    for key, plist in props.items():
+        action: Action = "replace" if any(p.effect == "replace" for p in plist) else "update"
+        ordered = tuple(sorted(plist, key=lambda p: p.name))
+        changes.append(_classify(action, old[key], new[key], ordered, fresh_cluster))
+    for key in new.keys() - old.keys():
+        changes.append(_classify("create", None, new[key], (), fresh_cluster))
+    for key in old.keys() - new.keys():
+        changes.append(_classify("delete", old[key], None, (), fresh_cluster))
+    changes.sort(key=_order)
+    unchanged = len(old.keys() & new.keys()) - len(props)
+    return DiffResult(tuple(changes), unchanged, base_info, head_info, tuple(_notes(base_info, head_info)))
+
+
+def _order(c: Change) -> tuple[int, int, str, tuple[Any, ...]]:
+    return (IMPACTS.index(c.impact), ACTIONS.index(c.action), c.type, natural_key(c.name))
+
+
+
+def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, str], Rule]) -> list[PropertyChange]:
+    out: list[PropertyChange] = []
+    for name in sorted(set(old.inputs) | set(new.inputs)):
+        a, b = old.inputs.get(name), new.inputs.get(name)
+        if a == b:
+            continue
+        rule = rules.get((new.type, name), DEFAULT_RULE)
+        out.append(PropertyChange(name, a, b, rule.effect, rule.source, summarize(name, a, b)))
+    for option, a, b in (("protect", old.protect, new.protect),
+                         ("retainOnDelete", old.retain_on_delete, new.retain_on_delete)):
+        if a != b:
+            out.append(PropertyChange(option, a, b, "in-place", "Pulumi resource option (no cloud API call)",
+                                      f"{_short(a)} -> {_short(b)}"))
+    return out
+
+
+def _mock_outputs(name: str) -> frozenset[str]:
+    """The values the mock runtime answers for a resource's id and computed outputs (see mockrun.Recorder).
+
+    They stand for "the id of <name>" in the other resources' inputs; when <name> is replaced they change.
+    """
+    return frozenset({f"{name}-id", f"stb-{name}", f"ptc-{name}", f"fset-{name}", f"exp-{name}",
+                      f"{name}.mock.nas.aliyuncs.com"})
+
+
+def _references(prop: str, value: Any, tokens: frozenset[str]) -> str | None:
+    """The first mock output in ``value`` (nested), or None.
+
+    Inside base64 user data only addresses are looked for (the boot script embeds the NAS mount address); an
+    id-like token such as ``vpc-id`` could also be an unrelated word of the script.
+    """
+    if isinstance(value, str):
+        if value in tokens:
+            return value
+        if prop == "userData":
+            text = _decode_user_data(value)
+            if text is not None:
+                return next((t for t in sorted(tokens) if "." in t and t in text), None)
+        return None
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found = _references(prop, item, tokens)
+            if found:
+                return found
+    return None
+
+
+def _propagate_replacements(new: Mapping[tuple[str, str], Resource], common: Iterable[tuple[str, str]],
+                            props: dict[tuple[str, str], list[PropertyChange]],
+                            rules: Mapping[tuple[str, str], Rule]) -> None:
+    """Mark inputs that reference a replaced resource as changed, following replacements to a fixed point.
+
+    Only resources on both sides matter: a created one gets the new ids anyway, a deleted one is gone.
+    """
+    keys = sorted(common)
+    replaced = {k for k, plist in props.items() if any(p.effect == "replace" for p in plist)}
+    frontier = set(replaced)
+    while frontier:
+        tokens = {t: k[1] for k in sorted(frontier) for t in _mock_outputs(k[1])}
+        token_set = frozenset(tokens)
+        frontier = set()
+        for key in keys:
+            res = new[key]
+            if key in replaced:
+                continue
+            already = {p.name for p in props.get(key, [])}
+            for name, value in res.inputs.items():
+                if name in already:
+                    continue
+                found = _references(name, value, token_set)
+                if not found:
+                    continue
+                rule = rules.get((res.type, name), DEFAULT_RULE)
+                cause = tokens[found]
+                props.setdefault(key, []).append(PropertyChange(
+                    name, value, value, rule.effect, rule.source,
+                    f"(known after apply: {cause} is replaced)", cause=f"{cause} is replaced"))
+                if rule.effect == "replace" and key not in replaced:
+                    replaced.add(key)
+                    frontier.add(key)
+
+
+def _classify(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],
+              fresh_cluster: bool) -> Change:
+    """Pick the impact class and say why, in words a reviewer can act on."""
+    res = new or old
+    assert res is not None
+    kind = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
+            "alicloud:oss/bucket:Bucket": "bucket"}.get(res.type, "")
+    if res.type in DATA_TYPES:
+        guarded = old is not None and old.protect
+        guard = (" It is protected: `pulumi up` refuses until the protection is removed." if guarded else "")
+        if action == "delete":
+            return Change(action, res.type, res.name, "data-at-risk", f"deletes the {kind} and its data.{guard}",
+                          props)
+        if action == "replace":
+            return Change(action, res.type, res.name, "data-at-risk",
+                          f"{_subject(props, 'replace')} a new, empty {kind}; the old one is deleted with its data."
+                          f"{guard}", props)
+        dropped = [p.name for p in props if p.name in ("protect", "retainOnDelete") and p.old and not p.new]
+        if dropped:
+            return Change(action, res.type, res.name, "data-at-risk",
+                          f"{' and '.join(dropped)} removed: a later deletion or replacement would lose the data.",
+                          props)
+    if res.type in NODE_TYPES:
+        if action == "create":
+            why = ("new node (the cluster has none yet)." if fresh_cluster
+                   else "new node: the job restarts with a new world size.")
+            return Change(action, res.type, res.name, "replaces-nodes", why, props)
+        if action == "delete":
+            return Change(action, res.type, res.name, "replaces-nodes",
+                          "releases the node: the job loses a rank and its local disks.", props)
+        if action == "replace":
+            return Change(action, res.type, res.name, "replaces-nodes",
+                          f"{_subject(props, 'replace')} a new node: local disks are lost and the job is "
+                          "interrupted.", props)
+        if any(p.effect == "reboot" for p in props):
+            return Change(action, res.type, res.name, "restarts-nodes",
+                          f"{_subject(props, 'reboot')} the node: the job is interrupted.", props)
+    reason = {"create": "new resource.", "delete": "removed from the program.",
+              "replace": "a new one is created, then the old one is deleted.",
+              "update": "updated in place."}[action]
+    return Change(action, res.type, res.name, "safe", reason, props)
+
+
+def _subject(props: Sequence[PropertyChange], effect: Effect) -> str:
+    """``userData reboots`` / ``privateIp, userData reboot``: the properties with ``effect`` and the verb."""
+    names = [p.name for p in props if p.effect == effect]
+    verb = {"replace": "force", "reboot": "reboot", "in-place": "update"}[effect]
+    return f"{', '.join(names)} {verb}{'s' if len(names) == 1 else ''}"
+
+
+def _other_stack(base: SideInfo, head: SideInfo) -> bool:
+    """Both sides name their Pulumi project and stack, and they differ: HEAD is a separate deployment."""
+    return bool(base.project and head.project and base.stack and head.stack
+                and (base.project, base.stack) != (head.project, head.stack))
+
+
+def _notes(base: SideInfo, head: SideInfo) -> list[str]:
+    notes = []
+    if _other_stack(base, head):
+        notes.append(f"HEAD deploys to another Pulumi stack ({base.project}/{base.stack} -> "
+                     f"{head.project}/{head.stack}), so every resource is created there; the {base.resources} "
+                     "resources of the old stack are not changed and keep running (and billing) until it is "
+                     "destroyed.")
+    elif base.region and head.region and base.region != head.region:
+        notes.append(f"The region changes ({base.region} -> {head.region}): every resource is replaced, "
+                     "data included.")
+    return notes

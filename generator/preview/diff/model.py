@@ -1,0 +1,132 @@
+"""The diff's vocabulary and result types: actions, impact classes, effects, and the changes a diff reports.
+
+:class:`DiffResult` holds every :class:`Change` between two resource graphs, worst impact first; each change
+to a resource present on both sides lists its changed properties (:class:`PropertyChange`). Comparing graphs
+is :mod:`generator.preview.diff.compare`'s job, and showing a result is
+:mod:`generator.preview.diff.report`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from generator.errors import TrainstackError
+
+Action = Literal["create", "update", "replace", "delete"]
+Impact = Literal["data-at-risk", "replaces-nodes", "restarts-nodes", "safe"]
+Effect = Literal["replace", "reboot", "in-place"]
+
+IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "restarts-nodes", "safe")  # worst first
+ACTIONS: tuple[Action, ...] = ("delete", "replace", "update", "create")  # most destructive first
+EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place")
+
+INSTANCE = "alicloud:ecs/instance:Instance"
+NODE_TYPES = frozenset({INSTANCE, "alicloud:eflo/node:Node"})  # a GPU node: ECS instance or Lingjun node
+# Resources whose deletion loses data: the shared file system, the dataset fileset, the checkpoint bucket.
+DATA_TYPES = frozenset({"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/fileset:Fileset",
+                        "alicloud:oss/bucket:Bucket"})
+
+IMPACT_TITLES: Mapping[Impact, str] = {
+    "data-at-risk": "a file system, fileset or bucket and its data could be deleted",
+    "replaces-nodes": "GPU nodes are created, deleted or replaced; training is interrupted",
+    "restarts-nodes": "GPU nodes reboot in place; training is interrupted",
+    "safe": "no data loss and no node interruption",
+}
+
+
+class DiffError(TrainstackError):
+    """A side cannot be read (git, missing file) or the replacement data is malformed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyChange:
+    """One changed input (or resource option) of a resource present on both sides."""
+
+    name: str  # camelCase input name, "protect"/"retainOnDelete" for options, "region" for the provider
+    old: Any
+    new: Any
+    effect: Effect
+    source: str
+    summary: str  # short and human: "ecs.a -> ecs.b", or what changed inside user data
+    cause: str = ""  # set when the value changes only because a referenced resource is replaced
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What happens to one resource, and how bad it is."""
+
+    action: Action
+    type: str
+    name: str
+    impact: Impact
+    reason: str
+    properties: tuple[PropertyChange, ...] = ()
+
+    @property
+    def short_type(self) -> str:
+        return short_type(self.type)
+
+
+@dataclass(frozen=True, slots=True)
+class SideInfo:
+    """Where one side came from and what it deploys to (empty when the graphs were given directly)."""
+
+    label: str = ""
+    project: str = ""
+    stack: str = ""
+    region: str = ""
+    resources: int = 0
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """Every change between two resource graphs, ordered worst impact first."""
+
+    changes: tuple[Change, ...]
+    unchanged: int
+    base: SideInfo = field(default_factory=SideInfo)
+    head: SideInfo = field(default_factory=SideInfo)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes)
+
+    def counts(self) -> dict[str, int]:
+        """Changes per action, every action present (zero included), in a stable order."""
+        out = {a: 0 for a in ("create", "update", "replace", "delete")}
+        for c in self.changes:
+            out[c.action] += 1
+        return out
+
+    def impact_counts(self) -> dict[Impact, int]:
+        out: dict[Impact, int] = {i: 0 for i in IMPACTS}
+        for c in self.changes:
+            out[c.impact] += 1
+        return out
+
+    @property
+    def worst_impact(self) -> Impact | None:
+        for impact in IMPACTS:
+            if any(c.impact == impact for c in self.changes):
+                return impact
+        return None
+
+    def of_impact(self, impact: Impact) -> list[Change]:
+        return [c for c in self.changes if c.impact == impact]
+
+
+def short_type(token: str) -> str:
+    """``alicloud:ecs/instance:Instance`` -> ``ecs:Instance`` (what a reviewer reads)."""
+    parts = token.split(":")
+    if len(parts) == 3 and "/" in parts[1]:
+        return f"{parts[1].split('/')[0]}:{parts[2]}"
+    return token
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """Sort ``node-2`` before ``node-10``."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))

@@ -1,0 +1,266 @@
+"""Showing a diff: changes grouped for reading, as plain text, a Markdown pull-request comment, or JSON.
+
+:func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
+where long) and :func:`format_json` for tools (``schema_version`` 1; fields are only ever added).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator.preview.diff.model import (
+    IMPACT_TITLES,
+    IMPACTS,
+    Action,
+    Change,
+    DiffResult,
+    Impact,
+    PropertyChange,
+    SideInfo,
+    natural_key,
+    short_type,
+)
+from generator.preview.diff.values import LONG_VALUE, digest
+
+SCHEMA_VERSION = 1  # of the JSON report
+
+_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "restarts-nodes": "🟡",
+                                       "safe": "🟢"}
+_ACTION_SYMBOLS: Mapping[Action, str] = {"create": "+", "delete": "-", "update": "~", "replace": "+-"}
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Changes that differ only in the resource name and per-resource values, shown once.
+
+    ``64 x ecs:Instance pretrain-70b-node-000..063: instanceType ecs.a -> ecs.b``. Resources group when the
+    same properties change with the same effects; a property whose summary differs between them (each node's
+    private IP) shows the first resource's value and is listed in ``varies``.
+    """
+
+    action: Action
+    type: str
+    impact: Impact
+    reason: str
+    properties: tuple[PropertyChange, ...]
+    names: tuple[str, ...]
+    varies: frozenset[str] = frozenset()
+
+    @property
+    def label(self) -> str:
+        count = f"{len(self.names)} x " if len(self.names) > 1 else ""
+        return f"{count}{short_type(self.type)} {name_span(self.names)}"
+
+
+def group_changes(changes: Iterable[Change]) -> list[Group]:
+    """Merge changes with the same action, type, impact, reason and changed properties, keeping order."""
+    groups: dict[tuple[Any, ...], list[Change]] = {}
+    for c in changes:
+        key = (c.impact, c.action, c.type, c.reason, tuple((p.name, p.effect, bool(p.cause)) for p in c.properties))
+        groups.setdefault(key, []).append(c)
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda c: natural_key(c.name))
+        first = members[0]
+        varies = frozenset(p.name for i, p in enumerate(first.properties)
+                           if any(m.properties[i].summary != p.summary for m in members[1:]))
+        out.append(Group(first.action, first.type, first.impact, first.reason, first.properties,
+                         tuple(m.name for m in members), varies))
+    return out
+
+
+def name_span(names: Sequence[str]) -> str:
+    """``node-000..063`` for numbered names (runs separated by commas), else the first names and a count."""
+    if len(names) == 1:
+        return names[0]
+    matches = [re.fullmatch(r"(.*?)(\d+)(\D*)", n) for n in names]
+    if all(matches):
+        ms = [m for m in matches if m]
+        frames = {(m.group(1), m.group(3)) for m in ms}
+        widths = {len(m.group(2)) for m in ms}
+        padded = len(widths) == 1
+        if len(frames) == 1 and (padded or not any(m.group(2).startswith("0") for m in ms)):
+            prefix, suffix = next(iter(frames))
+            width = widths.pop() if padded else 0
+            runs = [str(a).zfill(width) if a == b else f"{str(a).zfill(width)}..{str(b).zfill(width)}"
+                    for a, b in _runs(sorted({int(m.group(2)) for m in ms}))]
+            return f"{prefix}{','.join(runs)}{suffix}"
+    shown = ", ".join(names[:3])
+    return shown + (f", … (+{len(names) - 3} more)" if len(names) > 3 else "")
+
+
+def _runs(nums: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted numbers: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
+    runs: list[tuple[int, int]] = []
+    for n in nums:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
+
+
+# ------------------------------------------------------------------------------------------ formats
+def _headline(result: DiffResult) -> str:
+    c = result.counts()
+    return (f"{c['create']} to create, {c['update']} to update, {c['replace']} to replace, {c['delete']} to delete "
+            f"({result.unchanged} unchanged)")
+
+
+def prop_text(p: PropertyChange) -> str:
+    """``name: summary``; a nested summary already starts with the property's path (``tags.team: a -> b``)."""
+    if p.summary.startswith((p.name + ".", p.name + "[")):
+        return p.summary
+    return f"{p.name}: {p.summary}"
+
+
+def _prop_line(p: PropertyChange, g: Group) -> str:
+    varies = ", varies; first shown" if p.name in g.varies else ""
+    return f"{prop_text(p)} [{p.effect}{varies}]"
+
+
+def format_text(result: DiffResult) -> str:
+    """Plain text for a terminal or a CI log."""
+    base, head = result.base.label or "base", result.head.label or "head"
+    out = [f"trainstack diff: {base} -> {head}"]
+    if not result.has_changes:
+        out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
+        out.extend(f"note: {n}" for n in result.notes)
+        return "\n".join(out) + "\n"
+    out.append(_headline(result))
+    out.append(f"Worst impact: {result.worst_impact}")
+    for impact in IMPACTS:
+        changes = result.of_impact(impact)
+        if not changes:
+            continue
+        out.append("")
+        out.append(f"{impact} ({len(changes)}): {IMPACT_TITLES[impact]}")
+        for g in group_changes(changes):
+            out.append(f"  {_ACTION_SYMBOLS[g.action]:<2} {g.label}  {g.action}: {g.reason}")
+            out.extend(f"       {_prop_line(p, g)}" for p in g.properties)
+    if result.notes:
+        out.append("")
+        out.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(out) + "\n"
+
+
+MARKDOWN_MARKER = "<!-- trainstack-diff -->"  # lets CI find and update its previous comment
+_COLLAPSE_GROUPS = 10  # a section with more groups than this is folded
+_COLLAPSE_PROPS = 3  # a change with more properties than this folds them
+
+
+def _code(text: str) -> str:
+    """An inline code span that survives backticks and newlines in the value."""
+    return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
+
+
+def format_markdown(result: DiffResult) -> str:
+    """A pull-request comment: summary tables, then one section per impact, long lists folded."""
+    worst = result.worst_impact
+    base, head = result.base.label or "base", result.head.label or "head"
+    out = [MARKDOWN_MARKER]
+    if worst is None:
+        out.append("### trainstack diff: no infrastructure changes")
+    else:
+        out.append(f"### trainstack diff: {_IMPACT_MARKS[worst]} {worst}")
+    out.append("")
+    where = f"{_code(base)} → {_code(head)}"
+    if result.head.project:
+        stack = _code(f"{result.head.project}/{result.head.stack}")
+        where += f" · stack {stack} · region {_code(result.head.region)}"
+    out.append(where)
+    out.append("")
+    if worst is None:
+        out.append(f"Both sides declare the same {result.unchanged} resources.")
+    else:
+        c = result.counts()
+        out += ["| create | update | replace | delete | unchanged |", "|---:|---:|---:|---:|---:|",
+                f"| {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | {result.unchanged} |", ""]
+        out += ["| impact | changes | meaning |", "|---|---:|---|"]
+        for impact, n in result.impact_counts().items():
+            out.append(f"| {_IMPACT_MARKS[impact]} {impact} | {n} | {IMPACT_TITLES[impact]} |")
+    for note in result.notes:
+        out += ["", f"> **Note:** {note}"]
+    for impact in IMPACTS:
+        changes = result.of_impact(impact)
+        if not changes:
+            continue
+        groups = group_changes(changes)
+        out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", ""]
+        body = [line for g in groups for line in _markdown_group(g)]
+        if impact == "safe" or len(groups) > _COLLAPSE_GROUPS:
+            summary = f"{_plural(len(changes), 'change')} in {_plural(len(groups), 'group')}"
+            out += [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
+        else:
+            out += body
+    out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
+                 "cloud access. Which changes replace or reboot a resource comes from "
+                 "generator/preview/data/replacement.csv.</sub>")]
+    return "\n".join(out) + "\n"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _markdown_group(g: Group) -> list[str]:
+    head = f"- **{g.action}** {_code(g.label)}"
+    props = list(g.properties)
+    if len(props) == 1:
+        p = props[0]
+        return [f"{head}: {_code(prop_text(p))} ({_effect_note(p, g)}) — {g.reason}"]
+    lines = [f"{head} — {g.reason}"]
+    if not props:
+        return lines
+    items = [f"  - {_code(prop_text(p))} ({_effect_note(p, g)})" for p in props]
+    if len(props) > _COLLAPSE_PROPS:
+        return [*lines, f"  <details><summary>{len(props)} properties</summary>", "", *items, "", "  </details>"]
+    return lines + items
+
+
+def _effect_note(p: PropertyChange, g: Group) -> str:
+    return f"{p.effect}, varies; first shown" if p.name in g.varies else p.effect
+
+
+def _json_value(value: Any) -> Any:
+    """Plain JSON values; long strings (user data, policy documents) become a digest to keep output small."""
+    if isinstance(value, str) and len(value) > LONG_VALUE:
+        return digest(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def to_dict(result: DiffResult) -> dict[str, Any]:
+    """The ``--format json`` document (``schema_version`` 1; fields are only ever added, never renamed)."""
+    def side(s: SideInfo) -> dict[str, Any]:
+        return {"label": s.label, "project": s.project, "stack": s.stack, "region": s.region,
+                "resources": s.resources}
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "base": side(result.base),
+        "head": side(result.head),
+        "summary": {**result.counts(), "unchanged": result.unchanged, "changed": result.has_changes,
+                    "worst_impact": result.worst_impact, "by_impact": result.impact_counts()},
+        "notes": list(result.notes),
+        "changes": [{
+            "action": c.action, "type": c.type, "name": c.name, "impact": c.impact, "reason": c.reason,
+            "properties": [{"name": p.name, "old": _json_value(p.old), "new": _json_value(p.new),
+                            "effect": p.effect, "source": p.source, "summary": p.summary, "cause": p.cause}
+                           for p in c.properties],
+        } for c in result.changes],
+    }
+
+
+def format_json(result: DiffResult) -> str:
+    return json.dumps(to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
+
+
+FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_json}

@@ -1,0 +1,166 @@
+"""Reading the sides of a diff (a spec file or ``GIT_REF:path``) and turning each into a mock resource graph.
+
+Each side is loaded, checked, planned and rendered by *this* trainstack, and the rendered program is run under
+Pulumi's mock runtime (:mod:`generator.preview.mockrun`); :func:`diff_sides` then compares the two graphs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from generator.preview.diff.compare import diff_graphs
+from generator.preview.diff.model import DiffError, DiffResult, SideInfo
+
+if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
+    from generator.catalog import Catalog
+    from generator.plan.model import Plan
+    from generator.preview.mockrun import Graph
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side's spec text and how to name it: ``examples/x.yaml`` or ``origin/main:examples/x.yaml``."""
+
+    label: str  # used in FILE:LINE messages
+    text: str
+    path: str  # the spec path recorded in the rendered files
+
+
+EMPTY_SIDES = ("-", "/dev/null")  # BASE for a spec that does not exist yet (as in `git diff /dev/null file`)
+
+
+def read_side(arg: str, cwd: str | Path | None = None) -> Side:
+    """A spec file path, or ``GIT_REF:path`` read from git (the path relative to ``cwd`` or to the repository)."""
+    from generator.render.stackdir import spec_record
+    from generator.spec import loader
+
+    local = Path(arg) if cwd is None else Path(cwd) / arg
+    if local.exists() or ":" not in arg or re.match(r"^[A-Za-z]:[\\/]", arg):
+        return Side(str(arg), loader.read_text(local), spec_record(local))
+    cwd = Path(cwd) if cwd is not None else Path.cwd()
+    ref, path = arg.split(":", 1)
+    if not ref or not path:
+        raise DiffError(f"'{arg}' is neither a spec file nor GIT_REF:path "
+                        "(e.g. origin/main:examples/pretrain-70b.yaml)")
+    return _read_git(ref, path, cwd)
+
+
+def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=60, env=env, check=False)
+    except FileNotFoundError:
+        raise DiffError("git is not installed; it is needed to read GIT_REF:path sides") from None
+    except subprocess.TimeoutExpired:
+        raise DiffError(f"git {' '.join(args)} did not finish within 60 s") from None
+
+
+def _read_git(ref: str, path: str, cwd: Path) -> Side:
+    from generator.spec import loader
+
+    what = f"{ref}:{path}"
+    top = _git(["rev-parse", "--show-toplevel"], cwd)
+    if top.returncode != 0:
+        raise DiffError(f"cannot read {what}: {cwd} is not inside a git repository")
+    root = Path(top.stdout.decode().strip()).resolve()
+    if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
+        raise DiffError(f"cannot read {what}: git does not know the revision '{ref}' (a CI checkout may need "
+                        f"the base branch fetched, e.g. 'git fetch origin main' or fetch-depth: 0)")
+    candidates: list[str] = []
+    relative = os.path.relpath(os.path.normpath(cwd.resolve() / path), root).replace(os.sep, "/")
+    if not relative.startswith("../"):
+        candidates.append(relative)  # relative to the working folder, like the other side's file path
+    rooted = os.path.normpath(path).replace(os.sep, "/").lstrip("/")
+    if rooted not in candidates and not rooted.startswith("../"):
+        candidates.append(rooted)  # relative to the repository root, as `git show` reads it
+    for candidate in candidates:
+        kind = _git(["cat-file", "-t", f"{ref}:{candidate}"], cwd)
+        if kind.returncode != 0:
+            continue
+        if kind.stdout.decode().strip() != "blob":
+            raise DiffError(f"cannot read {what}: '{candidate}' is a folder in {ref}, not a spec file")
+        shown = _git(["show", f"{ref}:{candidate}"], cwd)
+        if shown.returncode != 0:
+            raise DiffError(f"cannot read {what}: {shown.stderr.decode(errors='replace').strip()}")
+        label = f"{ref}:{candidate}"
+        return Side(label, loader.decode(shown.stdout, label), candidate)
+    raise DiffError(f"cannot read {what}: '{path}' does not exist in {ref}")
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A side checked, planned and rendered to files, ready to run (the slow part)."""
+
+    side: Side
+    plan: Plan
+    files: Mapping[str, str]
+
+
+def _plan_side(side: Side, catalog: Catalog) -> _Planned:
+    """Load, check, plan and render one side; a bad spec raises SpecErrors with the side's label as FILE."""
+    from generator.plan import pipeline
+    from generator.render import files
+    from generator.spec import loader
+
+    located = pipeline.checked(loader.load_text(side.text, file=side.label), catalog)
+    plan = pipeline.plan_located(located, catalog)
+    return _Planned(side, plan, files.render(plan, side.path))
+
+
+def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
+    """Write the rendered program to a temporary folder and run it under the mock runtime."""
+    from generator.preview import mockrun
+    from generator.render import stackdir
+
+    plan = planned.plan
+    with tempfile.TemporaryDirectory(prefix="trainstack-diff-") as tmp:
+        dest = Path(tmp) / plan.name
+        stackdir.write(planned.files, dest, durable=False)
+        graph = mockrun.run_program(dest, project=plan.name, stack=plan.stack,
+                                    config={"alicloud:region": plan.region})
+    return graph, SideInfo(planned.side.label, plan.name, plan.stack, plan.region, len(graph.resources))
+
+
+def render_side(side: Side, catalog: Catalog | None = None) -> tuple[Graph, SideInfo]:
+    """Load, check, plan and render one side, then run its program under the mock runtime."""
+    from generator.catalog import load_catalog
+
+    return _run_side(_plan_side(side, catalog or load_catalog()))
+
+
+def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
+               catalog: Catalog | None = None) -> DiffResult:
+    """Diff two sides given as spec paths or ``GIT_REF:path``.
+
+    Both sides are read first (a bad ref fails fast), then both specs are checked and planned (a bad spec
+    fails before anything slow), then both programs run; identical spec texts run once. A spec error raises
+    :class:`~generator.errors.SpecErrors` with FILE:LINE, the FILE naming the side
+    (``origin/main:examples/x.yaml:12:3: ...``).
+    """
+    from generator.catalog import load_catalog
+
+    catalog = catalog or load_catalog()
+    if head in EMPTY_SIDES:
+        raise DiffError("HEAD cannot be empty: to preview removing a whole stack, use `trainstack destroy --help`")
+    if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created
+        head_graph, head_info = render_side(read_side(head, cwd), catalog)
+        from generator.preview.mockrun import Graph
+
+        return diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
+    base_side, head_side = read_side(base, cwd), read_side(head, cwd)
+    head_planned = _plan_side(head_side, catalog)
+    base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None
+    head_graph, head_info = _run_side(head_planned)
+    if base_planned is None:  # the spec path only appears in comments of the rendered files
+        base_graph, base_info = head_graph, SideInfo(base_side.label, head_info.project, head_info.stack,
+                                                     head_info.region, head_info.resources)
+    else:
+        base_graph, base_info = _run_side(base_planned)
+    return diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)

@@ -1,0 +1,48 @@
+"""Bytes per parameter: the weight precisions and the optimizers' state (K of [ZeRO]).
+
+Shared by the memory model and the checkpoint size; [ZeRO] and [8bit] are listed in :mod:`generator.sizing`.
+"""
+
+from __future__ import annotations
+
+from generator.sizing.common import SizingError
+
+# Optimizer bytes per parameter under 16-bit mixed precision, INCLUDING the 4-byte fp32
+# master copy of the weights ([ZeRO] Sec. 3.1 calls this K; K = 12 for mixed-precision Adam:
+# fp32 weights + fp32 momentum + fp32 variance).
+OPTIMIZER_BYTES: dict[str, int] = {
+    "adamw": 12,       # 4 master + 4 m + 4 v                                    [ZeRO]
+    "adam": 12,        # same as AdamW (weight decay adds no state)
+    "sgd": 8,          # 4 master + 4 momentum buffer: we assume SGD *with* momentum, the usual
+                       # choice for training; plain SGD (no momentum) would be 4.
+    "adafactor": 4,    # 4 master; factored second moment is O(rows+cols) per matrix (~0) and
+                       # no first moment (beta1=None, Shazeer & Stern 2018 default).
+    "lion": 8,         # 4 master + 4 momentum (Chen et al. 2023 keep one moment)
+    "adamw-8bit": 6,   # 4 master + 1 m + 1 v; block-wise constants (1 fp32 / 2048 values) ~0  [8bit]
+}
+_MASTER_BYTES = 4  # fp32 master copy held by the optimizer under mixed precision
+
+PRECISION_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def _check_optimizer(optimizer: str) -> None:
+    if optimizer not in OPTIMIZER_BYTES:
+        raise SizingError(f"unknown optimizer {optimizer!r}; allowed: {', '.join(OPTIMIZER_BYTES)}.")
+
+
+def _check_precision(precision: str) -> None:
+    if precision not in PRECISION_BYTES:
+        raise SizingError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISION_BYTES)}.")
+
+
+def optimizer_bytes_per_param(optimizer: str, precision: str) -> int:
+    """K of [ZeRO]: optimizer-held bytes per trainable parameter.
+
+    bf16/fp16 (mixed precision): ``OPTIMIZER_BYTES`` (moments + fp32 master weights).
+    fp32: the weights already are fp32, so there is no separate master copy and
+    K = moments only (8 for Adam).
+    """
+    _check_optimizer(optimizer)
+    _check_precision(precision)
+    k = OPTIMIZER_BYTES[optimizer]
+    return k - _MASTER_BYTES if precision == "fp32" else k
