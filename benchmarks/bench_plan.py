@@ -28,9 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generator import planner, sizing, validate
+from generator import sizing
 from generator.catalog import Catalog, load_catalog
-from generator.spec import Spec
+from generator.plan import check as validate
+from generator.plan import planner
+from generator.spec.model import Spec
 
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 32768)
 
