@@ -44,7 +44,7 @@ def auto_interval_hours(spec: Spec, catalog: Catalog, fit: Fit, arch: sizing.Arc
 
 
 def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arch: sizing.Architecture,
-                 lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
+                     lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
     if not k.enabled:

@@ -132,7 +132,7 @@ def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
 
 
 def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
-            lora_rank: int | None) -> tuple[list[Fit], dict[str, str]]:
+           lora_rank: int | None) -> tuple[list[Fit], dict[str, str]]:
     """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
     types, rejected = _eligible(spec, catalog, region)
     p, c = spec.parallelism, spec.compute
@@ -257,7 +257,7 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
 
 
 def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture,
-                  catalog: Catalog | None = None) -> Problem:
+                 catalog: Catalog | None = None) -> Problem:
     c, p = spec.compute, spec.parallelism
     fixes = []
     if isinstance(c.nodes, int):

@@ -72,7 +72,7 @@ def _carve(space: ipaddress.IPv4Network, need: int) -> ipaddress.IPv4Network | N
 
 
 def lingjun_network(spec: Spec, zone: str, fit: Fit, lj: LingjunMachineType,
-                     decisions: list[Decision]) -> tuple[Network, str, tuple[LingjunSubnet, ...]]:
+                    decisions: list[Decision]) -> tuple[Network, str, tuple[LingjunSubnet, ...]]:
     """network.vpc_cidr split in two: the lower half is the VPD (HPN addresses), the upper half the VPC."""
     space = ipaddress.ip_network(spec.network.vpc_cidr)
     vpd, vpc = space.subnets(prefixlen_diff=1)
@@ -114,8 +114,8 @@ def lingjun_nodes(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) ->
 
 
 def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, vpd_cidr: str,
-             subnets: tuple[LingjunSubnet, ...], best: Scored, ckpt: Checkpoints, decisions: list[Decision],
-             warnings: list[str]) -> Lingjun:
+                 subnets: tuple[LingjunSubnet, ...], best: Scored, ckpt: Checkpoints, decisions: list[Decision],
+                 warnings: list[str]) -> Lingjun:
     """Billing, cluster type, credentials and the limits of Lingjun, as decisions and warnings."""
     nodes = best.fit.nodes
     decisions.append(Decision("lingjun cluster", f"eflo.Cluster type {LINGJUN_CLUSTER_TYPE}, one node group", (

@@ -89,7 +89,7 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
 
 
 def plan_nodes(spec: Spec, zone: str, fit: Fit, network: Network,
-           decisions: list[Decision]) -> tuple[tuple[Node, ...], tuple[DeploymentSet, ...]]:
+               decisions: list[Decision]) -> tuple[tuple[Node, ...], tuple[DeploymentSet, ...]]:
     t = fit.itype
     subnet = ipaddress.ip_network(network.vswitches[0].cidr)
     first = int(subnet.network_address) + 10  # leave the low addresses for the gateway and services

@@ -22,7 +22,7 @@ CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, s
 
 
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
-             decisions: list[Decision], warnings: list[str]) -> Storage:
+                 decisions: list[Decision], warnings: list[str]) -> Storage:
     s = spec.storage
     ds = s.dataset
     kind = s.shared
