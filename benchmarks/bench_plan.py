@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generator.plan import planner
 from generator import sizing
-from generator.plan import check as validate
 from generator.catalog import Catalog, load_catalog
+from generator.plan import check as validate
+from generator.plan import planner
 from generator.spec.model import Spec
 
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 32768)

@@ -343,7 +343,7 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------------------------------------
 # cost
 
-# Storage items the planner prices (generator/plan/planner.py, _cost): shared file systems by kind and class,
+# Storage items the planner prices (generator/plan/cost.py, plan_cost): shared file systems by kind and class,
 # checkpoints as ~3 copies in OSS Standard. Kept in step with the planner by tests/test_estimate.py.
 _SHARED_ITEM = {"cpfs": "cpfs-{cls}", "extreme-nas": "nas-extreme-{cls}"}
 _OBJECT_ITEM = "oss-standard"

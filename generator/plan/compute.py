@@ -1,0 +1,296 @@
+"""The Compute part: which fit wins (instance type, node count, parallel layout) and why the others lost, and the
+plan's Compute, Sizing and ModelSummary.
+
+Fits (from :mod:`generator.plan.layout`) are ranked by whole-run cost, including the expected rework after spot
+reclaims and node failures, or by cost per hour without ``model.tokens``, and must keep within the budget. The
+warnings about the run itself (deadline, length, precision, availability) are made here too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from generator import sizing
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
+from generator.errors import Problem
+from generator.plan.checkpoints import NODE_MTBF_HOURS, auto_interval_hours
+from generator.plan.fit import Fit, PlanningError, Scored
+from generator.plan.layout import architecture, nothing_fits, search, shape_problems
+from generator.plan.model import (
+    Candidate,
+    Checkpoints,
+    Compute,
+    Decision,
+    DeploymentSet,
+    ModelSummary,
+    Node,
+    Sizing,
+)
+from generator.plan.spot import spot_split
+from generator.spec import limits
+from generator.spec.model import Spec
+from generator.spec.units import human_bytes, human_seconds
+
+RESTART_HOURS = 0.25  # assumed time to replace a node and reload the last checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The winning fit, ranked with its rivals, and the model shape it was sized for."""
+
+    arch: sizing.Architecture
+    lora_rank: int | None
+    best: Scored
+    gpu: GpuModel
+    candidates: tuple[Candidate, ...]
+
+
+def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decision], warnings: list[str]) -> Choice:
+    """The instance type, node count and parallel layout of the plan, with their decisions."""
+    arch = architecture(spec)
+    m = spec.model
+    lora_rank = m.finetune.lora_rank if m.finetune.method in ("lora", "qlora") else None
+    if arch.source.startswith("derived"):
+        decisions.append(Decision("architecture", f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
+                                  f"only a parameter count was given, so trainstack derived a Llama-style shape "
+                                  f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
+
+    shape = shape_problems(spec, arch)
+    if shape:
+        raise PlanningError(shape)
+
+    fits, rejected = search(spec, catalog, region, arch, lora_rank)
+    if not fits:
+        raise PlanningError([nothing_fits(spec, rejected, arch, catalog)])
+
+    ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    within = [s for s in ranked if _within_budget(spec, s)]
+    if not within:
+        raise PlanningError([_over_budget(spec, ranked)])
+    if within[0] is not ranked[0]:
+        decisions.append(Decision("budget", f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
+                                  "the cheaper-overall plan exceeds the budget; this is the best plan within it"))
+    ranked = within + [s for s in ranked if s not in within]
+    best = ranked[0]
+    fit = best.fit
+
+    t = fit.itype
+    gpu = catalog.gpu(t.gpu)
+    assert gpu is not None
+    candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items())][:12]
+    decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
+    decisions.append(Decision("nodes", str(fit.nodes), _why_nodes(spec, fit)))
+    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
+                              _why_parallel(spec, fit, arch)))
+
+    ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
+    if t.memory_gib and ratio < 1:
+        warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
+                        f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")
+    return Choice(arch, lora_rank, best, gpu, tuple(candidates))
+
+
+def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[Node, ...],
+                 dsets: tuple[DeploymentSet, ...]) -> Compute:
+    """The chosen nodes, their layout and fabric, and the rank table (from the network part)."""
+    fit = choice.best.fit
+    t = fit.itype
+    return Compute(
+        platform=spec.compute.platform, instance_type=t.name, family=t.family, gpu=t.gpu, gpus_per_node=t.gpus,
+        nodes=fit.nodes, total_gpus=fit.nodes * t.gpus, tp=fit.tp, pp=fit.pp, dp=fit.dp,
+        zero_stage=spec.parallelism.zero_stage, sequence_parallel=spec.parallelism.sequence_parallel and fit.tp > 1,
+        recompute=spec.parallelism.recompute, bare_metal=t.bare_metal, vcpu=t.vcpu, memory_gib=t.memory_gib,
+        gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
+        uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
+        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets)
+
+
+def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
+    """Per-GPU memory of the chosen layout against the GPU's, and the run's FLOPs and hours."""
+    best, gpu, m = choice.best, choice.gpu, spec.model
+    mem = best.fit.memory
+    gpu_bytes = int(best.fit.itype.gpu_memory_gib * 2**30)
+    flops = sizing.training_flops(choice.arch.parameters, m.tokens) if m.tokens else None
+    return Sizing(
+        weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
+        activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
+        headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
+        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops)
+
+
+def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
+    """The model as it was sized: its shape (given or derived) and training settings."""
+    arch, m = choice.arch, spec.model
+    return ModelSummary(
+        parameters=arch.parameters, layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+        vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
+        optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
+        global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method,
+        lora_rank=choice.lora_rank)
+
+
+def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[str]:
+    """The run's length against the deadline, a run of over a year, precision and availability."""
+    warnings = []
+    best, m = choice.best, spec.model
+    fit = best.fit
+    t = fit.itype
+    if spec.budget.max_days is not None and best.run_hours is not None and best.run_hours > spec.budget.max_days * 24:
+        warnings.append(f"the run needs about {best.run_hours / 24:,.0f} days on {fit.nodes} node(s), over "
+                        f"budget.max_days ({spec.budget.max_days:g}); set compute.nodes: auto to size for the deadline")
+    warnings.extend(_long_run_warnings(spec, best, fit, checkpoints))
+    if m.precision == "fp16":
+        warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
+    if m.precision == "fp32":
+        warnings.append("fp32 training is about 2x the memory and far slower than bf16 mixed precision")
+    if t.availability != "ga" and lj is None:
+        warnings.append(f"{t.family} is sold as '{t.availability}' (not generally available): confirm access with "
+                        "Alibaba Cloud before deploying")
+    return warnings
+
+
+def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) -> list[str]:
+    """A run of over a year, and a fixed checkpoint interval longer than the run or than the time between
+    interruptions: legal, but almost always a typo in model.tokens, model.parameters or checkpoints.interval."""
+    out = []
+    if best.run_hours is not None:
+        wall = best.run_hours + (best.rework_hours or 0.0)
+        if wall > limits.LONG_RUN_HOURS:
+            out.append(f"the run takes about {wall / 24 / 365:,.1f} years ({wall / 24:,.0f} days, rework after "
+                       f"interruptions included) on {fit.nodes} node(s): check model.tokens and model.parameters, "
+                       "or allow more nodes (compute.max_nodes, budget.max_days)")
+    if ckpt.enabled and isinstance(spec.checkpoints.interval, int):
+        interval = spec.checkpoints.interval
+        if best.run_hours is not None and interval >= best.run_hours * 3600:
+            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the whole run "
+                       f"({human_seconds(best.run_hours * 3600)}): no checkpoint is written before it ends; "
+                       "write interval: auto")
+        elif ckpt.cluster_mtbf_hours and interval > ckpt.cluster_mtbf_hours * 3600:
+            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the cluster's expected time "
+                       f"between interruptions ({ckpt.cluster_mtbf_hours:,.1f} h, an assumption): most interruptions "
+                       "would lose more than a checkpoint's worth of work; write interval: auto")
+    return out
+
+
+def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
+    t = fit.itype
+    gpu = catalog.gpu(t.gpu)
+    assert gpu is not None
+    on_demand_nodes, spot_nodes = spot_split(spec, fit.nodes)
+    spot_price = t.price.cny_per_hour * spec.spot.price_ratio
+    per_hour = on_demand_nodes * t.price.cny_per_hour + spot_nodes * spot_price
+    run_hours = rework = run_cost = None
+    if spec.model.tokens:
+        arch = architecture(spec)
+        run_hours = sizing.training_hours(arch.parameters, spec.model.tokens, fit.nodes * t.gpus, gpu.bf16_tflops,
+                                          gpu.mfu, spec.parallelism.recompute)
+        interrupts = 0.0
+        if spot_nodes:
+            interrupts = spec.spot.interruptions_per_node_day * spot_nodes * run_hours / 24
+        failures = fit.nodes * run_hours / NODE_MTBF_HOURS
+        # each interruption loses on average half a checkpoint interval plus the restart (the whole cluster waits)
+        interval_h = auto_interval_hours(spec, catalog, fit, arch)
+        rework = (interrupts + failures) * (interval_h / 2 + RESTART_HOURS)
+        run_cost = per_hour * (run_hours + rework)
+        # equal cost (within 0.5%) -> the faster run wins
+        key = (round(math.log(run_cost) / math.log(1.005)), round(run_hours + rework, 1), *_tie(spec, t))
+    else:
+        key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
+    # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
+    # cannot be destroyed by Pulumi); always 0 on ECS
+    lj = catalog.lingjun_type(t.name) if spec.compute.platform == "lingjun" else None
+    key = (*key, 0.0 if lj is None or "PayAsYouGo" in lj.payment_types else 1.0)
+    return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key)
+
+
+def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
+    """Tie-breaks between equally cheap and fast types: a list price beats an estimate; then the spec's
+    bare-metal preference (ECS when it has none); the name decides last, for a stable plan."""
+    want_metal = spec.compute.bare_metal in ("prefer", "require")
+    return (1.0 if t.price.estimated else 0.0, 0.0 if t.bare_metal == want_metal else 1.0)
+
+
+def _candidate(s: Scored, verdict: str) -> Candidate:
+    f = s.fit
+    return Candidate(f.itype.name, f.nodes, f.nodes * f.itype.gpus, f.tp, f.pp, f.dp,
+                     round(f.memory.total / 2**30, 2), round(s.per_hour, 2),
+                     None if s.run_cost is None else round(s.run_cost, 2),
+                     None if s.run_hours is None else round(s.run_hours, 2), verdict)
+
+
+def _why_lost(s: Scored, best: Scored) -> str:
+    if s.key[:2] == best.key[:2]:
+        why = []
+        if s.key[2] != best.key[2]:
+            why.append("its price is an estimate, the chosen one's a list price")
+        elif s.key[3] != best.key[3]:
+            why.append("the spec's bare-metal preference" if best.fit.itype.bare_metal else
+                       "ECS preferred when the spec states no bare-metal preference")
+        elif s.key[4:] != best.key[4:]:
+            why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
+        return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
+    if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
+        return f"same run cost within 0.5% but slower: {s.run_hours:,.0f} h vs {best.run_hours:,.0f} h"
+    if s.run_cost is not None and best.run_cost is not None:
+        return (f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
+                f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})")
+    return f"costs {s.per_hour - best.per_hour:,.2f} CNY/h more ({s.per_hour:,.2f} vs {best.per_hour:,.2f})"
+
+
+def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
+    t = best.fit.itype
+    basis = ("the lowest expected cost for the whole run (training FLOPs 6*N*tokens at the GPU's assumed MFU, plus "
+             "expected rework after interruptions)" if best.run_cost is not None else
+             "the lowest cost per hour for the GPUs needed (give model.tokens to rank by whole-run cost)")
+    price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
+             + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
+             + f" [{t.price.source}]")
+    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
+
+
+def _why_nodes(spec: Spec, fit: Fit) -> str:
+    t = fit.itype
+    need = human_bytes(fit.memory.total)
+    if isinstance(spec.compute.nodes, int):
+        return f"as the spec asks; each GPU then needs {need} of its {t.gpu_memory_gib:g} GiB"
+    return (f"the fewest nodes whose GPUs hold the training state: {need} per GPU of {t.gpu_memory_gib:g} GiB "
+            f"with tp={fit.tp} pp={fit.pp} dp={fit.dp}")
+
+
+def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture) -> str:
+    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node (NVLink) and divides "
+             f"{arch.heads} heads", f"pipeline {fit.pp} divides {arch.layers} layers",
+             f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
+    if spec.parallelism.zero_stage:
+        parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
+    return "; ".join(parts)
+
+
+def _within_budget(spec: Spec, s: Scored) -> bool:
+    b = spec.budget
+    if b.per_hour is not None and s.per_hour > b.per_hour:
+        return False
+    if b.total is not None and (s.run_cost is None or s.run_cost > b.total):
+        return False
+    return True
+
+
+def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
+    """No plan fits the budget: say by how much the cheapest misses it and what would help."""
+    b = spec.budget
+    if b.total is not None and ranked[0].run_cost is None:
+        return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
+                       "add model.tokens (e.g. 300B)")
+    if b.per_hour is not None and all(s.per_hour > b.per_hour for s in ranked):
+        cheapest = min(ranked, key=lambda s: s.per_hour)
+        return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
+                       f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
+                       "raise budget.per_hour, enable spot, relax budget.max_days, or shrink the model or sequence length")
+    assert b.total is not None
+    costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
+    cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
+    return Problem(("budget", "total"), f"the cheapest plan is expected to cost {cheapest.run_cost or 0:,.0f} CNY "
+                   f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.total:,.0f} CNY",
+                   "raise budget.total, train on fewer tokens, or enable spot")

@@ -1,0 +1,297 @@
+"""The fits: for each instance type the spec allows (ECS or Lingjun), the fewest nodes and the tensor, pipeline
+and data-parallel layout whose GPUs hold the training state, and why a type has none.
+
+The model's shape is resolved here too. Tensor parallelism stays inside one node; the node count must also
+meet the deadline (``budget.max_days``) and give a data-parallel degree that divides the global batch. Memory
+never grows with the data-parallel degree, so the smallest node count is found by binary search. Which fit wins
+is decided in :mod:`generator.plan.compute`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from generator import sizing
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
+from generator.errors import Problem
+from generator.plan.fit import Fit, PlanningError
+from generator.spec.model import ComputeSpec, Spec
+from generator.spec.units import human_bytes, human_count
+
+MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
+
+
+def architecture(spec: Spec) -> sizing.Architecture:
+    m = spec.model
+    shape = m.architecture.model_dump() if m.architecture else {}
+    try:
+        return sizing.architecture_for(m.parameters, m.preset, **shape)
+    except sizing.SizingError as e:
+        path = ("model", "preset") if m.preset and not shape else ("model",)
+        raise PlanningError([Problem(path, str(e))]) from None
+
+
+def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
+    p, out = spec.parallelism, []
+    if isinstance(p.tensor, int) and (arch.heads % p.tensor or arch.kv_heads % p.tensor):
+        ok = [t for t in (1, 2, 4, 8, 16) if arch.heads % t == 0 and arch.kv_heads % t == 0]
+        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not divide the model's "
+                           f"{arch.heads} attention heads ({arch.kv_heads} KV heads)",
+                           f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.pipeline, int) and arch.layers % p.pipeline:
+        ok = [d for d in range(1, min(arch.layers, 64) + 1) if arch.layers % d == 0]
+        out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} does not divide the "
+                           f"model's {arch.layers} layers", f"use pipeline: auto, or one of {', '.join(map(str, ok))}"))
+    return out
+
+
+def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
+    m, p = spec.model, spec.parallelism
+    return sizing.TrainingSetup(
+        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
+        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
+        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
+        qlora=m.finetune.method == "qlora")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+    c = spec.compute
+    if c.platform == "lingjun":
+        return _eligible_lingjun(spec, catalog, region)
+    rejected: dict[str, str] = {}
+    wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    allow = set(c.instance_types)
+    offered = {t.name for t in catalog.types_in_region(region.id)}
+    out = []
+    for t in catalog.instance_types:
+        if allow and t.name not in allow:
+            continue
+        if t.name not in offered:
+            if allow:
+                rejected[t.name] = f"not offered in {region.id} per the catalog"
+            continue
+        if not _wanted(c, t, wanted_gpu):
+            continue
+        if t.availability == "invite" and t.name not in allow:
+            rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
+            continue
+        if c.bare_metal == "require" and not t.bare_metal:
+            continue
+        if c.bare_metal == "avoid" and t.bare_metal:
+            continue
+        if spec.network.rdma is True and not t.rdma:
+            rejected[t.name] = "no eRDMA or RoCE, and network.rdma is true"
+            continue
+        out.append(t)
+    return out, rejected
+
+
+def _wanted(c: ComputeSpec, t: InstanceType | LingjunMachineType, wanted_gpu: GpuModel | None) -> bool:
+    """The spec's GPU model and GPUs-per-node filters, shared by ECS and Lingjun types."""
+    if wanted_gpu is not None and t.gpu != wanted_gpu.name:
+        return False
+    return not (isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node)
+
+
+def _eligible_lingjun(spec: Spec, catalog: Catalog,
+                      region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+    """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
+    c = spec.compute
+    rejected: dict[str, str] = {}
+    wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    allow = set(c.instance_types)
+    out = []
+    for t in catalog.lingjun_types:
+        if allow and t.name not in allow:
+            continue
+        if region.id not in t.regions:
+            if allow:
+                rejected[t.name] = f"not offered in {region.id} per the catalog"
+            continue
+        if not _wanted(c, t, wanted_gpu):
+            continue
+        if c.bare_metal == "avoid":
+            rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"
+            continue
+        if spec.zones and not any(t.hpn_zone(z) for z in spec.zones):
+            known = ", ".join(f"{z} (HPN {h})" for z, h in t.hpn_zones)
+            rejected[t.name] = f"no known HPN zone in the zones you listed; the catalog knows it in {known}"
+            continue
+        out.append(t.as_instance_type())
+    return out, rejected
+
+
+def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
+    """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric."""
+    return t.rdma or spec.compute.platform == "lingjun"
+
+
+def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
+           lora_rank: int | None) -> tuple[list[Fit], dict[str, str]]:
+    """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
+    types, rejected = _eligible(spec, catalog, region)
+    p, c = spec.parallelism, spec.compute
+    fits: list[Fit] = []
+    for t in types:
+        gpu = catalog.gpu(t.gpu)
+        assert gpu is not None, t.gpu  # the catalog loader rejects dangling GPU references
+        gpu_bytes = int(t.gpu_memory_gib * 2**30)
+        multi_ok = t.gpus == MULTI_NODE_GPUS and (_rdma_capable(spec, t) or spec.network.rdma is False)
+        max_nodes = c.nodes if isinstance(c.nodes, int) else (c.max_nodes if multi_ok else 1)
+        if isinstance(c.nodes, int) and c.nodes > 1 and not multi_ok:
+            rejected[t.name] = (f"{t.gpus} GPUs per node; multi-node training uses 8-GPU nodes"
+                                if t.gpus != MULTI_NODE_GPUS else "no eRDMA or RoCE for multi-node training")
+            continue
+        tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
+                                                              if arch.heads % d == 0 and arch.kv_heads % d == 0]
+        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in (1, 2, 4, 8, 16, 32) if arch.layers % d == 0]
+        if isinstance(p.tensor, int) and p.tensor > t.gpus:
+            rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
+            continue
+        best: Fit | None = None
+        for tp in tps:
+            if t.gpus % tp:
+                continue
+            for pp in pps:
+                fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
+                if fit and (best is None or (fit.nodes, fit.tp * fit.pp, fit.pp, fit.memory.total) <
+                            (best.nodes, best.tp * best.pp, best.pp, best.memory.total)):
+                    best = fit
+        if best is None:
+            rejected[t.name] = _why_not_fit(spec, arch, lora_rank, t, gpu, tps, pps, max_nodes)
+            continue
+        if best.nodes > 1 and not multi_ok:
+            rejected[t.name] = "needs more than one node but has no eRDMA/RoCE or fewer than 8 GPUs"
+            continue
+        fits.append(best)
+    return fits, rejected
+
+
+def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+              tp: int, pp: int, max_nodes: int, gpu_bytes: int) -> Fit | None:
+    """Smallest node count for this (tp, pp), using that memory never grows with the data-parallel degree."""
+    p = spec.parallelism
+    per_node_models = t.gpus / (tp * pp)
+    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
+    if isinstance(spec.compute.nodes, int):
+        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
+    if isinstance(p.data, int):
+        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+    deadline = _deadline_nodes(spec, arch, t, gpu)
+    node_options = [n for n in node_options if n >= deadline]
+    batch_seqs = _batch_sequences(spec)
+    if batch_seqs is not None:
+        node_options = [n for n in node_options
+                        if batch_seqs % (int(n * per_node_models) * spec.model.micro_batch_size) == 0]
+    if not node_options:
+        return None
+    try:
+        def mem(n: int) -> sizing.MemoryBreakdown:
+            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, int(n * t.gpus // (tp * pp)), lora_rank))
+
+        last = mem(node_options[-1])
+    except sizing.SizingError:
+        return None
+    if last.total > gpu_bytes:
+        return None
+    lo, hi = 0, len(node_options) - 1  # binary search: the first node count whose memory fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mem(node_options[mid]).total <= gpu_bytes:
+            hi = mid
+        else:
+            lo = mid + 1
+    n = node_options[lo]
+    return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
+
+
+def _deadline_nodes(spec: Spec, arch: sizing.Architecture, t: InstanceType, gpu: GpuModel) -> int:
+    """The fewest nodes that finish ``model.tokens`` within ``budget.max_days`` (1 without a deadline)."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return 1
+    gpu_hours = sizing.training_hours(arch.parameters, spec.model.tokens, 1, gpu.bf16_tflops, gpu.mfu,
+                                      spec.parallelism.recompute)
+    return max(1, math.ceil(gpu_hours / (spec.budget.max_days * 24) / t.gpus))
+
+
+def _batch_sequences(spec: Spec) -> int | None:
+    g = spec.model.global_batch_tokens
+    if g is None:
+        return None
+    return max(1, g // spec.model.sequence_length)
+
+
+def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+                 tps: list[int], pps: list[int], max_nodes: int) -> str:
+    if not tps:
+        return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
+    n = max_nodes
+    tp = max(tps)
+    pp = max((d for d in pps if tp * d <= n * t.gpus and (n * t.gpus) % (tp * d) == 0), default=1)
+    dp = max(1, n * t.gpus // (tp * pp))
+    try:
+        need = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total
+    except sizing.SizingError as e:
+        return str(e)
+    if need > t.gpu_memory_gib * 2**30:
+        return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
+                f"each {t.gpu} has {t.gpu_memory_gib:g} GiB")
+    deadline = _deadline_nodes(spec, arch, t, gpu)
+    if deadline > n:
+        return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
+                f"{spec.budget.max_days:g} days needs {deadline} nodes" +
+                (f", over compute.max_nodes ({n})" if n > 1 else
+                 "; multi-node training uses 8-GPU nodes with RDMA"
+                 if t.gpus != MULTI_NODE_GPUS or not _rdma_capable(spec, t) else
+                 f", over compute.max_nodes ({n})"))
+    batch = _batch_sequences(spec)
+    if batch is not None:
+        return (f"fits in memory, but no node count up to {n} gives a data-parallel degree that divides the "
+                f"global batch of {batch} sequences (x micro-batch {spec.model.micro_batch_size})")
+    return f"no layout of tp in {tps} and pp in {pps} fits up to {n} node(s)"
+
+
+def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture,
+                 catalog: Catalog | None = None) -> Problem:
+    c, p = spec.compute, spec.parallelism
+    fixes = []
+    if isinstance(c.nodes, int):
+        fixes.append("set compute.nodes: auto (or more nodes)")
+    elif c.max_nodes < 512:
+        fixes.append("raise compute.max_nodes")
+    # Only suggest memory savings that can help: with every GPU allowed, ZeRO-3 model states alone
+    # (2 + 2 + K bytes per parameter, sharded over all GPUs) must fit the largest GPU in the catalog.
+    gpus = (c.nodes if isinstance(c.nodes, int) else c.max_nodes) * MULTI_NODE_GPUS
+    biggest = max((g.memory_gib for g in catalog.gpus), default=80.0) * 2**30 if catalog else 80.0 * 2**30
+    states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer, spec.model.precision)) / gpus
+    if states < biggest:
+        if p.zero_stage < 3:
+            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
+        if p.recompute != "full":
+            fixes.append("use parallelism.recompute: full to trade compute for activation memory")
+        if spec.model.micro_batch_size > 1:
+            fixes.append("lower model.micro_batch_size")
+    if c.gpu != "auto":
+        fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if c.instance_types:
+        fixes.append("widen compute.instance_types")
+    if isinstance(p.tensor, int) or isinstance(p.pipeline, int):
+        fixes.append("let parallelism.tensor / pipeline be auto")
+    if rejected and all("eRDMA" in why or "RoCE" in why or "RDMA" in why for why in rejected.values()):
+        # memory is not the problem: only a fabric (another region or GPU) or TCP helps
+        fixes = ["choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions')",
+                 "set network.rdma: false to accept TCP"]
+        if c.gpu != "auto":
+            fixes.append("set compute.gpu: auto (another GPU may have eRDMA types here)")
+    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:2])
+    if len(rejected) > 2:
+        details += f"; and {len(rejected) - 2} more like these"
+    path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
+    what = "Lingjun machine type" if c.platform == "lingjun" else "instance type"
+    return Problem(path, f"no {what} in the region can train this {human_count(arch.parameters)}-parameter model"
+                   + (f" ({details})" if details else ""), "to fix: " + "; or ".join(fixes))

@@ -1,0 +1,54 @@
+"""The Spot part: which ranks run on spot instances, the spot strategy and price limit, and their decision.
+
+Ranks ``0 .. spot.on_demand_base - 1`` stay on demand (rank 0 is the job's rendezvous); the rest are spot when
+``spot.enabled``. :func:`spot_split` is the one place that rule lives: the node table, the checkpoint interval,
+the ranking of instance types and the cost all ask it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from generator.plan.fit import Fit
+from generator.plan.model import Decision, Node, Spot
+from generator.spec.model import Spec
+
+
+def spot_split(spec: Spec, nodes: int) -> tuple[int, int]:
+    """How many of ``nodes`` are on demand and how many spot."""
+    if not spec.spot.enabled:
+        return nodes, 0
+    base = min(spec.spot.on_demand_base, nodes)
+    return base, nodes - base
+
+
+def spot_ranks(spec: Spec, nodes: int) -> list[int]:
+    """The ranks that run on spot instances: those after the on-demand base."""
+    on_demand, spot = spot_split(spec, nodes)
+    return list(range(on_demand, on_demand + spot))
+
+
+def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision], warnings: list[str]) -> Spot:
+    s = spec.spot
+    ranks = tuple(ranks)
+    on_demand = tuple(n.rank for n in ranks if not n.spot)
+    spot = tuple(n.rank for n in ranks if n.spot)
+    limit = None
+    if s.enabled and s.strategy == "SpotWithPriceLimit":
+        limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3)
+    if s.enabled:
+        decisions.append(Decision("spot", f"{len(spot)} spot, {len(on_demand)} on-demand",
+                                  f"{s.strategy}" + (f" with a limit of {limit:g} CNY/h (price x {s.max_price_ratio:g}"
+                                                     f"{', an estimated price' if fit.itype.price.estimated else ''})"
+                                                     if limit else "") +
+                                  f"; ranks {', '.join(map(str, on_demand)) or 'none'} stay on demand so the job's "
+                                  f"rendezvous (rank 0) survives reclaims; a watcher on each spot node polls the "
+                                  f"metadata service and asks training to checkpoint on the 5-minute notice"
+                                  f" [DOC-SPOT-HANDLE]"))
+        warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate "
+                        f"({s.interruptions_per_node_day:g}/node-day) are assumptions, not quotes: GPU spot prices "
+                        "vary by zone and hour (unverified)")
+        if not spot:
+            warnings.append("spot is enabled but every node is in the on-demand base")
+    return Spot(s.enabled, s.strategy if s.enabled else "NoSpot", limit, s.protection_hours, s.interruption,
+                on_demand, spot, s.price_ratio, s.interruptions_per_node_day)
