@@ -120,3 +120,18 @@ def test_modules_are_small_rooms_that_say_what_they_own() -> None:
     assert not big, f"modules over {MAX_LINES} lines: {big}"
     silent = [m for m, p in _modules().items() if not ast.get_docstring(ast.parse(p.read_text()))]
     assert not silent, f"modules without a docstring saying what they own: {silent}"
+
+
+def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None:
+    from generator.spec.rules import PARTS, RULES
+
+    root = PACKAGE.parent
+    planner_parts = {p.stem for p in (PACKAGE / "plan").glob("*.py")} & set(PARTS)
+    assert planner_parts == set(PARTS) - {"identity", "outputs"}  # identity and outputs are rendered, not planned
+    partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
+    bases = {name.removesuffix("_ecs").removesuffix("_lingjun") for name in partials} - {"checkpoint_policy"}
+    assert bases <= set(PARTS) and {"network", "identity", "checkpoints", "storage", "compute", "outputs"} <= bases
+    assert {r.part for r in RULES.values()} <= set(PARTS) and all(r.part for r in RULES.values())
+    program = (root / "stacks" / "pretrain-70b" / "__main__.py").read_text()
+    sections = {line.rsplit(" ", 1)[-1] for line in program.splitlines() if line.startswith("# -----")}
+    assert sections == {"network", "identity", "checkpoints", "storage", "compute", "outputs"}

@@ -343,7 +343,7 @@ def test_cli_lists_the_rules() -> None:
     result = CliRunner().invoke(main, ["lint", "--rules"])
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.output.splitlines()] == sorted(RULES)
-    assert "TS002  warning  SSH ingress only from named administrator networks" in result.output
+    assert "TS002  warning  network      SSH ingress only from named administrator networks" in result.output
     as_json = CliRunner().invoke(main, ["lint", "--rules", "--json"])
     assert [r["id"] for r in json.loads(as_json.output)] == sorted(RULES)
 

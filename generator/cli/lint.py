@@ -33,11 +33,11 @@ def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
     if list_rules:
         rules = sorted(lint_mod.RULES.values(), key=lambda r: r.id)
         if as_json:
-            click.echo(json.dumps([{"id": r.id, "severity": r.severity, "title": r.title, "rationale": r.rationale}
-                                   for r in rules], indent=2))
+            click.echo(json.dumps([{"id": r.id, "severity": r.severity, "part": r.part, "title": r.title,
+                                    "rationale": r.rationale} for r in rules], indent=2))
         else:
             for r in rules:
-                click.echo(f"{r.id}  {r.severity:<7}  {r.title}")
+                click.echo(f"{r.id}  {r.severity:<7}  {r.part:<11}  {r.title}")
         return
     if target is None:
         raise click.UsageError("give a spec file or a stack folder to lint (or --rules to list the rules)")

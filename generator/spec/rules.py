@@ -12,18 +12,34 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 
 
+# The cluster's parts. The same names are the planner's modules (generator/plan/<part>.py), the program
+# template's partials (templates/stack/parts/<part>[_ecs|_lingjun].py.j2), the sections of the generated
+# __main__.py, and the part each lint rule checks (tests/test_layout.py keeps them in step).
+PARTS = ("network", "identity", "checkpoints", "storage", "compute", "lingjun", "spot", "cost", "outputs")
+
+_PART_OF_RULE = {
+    "TS001": "network", "TS002": "network",
+    "TS003": "checkpoints", "TS004": "checkpoints", "TS005": "checkpoints", "TS006": "checkpoints",
+    "TS007": "checkpoints", "TS020": "checkpoints",
+    "TS008": "identity", "TS009": "identity",
+    "TS010": "compute", "TS011": "compute", "TS012": "compute", "TS013": "compute", "TS014": "compute",
+    "TS015": "storage", "TS016": "storage", "TS017": "storage", "TS018": "storage", "TS019": "storage",
+}
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A policy: its stable id, how bad a violation is, a one-line title and why it exists."""
+    """A policy: its stable id, how bad a violation is, a one-line title, why it exists, and the part it checks."""
 
     id: str
     severity: Severity
     title: str
     rationale: str
+    part: str = ""
 
 
 def _rule(rule_id: str, severity: Severity, title: str, rationale: str) -> Rule:
-    return Rule(rule_id, severity, title, rationale)
+    return Rule(rule_id, severity, title, rationale, _PART_OF_RULE[rule_id])
 
 
 RULES: dict[str, Rule] = {r.id: r for r in (
