@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
+from generator.render.describe import NAS_DESCRIPTION, NAS_DESCRIPTION_RULE
 from generator.spec.rules import RULES
 
 # Resource type tokens (pulumi_alicloud 4.0.0).
@@ -38,6 +39,10 @@ NAS_ACCESS_GROUP = "alicloud:nas/accessGroup:AccessGroup"
 NAS_ACCESS_RULE = "alicloud:nas/accessRule:AccessRule"
 NAS_EXPORTS = ("alicloud:nas/mountTarget:MountTarget", "alicloud:nas/protocolMountTarget:ProtocolMountTarget")
 NAS_FILESET = "alicloud:nas/fileset:Fileset"
+# NAS/CPFS types whose description the API restricts to letters, digits, ':', '_' and '-' (TS021).
+NAS_DESCRIBED = (NAS_FS, "alicloud:nas/protocolService:ProtocolService",
+                 "alicloud:nas/protocolMountTarget:ProtocolMountTarget", "alicloud:nas/dataFlow:DataFlow",
+                 NAS_FILESET, NAS_ACCESS_GROUP)
 
 DEFAULT_VPC_GROUP = "DEFAULT_VPC_GROUP_NAME"
 SSE_ALGORITHMS = ("AES256", "KMS", "SM4")
@@ -444,3 +449,12 @@ def _nas_encrypted(ix: _Index) -> Iterator[tuple[_Resource, str]]:
         if _in(r, "encryptType", 0) not in (1, 2):
             yield r, (f"the {kind} file system is not encrypted (encrypt_type={_in(r, 'encryptType', 0)}); "
                       "set encrypt_type=1 (NAS-managed key) or 2 (KMS key)")
+
+
+@_check("TS021")
+def _nas_descriptions(ix: _Index) -> Iterator[tuple[_Resource, str]]:
+    for r in ix.of(*NAS_DESCRIBED):
+        text = r.inputs.get("description")
+        if isinstance(text, str) and not NAS_DESCRIPTION.fullmatch(text):
+            yield r, (f"description {text!r} would be refused by the NAS API: it takes {NAS_DESCRIPTION_RULE}; "
+                      "the templates write it through the desc_nas filter")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.plan.model import Plan, dumps
-from generator.render import escape
+from generator.render import describe, escape
 from generator.render.escape import py_literal
 
 PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
@@ -43,6 +43,7 @@ def _env() -> Any:
         finalize=escape.finalize,  # every printed string is escaped for its language, or inert, or refused
     )
     env.filters.update(escape.FILTERS)
+    env.filters.update(describe.FILTERS)
     return env
 
 

@@ -24,6 +24,7 @@ _PART_OF_RULE = {
     "TS008": "identity", "TS009": "identity",
     "TS010": "compute", "TS011": "compute", "TS012": "compute", "TS013": "compute", "TS014": "compute",
     "TS015": "storage", "TS016": "storage", "TS017": "storage", "TS018": "storage", "TS019": "storage",
+    "TS021": "storage",
 }
 
 
@@ -110,4 +111,10 @@ RULES: dict[str, Rule] = {r.id: r for r in (
           "A bucket that outlives a destroy must keep its ACL, public access block, versioning and encryption "
           "resources too: without protect=True and retain_on_delete=True a data-keeping destroy deletes them "
           "(DeleteBucketPublicAccessBlock) and leaves the kept bucket open to a later public ACL or policy."),
+    _rule("TS021", "error", "NAS and CPFS descriptions use the alphabet the API accepts",
+          "NAS and CPFS resources (file system, protocol service, export, fileset, data flow, access group) take a "
+          "description of 2 to 128 characters that starts with a letter and holds only letters, digits, ':', '_' "
+          "and '-' (pulumi_alicloud nas.FileSystem/ProtocolService/ProtocolMountTarget docstrings; NAS API "
+          "CreateFileset, CreateAccessGroup, CreateDataFlow). The provider does not check it, so a space or a '/' "
+          "fails the create call mid-deploy, after the resources before it exist."),
 )}

@@ -223,7 +223,7 @@ shared_fs = alicloud.nas.FileSystem(
     zone_id=ZONE,
     vpc_id=vpc.id,
     vswitch_id=vswitches["compute"].id,
-    description=f"{NAME} shared data",
+    description="pretrain-70b_shared_data",
     tags=TAGS,
     opts=STATEFUL,
 )
@@ -235,7 +235,7 @@ protocol_service = alicloud.nas.ProtocolService(
     protocol_spec="General",
     vpc_id=vpc.id,
     vswitch_id=vswitches["compute"].id,
-    description=f"{NAME} NFS access",
+    description="pretrain-70b_NFS_access",
 )
 
 export = alicloud.nas.ProtocolMountTarget(
@@ -246,7 +246,7 @@ export = alicloud.nas.ProtocolMountTarget(
     vpc_id=vpc.id,
     vswitch_id=vswitches["compute"].id,
     access_group_name="DEFAULT_VPC_GROUP_NAME",
-    description=f"{NAME} export for the cluster VPC",
+    description="pretrain-70b_export_for_the_cluster_VPC",
 )
 
 dataset_fileset = alicloud.nas.Fileset(
@@ -254,7 +254,7 @@ dataset_fileset = alicloud.nas.Fileset(
     file_system_id=shared_fs.id,
     file_system_path="/datasets/",
     deletion_protection=True,
-    description="dataset imported from OSS",
+    description="dataset_imported_from_OSS",
     opts=STATEFUL,
 )
 
@@ -266,7 +266,7 @@ alicloud.nas.DataFlow(
     source_security_type="SSL",
     throughput=1500,
     status="Running",
-    description="import oss://corpus-pretrain-2026/tokenized/",
+    description="import_oss:corpus-pretrain-2026_tokenized",
 )
 
 # The NFS mount address of the export is not an attribute of the SDK; set it once it exists:
