@@ -128,7 +128,8 @@ def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
         # ebmgn7ex needs two ERIs on distinct network cards for its full 160 Gbit/s
         assert n.get("network_interfaces")["networkCardIndex"] == 1
         assert n.get("network_interfaces")["networkInterfaceTrafficMode"] == "HighPerformance"
-        assert n.get("enable_jumbo_frame") is True
+        # ebmgn7ex: no source documents jumbo frames for the family, so they stay off (MTU 1400 below)
+        assert n.get("enable_jumbo_frame") is None
     # LowLatency deployment sets of at most 20 instances
     sets = g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
     assert sets and all(s.get("strategy") == "LowLatency" for s in sets)
@@ -143,6 +144,10 @@ def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
     assert fs.get("file_system_type") == "cpfs" and fs.get("protocol_type") == "cpfs"
     assert fs.get("capacity") >= 3600 and fs.get("capacity") % 1200 == 0
     assert fs.protect and fs.retain_on_delete
+    # the protocol service (up to 32 addresses) and its export sit in the storage vSwitch, never among the nodes
+    service = g.one("alicloud:nas/protocolService:ProtocolService")
+    assert service.get("vswitch_id") == "vswitch-storage-id" != nodes[0].get("vswitch_id")
+    assert g.one("alicloud:vpc/natGateway:NatGateway").get("vswitch_id") == "vswitch-egress-id"
     flow = g.one("alicloud:nas/dataFlow:DataFlow")
     assert flow.get("source_storage") == "oss://corpus-pretrain-2026"
     assert flow.get("throughput") in (600, 1200, 1500)
@@ -162,7 +167,7 @@ def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
     assert g.outputs["checkpoint_internal_endpoint"] == "oss-cn-wulanchabu-internal.aliyuncs.com"
     # NCCL over eRDMA: MTU and environment in the launch file
     script = _user_data(nodes[0])
-    assert 'MTU="8500"' in script and "NCCL_IB_HCA=erdma" in script and "MASTER_ADDR=10.20.0.10" in script
+    assert 'MTU="1400"' in script and "NCCL_IB_HCA=erdma" in script and "MASTER_ADDR=10.20.0.10" in script
 
 
 def test_foundation_is_over_a_thousand_bare_metal_gpus() -> None:

@@ -9,6 +9,8 @@ use it without a cloud SDK.
     >>> cat = load_catalog()
     >>> cat.instance("ecs.ebmgn7ex.32xlarge").eri_count
     2
+    >>> cat.instance("ecs.ebmgn7ex.32xlarge").jumbo_frames  # not documented: MTU 1400
+    'unknown'
     >>> cat.gpu("a100").name
     'A100-80G'
 """
@@ -18,11 +20,13 @@ from __future__ import annotations
 from generator.catalog.load import CATALOG_DATE, CATALOG_VERSION, load_catalog, source_tags
 from generator.catalog.model import (
     AVAILABILITIES,
+    JUMBO_SUPPORT,
     LINGJUN_PAYMENT_TYPES,
     Catalog,
     CatalogError,
     GpuModel,
     InstanceType,
+    JumboFrames,
     LingjunMachineType,
     Price,
     Region,
@@ -34,11 +38,13 @@ __all__ = [
     "AVAILABILITIES",
     "CATALOG_DATE",
     "CATALOG_VERSION",
+    "JUMBO_SUPPORT",
     "LINGJUN_PAYMENT_TYPES",
     "Catalog",
     "CatalogError",
     "GpuModel",
     "InstanceType",
+    "JumboFrames",
     "LingjunMachineType",
     "Price",
     "Region",

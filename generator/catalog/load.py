@@ -8,6 +8,7 @@ only.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import re
 from collections.abc import Callable
@@ -15,11 +16,14 @@ from pathlib import Path
 
 from generator.catalog.model import (
     AVAILABILITIES,
+    JUMBO_BASES,
+    JUMBO_SUPPORT,
     LINGJUN_PAYMENT_TYPES,
     Catalog,
     CatalogError,
     GpuModel,
     InstanceType,
+    JumboFrames,
     LingjunMachineType,
     Price,
     Region,
@@ -149,6 +153,7 @@ _INSTANCE_COLS = ("name", "family", "gpu", "gpus", "gpu_memory_gib", "vcpu", "me
                   "bare_metal", "eri_count", "erdma_gbps", "two_network_cards", "scc", "roce_gbps",
                   "low_latency_set", "uefi_required", "availability", "price_cny_hour", "price_estimated",
                   "price_date", "price_region", "price_source", "source")
+_JUMBO_COLS = ("family", "jumbo_frames", "basis", "source", "notes")
 _LINGJUN_COLS = ("name", "family", "gpu", "gpu_verified", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "vpc_gbps",
                  "rdma_gbps", "bonds", "regions", "hpn_zones", "payment_types", "availability", "price_cny_hour",
                  "price_estimated", "price_date", "price_region", "price_source", "source", "notes")
@@ -232,6 +237,11 @@ def _price(f) -> Price:
         region=f("price_region"),
         source=f("price_source"),
     )
+
+
+def _jumbo(f) -> JumboFrames:
+    return JumboFrames(family=f("family"), support=f("jumbo_frames"), basis=f("basis"), source=f("source"),
+                       notes=f("notes", str))
 
 
 def _lingjun(f) -> LingjunMachineType:
@@ -326,6 +336,25 @@ def _check_lingjun(path: Path, line: int, t: LingjunMachineType, gpus: set[str],
         raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
 
 
+def _check_jumbo(path: Path, items: list[tuple[int, JumboFrames]], families: set[str]) -> None:
+    """One row per ECS family of instance_types.csv, with a support value its basis allows."""
+    for line, j in items:
+        problems = []
+        if j.family not in families:
+            problems.append("the family is not in instance_types.csv")
+        if j.support not in JUMBO_SUPPORT:
+            problems.append(f"jumbo_frames must be one of {', '.join(JUMBO_SUPPORT)}")
+        elif j.basis not in JUMBO_BASES:
+            problems.append(f"basis must be one of {', '.join(JUMBO_BASES)}")
+        elif j.support not in JUMBO_BASES[j.basis]:
+            problems.append(f"basis {j.basis} allows jumbo_frames {' or '.join(JUMBO_BASES[j.basis])}, not {j.support}")
+        if problems:
+            raise CatalogError(f"{path}:{line}: {j.family}: " + "; ".join(problems))
+    missing = sorted(families - {j.family for _, j in items})
+    if missing:
+        raise CatalogError(f"{path}: no row for the families {missing} (use jumbo_frames unknown, basis not-listed)")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # loading
 
@@ -348,13 +377,14 @@ def _load_default() -> Catalog:
 
 def _load(root: Path) -> Catalog:
     files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
-                                            "lingjun_machine_types")}
+                                            "lingjun_machine_types", "jumbo_frames")}
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
     regions = _parse(files["regions"], _REGION_COLS, _region)
     storage = _parse(files["storage_prices"], _STORAGE_COLS, _storage)
     instances = _parse(files["instance_types"], _INSTANCE_COLS, _instance)
     lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
+    jumbo = _parse(files["jumbo_frames"], _JUMBO_COLS, _jumbo)
 
     _unique(files["sources"], sources, lambda s: s.tag)
     _unique(files["gpus"], gpus, lambda g: g.name)
@@ -363,6 +393,7 @@ def _load(root: Path) -> Catalog:
     _unique(files["storage_prices"], storage, lambda s: _item_key(s.item))
     _unique(files["instance_types"], instances, lambda t: t.name)
     _unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
+    _unique(files["jumbo_frames"], jumbo, lambda j: j.family)
 
     tags = {s.tag for _, s in sources}
     gpu_names = {g.name for _, g in gpus}
@@ -379,6 +410,12 @@ def _load(root: Path) -> Catalog:
     for line, t in instances:
         _check_tags(files["instance_types"], line, tags, t.source, t.price.source)
         _check_instance(files["instance_types"], line, t, gpu_names)
+    for line, j in jumbo:
+        _check_tags(files["jumbo_frames"], line, tags, j.source)
+    _check_jumbo(files["jumbo_frames"], jumbo, families)
+    by_family = {j.family: j for _, j in jumbo}
+    instances = [(line, dataclasses.replace(t, jumbo_frames=by_family[t.family].support,
+                                            jumbo_source=by_family[t.family].source)) for line, t in instances]
     region_map = {r.id: r for _, r in regions}
     ecs_names = {t.name for _, t in instances}
     for line, t in lingjun:
@@ -397,4 +434,5 @@ def _load(root: Path) -> Catalog:
         storage_prices=rows(storage, lambda s: s.item),
         sources=rows(sources, lambda s: s.tag),
         lingjun_types=rows(lingjun, lambda t: t.name),
+        jumbo_frames=rows(jumbo, lambda j: j.family),
     )

@@ -1,5 +1,6 @@
-"""The catalog's data model: frozen dataclasses for sources, GPUs, prices, ECS instance types, Lingjun machine
-types, regions and storage prices, and the :class:`Catalog` that holds them and answers read-only queries.
+"""The catalog's data model: frozen dataclasses for sources, GPUs, prices, ECS instance types, their families'
+documented jumbo-frame support, Lingjun machine types, regions and storage prices, and the :class:`Catalog` that
+holds them and answers read-only queries.
 
 Standard library only; :mod:`generator.catalog.load` builds these from the CSV files.
 """
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 
 AVAILABILITIES = ("ga", "contact-sales", "invite")
 LINGJUN_PAYMENT_TYPES = ("PayAsYouGo", "Subscription")  # eflo.Node payment_type values [PU-EFLO]
+JUMBO_SUPPORT = ("yes", "no", "unknown")  # a family's documented jumbo-frame support (jumbo_frames.csv)
+JUMBO_BASES = {"named": ("yes", "no"), "generation": ("yes",), "not-listed": ("unknown",)}  # basis -> allowed support
 
 
 class CatalogError(ValueError):
@@ -66,6 +69,8 @@ class InstanceType:
     availability: str
     price: Price
     source: str
+    jumbo_frames: str = "unknown"  # the family's documented jumbo-frame support: "yes", "no" or "unknown"
+    jumbo_source: str = ""  # the source tags behind jumbo_frames (jumbo_frames.csv)
 
     @property
     def rdma(self) -> bool:
@@ -79,6 +84,20 @@ class InstanceType:
     @property
     def host_to_gpu_memory_ratio(self) -> float:
         return self.memory_gib / self.total_gpu_memory_gib
+
+
+@dataclass(frozen=True, slots=True)
+class JumboFrames:
+    """What the sources say about jumbo frames (MTU 8500) on one ECS instance family (``jumbo_frames.csv``).
+
+    ``basis`` is ``named`` (a page names the family), ``generation`` (covered only by the jumbo-frame page's
+    "9th-generation and later" rule) or ``not-listed`` (no page read names it, so support is unknown)."""
+
+    family: str
+    support: str  # "yes", "no" or "unknown"
+    basis: str
+    source: str
+    notes: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +176,11 @@ class Catalog:
     storage_prices: tuple[StoragePrice, ...]
     sources: tuple[Source, ...]
     lingjun_types: tuple[LingjunMachineType, ...] = ()
+    jumbo_frames: tuple[JumboFrames, ...] = ()
+
+    def jumbo(self, family: str) -> JumboFrames | None:
+        """The documented jumbo-frame support of an ECS instance family (None: the family is not in the catalog)."""
+        return next((j for j in self.jumbo_frames if j.family == family), None)
 
     def instance(self, name: str) -> InstanceType | None:
         """An ECS instance type by name or, failing that, a Lingjun machine type seen as an InstanceType."""

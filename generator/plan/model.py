@@ -59,6 +59,17 @@ class VSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class IpRange:
+    """One block of addresses in a vSwitch and what takes it (the plan's IP plan, ``Network.ip_plan``)."""
+
+    vswitch: str  # VSwitch.key
+    first: str
+    last: str
+    addresses: int
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeploymentSet:
     key: str
     name: str
@@ -146,6 +157,8 @@ class Network:
     mtu: int
     nccl_env: tuple[tuple[str, str], ...]
     egress: str  # "nat": outbound-only internet through a NAT gateway; "none": VPC-internal mirrors only
+    ip_plan: tuple[IpRange, ...] = ()  # every address block of every vSwitch and its consumer (ECS plans)
+    jumbo_source: str = ""  # the catalog's source tags for the family's jumbo-frame support (ECS eRDMA plans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +177,9 @@ class Storage:
     throughput_mbps: int
     mount_path: str
     zone: str
-    vswitch: str
+    vswitch: str  # the file system's own vSwitch (CPFS sets vswitch_id on the file system; it cannot move)
     dataset: Dataset | None
+    service_vswitch: str = ""  # where the NFS protocol service and its export (CPFS) or the mount target take addresses
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""The Network part of an ECS cluster: its zone, the RDMA fabric, the VPC and vSwitch, MTU, NCCL variables and
-egress, and where each rank goes (fixed private address, deployment set), with their decisions.
+"""The Network part of an ECS cluster: its zone, the RDMA fabric, the VPC and its vSwitches with the IP plan (which
+consumer takes which addresses), the MTU and jumbo frames by the catalog, NCCL variables and egress, and where each
+rank goes (fixed private address, deployment set), with their decisions.
 
 Lingjun clusters take theirs from :mod:`generator.plan.lingjun`.
 """
@@ -12,13 +13,20 @@ import math
 from generator.catalog import Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
-from generator.plan.model import Decision, DeploymentSet, Network, Node, VSwitch
+from generator.plan.model import Decision, DeploymentSet, IpRange, Network, Node, VSwitch
 from generator.plan.spot import spot_ranks
+from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
 
 LOW_LATENCY_SET_MAX = 20  # a LowLatency deployment set holds at most 20 instances, all in one zone [DOC-DS]
 ERDMA_MTU_JUMBO = 8500  # NCCL over eRDMA: MTU 8500 with jumbo frames, 1400 without [DOC-ERDMA-GPU]
 ERDMA_MTU_STANDARD = 1400
+RESERVED_FIRST, RESERVED_LAST = 1, 3  # Alibaba reserves the first and the last three addresses of a vSwitch
+NODE_OFFSET = 10  # nodes take .10 upward in the compute vSwitch
+COMPUTE_HEADROOM = 48  # the compute vSwitch's sizing from earlier versions (nodes + 48), so existing ones stay put
+PROTOCOL_SERVICE_ADDRESSES = 32  # a CPFS protocol service takes up to 32 addresses of its vSwitch [DOC-CPFS-PS]
+# The top /25 of the VPC holds the service vSwitches: egress /27 at its bottom, storage /26 on top.
+SERVICES_PREFIX, STORAGE_PREFIX, EGRESS_PREFIX = 25, 26, 27
 
 
 def zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
@@ -40,6 +48,7 @@ def fabric(spec: Spec, fit: Fit, decisions: list[Decision], warnings: list[str])
         warnings.append(f"network.rdma is false: {fit.nodes} nodes will exchange gradients over TCP and the GPUs "
                         "will wait on the network for much of each step")
     eri = (2 if t.two_network_cards else 1) if rdma == "erdma" else 0
+    fabric_warnings(spec, fit, rdma, warnings)
     if rdma != "none":
         decisions.append(Decision("rdma", rdma, (
             f"{fit.nodes} nodes exchange gradients every step; over TCP the GPUs would wait on the network. "
@@ -54,26 +63,53 @@ def fabric(spec: Spec, fit: Fit, decisions: list[Decision], warnings: list[str])
     return rdma, eri
 
 
+def jumbo_support(spec: Spec, fit: Fit, rdma: str) -> tuple[bool, str]:
+    """Whether the nodes turn jumbo frames on, and why (only eRDMA plans set an MTU).
+
+    Jumbo frames go on only where the catalog documents them for the family (``jumbo_frames.csv``: ``yes``) and the
+    spec leaves ``network.jumbo_frames`` on; everything else gets MTU 1400, which is safe on every family."""
+    t = fit.itype
+    doc = f"{t.family} jumbo frames: {t.jumbo_frames} in the catalog [{t.jumbo_source or 'no source'}]"
+    if rdma != "erdma":
+        return False, f"no eRDMA, so no MTU to set ({doc})"
+    if t.jumbo_frames == "no":
+        return False, f"{doc}: a source says {t.family} does not support jumbo frames, so they stay off"
+    if t.jumbo_frames != "yes":
+        return False, (f"{doc}: no source read says {t.family} supports jumbo frames, so they stay off (check "
+                       "DescribeInstanceTypes JumboFrameSupport for the type and report it if it is true)")
+    if not spec.network.jumbo_frames:
+        return False, f"{doc}, but the spec turns them off (network.jumbo_frames: false)"
+    return True, doc
+
+
+def fabric_warnings(spec: Spec, fit: Fit, rdma: str, warnings: list[str]) -> None:
+    """A spec that asks for jumbo frames on a family without documented support gets a warning, not an error."""
+    if rdma == "erdma" and "jumbo_frames" in spec.network.model_fields_set and spec.network.jumbo_frames:
+        on, why = jumbo_support(spec, fit, rdma)
+        if not on:
+            warnings.append(f"network.jumbo_frames is true but jumbo frames were NOT enabled on {fit.itype.name}: "
+                            f"{why}. The nodes use MTU {ERDMA_MTU_STANDARD}, which NCCL over eRDMA needs without "
+                            "jumbo frames [DOC-ERDMA-GPU]")
+
+
 def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions: list[Decision]) -> Network:
     vpc = ipaddress.ip_network(spec.network.vpc_cidr)
-    prefix = max(vpc.prefixlen, min(24, vpc.prefixlen + 4))
-    need = fit.nodes + 48  # the CPFS protocol service takes up to 32 addresses of the vSwitch
-    while prefix > vpc.prefixlen and (2 ** (32 - prefix) - 8) < need:
-        prefix -= 1
-    if (2 ** (32 - prefix) - 8) < need:
-        raise PlanningError([Problem(("network", "vpc_cidr"), f"{vpc} is too small for {fit.nodes} nodes",
-                                     "use a larger range such as 10.0.0.0/16")])
-    subnet = next(vpc.subnets(new_prefix=prefix))
-    vswitches = (VSwitch("compute", f"{spec.name}-{zone}", zone, str(subnet)),)
-    jumbo = spec.network.jumbo_frames and rdma == "erdma"
+    vswitches, ranges, ip_reason = ip_plan(spec.name, zone, vpc, fit.nodes,
+                                           storage=shared_storage_needed(spec, fit.nodes),
+                                           egress=spec.network.egress == "nat")
+    decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), ip_reason))
+    jumbo, why = jumbo_support(spec, fit, rdma)
     mtu = ERDMA_MTU_JUMBO if jumbo else ERDMA_MTU_STANDARD
     env: list[tuple[str, str]] = []
     if rdma == "erdma":
-        # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]
+        # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]. None of them carries the MTU:
+        # node-init.sh sets the MTU below on the NICs, so the two cannot disagree.
         env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_HCA", "erdma"), ("NCCL_IB_GID_INDEX", "1"),
                ("NCCL_IB_QPS_PER_CONNECTION", "8"), ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_NET_PLUGIN", "none")]
-        decisions.append(Decision("mtu", str(mtu), "NCCL over eRDMA needs MTU 8500 with jumbo frames on (1400 with them "
-                                  "off); a wrong MTU corrupts data with the LL128 protocol [DOC-ERDMA-GPU]"))
+        decisions.append(Decision("mtu", str(mtu), (
+            f"{fit.itype.name}: {why}. NCCL over eRDMA needs MTU {ERDMA_MTU_JUMBO} with jumbo frames on and "
+            f"{ERDMA_MTU_STANDARD} with them off; a wrong MTU corrupts data with the LL128 protocol [DOC-ERDMA-GPU]"
+            + ("" if jumbo else f". Jumbo frames stay off (no enable_jumbo_frame) and the NICs get {mtu}"))))
     elif rdma == "roce":
         env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3")]
     elif fit.nodes > 1:
@@ -81,18 +117,108 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
     egress = spec.network.egress
     decisions.append(Decision("egress", egress, (
         "outbound-only internet through an enhanced NAT gateway and one EIP (no public IP on any node, nothing "
-        "inbound), so nodes can fetch drivers, packages and code" if egress == "nat" else
+        "inbound), so nodes can fetch drivers, packages and code; the gateway sits in its own egress vSwitch so it "
+        "never takes a node address" if egress == "nat" else
         "no internet: nodes reach only VPC-internal endpoints (mirrors.cloud.aliyuncs.com, OSS internal); use an "
         "image that already has the GPU driver")))
     return Network(str(vpc), vswitches, tuple(spec.network.admin_cidrs), jumbo, mtu if rdma == "erdma" else 1500,
-                   tuple(env), egress)
+                   tuple(env), egress, ranges, fit.itype.jumbo_source if rdma == "erdma" else "")
+
+
+def _block(vswitch: str, first: int, last: int, consumer: str) -> IpRange:
+    return IpRange(vswitch, str(ipaddress.ip_address(first)), str(ipaddress.ip_address(last)), last - first + 1,
+                   consumer)
+
+
+def _reserved(key: str, net: ipaddress.IPv4Network) -> tuple[IpRange, IpRange]:
+    lo, hi = int(net.network_address), int(net.broadcast_address)
+    why = "reserved by Alibaba Cloud in every vSwitch [DOC-VSW-RESERVED]"
+    return (_block(key, lo, lo + RESERVED_FIRST - 1, f"{why} (the first address)"),
+            _block(key, hi - RESERVED_LAST + 1, hi, f"{why} (the last three)"))
+
+
+def compute_prefix(vpc: ipaddress.IPv4Network, nodes: int) -> int:
+    """The compute vSwitch's prefix: a sixteenth of the VPC (at most a /24), widened for large clusters, never more
+    than the lower half of the VPC (the top /25 holds the service vSwitches).
+
+    The sizing (nodes + 48 addresses) is the one earlier versions used, so an existing compute vSwitch keeps its
+    CIDR: changing it would replace the vSwitch and every node in it."""
+    prefix = max(vpc.prefixlen + 1, min(24, vpc.prefixlen + 4))
+    while prefix > vpc.prefixlen + 1 and (2 ** (32 - prefix) - 8) < nodes + COMPUTE_HEADROOM:
+        prefix -= 1
+    return prefix
+
+
+def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, storage: bool,
+            egress: bool) -> tuple[tuple[VSwitch, ...], tuple[IpRange, ...], str]:
+    """The vSwitches and every address range in them, with its consumer, such that no two consumers can collide.
+
+    Nodes take fixed addresses from ``.10`` upward in the compute vSwitch, at the bottom of the VPC. The consumers
+    that Alibaba Cloud gives addresses to dynamically live in vSwitches of their own at the top of the VPC: the
+    CPFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and its export, or the Extreme NAS mount target, in
+    the storage vSwitch; the NAT gateway in the egress vSwitch. All are in the cluster's zone. Raises
+    PlanningError when the nodes do not fit."""
+    compute = next(vpc.subnets(new_prefix=compute_prefix(vpc, nodes)))
+    lo, hi = int(compute.network_address), int(compute.broadcast_address)
+    first, last = lo + NODE_OFFSET, lo + NODE_OFFSET + nodes - 1
+    room = hi - RESERVED_LAST - first + 1
+    if nodes > room:
+        largest = 2 ** (32 - (vpc.prefixlen + 1)) - NODE_OFFSET - RESERVED_LAST
+        raise PlanningError([Problem(("network", "vpc_cidr"), (
+            f"{vpc} is too small for {nodes} nodes: the compute vSwitch {compute} holds {room} node addresses "
+            f"(from .{NODE_OFFSET} up to the last {RESERVED_LAST}, which Alibaba Cloud reserves) and may take at most "
+            f"the lower half of the VPC ({largest} nodes)"), "use a larger range such as 10.0.0.0/16")])
+    top = ipaddress.ip_network(f"{ipaddress.ip_address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}")
+    egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
+    storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]
+    vswitches = [VSwitch("compute", f"{name}-{zone}", zone, str(compute))]
+    r_first, r_last = _reserved("compute", compute)
+    ranges = [r_first, _block("compute", lo + RESERVED_FIRST, first - 1, "kept free: nodes start at ."
+                              f"{NODE_OFFSET} (the layout of earlier versions, so no node moves)"),
+              _block("compute", first, last, f"{nodes} node(s), ranks 0-{nodes - 1}: fixed private IPs, one per rank")]
+    if last + 1 <= hi - RESERVED_LAST:
+        ranges.append(_block("compute", last + 1, hi - RESERVED_LAST, "free: room for more nodes"))
+    ranges.append(r_last)
+    parts = [f"compute {compute}: nodes {ranges[2].first}-{ranges[2].last} ({nodes}), fixed per rank"]
+    for key, net, on, consumer in (
+            ("storage", storage_net, storage, "the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
+             "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses"),
+            ("egress", egress_net, egress, "the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
+             "it takes is not stated in the sources read)")):
+        if not on:
+            continue
+        vswitches.append(VSwitch(key, f"{name}-{zone}-{key}", zone, str(net)))
+        a, b = _reserved(key, net)
+        ranges += [a, _block(key, int(net.network_address) + RESERVED_FIRST, int(net.broadcast_address) - RESERVED_LAST,
+                             consumer), b]
+        parts.append(f"{key} {net}: {consumer}")
+    _check_disjoint(vpc, vswitches, storage_net)
+    reason = ("; ".join(parts) + ". The vSwitches do not overlap, so an address Alibaba Cloud hands out dynamically "
+              "can never be a node's. Alibaba Cloud reserves the first address and the last three of every vSwitch "
+              "[DOC-VSW-RESERVED]" + (". A CPFS file system itself keeps vswitch_id on the compute vSwitch (changing "
+                                      "it replaces the file system); whether it takes addresses there is not stated in "
+                                      "the sources read" if storage else ""))
+    return tuple(vswitches), tuple(ranges), reason
+
+
+def _check_disjoint(vpc: ipaddress.IPv4Network, vswitches: list[VSwitch], storage_net: ipaddress.IPv4Network) -> None:
+    nets = [(v.key, ipaddress.ip_network(v.cidr)) for v in vswitches]
+    problems = [f"{k} {n} is outside the VPC {vpc}" for k, n in nets if not n.subnet_of(vpc)]
+    problems += [f"{a} {m} overlaps {b} {n}" for i, (a, m) in enumerate(nets) for b, n in nets[i + 1:] if m.overlaps(n)]
+    usable = storage_net.num_addresses - RESERVED_FIRST - RESERVED_LAST
+    if usable < PROTOCOL_SERVICE_ADDRESSES + 1:
+        problems.append(f"the storage vSwitch {storage_net} has {usable} usable addresses; the protocol service "
+                        f"needs up to {PROTOCOL_SERVICE_ADDRESSES}")
+    if problems:  # cannot happen for a VPC the loader accepts (/8 to /24); kept as the plan's own check
+        raise PlanningError([Problem(("network", "vpc_cidr"), "the IP plan is inconsistent: " + "; ".join(problems),
+                                     "use a larger range such as 10.0.0.0/16")])
 
 
 def plan_nodes(spec: Spec, zone: str, fit: Fit, network: Network,
                decisions: list[Decision]) -> tuple[tuple[Node, ...], tuple[DeploymentSet, ...]]:
     t = fit.itype
-    subnet = ipaddress.ip_network(network.vswitches[0].cidr)
-    first = int(subnet.network_address) + 10  # leave the low addresses for the gateway and services
+    subnet = ipaddress.ip_network(next(v.cidr for v in network.vswitches if v.key == "compute"))
+    first = int(subnet.network_address) + NODE_OFFSET  # the node range of the IP plan (ip_plan)
     use_sets = t.low_latency_set and fit.nodes > 1 and not t.scc
     dsets: list[DeploymentSet] = []
     if use_sets:

@@ -21,6 +21,16 @@ from generator.spec.units import human_bytes
 CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
 
 
+def shared_storage_needed(spec: Spec, nodes: int) -> bool:
+    """Whether an ECS plan gets a shared file system, so the network plans a storage vSwitch for its NFS protocol
+    service or mount target. ``storage.shared: auto`` resolves as :func:`plan_storage` does: a dataset or several
+    nodes need one (CPFS, or Extreme NAS where CPFS is not offered)."""
+    s = spec.storage
+    if s.shared != "auto":
+        return s.shared != "none"
+    return s.dataset is not None or nodes > 1
+
+
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
                  decisions: list[Decision], warnings: list[str]) -> Storage:
     s = spec.storage
@@ -56,6 +66,9 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     if kind == "none":
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
+    if not any(v.key == "storage" for v in network.vswitches):  # shared_storage_needed and the above disagree
+        raise PlanningError([Problem(("storage", "shared"), f"internal: the network plan has no storage vSwitch for "
+                                     f"the {kind} file system")])
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
@@ -79,7 +92,8 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "if data loading stalls (capacity can grow later, never shrink)")
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                                   f"{why}; capacity: {how}; throughput {int(per_gib * 1000)} MB/s per TiB "
-                                  f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service"))
+                                  f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service in the storage "
+                                  "vSwitch (up to 32 addresses [DOC-CPFS-PS]), apart from the node addresses"))
         if ds is not None:
             flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
             dataset = Dataset(ds.source, ds.size, ds.path, flow)
@@ -89,13 +103,13 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
             warnings.append(f"before `trainstack up`, tag the dataset bucket {ds.source.split('/')[2]} with "
                             "cpfs-dataflow=true: a CPFS data flow cannot read a bucket without that tag (Alibaba "
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
-        return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset)
+        return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
     cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)
     storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
     throughput = _extreme_throughput(cap)
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
-    return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None)
+    return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
 
 
 def _check_resolved_storage(spec: Spec, kind: str) -> None:

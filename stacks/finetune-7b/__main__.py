@@ -45,13 +45,21 @@ vswitches["compute"] = alicloud.vpc.Switch(
     cidr_block="10.0.0.0/20",
     tags=TAGS,
 )
+vswitches["egress"] = alicloud.vpc.Switch(
+    "vswitch-egress",
+    vswitch_name="finetune-7b-cn-hangzhou-k-egress",
+    vpc_id=vpc.id,
+    zone_id="cn-hangzhou-k",
+    cidr_block="10.0.255.128/27",
+    tags=TAGS,
+)
 
 # Outbound-only internet for driver and package installs: nodes have no public IP; nothing comes in.
 nat_gateway = alicloud.vpc.NatGateway(
     "nat-gateway",
     nat_gateway_name=NAME,
     vpc_id=vpc.id,
-    vswitch_id=vswitches["compute"].id,
+    vswitch_id=vswitches["egress"].id,  # its own vSwitch: the gateway's address can never be a node's
     nat_type="Enhanced",
     network_type="internet",
     payment_type="PayAsYouGo",

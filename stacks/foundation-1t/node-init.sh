@@ -5,7 +5,7 @@
 #
 # What it does, in order, each step idempotent:
 #   1. writes the node identity, /etc/trainstack/hostfile and /etc/trainstack/launch.env
-#   2. sets the MTU that NCCL over eRDMA needs (8500)
+#   2. sets the MTU that NCCL over eRDMA needs (1400)
 #   3. installs the eRDMA stack and the NVIDIA driver if the image lacks them
 #   4. mounts the shared file system at /mnt/shared
 #   5. installs /usr/local/bin/trainstack-launch (torchrun with the cluster's rendezvous)
@@ -19,7 +19,7 @@ NODE_NAME="__TRAINSTACK_NODE_NAME__"
 SHARED_FS_ADDRESS="__TRAINSTACK_SHARED_FS_ADDRESS__"
 RDMA="erdma"
 ERI_COUNT="2"
-MTU="8500"
+MTU="1400"
 SHARED_KIND="cpfs"
 SHARED_DIR="/mnt/shared"
 SPOT="__TRAINSTACK_NODE_SPOT__"

@@ -45,13 +45,29 @@ vswitches["compute"] = alicloud.vpc.Switch(
     cidr_block="10.20.0.0/20",
     tags=TAGS,
 )
+vswitches["storage"] = alicloud.vpc.Switch(
+    "vswitch-storage",
+    vswitch_name="pretrain-70b-cn-wulanchabu-c-storage",
+    vpc_id=vpc.id,
+    zone_id="cn-wulanchabu-c",
+    cidr_block="10.20.255.192/26",
+    tags=TAGS,
+)
+vswitches["egress"] = alicloud.vpc.Switch(
+    "vswitch-egress",
+    vswitch_name="pretrain-70b-cn-wulanchabu-c-egress",
+    vpc_id=vpc.id,
+    zone_id="cn-wulanchabu-c",
+    cidr_block="10.20.255.128/27",
+    tags=TAGS,
+)
 
 # Outbound-only internet for driver and package installs: nodes have no public IP; nothing comes in.
 nat_gateway = alicloud.vpc.NatGateway(
     "nat-gateway",
     nat_gateway_name=NAME,
     vpc_id=vpc.id,
-    vswitch_id=vswitches["compute"].id,
+    vswitch_id=vswitches["egress"].id,  # its own vSwitch: the gateway's address can never be a node's
     nat_type="Enhanced",
     network_type="internet",
     payment_type="PayAsYouGo",
@@ -234,8 +250,9 @@ protocol_service = alicloud.nas.ProtocolService(
     protocol_type="NFS",
     protocol_spec="General",
     vpc_id=vpc.id,
-    vswitch_id=vswitches["compute"].id,
+    vswitch_id=vswitches["storage"].id,  # takes up to 32 addresses: not the nodes' vSwitch
     description="pretrain-70b_NFS_access",
+    opts=pulumi.ResourceOptions(delete_before_replace=True),  # one protocol service per file system
 )
 
 export = alicloud.nas.ProtocolMountTarget(
@@ -244,7 +261,7 @@ export = alicloud.nas.ProtocolMountTarget(
     protocol_service_id=protocol_service.protocol_service_id,
     path="/",
     vpc_id=vpc.id,
-    vswitch_id=vswitches["compute"].id,
+    vswitch_id=vswitches["storage"].id,
     access_group_name="DEFAULT_VPC_GROUP_NAME",
     description="pretrain-70b_export_for_the_cluster_VPC",
 )
@@ -427,7 +444,6 @@ for node in NODES:
             network_interface_traffic_mode="HighPerformance",
             network_card_index=1,
         ),
-        enable_jumbo_frame=True,
         deployment_set_id=deployment_sets[node["deployment_set"]].id if node["deployment_set"] else None,
         user_data=SHARED_FS_ADDRESS.apply(lambda address, node=node: user_data(node, address)),
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},
