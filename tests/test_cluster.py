@@ -16,6 +16,29 @@ from generator.preview.mockrun import Graph, run_program
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 
+# The variants' spec texts (tests/test_diff_coverage.py runs them too, to find the inputs the programs set)
+SCC_SPEC = """
+name: scc-run
+region: cn-wulanchabu
+model: {preset: llama-2-13b, sequence_length: 4096}
+compute: {instance_types: [ecs.sccgn7ex.32xlarge], nodes: 2}
+"""
+ERI_SPOT_SPEC = """
+name: gn8v-run
+region: cn-wulanchabu
+model: {parameters: 30B, sequence_length: 4096}
+compute: {instance_types: [ecs.gn8v-8x.48xlarge], nodes: 4}
+spot: {enabled: true, strategy: SpotWithPriceLimit, max_price_ratio: 0.6, on_demand_base: 1}
+network: {admin_cidrs: [192.168.10.0/24], egress: none}
+"""
+EXTREME_NAS_SPEC = """
+name: nas-run
+region: cn-wulanchabu
+model: {parameters: 13B, sequence_length: 4096}
+compute: {instance_types: [ecs.ebmgn7ex.32xlarge], nodes: 2}
+network: {vpc_cidr: 172.16.0.0/16}
+"""
+
 
 def build(tmp_path: Path, body: str) -> tuple[dict, Graph]:
     spec = tmp_path / "spec.yaml"
@@ -28,12 +51,7 @@ def build(tmp_path: Path, body: str) -> tuple[dict, Graph]:
 
 
 def test_scc_nodes_are_placed_in_an_hpc_cluster(tmp_path: Path) -> None:
-    plan, g = build(tmp_path, """
-        name: scc-run
-        region: cn-wulanchabu
-        model: {preset: llama-2-13b, sequence_length: 4096}
-        compute: {instance_types: [ecs.sccgn7ex.32xlarge], nodes: 2}
-    """)
+    plan, g = build(tmp_path, SCC_SPEC)
     assert plan["compute"]["rdma"] == "roce" and plan["compute"]["hpc_cluster"]
     hpc = g.one("alicloud:ecs/hpcCluster:HpcCluster")
     nodes = g.of_type(INSTANCE)
@@ -45,14 +63,7 @@ def test_scc_nodes_are_placed_in_an_hpc_cluster(tmp_path: Path) -> None:
 
 
 def test_ecs_erdma_type_uses_one_eri_on_the_primary_eni(tmp_path: Path) -> None:
-    plan, g = build(tmp_path, """
-        name: gn8v-run
-        region: cn-wulanchabu
-        model: {parameters: 30B, sequence_length: 4096}
-        compute: {instance_types: [ecs.gn8v-8x.48xlarge], nodes: 4}
-        spot: {enabled: true, strategy: SpotWithPriceLimit, max_price_ratio: 0.6, on_demand_base: 1}
-        network: {admin_cidrs: [192.168.10.0/24], egress: none}
-    """)
+    plan, g = build(tmp_path, ERI_SPOT_SPEC)
     assert plan["compute"]["eri_per_node"] == 1
     nodes = sorted(g.of_type(INSTANCE), key=lambda r: r.name)
     for n in nodes:
@@ -74,13 +85,7 @@ def test_ecs_erdma_type_uses_one_eri_on_the_primary_eni(tmp_path: Path) -> None:
 
 
 def test_small_multi_node_run_gets_extreme_nas_limited_to_the_vpc(tmp_path: Path) -> None:
-    plan, g = build(tmp_path, """
-        name: nas-run
-        region: cn-wulanchabu
-        model: {parameters: 13B, sequence_length: 4096}
-        compute: {instance_types: [ecs.ebmgn7ex.32xlarge], nodes: 2}
-        network: {vpc_cidr: 172.16.0.0/16}
-    """)
+    plan, g = build(tmp_path, EXTREME_NAS_SPEC)
     assert plan["storage"]["kind"] == "extreme-nas"
     fs = g.one("alicloud:nas/fileSystem:FileSystem")
     assert fs.get("file_system_type") == "extreme" and fs.get("protocol_type") == "NFS" and fs.protect

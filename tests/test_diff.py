@@ -29,6 +29,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pulumi_alicl
 
 ROOT = Path(__file__).resolve().parents[1]
 FINETUNE = ROOT / "examples" / "finetune-7b.yaml"
+PRETRAIN = ROOT / "examples" / "pretrain-70b.yaml"
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 ATTACH = "alicloud:ecs/ramRoleAttachment:RamRoleAttachment"
@@ -287,9 +288,13 @@ def test_json_is_stable_and_versioned() -> None:
     first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
     assert first == second
     payload = json.loads(first)
-    assert payload["schema_version"] == 1
-    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "changes"}
+    assert payload["schema_version"] == d.SCHEMA_VERSION == 2
+    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "changes"}
     assert payload["summary"]["worst_impact"] == "replaces-nodes"
+    assert set(payload["summary"]["by_impact"]) == set(d.IMPACTS)
+    assert [i["impact"] for i in payload["impacts"]] == list(d.IMPACTS)  # every class, worst first, titled
+    assert all(i["title"] == d.IMPACT_TITLES[i["impact"]] for i in payload["impacts"])
+    assert {i["impact"]: i["changes"] for i in payload["impacts"]} == payload["summary"]["by_impact"]
     assert set(payload["changes"][0]) == {"action", "type", "name", "impact", "reason", "properties"}
     impacts = [c["impact"] for c in payload["changes"]]
     assert impacts == sorted(impacts, key=d.IMPACTS.index)  # worst first
@@ -364,7 +369,7 @@ def test_every_docstring_that_mentions_reboot_or_immutability_has_a_row() -> Non
     flagged = re.compile(r"immutable after resource creation|will reboot|will be reboot", re.I)
     missing = [(token, prop) for token in SDK_TYPES for prop, doc in _args_docstrings(token).items()
                if flagged.search(doc) and (token, prop) not in rules]
-    assert not missing, f"classify these in generator/preview/data/replacement.csv: {missing}"
+    assert not missing, f"classify these in generator/preview/data/replacement/<family>.csv: {missing}"
     # and the data agrees with the words where they are unambiguous
     for token in SDK_TYPES:
         for prop, doc in _args_docstrings(token).items():
@@ -373,21 +378,202 @@ def test_every_docstring_that_mentions_reboot_or_immutability_has_a_row() -> Non
                 assert rules[(token, prop)].effect == "replace", (token, prop)
 
 
-def test_unknown_properties_update_in_place() -> None:
-    assert d.rule_for("alicloud:ecs/instance:Instance", "description") == d.DEFAULT_RULE
-    assert d.rule_for("alicloud:foo/bar:Baz", "anything").effect == "in-place"
+def test_a_property_without_a_row_is_unknown_never_in_place() -> None:
+    # a type the data covers, and a type it does not
+    assert d.rule_for("alicloud:ecs/instance:Instance", "noSuchInput") == d.UNKNOWN_RULE == d.DEFAULT_RULE
+    assert d.rule_for("alicloud:foo/bar:Baz", "anything").effect == "unknown"
+    assert "unknown" in d.EFFECTS and "unknown" not in d.DATA_EFFECTS  # absence means unknown; no row says it
+
+
+def test_the_data_is_one_csv_per_provider_family() -> None:
+    folder = d.REPLACEMENT_DATA
+    assert folder.is_dir() and not (folder.parent / "replacement.csv").exists()
+    assert {p.name for p in folder.glob("*.csv")} >= {"ecs.csv", "vpc.csv", "nas.csv", "oss.csv", "ram.csv",
+                                                      "eflo.csv"}
+    for path in folder.glob("*.csv"):
+        family = path.stem
+        with open(path, newline="", encoding="utf-8") as fh:
+            tokens = {row["type"] for row in csv.DictReader(fh)}
+        assert tokens and all(t.split(":")[1].split("/")[0] == family for t in tokens), path.name
+
+
+def _write(path: Path, *rows: list[str], header: tuple[str, ...] = ("type", "property", "effect", "source")) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([list(header), *rows])
+    return path
 
 
 def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
-    bad = tmp_path / "replacement.csv"
+    bad = tmp_path / "ecs.csv"
     bad.write_text("type,property,effect,source\nalicloud:ecs/instance:Instance,userData,restart,docstring x\n")
-    with pytest.raises(d.DiffError, match=r"replacement.csv:2: effect 'restart' is not one of"):
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'restart' is not one of replace, reboot, in-place, "
+                                          r"ignored"):
         d.load_rules(bad)
-    with open(bad, "w", newline="") as fh:
-        csv.writer(fh).writerows([["type", "property", "effect", "source"],
-                                  ["alicloud:a/b:C", "x", "replace", "s"], ["alicloud:a/b:C", "x", "reboot", "s"]])
-    with pytest.raises(d.DiffError, match="listed twice"):
+    _write(bad, ["alicloud:ecs/a:A", "x", "unknown", "s"])  # absence is unknown; a row says what it knows
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'unknown' is not one of"):
         d.load_rules(bad)
+    _write(bad, ["alicloud:ecs/a:A", "x", "replace", "s"], ["alicloud:ecs/a:A", "x", "reboot", "s"])
+    with pytest.raises(d.DiffError, match=r"ecs.csv:3: alicloud:ecs/a:A x is listed twice \(first at ecs.csv:2\)"):
+        d.load_rules(bad)
+    _write(bad, ["alicloud:ecs/a:A", "x", "replace", " "])
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: every row cites its source"):
+        d.load_rules(bad)
+    _write(bad, ["alicloud:ecs/a:A", "x", "replace", "s"], header=("type", "property", "effect"))
+    with pytest.raises(d.DiffError, match=r"ecs.csv:1: the header must be type,property,effect,source"):
+        d.load_rules(bad)
+
+
+def test_a_data_folder_reads_every_csv_and_refuses_a_row_listed_in_two_files(tmp_path: Path) -> None:
+    _write(tmp_path / "ecs.csv", ["alicloud:ecs/a:A", "x", "replace", "s1"])
+    _write(tmp_path / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
+    (tmp_path / "README.md").write_text("not data")
+    rules = d.load_rules(tmp_path)
+    assert rules == {("alicloud:ecs/a:A", "x"): d.Rule("replace", "s1"),
+                     ("alicloud:vpc/b:B", "y"): d.Rule("ignored", "s2")}
+    twice = tmp_path / "twice"  # (load_rules caches by path)
+    twice.mkdir()
+    _write(twice / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
+    _write(twice / "zzz.csv", ["alicloud:vpc/b:B", "y", "in-place", "s3"])  # read last: names the first file
+    with pytest.raises(d.DiffError, match=r"zzz.csv:2: alicloud:vpc/b:B y is listed twice \(first at vpc.csv:2\)"):
+        d.load_rules(twice)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(d.DiffError, match="holds no \\*.csv file"):
+        d.load_rules(empty)
+
+
+# --------------------------------------------------------------------------------------------- unknown, never applied
+def test_the_class_order_puts_doubt_between_known_losses_and_known_reboots() -> None:
+    assert d.IMPACTS == ("data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes", "safe")
+    assert set(d.IMPACT_TITLES) == set(d.IMPACTS)
+    assert "pulumi up --replace URN" in d.IMPACT_TITLES["never-applied"]
+    assert "possible replacement" in d.IMPACT_TITLES["unknown"]
+
+
+def test_a_change_without_data_is_unknown_never_safe() -> None:
+    other = "alicloud:foo/bar:Baz"  # a type the data does not cover at all
+    base = Graph([node(0), Resource(VPC, "vpc", {"cidrBlock": "10.0.0.0/16", "vpcName": "run"}),
+                  Resource(other, "thing", {"size": 1})])
+    head = Graph([node(0, description="rank 0"), Resource(VPC, "vpc", {"cidrBlock": "10.0.0.0/16", "vpcName": "run2"}),
+                  Resource(other, "thing", {"size": 2})])
+    result = d.diff_graphs(base, head)
+    assert {(c.name, c.action, c.impact) for c in result.changes} == {
+        ("run-node-000", "update", "unknown"), ("vpc", "update", "unknown"), ("thing", "update", "unknown")}
+    assert result.worst_impact == "unknown"
+    node_change = only(result, "run-node-000")
+    (prop,) = node_change.properties
+    assert (prop.name, prop.effect) == ("description", "unknown") and "no row" in prop.source
+    assert node_change.reason == ("no provider data for description: treat it as a possible replacement, which "
+                                  "would lose the node's local disks and interrupt training.")
+    assert only(result, "vpc").reason == "no provider data for vpcName: treat it as a possible replacement."
+    tagged = d.diff_graphs(Graph([bucket()]), Graph([bucket(tags={"team": "llm"})]))
+    (change,) = tagged.changes  # a bucket input without data: the reason names the data at stake
+    assert change.impact == "unknown" and "which would delete the bucket and its data" in change.reason
+    text = d.format_text(result)
+    assert f"unknown (3): {d.IMPACT_TITLES['unknown']}" in text
+    assert "description: (unset) -> rank 0 [unknown]" in text and "safe" not in text
+    markdown = d.format_markdown(result)
+    assert "### trainstack diff: ❔ unknown" in markdown and "#### ❔ unknown (3)" in markdown
+    payload = json.loads(d.format_json(result))
+    assert payload["summary"]["worst_impact"] == "unknown" and payload["summary"]["by_impact"]["safe"] == 0
+    assert {c["impact"] for c in payload["changes"]} == {"unknown"}
+    assert {p["effect"] for c in payload["changes"] for p in c["properties"]} == {"unknown"}
+
+
+def test_unknown_outranks_a_known_reboot_and_says_both() -> None:
+    head = Graph([node(0, userData=boot_script(3, 0), description="rank 0")])
+    (change,) = d.diff_graphs(Graph([node(0)]), head).changes
+    assert (change.action, change.impact) == ("update", "unknown")
+    assert change.reason == ("no provider data for description: treat it as a possible replacement, which would "
+                             "lose the node's local disks and interrupt training. userData reboots the node: the "
+                             "job is interrupted.")
+    # a resource that is replaced anyway gets every new value: the unknown input does not matter
+    moved = Graph([node(0, availabilityZone="cn-hangzhou-j", description="rank 0")])
+    (change,) = d.diff_graphs(Graph([node(0)]), moved).changes
+    assert (change.action, change.impact) == ("replace", "replaces-nodes")
+
+
+def test_options_and_the_provider_region_keep_their_own_handling() -> None:
+    vpc = Resource(VPC, "vpc", {"cidrBlock": "10.0.0.0/16"})
+    protected = Resource(VPC, "vpc", {"cidrBlock": "10.0.0.0/16"}, protect=True, retain_on_delete=True)
+    (change,) = d.diff_graphs(Graph([vpc]), Graph([protected])).changes
+    assert change.impact == "safe" and {p.effect for p in change.properties} == {"in-place"}
+    moved = d.diff_graphs(Graph([vpc]), Graph([vpc]), base_info=d.SideInfo("a", "run", "dev", "cn-hangzhou"),
+                          head_info=d.SideInfo("b", "run", "dev", "cn-beijing"))
+    assert [(p.name, p.effect) for c in moved.changes for p in c.properties] == [("region", "replace")]
+
+
+def _ignoring_description(tmp_path: Path) -> dict[tuple[str, str], d.Rule]:
+    """The real data plus an ``ignored`` row read from a CSV, as the regenerated data will have them."""
+    folder = tmp_path / "replacement"
+    folder.mkdir()
+    _write(folder / "ecs.csv", [INSTANCE, "description", "ignored",
+                                "test: not ForceNew and no update code for description"])
+    return {**d.load_rules(), **d.load_rules(folder)}
+
+
+def test_an_ignored_property_is_never_applied_in_every_format(tmp_path: Path) -> None:
+    rules = _ignoring_description(tmp_path)
+    result = d.diff_graphs(Graph([node(0)]), Graph([node(0, description="rank 0")]), rules=rules)
+    (change,) = result.changes
+    assert (change.action, change.impact) == ("update", "never-applied")
+    assert change.properties[0].effect == "ignored"
+    assert change.reason == ("description is never applied: the provider has no update for it, so the cloud keeps "
+                             "the old value; replace the resource by hand (`pulumi up --replace URN`) or revert.")
+    assert result.worst_impact == "never-applied"
+
+    text = d.format_text(result)
+    assert "Worst impact: never-applied" in text
+    assert f"never-applied (1): {d.IMPACT_TITLES['never-applied']}" in text
+    assert "description: (unset) -> rank 0 [ignored]" in text
+
+    markdown = d.format_markdown(result)
+    assert "### trainstack diff: 🟣 never-applied" in markdown
+    assert f"| 🟣 never-applied | 1 | {d.IMPACT_TITLES['never-applied']} |" in markdown
+    section = markdown.split("#### 🟣 never-applied (1)")[1]
+    assert section.lstrip().startswith(f"_{d.IMPACT_TITLES['never-applied']}_")
+    assert "<details>" not in section.split("<sub>")[0]  # it stands out: never folded
+    assert "(ignored)" in section and "pulumi up --replace URN" in section
+
+    payload = json.loads(d.format_json(result))
+    assert payload["summary"]["worst_impact"] == "never-applied"
+    assert payload["summary"]["by_impact"]["never-applied"] == 1
+    (row,) = payload["changes"]
+    assert row["impact"] == "never-applied" and row["properties"][0]["effect"] == "ignored"
+    titles = {i["impact"]: i["title"] for i in payload["impacts"]}
+    assert titles["never-applied"] == d.IMPACT_TITLES["never-applied"]
+
+
+def test_never_applied_outranks_a_reboot_but_not_a_replacement(tmp_path: Path) -> None:
+    rules = _ignoring_description(tmp_path)
+    rebooted = Graph([node(0, userData=boot_script(3, 0), description="rank 0")])
+    (change,) = d.diff_graphs(Graph([node(0)]), rebooted, rules=rules).changes
+    assert change.impact == "never-applied" and "userData reboots the node" in change.reason
+    replaced = Graph([node(0, availabilityZone="cn-hangzhou-j", description="rank 0")])
+    (change,) = d.diff_graphs(Graph([node(0)]), replaced, rules=rules).changes
+    assert (change.action, change.impact) == ("replace", "replaces-nodes")
+
+
+def test_spot_interruption_stop_replaces_the_spot_nodes(tmp_path: Path) -> None:
+    """examples/pretrain-70b.yaml with ``spot.interruption: stop``: spotInterruptionBehavior is ForceNew (~2 s)."""
+    rule = d.rule_for(INSTANCE, "spotInterruptionBehavior")
+    assert rule.effect == "replace" and "alicloud/resource_alicloud_instance.go:" in rule.source
+    text = PRETRAIN.read_text()
+    assert "  protection_hours: 1\n" in text and "interruption:" not in text.split("spot:")[1]
+    head = tmp_path / "pretrain-70b.yaml"
+    head.write_text(text.replace("  protection_hours: 1\n", "  protection_hours: 1\n  interruption: stop\n"))
+    out = CliRunner().invoke(main, ["diff", str(PRETRAIN), str(head), "--format", "json",
+                                    "-o", str(tmp_path / "diff.json")])
+    assert out.exit_code == 2, out.output  # changes
+    payload = json.loads((tmp_path / "diff.json").read_text())
+    nodes = [c for c in payload["changes"] if c["type"] == INSTANCE]
+    assert len(nodes) >= 2
+    for c in nodes:
+        assert (c["action"], c["impact"]) == ("replace", "replaces-nodes"), c["name"]
+        assert [(p["name"], p["old"], p["new"], p["effect"]) for p in c["properties"]] == [
+            ("spotInterruptionBehavior", "Terminate", "Stop", "replace")]
+    assert payload["summary"]["worst_impact"] == "replaces-nodes"
+    assert not any(c["impact"] in ("unknown", "never-applied") for c in payload["changes"])
 
 
 # --------------------------------------------------------------------------------------------- sides and git

@@ -34,6 +34,23 @@ NODE_GROUP = "alicloud:eflo/nodeGroup:NodeGroup"
 BUCKET = "alicloud:oss/bucket:Bucket"
 IMAGE = "i190982651690986913088"  # the image id of the provider's eflo examples
 
+# Spec texts of the Lingjun programs (tests/test_diff_coverage.py runs them too, to find the inputs they set)
+LINGJUN_SPEC = f"""
+name: lj-run
+region: cn-wulanchabu
+model: {{preset: llama-2-70b, tokens: 20B}}
+compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
+network: {{vpc_cidr: 10.8.0.0/16, admin_cidrs: [192.168.10.0/24]}}
+"""
+LINGJUN_SUBSCRIPTION_SPEC = f"""
+name: lj-sub
+region: cn-wulanchabu
+zones: [cn-wulanchabu-b]
+model: {{parameters: 13B, tokens: 300B}}
+compute: {{platform: lingjun, image_id: {IMAGE}, instance_types: [efg1.nvga1n], nodes: 2}}
+checkpoints: {{enabled: false}}
+"""
+
 
 def build(tmp_path: Path, body: str) -> tuple[dict, Graph, Path]:
     spec = tmp_path / "spec.yaml"
@@ -73,13 +90,7 @@ def test_catalog_has_lingjun_machine_types_with_sources() -> None:
 
 
 def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path) -> None:
-    plan, g, dest = build(tmp_path, f"""
-        name: lj-run
-        region: cn-wulanchabu
-        model: {{preset: llama-2-70b, tokens: 20B}}
-        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
-        network: {{vpc_cidr: 10.8.0.0/16, admin_cidrs: [192.168.10.0/24]}}
-    """)
+    plan, g, dest = build(tmp_path, LINGJUN_SPEC)
     c, lj = plan["compute"], plan["lingjun"]
     assert c["platform"] == "lingjun" and c["rdma"] == "lingjun-hpn" and c["instance_type"] == "efg1.nvga8n"
     assert lj["payment_type"] == "PayAsYouGo" and lj["period_months"] is None  # PAYG beats subscription-only
@@ -151,14 +162,7 @@ def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path
 
 
 def test_subscription_only_type_is_prepaid_and_says_pulumi_cannot_destroy_it(tmp_path: Path) -> None:
-    plan, g, _ = build(tmp_path, f"""
-        name: lj-sub
-        region: cn-wulanchabu
-        zones: [cn-wulanchabu-b]
-        model: {{parameters: 13B, tokens: 300B}}
-        compute: {{platform: lingjun, image_id: {IMAGE}, instance_types: [efg1.nvga1n], nodes: 2}}
-        checkpoints: {{enabled: false}}
-    """)
+    plan, g, _ = build(tmp_path, LINGJUN_SUBSCRIPTION_SPEC)
     lj = plan["lingjun"]
     assert lj["machine_type"] == "efg1.nvga1n" and lj["hpn_zone"] == "B1" and lj["payment_type"] == "Subscription"
     hours = plan["cost"]["run_hours"] + plan["cost"]["expected_rework_hours"]

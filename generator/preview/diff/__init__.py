@@ -7,9 +7,11 @@ Pulumi's mock runtime (:mod:`generator.preview.mockrun`). The two resource graph
 
 * ``create`` / ``delete``: the resource exists on one side only;
 * ``update``: inputs differ (nested values are compared structurally) or a resource option changed;
-* ``replace``: a changed input forces a new resource. Which inputs do that is *data*, kept per resource type
-  in ``generator/preview/data/replacement.csv`` with a citation per row (the pulumi_alicloud docstring, or the
-  Terraform provider source when the docstring is silent). A property not listed is an in-place update.
+* ``replace``: a changed input forces a new resource. Which inputs do that is *data*, one CSV per provider
+  family in ``generator/preview/data/replacement/`` with a citation per row (the Terraform provider source the
+  SDK is bridged from, or the pulumi_alicloud docstring). A row's effect is ``replace``, ``reboot``,
+  ``in-place`` or ``ignored`` (the provider never applies the change); a property without a row is
+  ``unknown``, never in place.
 
 A replacement changes the replaced resource's id, so resources that reference it change too; the mock
 runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a reference to a
@@ -17,9 +19,11 @@ replaced resource counts as a changed input with that input's own effect, until 
 
 Every change gets an impact class, worst first: ``data-at-risk`` (a NAS/CPFS file system, fileset or OSS
 bucket is deleted or replaced, or loses its protection), ``replaces-nodes`` (a GPU node is created, deleted
-or replaced: training is interrupted), ``restarts-nodes`` (an in-place node update that reboots it, e.g.
-``userData``), ``safe`` (everything else). :func:`format_text`, :func:`format_markdown` (a pull-request
-comment) and :func:`format_json` (``schema_version`` 1) render a :class:`DiffResult`.
+or replaced: training is interrupted), ``never-applied`` (an update of an ``ignored`` input: the provider will
+not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
+(an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
+:func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
+(``schema_version`` 2) render a :class:`DiffResult`.
 
 What this does not see: drift between the cloud and the last deployment (use ``trainstack`` live commands
 for that), and generator upgrades (both sides are rendered by the installed trainstack; a committed
@@ -40,6 +44,7 @@ from __future__ import annotations
 from generator.preview.diff.compare import diff_graphs
 from generator.preview.diff.model import (
     ACTIONS,
+    DATA_EFFECTS,
     DATA_TYPES,
     EFFECTS,
     IMPACT_TITLES,
@@ -57,7 +62,14 @@ from generator.preview.diff.model import (
     natural_key,
     short_type,
 )
-from generator.preview.diff.replacement import DEFAULT_RULE, REPLACEMENT_DATA, Rule, load_rules, rule_for
+from generator.preview.diff.replacement import (
+    DEFAULT_RULE,
+    REPLACEMENT_DATA,
+    UNKNOWN_RULE,
+    Rule,
+    load_rules,
+    rule_for,
+)
 from generator.preview.diff.report import (
     FORMATTERS,
     MARKDOWN_MARKER,
@@ -75,10 +87,10 @@ from generator.preview.diff.sides import EMPTY_SIDES, Side, diff_sides, read_sid
 from generator.preview.diff.values import LONG_VALUE, digest, summarize
 
 __all__ = [
-    "ACTIONS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
+    "ACTIONS", "DATA_EFFECTS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
     "IMPACT_TITLES", "INSTANCE", "LONG_VALUE", "MARKDOWN_MARKER", "NODE_TYPES", "REPLACEMENT_DATA",
     "SCHEMA_VERSION", "Action", "Change", "DiffError", "DiffResult", "Effect", "Group", "Impact",
     "PropertyChange", "Rule", "Side", "SideInfo", "diff_graphs", "diff_sides", "digest", "format_json",
     "format_markdown", "format_text", "group_changes", "load_rules", "name_span", "natural_key", "prop_text",
-    "read_side", "render_side", "rule_for", "short_type", "summarize", "to_dict",
+    "read_side", "render_side", "rule_for", "short_type", "summarize", "to_dict", "UNKNOWN_RULE",
 ]

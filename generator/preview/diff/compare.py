@@ -1,11 +1,14 @@
 """Comparing two resource graphs: which resources change, how (create, update, replace, delete), how badly.
 
 Resources are matched by (type, name). A changed input's effect comes from the replacement data
-(:mod:`generator.preview.diff.replacement`); a change of resource option (``protect``, ``retainOnDelete``)
-is in place. A replacement changes the replaced resource's id, so resources that reference it change too;
-the mock runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a
-reference to a replaced resource counts as a changed input with that input's own effect, until nothing new
-is replaced. Every change then gets its impact class and a reason a reviewer can act on.
+(:mod:`generator.preview.diff.replacement`); an input without a row is ``unknown``, never in place. A change of
+resource option (``protect``, ``retainOnDelete``) is in place, and a new provider region replaces everything.
+A replacement changes the replaced resource's id, so resources that reference it change too; the mock
+runtime cannot show that (it answers every id with ``<name>-id``), so it is propagated here: a reference to a
+replaced resource counts as a changed input with that input's own effect, until nothing new is replaced (only
+a known ``replace`` propagates; an ``unknown`` input is reported, not followed). Every change then gets its
+impact class and a reason a reviewer can act on: an update with an ``ignored`` input is ``never-applied`` and
+one with an ``unknown`` input is ``unknown``, unless something worse is known about the resource.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from generator.preview.diff.model import (
     Change,
     DiffResult,
     Effect,
+    Impact,
     PropertyChange,
     SideInfo,
     natural_key,
 )
-from generator.preview.diff.replacement import DEFAULT_RULE, Rule, load_rules
+from generator.preview.diff.replacement import UNKNOWN_RULE, Rule, load_rules
 from generator.preview.diff.values import _decode_user_data, _short, summarize
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
@@ -87,7 +91,7 @@ def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, st
         a, b = old.inputs.get(name), new.inputs.get(name)
         if a == b:
             continue
-        rule = rules.get((new.type, name), DEFAULT_RULE)
+        rule = rules.get((new.type, name), UNKNOWN_RULE)
         out.append(PropertyChange(name, a, b, rule.effect, rule.source, summarize(name, a, b)))
     for option, a, b in (("protect", old.protect, new.protect),
                          ("retainOnDelete", old.retain_on_delete, new.retain_on_delete)):
@@ -155,7 +159,7 @@ def _propagate_replacements(new: Mapping[tuple[str, str], Resource], common: Ite
                 found = _references(name, value, token_set)
                 if not found:
                     continue
-                rule = rules.get((res.type, name), DEFAULT_RULE)
+                rule = rules.get((res.type, name), UNKNOWN_RULE)
                 cause = tokens[found]
                 props.setdefault(key, []).append(PropertyChange(
                     name, value, value, rule.effect, rule.source,
@@ -165,13 +169,51 @@ def _propagate_replacements(new: Mapping[tuple[str, str], Resource], common: Ite
                     frontier.add(key)
 
 
+_KINDS = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
+          "alicloud:oss/bucket:Bucket": "bucket"}  # what a reviewer calls each of DATA_TYPES
+
+
 def _classify(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],
               fresh_cluster: bool) -> Change:
-    """Pick the impact class and say why, in words a reviewer can act on."""
+    """Pick the impact class and say why, in words a reviewer can act on.
+
+    What is known about the resource (data, nodes) comes first; an update with ``ignored`` or ``unknown`` inputs
+    then takes the worst class of all, and its reason says every part that is not ``safe``. A replaced resource
+    is created anew with every new value, so its ignored and unknown inputs do not matter.
+    """
+    change = _classify_known(action, old, new, props, fresh_cluster)
+    if action != "update":
+        return change
+    parts: list[tuple[Impact, str]] = [(change.impact, change.reason)]
+    ignored = [p.name for p in props if p.effect == "ignored"]
+    unknown = [p.name for p in props if p.effect == "unknown"]
+    if ignored:
+        one = len(ignored) == 1
+        parts.append(("never-applied",
+                      f"{', '.join(ignored)} {'is' if one else 'are'} never applied: the provider has no update for "
+                      f"{'it' if one else 'them'}, so the cloud keeps the old value; replace the resource by hand "
+                      "(`pulumi up --replace URN`) or revert."))
+    if unknown:
+        res = new or old
+        assert res is not None
+        stakes = (f", which would delete the {_KINDS[res.type]} and its data" if res.type in DATA_TYPES
+                  else ", which would lose the node's local disks and interrupt training" if res.type in NODE_TYPES
+                  else "")
+        parts.append(("unknown", f"no provider data for {', '.join(unknown)}: treat "
+                                 f"{'it' if len(unknown) == 1 else 'them'} as a possible replacement{stakes}."))
+    if len(parts) == 1:
+        return change
+    parts.sort(key=lambda part: IMPACTS.index(part[0]))
+    reason = " ".join(why for impact, why in parts if impact != "safe")
+    return Change(action, change.type, change.name, parts[0][0], reason, props)
+
+
+def _classify_known(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],
+                    fresh_cluster: bool) -> Change:
+    """The class the data and the resource's kind give (data, nodes, reboots), before any doubt is added."""
     res = new or old
     assert res is not None
-    kind = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
-            "alicloud:oss/bucket:Bucket": "bucket"}.get(res.type, "")
+    kind = _KINDS.get(res.type, "")
     if res.type in DATA_TYPES:
         guarded = old is not None and old.protect
         guard = (" It is protected: `pulumi up` refuses until the protection is removed." if guarded else "")
@@ -208,7 +250,7 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     return Change(action, res.type, res.name, "safe", reason, props)
 
 
-def _subject(props: Sequence[PropertyChange], effect: Effect) -> str:
+def _subject(props: Sequence[PropertyChange], effect: Effect) -> str:  # effect: replace, reboot or in-place
     """``userData reboots`` / ``privateIp, userData reboot``: the properties with ``effect`` and the verb."""
     names = [p.name for p in props if p.effect == effect]
     verb = {"replace": "force", "reboot": "reboot", "in-place": "update"}[effect]

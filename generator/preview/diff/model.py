@@ -16,12 +16,18 @@ from typing import Any, Literal
 from generator.errors import TrainstackError
 
 Action = Literal["create", "update", "replace", "delete"]
-Impact = Literal["data-at-risk", "replaces-nodes", "restarts-nodes", "safe"]
-Effect = Literal["replace", "reboot", "in-place"]
+Impact = Literal["data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes", "safe"]
+Effect = Literal["replace", "reboot", "in-place", "ignored", "unknown"]
 
-IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "restarts-nodes", "safe")  # worst first
+# Worst first. Certain loss (data, then nodes) outranks everything. A change the provider never applies comes
+# next: the reviewed program and the cloud silently disagree, and the fix is a replacement by hand. An unknown
+# property may be a replacement, so it outranks a known reboot; it stays below the classes that are known to
+# destroy something, and above safe, which it never is.
+IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes",
+                               "safe")
 ACTIONS: tuple[Action, ...] = ("delete", "replace", "update", "create")  # most destructive first
-EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place")
+DATA_EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place", "ignored")  # what a data row may say
+EFFECTS: tuple[Effect, ...] = (*DATA_EFFECTS, "unknown")  # "unknown": the property has no row
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 NODE_TYPES = frozenset({INSTANCE, "alicloud:eflo/node:Node"})  # a GPU node: ECS instance or Lingjun node
@@ -32,6 +38,9 @@ DATA_TYPES = frozenset({"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/file
 IMPACT_TITLES: Mapping[Impact, str] = {
     "data-at-risk": "a file system, fileset or bucket and its data could be deleted",
     "replaces-nodes": "GPU nodes are created, deleted or replaced; training is interrupted",
+    "never-applied": ("the change is recorded in the program but the provider will not apply it; replace the "
+                      "resource by hand (`pulumi up --replace URN`) or revert"),
+    "unknown": "trainstack has no provider data for this property; treat it as a possible replacement",
     "restarts-nodes": "GPU nodes reboot in place; training is interrupted",
     "safe": "no data loss and no node interruption",
 }

@@ -1,7 +1,9 @@
 """Showing a diff: changes grouped for reading, as plain text, a Markdown pull-request comment, or JSON.
 
 :func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
-where long) and :func:`format_json` for tools (``schema_version`` 1; fields are only ever added).
+where long) and :func:`format_json` for tools (``schema_version`` 2; within a version fields are only ever
+added). Every report names each impact class with its title, worst first, so ``never-applied`` and ``unknown``
+read as what they are and never as ``safe``.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from generator.preview.diff.model import (
 )
 from generator.preview.diff.values import LONG_VALUE, digest
 
-SCHEMA_VERSION = 1  # of the JSON report
+# Of the JSON report. 2: the impact classes never-applied and unknown, the effects ignored and unknown (a
+# property without data was "in-place" under 1) and the top-level "impacts" list of classes with their titles.
+SCHEMA_VERSION = 2
 
-_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "restarts-nodes": "🟡",
-                                       "safe": "🟢"}
+_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "never-applied": "🟣",
+                                       "unknown": "❔", "restarts-nodes": "🟡", "safe": "🟢"}
 _ACTION_SYMBOLS: Mapping[Action, str] = {"create": "+", "delete": "-", "update": "~", "replace": "+-"}
 
 
@@ -190,7 +194,7 @@ def format_markdown(result: DiffResult) -> str:
         if not changes:
             continue
         groups = group_changes(changes)
-        out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", ""]
+        out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", "", f"_{IMPACT_TITLES[impact]}_", ""]
         body = [line for g in groups for line in _markdown_group(g)]
         if impact == "safe" or len(groups) > _COLLAPSE_GROUPS:
             summary = f"{_plural(len(changes), 'change')} in {_plural(len(groups), 'group')}"
@@ -199,7 +203,7 @@ def format_markdown(result: DiffResult) -> str:
             out += body
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
-                 "generator/preview/data/replacement.csv.</sub>")]
+                 "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>")]
     return "\n".join(out) + "\n"
 
 
@@ -238,7 +242,7 @@ def _json_value(value: Any) -> Any:
 
 
 def to_dict(result: DiffResult) -> dict[str, Any]:
-    """The ``--format json`` document (``schema_version`` 1; fields are only ever added, never renamed)."""
+    """The ``--format json`` document (``schema_version`` 2; within a version fields are only ever added)."""
     def side(s: SideInfo) -> dict[str, Any]:
         return {"label": s.label, "project": s.project, "stack": s.stack, "region": s.region,
                 "resources": s.resources}
@@ -249,6 +253,8 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
         "head": side(result.head),
         "summary": {**result.counts(), "unchanged": result.unchanged, "changed": result.has_changes,
                     "worst_impact": result.worst_impact, "by_impact": result.impact_counts()},
+        "impacts": [{"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
+                    for impact, n in result.impact_counts().items()],  # every class, worst first
         "notes": list(result.notes),
         "changes": [{
             "action": c.action, "type": c.type, "name": c.name, "impact": c.impact, "reason": c.reason,
