@@ -56,7 +56,6 @@ def test_the_programs_exercise_every_provider_family(emitted: set[tuple[str, str
     assert ("alicloud:ecs/instance:Instance", "spotPriceLimit") in emitted
 
 
-@pytest.mark.xfail(reason=REGENERATION, strict=False)
 def test_every_input_the_programs_set_has_a_replacement_row(emitted: set[tuple[str, str]]) -> None:
     rules = d.load_rules()
     missing = sorted(pair for pair in emitted if pair not in rules)
@@ -65,10 +64,13 @@ def test_every_input_the_programs_set_has_a_replacement_row(emitted: set[tuple[s
                          f"generator/preview/data/replacement/ (trainstack diff reads them as unknown):\n{listing}")
 
 
-@pytest.mark.xfail(reason=REGENERATION, strict=False)
 def test_every_row_cites_a_provider_file_and_line() -> None:
     rules = d.load_rules()
+    # A row either cites the provider's file and line, or says plainly that it could not be verified (the input
+    # is in pulumi_alicloud 4.0.0 but in no stored provider source); those stay few and are listed in the docs.
+    flagged = {key for key, rule in rules.items() if rule.source.startswith(("UNVERIFIED", "UNCERTAIN"))}
+    assert len(flagged) <= 5, sorted(flagged)
     vague = sorted(f"  {token},{prop}: {rule.source}" for (token, prop), rule in rules.items()
-                   if not SOURCE_LINE.search(rule.source))
+                   if not SOURCE_LINE.search(rule.source) and (token, prop) not in flagged)
     assert not vague, (f"{len(vague)} rows do not cite alicloud/resource_alicloud_*.go:<line>:\n"
                        + "\n".join(vague))
