@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from generator import api
 from generator.cli import main
 from generator.preview import diff as d
 from generator.preview.mockrun import Graph, Resource
@@ -677,3 +678,20 @@ def test_a_new_spec_diffs_against_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     assert result.changes and {c.action for c in result.changes} == {"create"}
     with pytest.raises(d.DiffError, match="HEAD cannot be empty"):
         d.diff_sides("examples/finetune-7b.yaml", "-")
+
+
+def test_a_delete_before_replace_resource_says_it_is_gone_for_a_while() -> None:
+    service = "alicloud:nas/protocolService:ProtocolService"
+    old = Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-a", "protocolType": "NFS"})
+    new = Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-b", "protocolType": "NFS"}, delete_before_replace=True)
+    (change,) = d.diff_graphs(Graph([old]), Graph([new])).changes
+    assert change.action == "replace" and change.reason.startswith("the old one is deleted, then a new one")
+    (default,) = d.diff_graphs(Graph([old]), Graph([Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-b",
+                                                                                         "protocolType": "NFS"})])).changes
+    assert default.reason == "a new one is created, then the old one is deleted."
+
+
+def test_the_examples_record_delete_before_replace_on_the_protocol_service() -> None:
+    graph = api.preview(ROOT / "examples" / "pretrain-70b.yaml").graph
+    (service,) = [r for r in graph.resources if r.type == "alicloud:nas/protocolService:ProtocolService"]
+    assert service.delete_before_replace  # the CPFS docs allow one protocol service per file system

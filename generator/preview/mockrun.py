@@ -40,6 +40,7 @@ class Resource:
     protect: bool = False
     retain_on_delete: bool = False
     parent: str = ""
+    delete_before_replace: bool = False
 
     @property
     def urn_key(self) -> str:
@@ -127,16 +128,17 @@ def _mock_classes() -> tuple[Any, Any]:
             return {}
 
     class Monitor(mocks.MockMonitor):
-        """Also records resource options (protect, retainOnDelete) that Mocks do not see."""
+        """Also records resource options (protect, retainOnDelete, deleteBeforeReplace) that Mocks do not see."""
 
         def __init__(self, recorder: Any) -> None:
             super().__init__(recorder)
-            self.options: dict[tuple[str, str], tuple[bool, bool, str]] = {}
+            self.options: dict[tuple[str, str], tuple[bool, bool, str, bool]] = {}
 
         def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
             self.options[(request.type, request.name)] = (bool(request.protect),
                                                           bool(getattr(request, "retainOnDelete", False)),
-                                                          request.parent)
+                                                          request.parent,
+                                                          bool(getattr(request, "deleteBeforeReplace", False)))
             return super().RegisterResource(request)
 
     return Recorder, Monitor
@@ -237,8 +239,8 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
         raise ProgramError(_explain(e, recorder)) from e
     for typ, name, inputs in sorted(recorder.seen, key=lambda x: (x[0], x[1])):
-        protect, retain, parent = monitor.options.get((typ, name), (False, False, ""))
-        graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent))
+        protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
+        graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent, first_delete))
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     return graph
 

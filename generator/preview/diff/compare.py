@@ -245,7 +245,9 @@ def _classify_known(action: Action, old: Resource | None, new: Resource | None, 
             return Change(action, res.type, res.name, "restarts-nodes",
                           f"{_subject(props, 'reboot')} the node: the job is interrupted.", props)
     reason = {"create": "new resource.", "delete": "removed from the program.",
-              "replace": "a new one is created, then the old one is deleted.",
+              "replace": ("the old one is deleted, then a new one is created (deleteBeforeReplace: it is gone "
+                          "for a while)." if getattr(res, "delete_before_replace", False)
+                          else "a new one is created, then the old one is deleted."),
               "update": "updated in place."}[action]
     return Change(action, res.type, res.name, "safe", reason, props)
 
