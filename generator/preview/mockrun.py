@@ -223,6 +223,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     logger.propagate = False
     asyncio.set_event_loop(_event_loop())
     pulumi.runtime.set_all_config({k: v for k, v in (config or {}).items()})
+    settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
     mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
