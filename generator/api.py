@@ -125,7 +125,8 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
         from generator import live
 
-        graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target))
+        graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target),
+                                    config=_folder_config(target, _stack_name(target)))
         return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
     the_plan = plan(target, catalog)
     graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
@@ -156,6 +157,18 @@ def _project_name(stack: Path) -> str:
         if line.startswith("name:"):
             return line.split(":", 1)[1].strip()
     return stack.name
+
+
+def _folder_config(stack: Path, name: str) -> dict[str, str]:
+    """The CPFS mount address a folder's stack config holds once `trainstack up` has set it; without one the mock
+    run uses its placeholder (:data:`generator.preview.mockrun.PLACEHOLDER_SHARED_FS_ADDRESS`)."""
+    from generator.preview.mockrun import SHARED_FS_ADDRESS_KEY
+
+    config_file = stack / f"Pulumi.{name}.yaml"
+    data = stackdir.load_yaml(config_file.read_text(encoding="utf-8")) if config_file.is_file() else None
+    config = data.get("config") if isinstance(data, dict) else None
+    address = config.get(SHARED_FS_ADDRESS_KEY) if isinstance(config, dict) else None
+    return {SHARED_FS_ADDRESS_KEY: address} if isinstance(address, str) and address else {}
 
 
 def _stack_name(stack: Path) -> str:

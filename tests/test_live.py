@@ -631,6 +631,8 @@ if words[:2] == ["stack", "export"]:
          "id": "ft7b-ckpt", "protect": True, "retainOnDelete": True}]}})); sys.exit(0)
 if words[:2] == ["state", "unprotect"]:
     sys.exit(0)
+if words[:2] == ["config", "set"]:
+    sys.exit(0)
 print("fake pulumi: unexpected " + " ".join(args), file=sys.stderr); sys.exit(2)
 '''
 
@@ -692,6 +694,15 @@ def test_pulumi_engine_destroy_keeps_protected_and_unprotects_on_request(fake_pu
     assert "--exclude-protected" in destroy
     unprotect = next(a for a in calls if "unprotect" in a)
     assert {"--all", "--yes"} <= set(unprotect) and unprotect[unprotect.index("--stack") + 1] == "dev"
+
+
+def test_pulumi_engine_sets_plain_config_through_the_automation_api(fake_pulumi: Path) -> None:
+    target = live.target_for(render_folder())
+    live.PulumiEngine().preview(target, lambda e: None)  # creates the stack
+    live.PulumiEngine().set_config(target, "trainstack:sharedFsAddress", "cpfs-0011.cn-hangzhou.cpfs.aliyuncs.com")
+    args = next(c["args"] for c in pulumi_calls(fake_pulumi) if c["args"][:2] == ["config", "set"])
+    assert args == ["config", "set", "trainstack:sharedFsAddress", "--plaintext", "--stack", "dev", "--non-interactive",
+                    "--", "cpfs-0011.cn-hangzhou.cpfs.aliyuncs.com"]
 
 
 def test_pulumi_engine_translates_failures(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch) -> None:

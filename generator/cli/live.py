@@ -100,11 +100,17 @@ def _print_outputs(values: dict[str, Any]) -> None:
               help="Deploy only if the stack folder's digest is HEX (the one printed by a reviewed preview).")
 @handle
 def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -> None:
-    """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud."""
+    """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud.
+
+    A CPFS stack without trainstack:sharedFsAddress deploys in two passes: everything but the nodes, then, once the
+    NAS API has given the export's mount address and it is set in the stack's config, the nodes.
+    """
     from generator import live
 
-    engine = _engine()
-    live.preflight(live.planned_target(target, backend))
+    engine, resolver = _engine(), _mount_address_resolver()
+    planned = live.planned_target(target, backend)
+    live.preflight(planned)
+    live.require_mount_address_sdk(planned, resolver)  # before anything is deployed, not between the passes
     prepared = live.prepare_up(target, backend)
     for change in prepared.rendered:
         _say(f"{change.action:>9}  {prepared.target.stack_dir / change.path}")
@@ -113,6 +119,47 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -
     t = prepared.target
     _header(t, prepared.digest)
     live.check_digest(prepared, expect_digest)
+    pending = live.needs_mount_address(t)
+    earlier = live.deployed_export(engine, t) if pending else None
+    if earlier is not None:  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
+        _say("CPFS: an earlier deploy created the export; its mount address is looked up before deploying")
+        with _cloud_work():
+            live.resolve_mount_address(engine, t, earlier, resolver, _say)
+        _say(f"stack digest: {live.stack_digest(t.stack_dir, t.stack)} (with {live.SHARED_FS_ADDRESS_KEY})")
+        pending = False
+    elif pending:
+        _say("CPFS: the nodes mount the file system at first boot, so they come in a second pass: this pass deploys "
+             "everything else, then the export's mount address is looked up and set")
+    result = _deploy(engine, t, yes)
+    if pending:
+        outputs = result.outputs if result is not None else engine.outputs(t)
+        with _cloud_work():
+            live.resolve_mount_address(engine, t, outputs, resolver, _say)
+        _say(f"stack digest: {live.stack_digest(t.stack_dir, t.stack)} (with {live.SHARED_FS_ADDRESS_KEY})")
+        _say("second pass: deploying the nodes with the CPFS mount address")
+        result = _deploy(engine, t, yes)
+    if result is None:
+        return
+    values = live.format_outputs(result.outputs)
+    if values:
+        _say("Outputs:")
+        _print_outputs(values)
+
+
+def _mount_address_resolver() -> Any:
+    """The NAS API client for a CPFS stack's mount address; tests put a recorded one in the context object."""
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("mount_address_resolver") is not None:
+        return obj["mount_address_resolver"]
+    from generator.live import SdkMountAddressResolver
+
+    return SdkMountAddressResolver()
+
+
+def _deploy(engine: Any, t: Any, yes: bool) -> Any:
+    """One pass of ``up``: preview, list and ask (unless ``yes``), then deploy; None when nothing was to deploy."""
+    from generator import live
+
     total = None
     if not yes:
         summary = engine.preview(t, _diagnostics_only())
@@ -120,16 +167,13 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -
         if not summary.has_changes:
             _say("nothing to deploy: the stack's state already matches the program "
                  "(`trainstack refresh` checks the cloud for drift)")
-            return
+            return None
         _confirm(f"Deploy these changes to {t.project} (stack {t.stack})?")
         total = len(summary.changes) or summary.change_count
     with _cloud_work():
         result = engine.up(t, live.ProgressPrinter(_emit, total))
     _say(f"Resources: {result.summary.totals()}")
-    values = live.format_outputs(result.outputs)
-    if values:
-        _say("Outputs:")
-        _print_outputs(values)
+    return result
 
 
 @click.command()

@@ -22,6 +22,9 @@ What the package adds around the engine, and where:
 * **No secret ever printed.** Every line shown to the user passes through :func:`redact`
   (:mod:`~generator.live.redaction`), which masks the values of the credential and passphrase variables in the
   environment.
+* **The CPFS mount address** (:mod:`~generator.live.mountaddr`). A CPFS program declares its nodes only once
+  ``trainstack:sharedFsAddress`` is set; ``up`` looks the export's address up in the NAS API after its first pass
+  (behind the :class:`MountAddressResolver` port), sets it with :meth:`Engine.set_config` and deploys again.
 * **What the user reads:** progress lines (:mod:`~generator.live.progress`), the reports after a destroy and the
   outputs (:mod:`~generator.live.reports`), and the live preview (:mod:`~generator.live.preview`).
 
@@ -61,6 +64,7 @@ from generator.live.errors import (
     EXIT_INTERRUPTED,
     EXIT_LOCKED,
     EXIT_NO_CREDENTIALS,
+    EXIT_NO_NAS_SDK,
     EXIT_NO_PASSPHRASE,
     EXIT_NO_PULUMI,
     EXIT_NOT_DEPLOYED,
@@ -72,6 +76,7 @@ from generator.live.errors import (
     EngineFailed,
     Interrupted,
     LiveError,
+    NasSdkMissing,
     PassphraseMissing,
     PulumiMissing,
     StackLocked,
@@ -79,6 +84,19 @@ from generator.live.errors import (
     StaleStack,
 )
 from generator.live.fake import FakeEngine
+from generator.live.mountaddr import (
+    INSTALL_LIVE,
+    SHARED_FS_ADDRESS_KEY,
+    MountAddressError,
+    MountAddressResolver,
+    SdkMountAddressResolver,
+    configured_address,
+    deployed_export,
+    needs_mount_address,
+    require_mount_address_sdk,
+    resolve_mount_address,
+    wait_for_mount_address,
+)
 from generator.live.preview import live_preview
 from generator.live.progress import ProgressPrinter, collect_lines
 from generator.live.pulumi_engine import PulumiEngine, engine_env, engine_error
@@ -115,16 +133,19 @@ from generator.live.target import (
 
 __all__ = [
     "BUCKET_SECURING", "CHANGE_OPS", "DEFAULT_SECRETS_PROVIDER", "EXIT_DECLINED", "EXIT_DIGEST", "EXIT_ENGINE",
-    "EXIT_INTERRUPTED", "EXIT_LOCKED", "EXIT_NOT_DEPLOYED", "EXIT_NO_CREDENTIALS", "EXIT_NO_PASSPHRASE",
-    "EXIT_NO_PULUMI", "EXIT_STALE", "INSTALL_PULUMI", "OSS_BUCKET", "PULUMI_BOOKKEEPING_KEYS", "SECRET_ENV_VARS",
-    "STATE_DIR",
+    "EXIT_INTERRUPTED", "EXIT_LOCKED", "EXIT_NOT_DEPLOYED", "EXIT_NO_CREDENTIALS", "EXIT_NO_NAS_SDK",
+    "EXIT_NO_PASSPHRASE", "EXIT_NO_PULUMI", "EXIT_STALE", "INSTALL_LIVE", "INSTALL_PULUMI", "OSS_BUCKET",
+    "PULUMI_BOOKKEEPING_KEYS", "SECRET_ENV_VARS", "SHARED_FS_ADDRESS_KEY", "STATE_DIR",
     "BadTarget", "ChangeSummary", "CredentialsMissing", "Declined", "DigestMismatch", "Engine", "EngineFailed",
-    "Event", "FakeEngine", "Freshness", "Interrupted", "LiveError", "OnEvent", "OutputValue", "PassphraseMissing",
-    "Prepared", "ProgressPrinter", "PulumiEngine", "PulumiMissing", "StackLocked", "StackNotDeployed", "StaleStack",
-    "StateResource", "Step", "Target", "UpResult",
-    "check_backend", "check_digest", "check_fresh", "collect_lines", "credential_source", "default_backend",
-    "display_backend", "engine_env", "engine_error", "find_spec", "format_outputs", "has_state", "how_to_delete",
-    "kept_report", "live_preview", "locate", "other_state_folders", "planned_target", "preflight", "prepare_up",
-    "recorded_spec", "redact", "render_for_up", "require_credentials", "require_passphrase", "require_pulumi_cli",
-    "short_type", "stack_digest", "stale_files", "target_for", "unkept_bucket_security", "urn_name",
+    "Event", "FakeEngine", "Freshness", "Interrupted", "LiveError", "MountAddressError", "MountAddressResolver",
+    "NasSdkMissing", "OnEvent", "OutputValue", "PassphraseMissing", "Prepared", "ProgressPrinter", "PulumiEngine",
+    "PulumiMissing", "SdkMountAddressResolver", "StackLocked", "StackNotDeployed", "StaleStack", "StateResource",
+    "Step", "Target", "UpResult",
+    "check_backend", "check_digest", "check_fresh", "collect_lines", "configured_address", "credential_source",
+    "default_backend", "deployed_export", "display_backend", "engine_env", "engine_error", "find_spec",
+    "format_outputs", "has_state", "how_to_delete", "kept_report", "live_preview", "locate", "needs_mount_address",
+    "other_state_folders", "planned_target", "preflight", "prepare_up", "recorded_spec", "redact", "render_for_up",
+    "require_credentials", "require_mount_address_sdk", "require_passphrase", "require_pulumi_cli",
+    "resolve_mount_address", "short_type", "stack_digest", "stale_files", "target_for", "unkept_bucket_security",
+    "urn_name", "wait_for_mount_address",
 ]

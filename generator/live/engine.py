@@ -166,6 +166,7 @@ class Target:
     backend: str  # Pulumi backend URL
     secrets_provider: str = DEFAULT_SECRETS_PROVIDER
     spec_digest: str = ""
+    shared_fs: str = ""  # the plan's shared file system: "cpfs", "extreme-nas" or "none" ("" when unknown)
 
     @property
     def config_file(self) -> Path:
@@ -196,3 +197,6 @@ class Engine(Protocol):
 
     def unprotect_all(self, target: Target) -> None:
         """Clear the ``protect`` flag on every resource in the state (the cloud is not touched)."""
+
+    def set_config(self, target: Target, key: str, value: str) -> None:
+        """Set a plain (not secret) value in the stack's config, ``Pulumi.<stack>.yaml`` (the cloud is not touched)."""

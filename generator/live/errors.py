@@ -18,6 +18,7 @@ EXIT_DIGEST = 25  # the stack folder is not the one --expect-digest names
 EXIT_ENGINE = 26  # the engine ran and failed (cloud API error, program error, ...)
 EXIT_DECLINED = 27  # the user (or a missing --yes / --confirm-name) did not confirm; nothing changed
 EXIT_NOT_DEPLOYED = 28  # the stack has no state in the backend yet
+EXIT_NO_NAS_SDK = 29  # a CPFS stack needs the NAS SDK (trainstack[live]) to look up its mount address
 EXIT_INTERRUPTED = 130  # Ctrl-C during an engine run (the shell's convention for SIGINT)
 
 
@@ -64,6 +65,12 @@ class Declined(LiveError):
 
 class StackNotDeployed(LiveError):
     exit_code = EXIT_NOT_DEPLOYED
+
+
+class NasSdkMissing(LiveError):
+    """A CPFS stack's first ``up`` looks up the export's mount address with the NAS SDK, which is not installed."""
+
+    exit_code = EXIT_NO_NAS_SDK
 
 
 class Interrupted(LiveError):

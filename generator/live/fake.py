@@ -4,6 +4,7 @@ so commands, checks and messages are tested without a CLI, credentials or a netw
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from generator.live.engine import (
@@ -34,6 +35,7 @@ class FakeEngine:
     diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (severity, message) from preview and up
     fail_with: LiveError | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    config: dict[str, str] = field(default_factory=dict)  # what set_config set
 
     def _record(self, name: str, **kwargs: Any) -> None:
         self.calls.append((name, kwargs))
@@ -114,3 +116,24 @@ class FakeEngine:
     def unprotect_all(self, target: Target) -> None:
         self._record("unprotect_all", target=target)
         self.state = [replace(r, protect=False) for r in self._require_state(target)]
+
+    def set_config(self, target: Target, key: str, value: str) -> None:
+        """Like ``pulumi config set``: recorded, and written into the folder's ``Pulumi.<stack>.yaml``."""
+        self._record("set_config", target=target, key=key, value=value)
+        self.config[key] = value
+        _write_config(target.config_file, key, value)
+
+
+def _write_config(path: Path, key: str, value: str) -> None:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round trip: the rendered comments stay, as they mostly do with Pulumi
+    if not path.parent.is_dir():  # a target made up by a test, with no folder behind it
+        return
+    data = yaml.load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    data = data if data is not None else {}
+    if data.get("config") is None:
+        data["config"] = {}
+    data["config"][key] = value
+    with path.open("w", encoding="utf-8") as f:
+        yaml.dump(data, f)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from generator.live.checks import preflight
 from generator.live.engine import Engine, Target
+from generator.live.mountaddr import needs_mount_address
 from generator.live.progress import ProgressPrinter
 from generator.live.pulumi_engine import PulumiEngine
 from generator.live.redaction import display_backend, redact
@@ -78,6 +79,9 @@ def _preview_text(engine: Engine, t: Target, notes: list[str], folder: Path | No
     said: list[str] = []  # warnings the engine reported, in the progress printer's format
     printer = ProgressPrinter(lambda line, err: said.append(line))
     summary = engine.preview(t, lambda ev: printer(ev) if ev.kind == "diagnostic" else None)
+    if needs_mount_address(t):
+        notes = [*notes, ("CPFS: these are the changes of the first pass; `trainstack up` then looks up the export's "
+                          "mount address, sets trainstack:sharedFsAddress and deploys the nodes in a second pass")]
     lines = [f"Live preview of {t.project} (stack {t.stack}), state in {display_backend(t.backend)}", *notes,
              *said, summary.text().rstrip("\n"),
              f"stack digest: {digest}",

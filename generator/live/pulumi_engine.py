@@ -218,6 +218,12 @@ class PulumiEngine:
                               dependencies=tuple(r.get("dependencies") or ()), parent=r.get("parent") or "")
                 for r in deployment.get("resources") or []]
 
+    def set_config(self, target: Target, key: str, value: str) -> None:
+        from pulumi import automation as auto
+
+        with self._session(target) as stack:
+            stack.set_config(key, auto.ConfigValue(value=value, secret=False))
+
     def unprotect_all(self, target: Target) -> None:
         with self._session(target) as stack:
             ws = stack.workspace

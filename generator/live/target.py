@@ -67,7 +67,12 @@ def target_for(stack_dir: str | Path, backend: str | None = None, env: Mapping[s
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(stack_dir))
     return Target(stack_dir=stack_dir, project=str(data["name"]), stack=str(data["stack"]), backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=str(data.get("spec_digest", "")))
+                  spec_digest=str(data.get("spec_digest", "")), shared_fs=_shared_fs(data))
+
+
+def _shared_fs(plan_data: Mapping[str, Any]) -> str:
+    storage = plan_data.get("storage")
+    return str(storage.get("kind") or "") if isinstance(storage, dict) else ""
 
 
 def _digest_files(stack_dir: Path, stack: str) -> list[tuple[str, bytes]]:
@@ -217,7 +222,7 @@ def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(dest))
     return Target(stack_dir=dest, project=the_plan.name, stack=the_plan.stack, backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=the_plan.spec_digest)
+                  spec_digest=the_plan.spec_digest, shared_fs=the_plan.storage.kind)
 
 
 def has_state(stack_dir: Path, project: str, stack: str) -> bool:

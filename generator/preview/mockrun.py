@@ -25,6 +25,14 @@ from generator.errors import TrainstackError
 
 MOCK_IMAGE_ID = "m-mockimage000000000"
 
+# A CPFS program declares its nodes only once the NFS export's mount address is configured, which `trainstack up`
+# does after its first pass (docs/live.md). Offline runs model the complete cluster with this placeholder instead;
+# ".invalid" is reserved (RFC 2606), so it can never be a real address.
+SHARED_FS_ADDRESS_KEY = "trainstack:sharedFsAddress"
+PLACEHOLDER_SHARED_FS_ADDRESS = "cpfs-export.example.invalid"
+PLACEHOLDER_NOTE = (f"{SHARED_FS_ADDRESS_KEY} is the placeholder {PLACEHOLDER_SHARED_FS_ADDRESS} in this offline run: "
+                    "`trainstack up` looks up the CPFS export's real mount address and fills it in")
+
 
 class ProgramError(TrainstackError):
     """The generated program failed under the mock runtime (an SDK rejected an argument, or it raised)."""
@@ -206,7 +214,12 @@ def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) 
 
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
                 config: Mapping[str, str] | None = None) -> Graph:
-    """Run ``program_dir/__main__.py`` under mocks and return what it declares."""
+    """Run ``program_dir/__main__.py`` under mocks and return what it declares.
+
+    ``config`` is the stack config the program sees. Unless it names ``trainstack:sharedFsAddress`` (an empty value
+    included), that key is :data:`PLACEHOLDER_SHARED_FS_ADDRESS`, so a CPFS program declares its nodes as it will
+    after ``trainstack up``; a run that used the placeholder says so in :attr:`Graph.warnings`.
+    """
     import pulumi
     from pulumi.runtime import mocks, settings
     from pulumi.runtime import stack as stack_mod
@@ -224,7 +237,9 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     logger.handlers[:] = [logging.StreamHandler(log_stream)]
     logger.propagate = False
     asyncio.set_event_loop(_event_loop())
-    pulumi.runtime.set_all_config({k: v for k, v in (config or {}).items()})
+    values = {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
+    pulumi.runtime.set_all_config(values)
+    settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
     mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
@@ -242,6 +257,9 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
         graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent, first_delete))
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
+            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
+        graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
 
 

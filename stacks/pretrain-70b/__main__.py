@@ -286,8 +286,9 @@ alicloud.nas.DataFlow(
     description="import_oss:corpus-pretrain-2026_tokenized",
 )
 
-# The NFS mount address of the export is not an attribute of the SDK; set it once it exists:
-#   pulumi config set trainstack:sharedFsAddress <export mount address>   (console: CPFS > Protocol service > Export)
+# The export's NFS mount address is no attribute of the SDK; only the NAS API's DescribeProtocolMountTarget returns
+# it (ProtocolMountTargetDomain). `trainstack up` looks it up once the export exists, sets it as
+# trainstack:sharedFsAddress and deploys again; until then the compute section declares no nodes.
 SHARED_FS_ADDRESS = pulumi.Output.from_input(config.get("sharedFsAddress") or "")
 
 # --------------------------------------------------------------------------------------------- compute
@@ -409,8 +410,16 @@ def user_data(node, shared_fs_address):
     return base64.b64encode(script.encode()).decode()
 
 
+# node-init.sh runs once, at a node's first boot, so a node created before the CPFS export's mount address is known
+# would never mount CPFS. The nodes are declared only once trainstack:sharedFsAddress is set; `trainstack up` looks
+# the address up after its first pass (DescribeProtocolMountTarget), sets it and deploys again.
+NODES_PENDING = not config.get("sharedFsAddress")
+if NODES_PENDING:
+    pulumi.log.warn(f"no nodes yet: the {len(NODES)} nodes come with the next `trainstack up` pass, once the CPFS "
+                    "export's mount address is known (`trainstack up` looks it up and sets trainstack:sharedFsAddress)")
+
 instances = []
-for node in NODES:
+for node in [] if NODES_PENDING else NODES:
     spot = node["spot"]
     instance = alicloud.ecs.Instance(
         node["name"],
@@ -464,6 +473,7 @@ pulumi.export("node_ids", [instance.id for instance in instances])
 pulumi.export("node_private_ips", [node["ip"] for node in NODES])
 pulumi.export("master_addr", NODES[0]["ip"])
 pulumi.export("hostfile", HOSTFILE)
+pulumi.export("nodes_pending", NODES_PENDING)
 pulumi.export("vpc_id", vpc.id)
 pulumi.export("security_group_id", security_group.id)
 pulumi.export("shared_fs_id", shared_fs.id)
