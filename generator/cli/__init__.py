@@ -38,7 +38,9 @@ def validate(spec: str) -> None:
         click.echo(line)
     if report.failed:
         sys.exit(EXIT_FAILURE)
-    click.echo(f"{spec}: ok ({p.compute.nodes} x {p.compute.instance_type}, {len(p.warnings)} warning(s))")
+    nodes = f"{p.compute.nodes} x {p.compute.instance_type}"
+    click.echo(f"{spec}: ok ({'paused: no node; resumes as ' + nodes if p.compute.paused else nodes}, "
+               f"{len(p.warnings)} warning(s))")
 
 
 @main.command()

@@ -21,6 +21,7 @@ from generator.plan.model import (
     Candidate,
     Checkpoints,
     Compute,
+    Cost,
     Decision,
     DeploymentSet,
     ModelSummary,
@@ -104,7 +105,24 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         recompute=spec.parallelism.recompute, bare_metal=t.bare_metal, vcpu=t.vcpu, memory_gib=t.memory_gib,
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
-        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets)
+        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused)
+
+
+def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
+    """Why a paused plan still names an instance type, ranks and addresses, and what the program leaves out."""
+    lingjun = compute.platform == "lingjun"
+    left_out = ("no eflo.Node and no node group; the eflo cluster, VPD and subnets stay" if lingjun else
+                "no ecs.Instance, no role attachment, and no HPC cluster or deployment set (they would hold "
+                "nothing)")
+    names = (f"{compute.ranks[0].name}..{compute.ranks[-1].name}"
+             + ("" if lingjun else f" at {compute.ranks[0].private_ip}..{compute.ranks[-1].private_ip}"))
+    paused = cost.paused
+    per_day = f"; paused it costs about {paused.per_day:,.2f} {cost.currency}/day" if paused is not None else ""
+    return Decision("paused", f"0 of {compute.nodes} nodes declared", (
+        f"compute.paused is true: the program declares {left_out}. The network, the shared file system, the dataset, "
+        f"the checkpoint bucket and the role stay (data resources keep their protection). The plan is made as if the "
+        f"cluster ran, so setting compute.paused back to false brings back the same {compute.instance_type} ranks "
+        f"{names}{per_day}. Pausing interrupts training: save a checkpoint first"))
 
 
 def plan_sizing(spec: Spec, choice: Choice) -> Sizing:

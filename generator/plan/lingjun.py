@@ -132,6 +132,12 @@ def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, v
             "nodes are only removed from the Pulumi state, never destroyed")))
     else:
         payment = "Subscription"
+        if spec.compute.paused:
+            raise PlanningError([Problem(("compute", "paused"), (
+                f"{lj.name} is sold by subscription only, and Pulumi cannot release Subscription nodes: pausing would "
+                "drop them from the state while they stay prepaid, and resuming would buy new ones"),
+                "leave compute.paused false and stop the job instead, or choose a PayAsYouGo machine type "
+                "(compute.instance_types)")])
         hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
         period = max(1, math.ceil(hours / HOURS_PER_MONTH)) if best.run_hours is not None else 1
         prepaid = nodes * lj.price.cny_per_hour * period * HOURS_PER_MONTH

@@ -146,6 +146,8 @@ class Compute:
     data_disk_gib: int
     ranks: tuple[Node, ...]
     deployment_sets: tuple[DeploymentSet, ...]
+    # compute.paused: the program declares no GPU node; ranks, names and addresses are planned as if running
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +213,28 @@ class Spot:
 
 
 @dataclass(frozen=True, slots=True)
+class CostItem:
+    """One line of what a paused cluster still pays for; ``per_hour`` is None when the catalog has no price."""
+
+    item: str
+    label: str
+    quantity: str
+    per_hour: float | None
+    per_day: float | None
+    basis: str  # "list price", "ESTIMATE" or "not priced"
+
+
+@dataclass(frozen=True, slots=True)
+class PausedCost:
+    """What the kept resources of a paused cluster (``compute.paused: true``) cost: no node runs."""
+
+    per_hour: float
+    per_day: float
+    items: tuple[CostItem, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Cost:
     currency: str
     compute_on_demand_per_hour: float
@@ -223,6 +247,7 @@ class Cost:
     expected_rework_hours: float | None
     run_total: float | None
     price_notes: tuple[str, ...]
+    paused: PausedCost | None = None  # set only when compute.paused: the total then is what a resume costs
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +308,10 @@ class Plan:
         data = _plain(dataclasses.asdict(self))
         if data.get("lingjun") is None:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
+        if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
+            data["compute"].pop("paused", None)
+        if data["cost"].get("paused") is None:
+            data["cost"].pop("paused", None)
         return data
 
     def to_json(self) -> str:

@@ -17,7 +17,7 @@ import hashlib
 from generator.catalog import Catalog, LingjunMachineType
 from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
-from generator.plan.compute import choose, model_summary, plan_compute, plan_sizing, run_warnings
+from generator.plan.compute import choose, model_summary, pause_decision, plan_compute, plan_sizing, run_warnings
 from generator.plan.cost import plan_cost
 from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
@@ -31,8 +31,13 @@ __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 
 
 def spec_digest(spec: Spec) -> str:
-    """A short content hash of the spec's meaning (not its formatting)."""
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+    """A short content hash of the spec's meaning (not its formatting).
+
+    ``compute.paused`` counts only when true, so a spec that never pauses keeps the digest it had before the
+    field existed (and its committed plan.json stays byte-identical).
+    """
+    exclude = None if spec.compute.paused else {"compute": {"paused"}}
+    return hashlib.sha256(spec.model_dump_json(exclude=exclude).encode()).hexdigest()[:16]
 
 
 def make_plan(spec: Spec, catalog: Catalog) -> Plan:
@@ -66,12 +71,14 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
     checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
     spot = plan_spot(spec, fit, ranks, decisions, warnings)
-    cost = plan_cost(spec, catalog, best, storage, checkpoints)
+    cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
     lingjun_plan: Lingjun | None = None
     if lj is not None:
         lingjun_plan = plan_lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, rdma, eri, ranks, dsets)
+    if spec.compute.paused:
+        decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)
     warnings.extend(run_warnings(spec, choice, checkpoints, lj))
     return Plan(

@@ -239,6 +239,7 @@ class ComputeSpec(_Strict):
     image_id: Annotated[str, Field(pattern=limits.IMAGE_ID_RE, max_length=limits.MAX_IMAGE_ID_CHARS)] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
     data_disk_gib: Annotated[int, Field(ge=0, le=32768)] = 0
+    paused: bool = False  # no GPU nodes; everything else (network, storage, bucket, role) stays
 
     @field_validator("data_disk_gib")
     @classmethod
