@@ -412,6 +412,10 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                     "total_gpus": compute.total_gpus},
         "lines": lines,
         "total": {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total},
+        "paused": None if c.paused is None else {
+            "per_hour": c.paused.per_hour, "per_day": c.paused.per_day, "notes": list(c.paused.notes),
+            "lines": [{"item": i.item, "label": i.label, "per_hour": i.per_hour, "per_day": i.per_day,
+                       "quantity": i.quantity, "basis": i.basis} for i in c.paused.items]},
         "run_hours": c.run_hours, "expected_rework_hours": c.expected_rework_hours,
         "price_notes": list(c.price_notes),
         "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
@@ -446,6 +450,17 @@ def cost_text(report: dict[str, Any]) -> str:
     lines = [(f"Cost of {report['name']} (stack {report['stack']}) in {report['region']}: {comp['nodes']} x "
               f"{comp['instance_type']} = {comp['total_gpus']} x {comp['gpu']}; {cur}, catalog "
               f"{report['catalog_version']}"), ""]
+    paused = report.get("paused")
+    if paused is not None:
+        lines.append(f"PAUSED (compute.paused): no GPU node runs and nothing trains. While paused: "
+                     f"{_money(paused['per_hour'])} {cur}/hour, {_money(paused['per_day'])} {cur}/day")
+        lines.append(table(["item", "per hour", "per day", "price", "what"],
+                           [[ln["label"], _money(ln["per_hour"]), _money(ln["per_day"]), ln["basis"], ln["quantity"]]
+                            for ln in paused["lines"]]
+                           + [["total while paused", _money(paused["per_hour"]), _money(paused["per_day"]), "", ""]],
+                           right=(1, 2)))
+        lines += [f"  {n}" for n in paused["notes"]]
+        lines += ["", "Once resumed (the same nodes, the same figures as a running plan):"]
     rows: list[Sequence[Any]] = []
     for ln in report["lines"]:
         p = ln["price"]
@@ -459,7 +474,8 @@ def cost_text(report: dict[str, Any]) -> str:
         lines.append("whole run: n/a (give model.tokens in the spec to estimate the run's length)")
     else:
         hours = report["run_hours"] + (report["expected_rework_hours"] or 0.0)
-        lines.append(f"whole run = {report['run_hours']:,.1f} h training + {report['expected_rework_hours'] or 0:,.1f} h "
+        lines.append(("whole run once resumed (time paused not counted) = " if paused is not None else "whole run = ")
+                     + f"{report['run_hours']:,.1f} h training + {report['expected_rework_hours'] or 0:,.1f} h "
                      f"expected rework after interruptions = {hours:,.1f} h ({hours / 24:,.1f} days)")
     lines += ["", "Price data"]
     for ln in report["lines"]:

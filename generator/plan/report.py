@@ -26,6 +26,22 @@ def warning_lines(plan: Plan) -> list[str]:
     return ["Warnings", *(f"  ! {w}" for w in plan.warnings)] if plan.warnings else []
 
 
+def paused_cost_lines(plan: Plan) -> list[str]:
+    """What a paused plan still costs (``Plan.cost.paused``), as a table with its notes; nothing for a running plan."""
+    paused, cur = plan.cost.paused, plan.cost.currency
+    if paused is None:
+        return []
+
+    def money(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:,.2f}"
+
+    rows = [[i.label, money(i.per_hour), money(i.per_day), i.basis, i.quantity] for i in paused.items]
+    rows.append(["total while paused", money(paused.per_hour), money(paused.per_day), "", ""])
+    return [f"Cost while paused ({cur}): no GPU node runs and nothing trains",
+            table(["item", "per hour", "per day", "price", "what"], rows, right=(1, 2)),
+            *(f"  {n}" for n in paused.notes), ""]
+
+
 def plan_text(plan: Plan) -> str:
     c, m, z, cost = plan.compute, plan.model, plan.sizing, plan.cost
     lines = [
@@ -34,7 +50,8 @@ def plan_text(plan: Plan) -> str:
         f"  model        {human_count(m.parameters)} parameters ({m.layers} layers, hidden {m.hidden}, {m.heads} heads), "
         f"{m.precision}, {m.optimizer}, seq {m.sequence_length}, micro-batch {m.micro_batch_size}"
         + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else ""),
-        f"  compute      {c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
+        ("  compute      PAUSED: no node is declared; resuming brings back " if c.paused else "  compute      ")
+        + f"{c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
         + (" bare metal" if c.bare_metal else ""),
         f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp} ZeRO-{c.zero_stage} recompute={c.recompute}"
         + (" sp" if c.sequence_parallel else ""),
@@ -61,7 +78,8 @@ def plan_text(plan: Plan) -> str:
             ["headroom", z.headroom, human_bytes(z.headroom)],
         ], right=(1, 2)),
         "",
-        "Cost (CNY)",
+        *paused_cost_lines(plan),
+        "Cost once resumed (CNY)" if c.paused else "Cost (CNY)",
         table(["item", "per hour", "per day"], [
             ["compute on demand", f"{cost.compute_on_demand_per_hour:,.2f}", f"{cost.compute_on_demand_per_hour * 24:,.2f}"],
             ["compute spot", f"{cost.compute_spot_per_hour:,.2f}", f"{cost.compute_spot_per_hour * 24:,.2f}"],
@@ -71,7 +89,8 @@ def plan_text(plan: Plan) -> str:
         ], right=(1, 2)),
     ]
     if cost.run_total is not None:
-        lines.append(f"whole run: {cost.run_hours:,.1f} h training + {cost.expected_rework_hours or 0:,.1f} h expected "
+        lines.append(("whole run once resumed (time paused not counted): " if c.paused else "whole run: ")
+                     + f"{cost.run_hours:,.1f} h training + {cost.expected_rework_hours or 0:,.1f} h expected "
                      f"rework = {cost.run_total:,.0f} CNY")
     lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]
     for d in plan.decisions:
