@@ -146,6 +146,7 @@ class Compute:
     data_disk_gib: int
     ranks: tuple[Node, ...]
     deployment_sets: tuple[DeploymentSet, ...]
+    min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +196,7 @@ class Checkpoints:
     size_bytes: int
     write_seconds: float
     cluster_mtbf_hours: float
+    facts_key: str = ""  # the cluster facts object (trainstack/cluster.json), outside the checkpoint prefix; "" without a bucket
 
 
 @dataclass(frozen=True, slots=True)
