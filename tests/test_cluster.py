@@ -95,7 +95,10 @@ def test_small_multi_node_run_gets_extreme_nas_limited_to_the_vpc(tmp_path: Path
     mt = g.one("alicloud:nas/mountTarget:MountTarget")
     assert g.outputs["shared_fs_mount_address"] == f"{mt.name}.mock.nas.aliyuncs.com"
     script = base64.b64decode(g.of_type(INSTANCE)[0].get("user_data")).decode()
-    assert f"{mt.name}.mock.nas.aliyuncs.com" in script and ":/share" in script
+    # the address is in the cluster facts the nodes read at boot, not in their user data
+    facts = json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))
+    assert facts["shared_fs"]["address"] == f"{mt.name}.mock.nas.aliyuncs.com" and ":/share" in script
+    assert f"{mt.name}.mock.nas.aliyuncs.com" not in script
 
 
 @pytest.mark.parametrize("body, field, words", [

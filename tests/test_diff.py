@@ -324,6 +324,7 @@ SDK_TYPES = ("alicloud:ecs/instance:Instance", "alicloud:ecs/ecsDeploymentSet:Ec
              "alicloud:nas/accessGroup:AccessGroup", "alicloud:nas/accessRule:AccessRule",
              "alicloud:nas/mountTarget:MountTarget", "alicloud:oss/bucket:Bucket",
              "alicloud:oss/bucketAcl:BucketAcl", "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock",
+             "alicloud:oss/bucketObject:BucketObject",  # the cluster facts
              "alicloud:ram/role:Role", "alicloud:ram/policy:Policy",
              "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment",
              # Lingjun (eflo) programs: a RAM user (no instance role) and the eflo resources
@@ -623,23 +624,24 @@ def test_git_side_outside_a_repository(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- end to end
 def test_diff_sides_from_git_ref_to_working_copy_end_to_end(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two real renders under the mock runtime (~2 s): a retention change and a checkpoint interval change."""
+    """Two real renders under the mock runtime (~2 s): a retention change and a checkpoint interval change (in the
+    cluster facts)."""
     spec = repo / "specs" / "run.yaml"
     spec.write_text(FINETUNE.read_text().replace("retention_days: 14", "retention_days: 30")
                     .replace("interval: 30m", "interval: 45m"))
     monkeypatch.chdir(repo)
     result = d.diff_sides("HEAD:specs/run.yaml", "specs/run.yaml")
     assert (result.base.label, result.head.label) == ("HEAD:specs/run.yaml", "specs/run.yaml")
+    # the interval lives in the cluster facts object, not in the node's user data: no reboot
     assert {(c.type, c.action, c.impact) for c in result.changes} == {
-        (BUCKET, "update", "safe"), (INSTANCE, "update", "restarts-nodes")}
-    node_change = only(result, "finetune-7b-node-000")
-    assert node_change.properties[0].summary == (
-        "boot script: 1 changed line (CHECKPOINT_INTERVAL_SECONDS=1800 -> CHECKPOINT_INTERVAL_SECONDS=2700)")
+        (BUCKET, "update", "safe"), ("alicloud:oss/bucketObject:BucketObject", "update", "safe")}
+    facts_change = only(result, "cluster-facts")
+    assert "content.checkpoint.interval_seconds: 1800 -> 2700" in facts_change.properties[0].summary
 
     out = CliRunner().invoke(main, ["diff", "HEAD:specs/run.yaml", "specs/run.yaml", "--format", "markdown",
                                     "-o", "diff.md"])
     assert out.exit_code == 2, out.output
-    assert "restarts-nodes" in (repo / "diff.md").read_text()
+    assert "cluster-facts" in (repo / "diff.md").read_text()
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:

@@ -116,7 +116,9 @@ def test_finetune_is_one_8_gpu_node_without_rdma() -> None:
     assert not g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
     assert not g.of_type("alicloud:nas/fileSystem:FileSystem")
     script = _user_data(node)
-    assert "NNODES=1" in script and "NODE_RANK=\"0\"" in script
+    assert "NODE_RANK=\"0\"" in script and "NNODES=" not in script  # the node count is in the cluster facts
+    facts = json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))
+    assert (facts["nodes"], facts["min_nodes"], facts["max_nodes"]) == (1, 1, 1)
 
 
 def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
@@ -163,11 +165,14 @@ def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
     # the nodes' RAM policy reaches only that bucket
     policy = json.loads(g.one("alicloud:ram/policy:Policy").get("policy_document"))
     resources = {r for s in policy["Statement"] for r in s["Resource"]}
-    assert resources == {f"acs:oss:*:*:{bucket.get('bucket')}", f"acs:oss:*:*:{bucket.get('bucket')}/checkpoints/*"}
+    assert resources == {f"acs:oss:*:*:{bucket.get('bucket')}", f"acs:oss:*:*:{bucket.get('bucket')}/checkpoints/*",
+                         f"acs:oss:*:*:{bucket.get('bucket')}/trainstack/cluster.json"}  # the cluster facts, read only
     assert g.outputs["checkpoint_internal_endpoint"] == "oss-cn-wulanchabu-internal.aliyuncs.com"
     # NCCL over eRDMA: MTU and environment in the launch file
     script = _user_data(nodes[0])
-    assert 'MTU="1400"' in script and "NCCL_IB_HCA=erdma" in script and "MASTER_ADDR=10.20.0.10" in script
+    assert 'MTU="1400"' in script
+    facts = json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))
+    assert facts["nccl_env"]["NCCL_IB_HCA"] == "erdma" and facts["master_addr"] == "10.20.0.10"
 
 
 def test_foundation_is_over_a_thousand_bare_metal_gpus() -> None:

@@ -64,6 +64,12 @@ def user_data(node: mockrun.Resource) -> str:
     return base64.b64decode(node.get("user_data")).decode()
 
 
+def facts_address(g: mockrun.Graph) -> str:
+    import json
+
+    return json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))["shared_fs"]["address"]
+
+
 def test_cpfs_program_without_the_address_declares_no_nodes_and_says_when_they_come() -> None:
     pending, full = graph(""), graph(None)
     assert not pending.of_type(INSTANCE) and not pending.of_type(ROLE_ATTACHMENT)
@@ -84,7 +90,8 @@ def test_offline_runs_model_every_node_with_the_placeholder_and_say_so() -> None
     assert len(nodes) == nodes_in_plan() and len(g.of_type(ROLE_ATTACHMENT)) == len(nodes)
     assert g.outputs["nodes_pending"] is False
     assert g.outputs["shared_fs_mount_address"] == mockrun.PLACEHOLDER_SHARED_FS_ADDRESS
-    assert f'SHARED_FS_ADDRESS="{mockrun.PLACEHOLDER_SHARED_FS_ADDRESS}"' in user_data(nodes[0])
+    assert facts_address(g) == mockrun.PLACEHOLDER_SHARED_FS_ADDRESS
+    assert mockrun.PLACEHOLDER_SHARED_FS_ADDRESS not in user_data(nodes[0])  # the nodes read it from the facts
     assert mockrun.PLACEHOLDER_NOTE in g.warnings and "`trainstack up`" in mockrun.PLACEHOLDER_NOTE
     assert not [w for w in g.warnings if "no nodes yet" in w]
 
@@ -93,7 +100,7 @@ def test_a_configured_address_reaches_every_node_and_replaces_the_placeholder() 
     g = graph(ADDRESS)
     nodes = g.of_type(INSTANCE)
     assert len(nodes) == nodes_in_plan()
-    assert all(f'SHARED_FS_ADDRESS="{ADDRESS}"' in user_data(n) for n in nodes)
+    assert facts_address(g) == ADDRESS  # in the cluster facts every node reads, not in their user data
     assert mockrun.PLACEHOLDER_NOTE not in g.warnings
 
 

@@ -17,6 +17,15 @@ from generator.plan.spot import spot_split
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes, human_seconds
 
+FACTS_KEYS = ("trainstack/cluster.json", "trainstack-facts/cluster.json")
+
+
+def facts_key(prefix: str) -> str:
+    """Where the program publishes the cluster facts: a key the checkpoint prefix does not cover, so the nodes,
+    which may write under the prefix, can only read the facts."""
+    return next(key for key in FACTS_KEYS if not key.startswith(prefix))
+
+
 NODE_MTBF_HOURS = 2000.0  # assumed hardware MTBF of one 8-GPU node; an engineering assumption (docs/sizing.md)
 
 
@@ -81,4 +90,5 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                               f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"))
     return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
                        k.abort_multipart_days, endpoint, cm.size_bytes, round(cm.write_seconds, 3),
-                       round(cm.mtbf_hours, 3))
+                       round(cm.mtbf_hours, 3),
+                       facts_key(k.prefix) if spec.compute.platform != "lingjun" else "")

@@ -16,7 +16,7 @@ from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineTyp
 from generator.errors import Problem
 from generator.plan.checkpoints import NODE_MTBF_HOURS, auto_interval_hours
 from generator.plan.fit import Fit, PlanningError, Scored
-from generator.plan.layout import architecture, nothing_fits, search, shape_problems
+from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -93,8 +93,39 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     return Choice(arch, lora_rank, best, gpu, tuple(candidates))
 
 
+def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> int:
+    """The fewest nodes the elastic launch keeps training on (``torchrun --nnodes MIN:MAX``), with its decision:
+    ``spot.min_nodes`` when the spec gives it, else the smallest data-parallel degree that still fits memory."""
+    fit = choice.best.fit
+    floor = memory_minimum(spec, choice.arch, choice.lora_rank, fit)
+    asked = spec.spot.min_nodes
+    step = f"tp={fit.tp} pp={fit.pp}"
+    if asked is None:
+        decisions.append(Decision("elastic minimum", f"{floor} of {fit.nodes} node(s)",
+                                  f"the fewest nodes whose GPUs still hold the training state with {step} (ZeRO "
+                                  f"shards over fewer data-parallel ranks as nodes leave); after a reclaim or a node "
+                                  f"failure torchrun restarts on the nodes that remain, down to this many"))
+        return floor
+    problems = []
+    if asked > fit.nodes:
+        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} is more than the plan's {fit.nodes} node(s)",
+                                f"use a value from {floor} to {fit.nodes}"))
+    elif asked < floor:
+        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} cannot hold the training state: with "
+                                f"{step} the GPUs of fewer than {floor} node(s) run out of memory",
+                                f"use a value from {floor} to {fit.nodes}, or leave it out"))
+    elif (asked * fit.itype.gpus) % (fit.tp * fit.pp):
+        problems.append(Problem(("spot", "min_nodes"), f"{asked} node(s) have {asked * fit.itype.gpus} GPUs, which "
+                                f"{step} cannot split evenly", f"use a multiple of {fit.tp * fit.pp // math.gcd(fit.tp * fit.pp, fit.itype.gpus)}"))
+    if problems:
+        raise PlanningError(problems)
+    decisions.append(Decision("elastic minimum", f"{asked} of {fit.nodes} node(s)",
+                              f"as the spec asks (spot.min_nodes); the memory minimum with {step} is {floor}"))
+    return asked
+
+
 def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[Node, ...],
-                 dsets: tuple[DeploymentSet, ...]) -> Compute:
+                 dsets: tuple[DeploymentSet, ...], min_nodes: int = 1) -> Compute:
     """The chosen nodes, their layout and fabric, and the rank table (from the network part)."""
     fit = choice.best.fit
     t = fit.itype
@@ -105,7 +136,8 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         recompute=spec.parallelism.recompute, bare_metal=t.bare_metal, vcpu=t.vcpu, memory_gib=t.memory_gib,
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
-        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused)
+        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
+        min_nodes=min_nodes)
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:

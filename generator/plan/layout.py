@@ -295,3 +295,28 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
     what = "Lingjun machine type" if c.platform == "lingjun" else "instance type"
     return Problem(path, f"no {what} in the region can train this {human_count(arch.parameters)}-parameter model"
                    + (f" ({details})" if details else ""), "to fix: " + "; or ".join(fixes))
+
+
+def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, fit: Fit) -> int:
+    """The fewest nodes, at most ``fit.nodes``, that still hold the training state with the fit's tensor and
+    pipeline degrees: the floor of an elastic launch. Memory never grows with the data-parallel degree, so a
+    binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
+    t = fit.itype
+    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0]
+    gpu_bytes = int(t.gpu_memory_gib * 2**30)
+
+    def fits(n: int) -> bool:
+        try:
+            dp = n * t.gpus // (fit.tp * fit.pp)
+            return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
+        except sizing.SizingError:
+            return False
+
+    lo, hi = 0, len(options) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(options[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return options[lo] if options else fit.nodes

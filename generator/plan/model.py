@@ -148,6 +148,7 @@ class Compute:
     deployment_sets: tuple[DeploymentSet, ...]
     # compute.paused: the program declares no GPU node; ranks, names and addresses are planned as if running
     paused: bool = False
+    min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,7 @@ class Checkpoints:
     size_bytes: int
     write_seconds: float
     cluster_mtbf_hours: float
+    facts_key: str = ""  # the cluster facts object (trainstack/cluster.json), outside the checkpoint prefix; "" without a bucket
 
 
 @dataclass(frozen=True, slots=True)

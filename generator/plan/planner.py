@@ -17,7 +17,8 @@ import hashlib
 from generator.catalog import Catalog, LingjunMachineType
 from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
-from generator.plan.compute import choose, model_summary, pause_decision, plan_compute, plan_sizing, run_warnings
+from generator.plan.compute import (choose, elastic_minimum, model_summary, pause_decision, plan_compute,
+                                      plan_sizing, run_warnings)
 from generator.plan.cost import plan_cost
 from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
@@ -71,12 +72,13 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
     checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
     spot = plan_spot(spec, fit, ranks, decisions, warnings)
+    min_nodes = elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
     lingjun_plan: Lingjun | None = None
     if lj is not None:
         lingjun_plan = plan_lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)
     sizing_out = plan_sizing(spec, choice)
-    compute = plan_compute(spec, choice, rdma, eri, ranks, dsets)
+    compute = plan_compute(spec, choice, rdma, eri, ranks, dsets, min_nodes)
     if spec.compute.paused:
         decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)

@@ -7,6 +7,7 @@ sorted order and every file ends with a newline. Only :mod:`generator.render.sta
 from __future__ import annotations
 
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "hostfile": escape.quoted_heredoc_body(hostfile, "HOSTFILE"),
         "master_addr": master,
         "launch_env": launch_env(plan),
+        "facts": cluster_facts(plan),
+        "facts_inline": escape.quoted_heredoc_body(json.dumps(cluster_facts(plan), sort_keys=True, indent=1) + "\n",
+                                                   "FACTS"),
         "node_mtu": n.mtu,
         "bucket": k.bucket,
         "dataset_bucket": (s.dataset.source.split("/")[2] if s.dataset else ""),
@@ -73,14 +77,46 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
     }
 
 
+RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here
+MAX_RESTARTS = 100  # torchrun --max-restarts: every reclaim, failure or join counts as one restart
+
+
+def cluster_facts(plan: Plan) -> dict[str, Any]:
+    """What the whole cluster shares, published as one JSON object in the checkpoint bucket
+    (``plan.checkpoints.facts_key``) and read by every node at boot and at each launch. The shared file system's
+    address is filled in by the program (an output at deploy time). No secrets: the object is private anyway."""
+    c, s, k = plan.compute, plan.storage, plan.checkpoints
+    return {
+        "schema": 1,
+        "name": plan.name,
+        "nodes": c.nodes,
+        "gpus_per_node": c.gpus_per_node,
+        "world_size": c.total_gpus,
+        "min_nodes": c.min_nodes,
+        "max_nodes": c.nodes,
+        "max_restarts": MAX_RESTARTS,
+        "master_addr": c.ranks[0].private_ip if c.ranks else "127.0.0.1",
+        "master_port": RDZV_PORT,
+        "members": [{"rank": r.rank, "name": r.name, "ip": r.private_ip} for r in c.ranks],
+        "shared_fs": {"kind": s.kind, "address": "", "mount_path": s.mount_path if s.kind != "none" else ""},
+        "checkpoint": {"url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "",
+                       "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds},
+        "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
+        "nccl_env": dict(plan.network.nccl_env),
+    }
+
+
 def launch_env(plan: Plan) -> list[tuple[str, str]]:
     """The environment every node's launcher sees (written to /etc/trainstack/launch.env)."""
     c = plan.compute
     env = [
         ("TRAINSTACK_NAME", plan.name),
         ("MASTER_ADDR", c.ranks[0].private_ip if c.ranks else "127.0.0.1"),
-        ("MASTER_PORT", "29500"),
+        ("MASTER_PORT", str(RDZV_PORT)),
         ("NNODES", str(c.nodes)),
+        ("MIN_NODES", str(c.min_nodes)),
+        ("MAX_NODES", str(c.nodes)),
+        ("MAX_RESTARTS", str(MAX_RESTARTS)),
         ("GPUS_PER_NODE", str(c.gpus_per_node)),
         ("WORLD_SIZE", str(c.total_gpus)),
         ("TP_SIZE", str(c.tp)),
@@ -119,4 +155,4 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-__all__ = ["render", "template_vars", "templates_dir", "py_literal", "MARKER", "dumps"]
+__all__ = ["render", "cluster_facts", "template_vars", "templates_dir", "py_literal", "MARKER", "dumps"]

@@ -399,6 +399,8 @@ class SpotSpec(_Strict):
     interruption: Literal["terminate", "stop"] = "terminate"
     interruptions_per_node_day: Annotated[float, Field(ge=0, le=100)] = 0.1
     price_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.5  # assumed spot price as a fraction of list (an assumption)
+    # the fewest nodes the elastic launch keeps training on (torchrun --nnodes MIN:MAX); None: the plan's memory minimum
+    min_nodes: Annotated[int, Field(ge=1, le=100_000)] | None = None
 
 
 class BudgetSpec(_Strict):

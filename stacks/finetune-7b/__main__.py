@@ -133,11 +133,12 @@ node_role = alicloud.ram.Role(
 
 BUCKET = "finetune-7b-ckpt-c76dc2"
 CHECKPOINT_PREFIX = "checkpoints/"
+FACTS_KEY = "trainstack/cluster.json"  # the cluster facts object (parts/facts.py.j2), outside CHECKPOINT_PREFIX
 
 checkpoint_policy = alicloud.ram.Policy(
     "checkpoint-policy",
     policy_name=f"{NAME}-checkpoints",
-    description="trainstack: read and write checkpoints in one bucket prefix, nothing else",
+    description="trainstack: read and write checkpoints in one bucket prefix, read the cluster facts, nothing else",
     policy_document=json.dumps({
         "Version": "1",
         "Statement": [
@@ -146,6 +147,12 @@ checkpoint_policy = alicloud.ram.Policy(
                 "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:AbortMultipartUpload",
                            "oss:ListParts", "oss:GetObjectVersion"],
                 "Resource": [f"acs:oss:*:*:{BUCKET}/{CHECKPOINT_PREFIX}*"],
+            },
+            {
+                # the cluster facts: read-only, one key outside the checkpoint prefix (the program writes it)
+                "Effect": "Allow",
+                "Action": ["oss:GetObject"],
+                "Resource": [f"acs:oss:*:*:{BUCKET}/{FACTS_KEY}"],
             },
             {
                 "Effect": "Allow",
@@ -241,16 +248,17 @@ deployment_sets = {}
 NODES = [
     {"rank": 0, "name": "finetune-7b-node-000", "ip": "10.0.0.10", "spot": False, "deployment_set": ""},
 ]
-HOSTFILE = "".join(f"{node['ip']} slots=8\n" for node in NODES)
+HOSTFILE = "".join(f"{node['ip']} slots=8\n" for node in NODES)  # also in the cluster facts
 NODE_INIT = (HERE / "node-init.sh").read_text()
 
 
-def user_data(node, shared_fs_address):
-    """node-init.sh with this node's identity filled in, base64-encoded as ECS expects."""
+def user_data(node, shared_fs_address=""):
+    """node-init.sh with what never changes for this node filled in (rank, name, spot), base64-encoded as ECS
+    expects. What the cluster shares is in the cluster facts."""
     script = (NODE_INIT.replace("__TRAINSTACK_NODE_RANK__", str(node["rank"]))
               .replace("__TRAINSTACK_NODE_NAME__", node["name"])
               .replace("__TRAINSTACK_NODE_SPOT__", "true" if node["spot"] else "false")
-              .replace("__TRAINSTACK_SHARED_FS_ADDRESS__", shared_fs_address or ""))
+              .replace('"address": ""', '"address": ' + json.dumps(shared_fs_address or ""), 1))
     return base64.b64encode(script.encode()).decode()
 
 
@@ -278,7 +286,7 @@ for node in NODES:
         http_tokens="required",
         instance_charge_type="PostPaid",
         deployment_set_id=deployment_sets[node["deployment_set"]].id if node["deployment_set"] else None,
-        user_data=SHARED_FS_ADDRESS.apply(lambda address, node=node: user_data(node, address)),
+        user_data=user_data(node),
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},
         volume_tags=TAGS,
     )
@@ -291,6 +299,24 @@ for node, instance in zip(NODES, instances):
         instance_id=instance.id,
         ram_role_name=node_role.role_name,
     )
+
+# The cluster facts. What the whole cluster shares (members, node count, rendezvous, shared file system,
+# checkpoints, layout, elastic bounds) lives here, not in the nodes' user data: a resize rewrites this object and
+# leaves the nodes that stay alone. Nodes read it with their RAM role (oss:GetObject on this key only) at boot and at every
+# trainstack-launch. It holds no secrets; the bucket is private and so is the object.
+CLUSTER_FACTS = {"checkpoint": {"endpoint": "oss-cn-hangzhou-internal.aliyuncs.com", "interval_seconds": 1800, "url": "oss://finetune-7b-ckpt-c76dc2/checkpoints/"}, "gpus_per_node": 8, "master_addr": "10.0.0.10", "master_port": 29500, "max_nodes": 1, "max_restarts": 100, "members": [{"ip": "10.0.0.10", "name": "finetune-7b-node-000", "rank": 0}], "min_nodes": 1, "name": "finetune-7b", "nccl_env": {}, "nodes": 1, "parallel": {"dp": 8, "pp": 1, "tp": 1, "zero_stage": 3}, "schema": 1, "shared_fs": {"address": "", "kind": "none", "mount_path": ""}, "world_size": 8}
+alicloud.oss.BucketObject(
+    "cluster-facts",
+    bucket=checkpoint_bucket.bucket,
+    key=FACTS_KEY,
+    content=pulumi.Output.json_dumps({
+        **CLUSTER_FACTS,
+        "shared_fs": {**CLUSTER_FACTS["shared_fs"], "address": SHARED_FS_ADDRESS},
+    }, indent=1, sort_keys=True),
+    content_type="application/json",
+    acl="private",
+    server_side_encryption="AES256",
+)
 
 # --------------------------------------------------------------------------------------------- outputs
 pulumi.export("node_ids", [instance.id for instance in instances])

@@ -141,11 +141,12 @@ node_role = alicloud.ram.Role(
 
 BUCKET = "pretrain-70b-ckpt-c870c3"
 CHECKPOINT_PREFIX = "checkpoints/"
+FACTS_KEY = "trainstack/cluster.json"  # the cluster facts object (parts/facts.py.j2), outside CHECKPOINT_PREFIX
 
 checkpoint_policy = alicloud.ram.Policy(
     "checkpoint-policy",
     policy_name=f"{NAME}-checkpoints",
-    description="trainstack: read and write checkpoints in one bucket prefix, nothing else",
+    description="trainstack: read and write checkpoints in one bucket prefix, read the cluster facts, nothing else",
     policy_document=json.dumps({
         "Version": "1",
         "Statement": [
@@ -154,6 +155,12 @@ checkpoint_policy = alicloud.ram.Policy(
                 "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:AbortMultipartUpload",
                            "oss:ListParts", "oss:GetObjectVersion"],
                 "Resource": [f"acs:oss:*:*:{BUCKET}/{CHECKPOINT_PREFIX}*"],
+            },
+            {
+                # the cluster facts: read-only, one key outside the checkpoint prefix (the program writes it)
+                "Effect": "Allow",
+                "Action": ["oss:GetObject"],
+                "Resource": [f"acs:oss:*:*:{BUCKET}/{FACTS_KEY}"],
             },
             {
                 "Effect": "Allow",
@@ -397,16 +404,17 @@ NODES = [
     {"rank": 62, "name": "pretrain-70b-node-062", "ip": "10.20.0.72", "spot": True, "deployment_set": "ll3"},
     {"rank": 63, "name": "pretrain-70b-node-063", "ip": "10.20.0.73", "spot": True, "deployment_set": "ll3"},
 ]
-HOSTFILE = "".join(f"{node['ip']} slots=8\n" for node in NODES)
+HOSTFILE = "".join(f"{node['ip']} slots=8\n" for node in NODES)  # also in the cluster facts
 NODE_INIT = (HERE / "node-init.sh").read_text()
 
 
-def user_data(node, shared_fs_address):
-    """node-init.sh with this node's identity filled in, base64-encoded as ECS expects."""
+def user_data(node, shared_fs_address=""):
+    """node-init.sh with what never changes for this node filled in (rank, name, spot), base64-encoded as ECS
+    expects. What the cluster shares is in the cluster facts."""
     script = (NODE_INIT.replace("__TRAINSTACK_NODE_RANK__", str(node["rank"]))
               .replace("__TRAINSTACK_NODE_NAME__", node["name"])
               .replace("__TRAINSTACK_NODE_SPOT__", "true" if node["spot"] else "false")
-              .replace("__TRAINSTACK_SHARED_FS_ADDRESS__", shared_fs_address or ""))
+              .replace('"address": ""', '"address": ' + json.dumps(shared_fs_address or ""), 1))
     return base64.b64encode(script.encode()).decode()
 
 
@@ -454,7 +462,7 @@ for node in [] if NODES_PENDING else NODES:
             network_card_index=1,
         ),
         deployment_set_id=deployment_sets[node["deployment_set"]].id if node["deployment_set"] else None,
-        user_data=SHARED_FS_ADDRESS.apply(lambda address, node=node: user_data(node, address)),
+        user_data=user_data(node),
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},
         volume_tags=TAGS,
     )
@@ -467,6 +475,24 @@ for node, instance in zip(NODES, instances):
         instance_id=instance.id,
         ram_role_name=node_role.role_name,
     )
+
+# The cluster facts. What the whole cluster shares (members, node count, rendezvous, shared file system,
+# checkpoints, layout, elastic bounds) lives here, not in the nodes' user data: a resize rewrites this object and
+# leaves the nodes that stay alone. Nodes read it with their RAM role (oss:GetObject on this key only) at boot and at every
+# trainstack-launch. It holds no secrets; the bucket is private and so is the object.
+CLUSTER_FACTS = {"checkpoint": {"endpoint": "oss-cn-wulanchabu-internal.aliyuncs.com", "interval_seconds": 4380, "url": "oss://pretrain-70b-ckpt-c870c3/checkpoints/"}, "gpus_per_node": 8, "master_addr": "10.20.0.10", "master_port": 29500, "max_nodes": 64, "max_restarts": 100, "members": [{"ip": "10.20.0.10", "name": "pretrain-70b-node-000", "rank": 0}, {"ip": "10.20.0.11", "name": "pretrain-70b-node-001", "rank": 1}, {"ip": "10.20.0.12", "name": "pretrain-70b-node-002", "rank": 2}, {"ip": "10.20.0.13", "name": "pretrain-70b-node-003", "rank": 3}, {"ip": "10.20.0.14", "name": "pretrain-70b-node-004", "rank": 4}, {"ip": "10.20.0.15", "name": "pretrain-70b-node-005", "rank": 5}, {"ip": "10.20.0.16", "name": "pretrain-70b-node-006", "rank": 6}, {"ip": "10.20.0.17", "name": "pretrain-70b-node-007", "rank": 7}, {"ip": "10.20.0.18", "name": "pretrain-70b-node-008", "rank": 8}, {"ip": "10.20.0.19", "name": "pretrain-70b-node-009", "rank": 9}, {"ip": "10.20.0.20", "name": "pretrain-70b-node-010", "rank": 10}, {"ip": "10.20.0.21", "name": "pretrain-70b-node-011", "rank": 11}, {"ip": "10.20.0.22", "name": "pretrain-70b-node-012", "rank": 12}, {"ip": "10.20.0.23", "name": "pretrain-70b-node-013", "rank": 13}, {"ip": "10.20.0.24", "name": "pretrain-70b-node-014", "rank": 14}, {"ip": "10.20.0.25", "name": "pretrain-70b-node-015", "rank": 15}, {"ip": "10.20.0.26", "name": "pretrain-70b-node-016", "rank": 16}, {"ip": "10.20.0.27", "name": "pretrain-70b-node-017", "rank": 17}, {"ip": "10.20.0.28", "name": "pretrain-70b-node-018", "rank": 18}, {"ip": "10.20.0.29", "name": "pretrain-70b-node-019", "rank": 19}, {"ip": "10.20.0.30", "name": "pretrain-70b-node-020", "rank": 20}, {"ip": "10.20.0.31", "name": "pretrain-70b-node-021", "rank": 21}, {"ip": "10.20.0.32", "name": "pretrain-70b-node-022", "rank": 22}, {"ip": "10.20.0.33", "name": "pretrain-70b-node-023", "rank": 23}, {"ip": "10.20.0.34", "name": "pretrain-70b-node-024", "rank": 24}, {"ip": "10.20.0.35", "name": "pretrain-70b-node-025", "rank": 25}, {"ip": "10.20.0.36", "name": "pretrain-70b-node-026", "rank": 26}, {"ip": "10.20.0.37", "name": "pretrain-70b-node-027", "rank": 27}, {"ip": "10.20.0.38", "name": "pretrain-70b-node-028", "rank": 28}, {"ip": "10.20.0.39", "name": "pretrain-70b-node-029", "rank": 29}, {"ip": "10.20.0.40", "name": "pretrain-70b-node-030", "rank": 30}, {"ip": "10.20.0.41", "name": "pretrain-70b-node-031", "rank": 31}, {"ip": "10.20.0.42", "name": "pretrain-70b-node-032", "rank": 32}, {"ip": "10.20.0.43", "name": "pretrain-70b-node-033", "rank": 33}, {"ip": "10.20.0.44", "name": "pretrain-70b-node-034", "rank": 34}, {"ip": "10.20.0.45", "name": "pretrain-70b-node-035", "rank": 35}, {"ip": "10.20.0.46", "name": "pretrain-70b-node-036", "rank": 36}, {"ip": "10.20.0.47", "name": "pretrain-70b-node-037", "rank": 37}, {"ip": "10.20.0.48", "name": "pretrain-70b-node-038", "rank": 38}, {"ip": "10.20.0.49", "name": "pretrain-70b-node-039", "rank": 39}, {"ip": "10.20.0.50", "name": "pretrain-70b-node-040", "rank": 40}, {"ip": "10.20.0.51", "name": "pretrain-70b-node-041", "rank": 41}, {"ip": "10.20.0.52", "name": "pretrain-70b-node-042", "rank": 42}, {"ip": "10.20.0.53", "name": "pretrain-70b-node-043", "rank": 43}, {"ip": "10.20.0.54", "name": "pretrain-70b-node-044", "rank": 44}, {"ip": "10.20.0.55", "name": "pretrain-70b-node-045", "rank": 45}, {"ip": "10.20.0.56", "name": "pretrain-70b-node-046", "rank": 46}, {"ip": "10.20.0.57", "name": "pretrain-70b-node-047", "rank": 47}, {"ip": "10.20.0.58", "name": "pretrain-70b-node-048", "rank": 48}, {"ip": "10.20.0.59", "name": "pretrain-70b-node-049", "rank": 49}, {"ip": "10.20.0.60", "name": "pretrain-70b-node-050", "rank": 50}, {"ip": "10.20.0.61", "name": "pretrain-70b-node-051", "rank": 51}, {"ip": "10.20.0.62", "name": "pretrain-70b-node-052", "rank": 52}, {"ip": "10.20.0.63", "name": "pretrain-70b-node-053", "rank": 53}, {"ip": "10.20.0.64", "name": "pretrain-70b-node-054", "rank": 54}, {"ip": "10.20.0.65", "name": "pretrain-70b-node-055", "rank": 55}, {"ip": "10.20.0.66", "name": "pretrain-70b-node-056", "rank": 56}, {"ip": "10.20.0.67", "name": "pretrain-70b-node-057", "rank": 57}, {"ip": "10.20.0.68", "name": "pretrain-70b-node-058", "rank": 58}, {"ip": "10.20.0.69", "name": "pretrain-70b-node-059", "rank": 59}, {"ip": "10.20.0.70", "name": "pretrain-70b-node-060", "rank": 60}, {"ip": "10.20.0.71", "name": "pretrain-70b-node-061", "rank": 61}, {"ip": "10.20.0.72", "name": "pretrain-70b-node-062", "rank": 62}, {"ip": "10.20.0.73", "name": "pretrain-70b-node-063", "rank": 63}], "min_nodes": 3, "name": "pretrain-70b", "nccl_env": {"NCCL_IB_GID_INDEX": "1", "NCCL_IB_HCA": "erdma", "NCCL_IB_QPS_PER_CONNECTION": "8", "NCCL_MIN_NCHANNELS": "16", "NCCL_NET_PLUGIN": "none", "NCCL_SOCKET_IFNAME": "eth0"}, "nodes": 64, "parallel": {"dp": 64, "pp": 1, "tp": 8, "zero_stage": 1}, "schema": 1, "shared_fs": {"address": "", "kind": "cpfs", "mount_path": "/mnt/shared"}, "world_size": 512}
+alicloud.oss.BucketObject(
+    "cluster-facts",
+    bucket=checkpoint_bucket.bucket,
+    key=FACTS_KEY,
+    content=pulumi.Output.json_dumps({
+        **CLUSTER_FACTS,
+        "shared_fs": {**CLUSTER_FACTS["shared_fs"], "address": SHARED_FS_ADDRESS},
+    }, indent=1, sort_keys=True),
+    content_type="application/json",
+    acl="private",
+    server_side_encryption="AES256",
+)
 
 # --------------------------------------------------------------------------------------------- outputs
 pulumi.export("node_ids", [instance.id for instance in instances])

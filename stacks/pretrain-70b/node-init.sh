@@ -1,10 +1,13 @@
 #!/bin/bash
 # trainstack node bootstrap for "pretrain-70b" (cloud-init user data; runs once, as root, at first boot).
-# The program fills in __TRAINSTACK_NODE_RANK__, __TRAINSTACK_NODE_NAME__, __TRAINSTACK_NODE_SPOT__ and
-# __TRAINSTACK_SHARED_FS_ADDRESS__.
+# The program fills in only what never changes for a node: __TRAINSTACK_NODE_RANK__, __TRAINSTACK_NODE_NAME__ and
+# __TRAINSTACK_NODE_SPOT__. What the whole cluster shares (members, node count, rendezvous, shared file system,
+# checkpoints) is one JSON object, the cluster facts, that the program publishes
+# in the checkpoint bucket and /usr/local/bin/trainstack-facts reads at boot and at every trainstack-launch, so
+# resizing the cluster changes no node's user data.
 #
 # What it does, in order, each step idempotent:
-#   1. writes the node identity, /etc/trainstack/hostfile and /etc/trainstack/launch.env
+#   1. writes the node identity, reads the cluster facts and writes /etc/trainstack/hostfile and launch.env
 #   2. sets the MTU that NCCL over eRDMA needs (1400)
 #   3. installs the eRDMA stack and the NVIDIA driver if the image lacks them
 #   4. mounts the shared file system at /mnt/shared
@@ -16,111 +19,168 @@ echo "trainstack: bootstrap of rank __TRAINSTACK_NODE_RANK__ starting"
 
 NODE_RANK="__TRAINSTACK_NODE_RANK__"
 NODE_NAME="__TRAINSTACK_NODE_NAME__"
-SHARED_FS_ADDRESS="__TRAINSTACK_SHARED_FS_ADDRESS__"
+SPOT="__TRAINSTACK_NODE_SPOT__"
 RDMA="erdma"
 ERI_COUNT="2"
+# Where the cluster facts live: the checkpoint bucket, a key only readable by the node role, the internal endpoint.
+FACTS_BUCKET="pretrain-70b-ckpt-c870c3"
+FACTS_KEY="trainstack/cluster.json"
+FACTS_ENDPOINT="oss-cn-wulanchabu-internal.aliyuncs.com"
+FACTS_ROLE="pretrain-70b-node"
 MTU="1400"
-SHARED_KIND="cpfs"
-SHARED_DIR="/mnt/shared"
-SPOT="__TRAINSTACK_NODE_SPOT__"
 # Alibaba's eRDMA installer on the VPC-internal mirror (latest listed 1.5.7, 2026-03-31) [DOC-ERDMA-USAGE]
 ERDMA_INSTALLER_URL="http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
 
 mkdir -p /etc/trainstack /run/trainstack
 
 # 1. identity, hostfile and launch environment ------------------------------------------------------------
-cat > /etc/trainstack/hostfile <<'HOSTFILE'
-10.20.0.10 slots=8
-10.20.0.11 slots=8
-10.20.0.12 slots=8
-10.20.0.13 slots=8
-10.20.0.14 slots=8
-10.20.0.15 slots=8
-10.20.0.16 slots=8
-10.20.0.17 slots=8
-10.20.0.18 slots=8
-10.20.0.19 slots=8
-10.20.0.20 slots=8
-10.20.0.21 slots=8
-10.20.0.22 slots=8
-10.20.0.23 slots=8
-10.20.0.24 slots=8
-10.20.0.25 slots=8
-10.20.0.26 slots=8
-10.20.0.27 slots=8
-10.20.0.28 slots=8
-10.20.0.29 slots=8
-10.20.0.30 slots=8
-10.20.0.31 slots=8
-10.20.0.32 slots=8
-10.20.0.33 slots=8
-10.20.0.34 slots=8
-10.20.0.35 slots=8
-10.20.0.36 slots=8
-10.20.0.37 slots=8
-10.20.0.38 slots=8
-10.20.0.39 slots=8
-10.20.0.40 slots=8
-10.20.0.41 slots=8
-10.20.0.42 slots=8
-10.20.0.43 slots=8
-10.20.0.44 slots=8
-10.20.0.45 slots=8
-10.20.0.46 slots=8
-10.20.0.47 slots=8
-10.20.0.48 slots=8
-10.20.0.49 slots=8
-10.20.0.50 slots=8
-10.20.0.51 slots=8
-10.20.0.52 slots=8
-10.20.0.53 slots=8
-10.20.0.54 slots=8
-10.20.0.55 slots=8
-10.20.0.56 slots=8
-10.20.0.57 slots=8
-10.20.0.58 slots=8
-10.20.0.59 slots=8
-10.20.0.60 slots=8
-10.20.0.61 slots=8
-10.20.0.62 slots=8
-10.20.0.63 slots=8
-10.20.0.64 slots=8
-10.20.0.65 slots=8
-10.20.0.66 slots=8
-10.20.0.67 slots=8
-10.20.0.68 slots=8
-10.20.0.69 slots=8
-10.20.0.70 slots=8
-10.20.0.71 slots=8
-10.20.0.72 slots=8
-10.20.0.73 slots=8
-HOSTFILE
-cat > /etc/trainstack/launch.env <<LAUNCHENV
-TRAINSTACK_NAME=pretrain-70b
-MASTER_ADDR=10.20.0.10
-MASTER_PORT=29500
-NNODES=64
-GPUS_PER_NODE=8
-WORLD_SIZE=512
-TP_SIZE=8
-PP_SIZE=1
-DP_SIZE=64
-ZERO_STAGE=1
-SHARED_DIR=/mnt/shared
-CHECKPOINT_URL=oss://pretrain-70b-ckpt-c870c3/checkpoints/
-CHECKPOINT_ENDPOINT=oss-cn-wulanchabu-internal.aliyuncs.com
-CHECKPOINT_INTERVAL_SECONDS=4380
-TRAINSTACK_PREEMPT_FILE=/run/trainstack/preempt
-NCCL_SOCKET_IFNAME=eth0
-NCCL_IB_HCA=erdma
-NCCL_IB_GID_INDEX=1
-NCCL_IB_QPS_PER_CONNECTION=8
-NCCL_MIN_NCHANNELS=16
-NCCL_NET_PLUGIN=none
-NODE_RANK=${NODE_RANK}
-NODE_NAME=${NODE_NAME}
-LAUNCHENV
-chmod 0644 /etc/trainstack/hostfile /etc/trainstack/launch.env
+{
+  printf 'NODE_RANK=%q\nNODE_NAME=%q\nSPOT=%q\n' "${NODE_RANK}" "${NODE_NAME}" "${SPOT}"
+  printf 'FACTS_BUCKET=%q\nFACTS_KEY=%q\nFACTS_ENDPOINT=%q\nFACTS_ROLE=%q\n' \
+    "${FACTS_BUCKET}" "${FACTS_KEY}" "${FACTS_ENDPOINT}" "${FACTS_ROLE}"
+} > /etc/trainstack/node.env
+chmod 0644 /etc/trainstack/node.env
+# The cluster facts tool, used here at boot and by trainstack-launch at every start.
+cat > /usr/local/bin/trainstack-facts <<'FACTS_TOOL'
+#!/bin/bash
+# trainstack-facts: the cluster facts, one JSON object the Pulumi program publishes on every `up`.
+#   trainstack-facts fetch [ATTEMPTS]  download it to /etc/trainstack/cluster.json (an OSS GET signed with the
+#                                      node's RAM role), retrying until this node is among its members
+#   trainstack-facts apply [FILE]      write /etc/trainstack/hostfile and /etc/trainstack/launch.env from it
+#   trainstack-facts mount             mount the shared file system it names
+# Needs only bash, curl, openssl, coreutils and python3 (its json module; torchrun needs python3 anyway).
+set -euo pipefail
+ETC="${TRAINSTACK_ETC:-/etc/trainstack}"
+METADATA="${TRAINSTACK_METADATA:-http://100.100.100.200/latest}"
+. "${ETC}/node.env"
+
+# Exit 0 if FILE is cluster facts that list this node (a node created by a resize may boot before `up` has
+# published the facts that include it).
+facts_ok() {
+  python3 - "$1" "${NODE_NAME}" <<'PY'
+import json, sys
+try:
+    facts = json.load(open(sys.argv[1]))
+    ok = facts.get("schema") == 1 and any(m.get("name") == sys.argv[2] for m in facts["members"])
+except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+}
+
+# One signed GET (OSS signature V1 in the Authorization header, with the STS token of the role as
+# x-oss-security-token): https://www.alibabacloud.com/help/en/oss/developer-reference/include-signatures-in-the-authorization-header
+# The role's credentials come from the metadata service in hardened mode (a token first, then
+# meta-data/ram/security-credentials/ROLE). Any process on the node can read them there, so passing the secret
+# to openssl on its command line exposes nothing new.
+fetch_once() {
+  local token creds id secret sts date signature tmp code
+  token="$(curl -fsS --max-time 5 -X PUT "${METADATA}/api/token" -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300')" || return 1
+  creds="$(curl -fsS --max-time 5 -H "X-aliyun-ecs-metadata-token: ${token}" \
+    "${METADATA}/meta-data/ram/security-credentials/${FACTS_ROLE}")" || return 1
+  id="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["AccessKeyId"])')" || return 1
+  secret="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["AccessKeySecret"])')" || return 1
+  sts="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["SecurityToken"])')" || return 1
+  date="$(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT')"
+  signature="$(printf 'GET\n\n\n%s\nx-oss-security-token:%s\n/%s/%s' "${date}" "${sts}" "${FACTS_BUCKET}" "${FACTS_KEY}" \
+    | openssl dgst -sha1 -hmac "${secret}" -binary | base64 | tr -d '\n')"
+  tmp="$(mktemp "${ETC}/.cluster.json.XXXXXX")"
+  code="$(curl -sS --max-time 30 -o "${tmp}" -w '%{http_code}' -H "Date: ${date}" -H "x-oss-security-token: ${sts}" \
+    -H "Authorization: OSS ${id}:${signature}" "https://${FACTS_BUCKET}.${FACTS_ENDPOINT}/${FACTS_KEY}")" || code="000"
+  if [ "${code}" != "200" ] || ! facts_ok "${tmp}"; then
+    echo "trainstack-facts: oss://${FACTS_BUCKET}/${FACTS_KEY}: HTTP ${code}$([ "${code}" = 200 ] && echo ', without this node')" >&2
+    rm -f "${tmp}"
+    return 1
+  fi
+  chmod 0644 "${tmp}"
+  mv -f "${tmp}" "${ETC}/cluster.json"
+}
+
+fetch() {
+  local attempts="${1:-40}" i delay
+  if [ -z "${FACTS_BUCKET}" ]; then  # no bucket: the facts came with the user data
+    facts_ok "${ETC}/cluster.json"
+    return
+  fi
+  for ((i = 1; i <= attempts; i++)); do
+    fetch_once && return 0
+    delay=$((i < 5 ? 2 ** i : 30))
+    [ "${i}" -lt "${attempts}" ] && sleep "${delay}"
+  done
+  echo "trainstack-facts: no cluster facts listing ${NODE_NAME} after ${attempts} attempts" >&2
+  return 1
+}
+
+# Write the hostfile and launch.env from the facts (each through a temporary file and a rename). Every value is
+# quoted for the shell that sources launch.env.
+apply() {
+  python3 - "${1:-${ETC}/cluster.json}" "${ETC}" "${NODE_RANK}" "${NODE_NAME}" <<'PY'
+import json, os, re, shlex, sys
+path, etc, rank, name = sys.argv[1:5]
+facts = json.load(open(path))
+members = sorted(facts["members"], key=lambda m: int(m["rank"]))
+gpus = int(facts["gpus_per_node"])
+shared, ckpt, par = facts["shared_fs"], facts["checkpoint"], facts["parallel"]
+env = [
+    ("TRAINSTACK_NAME", facts["name"]),
+    ("MASTER_ADDR", facts["master_addr"]), ("MASTER_PORT", int(facts["master_port"])),
+    ("NNODES", int(facts["nodes"])), ("MIN_NODES", int(facts["min_nodes"])), ("MAX_NODES", int(facts["max_nodes"])),
+    ("MAX_RESTARTS", int(facts["max_restarts"])), ("GPUS_PER_NODE", gpus), ("WORLD_SIZE", int(facts["world_size"])),
+    ("TP_SIZE", int(par["tp"])), ("PP_SIZE", int(par["pp"])), ("DP_SIZE", int(par["dp"])),
+    ("ZERO_STAGE", int(par["zero_stage"])),
+    ("SHARED_KIND", shared["kind"]), ("SHARED_FS_ADDRESS", shared["address"]),
+    ("SHARED_DIR", shared["mount_path"] or "/mnt/local"),
+    ("CHECKPOINT_URL", ckpt["url"]), ("CHECKPOINT_ENDPOINT", ckpt["endpoint"]),
+    ("CHECKPOINT_INTERVAL_SECONDS", int(ckpt["interval_seconds"])),
+    ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
+    *sorted(facts.get("nccl_env", {}).items()),
+    ("NODE_RANK", int(rank)), ("NODE_NAME", name),
+]
+lines = []
+for key, value in env:
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", key):
+        sys.exit(f"trainstack-facts: {key!r} is not a variable name")
+    lines.append(f"{key}={shlex.quote(str(value))}\n")
+def write(name, text):
+    tmp = os.path.join(etc, f".{name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, os.path.join(etc, name))
+write("hostfile", "".join(f"{m['ip']} slots={gpus}\n" for m in members))
+write("launch.env", "".join(lines))
+PY
+}
+
+# Mount the shared file system the facts name, once (Extreme NAS at /share, the CPFS NFS export at /).
+mount_shared() {
+  local SHARED_KIND SHARED_DIR SHARED_FS_ADDRESS opts src
+  eval "$(grep -E '^SHARED_(KIND|DIR|FS_ADDRESS)=' "${ETC}/launch.env")"
+  [ "${SHARED_KIND}" = "none" ] && return 0
+  mkdir -p "${SHARED_DIR}"
+  mountpoint -q "${SHARED_DIR}" && return 0
+  if [ -z "${SHARED_FS_ADDRESS}" ]; then
+    echo "trainstack-facts: the cluster facts have no shared file system address yet (trainstack up sets it)" >&2
+    return 1
+  fi
+  command -v mount.nfs >/dev/null 2>&1 || dnf install -y nfs-utils || apt-get install -y nfs-common
+  opts="vers=3,nolock,proto=tcp,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
+  if [ "${SHARED_KIND}" = "extreme-nas" ]; then src="${SHARED_FS_ADDRESS}:/share"; else src="${SHARED_FS_ADDRESS}:/"; fi
+  grep -q " ${SHARED_DIR} " /etc/fstab || echo "${src} ${SHARED_DIR} nfs ${opts} 0 0" >> /etc/fstab
+  mount "${SHARED_DIR}" || { echo "trainstack-facts: mounting ${src} failed; see 'journalctl -u remote-fs.target'" >&2; return 1; }
+}
+
+case "${1:-}" in
+  fetch) fetch "${2:-40}" ;;
+  apply) apply "${2:-}" ;;
+  mount) mount_shared ;;
+  *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount" >&2; exit 2 ;;
+esac
+FACTS_TOOL
+chmod 0755 /usr/local/bin/trainstack-facts
+/usr/local/bin/trainstack-facts fetch 40 || { touch /run/trainstack/bootstrap-failed; exit 1; }
+/usr/local/bin/trainstack-facts apply
+set -a; . /etc/trainstack/launch.env; set +a
 hostnamectl set-hostname "${NODE_NAME}" || true
 
 # 2. MTU --------------------------------------------------------------------------------------------------
@@ -165,22 +225,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
 fi
 
 # 4. shared file system -------------------------------------------------------------------------------------
-if [ "${SHARED_KIND}" != "none" ]; then
-  mkdir -p "${SHARED_DIR}"
-  if [ -z "${SHARED_FS_ADDRESS}" ]; then
-    echo "trainstack: no shared file system address yet; set trainstack:sharedFsAddress and run 'trainstack up' again"
-  elif ! mountpoint -q "${SHARED_DIR}"; then
-    command -v mount.nfs >/dev/null 2>&1 || (dnf install -y nfs-utils || apt-get install -y nfs-common)
-    opts="vers=3,nolock,proto=tcp,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport,_netdev"
-    if [ "${SHARED_KIND}" = "extreme-nas" ]; then
-      src="${SHARED_FS_ADDRESS}:/share"
-    else
-      src="${SHARED_FS_ADDRESS}:/"
-    fi
-    grep -q " ${SHARED_DIR} " /etc/fstab || echo "${src} ${SHARED_DIR} nfs ${opts} 0 0" >> /etc/fstab
-    mount "${SHARED_DIR}" || echo "trainstack: mounting ${src} failed; see 'journalctl -u remote-fs.target'"
-  fi
-fi
+/usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted yet; trainstack-launch tries again"
 
 # 5. launcher -----------------------------------------------------------------------------------------------
 cat > /usr/local/bin/trainstack-launch <<'LAUNCH'
@@ -188,11 +233,19 @@ cat > /usr/local/bin/trainstack-launch <<'LAUNCH'
 # Start one training process group on this node with the cluster's rendezvous:
 #   trainstack-launch train.py --your-args
 # Writes its PID to /run/trainstack/train.pid so the spot watcher can signal it.
+# Elastic: torchrun's c10d rendezvous on rank 0 admits MIN_NODES to MAX_NODES nodes; after a reclaim, a failure or
+# a resize it restarts the workers on the nodes that are there (at most MAX_RESTARTS times), and the training
+# script resumes from the newest checkpoint with the new world size (docs/bootstrap.md).
 set -euo pipefail
+# Read the cluster facts again: a resized cluster is picked up here, with no reboot.
+/usr/local/bin/trainstack-facts fetch 3 || echo "trainstack: using the cluster facts of the last fetch"
+/usr/local/bin/trainstack-facts apply
+/usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted"
 set -a; . /etc/trainstack/launch.env; set +a
 echo $$ > /run/trainstack/train.pid
-exec torchrun --nnodes "${NNODES}" --nproc-per-node "${GPUS_PER_NODE}" --node-rank "${NODE_RANK}" \
-  --master-addr "${MASTER_ADDR}" --master-port "${MASTER_PORT}" "$@"
+exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
+  --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
+  --max-restarts "${MAX_RESTARTS}" "$@"
 LAUNCH
 chmod 0755 /usr/local/bin/trainstack-launch
 
