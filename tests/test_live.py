@@ -21,6 +21,7 @@ from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step
 from generator.live.pulumi_engine import _Collector
 from generator.render.stackdir import load_yaml
+from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-7b.yaml"
@@ -65,7 +66,8 @@ def ready(pulumi_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cli(args: list[str], engine: FakeEngine, input: str | None = None) -> Result:
-    return CliRunner().invoke(main, args, obj={"engine": engine}, input=input, catch_exceptions=False)
+    obj = {"engine": engine, "stock_checker": RecordedStock.in_stock()}
+    return CliRunner().invoke(main, args, obj=obj, input=input, catch_exceptions=False)
 
 
 def plan_steps() -> list[Step]:
@@ -163,7 +165,7 @@ def test_up_spec_renders_then_deploys_with_progress(ready: None) -> None:
     assert result.exit_code == 0, result.output
     folder = Path("stacks/finetune-7b")
     assert stackdir_is_fresh(folder)
-    assert [c[0] for c in engine.calls] == ["preview", "up"]
+    assert [c[0] for c in engine.calls] == ["resources", "preview", "up"]
     target = engine.calls[1][1]["target"]
     assert target.stack_dir == folder and target.project == "finetune-7b" and target.stack == "dev"
     assert target.backend == "file://" + (folder.resolve() / ".trainstack/state").as_posix()
@@ -210,14 +212,14 @@ def test_up_declined_changes_nothing(ready: None) -> None:
     engine = FakeEngine(plan_steps())
     result = cli(["up", SPEC], engine, input="n\n")
     assert result.exit_code == live.EXIT_DECLINED
-    assert [c[0] for c in engine.calls] == ["preview"]
+    assert [c[0] for c in engine.calls] == ["resources", "preview"]
 
 
 def test_up_yes_skips_preview_and_question(ready: None) -> None:
     engine = FakeEngine(plan_steps())
     result = cli(["up", SPEC, "--yes"], engine)
     assert result.exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
     assert "creating oss:Bucket checkpoint-bucket ... done (2)" in result.stdout
 
 
@@ -250,7 +252,7 @@ def test_pulumi_additions_to_stack_config_are_not_stale_and_salt_does_not_move_t
     assert live.stack_digest(folder) != before, "a config value changes what is deployed"
     engine = FakeEngine(plan_steps())
     assert cli(["up", str(folder), "--yes"], engine).exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
 
 
 def test_up_spec_rerender_keeps_settings_made_with_pulumi(ready: None) -> None:
@@ -279,7 +281,7 @@ def test_digest_mismatch_is_refused_and_the_right_digest_deploys(ready: None) ->
     assert engine.calls == []
     good = live.stack_digest(folder)
     assert cli(["up", str(folder), "--yes", "--expect-digest", good.upper()], engine).exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
 
 
 def test_stack_digest_covers_the_program_not_local_tooling(workspace: Path) -> None:
