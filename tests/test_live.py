@@ -619,6 +619,8 @@ if words[:1] == ["up"]:
     events(log_path, "create", ["node-0", "node-1"]); sys.exit(0)
 if words[:1] == ["destroy"]:
     events(log_path, "delete", ["node-0"]); sys.exit(0)
+if words[:1] == ["refresh"]:
+    events(log_path, "same", ["node-0"]); sys.exit(0)
 if words[:2] == ["stack", "output"]:
     secret = "--show-secrets" in args
     print(json.dumps({"master_addr": "10.0.0.10", "token": "tok-1" if secret else "[secret]"})); sys.exit(0)
@@ -630,7 +632,9 @@ if words[:2] == ["stack", "export"]:
     print(json.dumps({"version": 3, "deployment": {"resources": [
         {"urn": URN + "pulumi:pulumi:Stack::finetune-7b-dev", "type": "pulumi:pulumi:Stack"},
         {"urn": URN + "alicloud:oss/bucket:Bucket::checkpoint-bucket", "type": "alicloud:oss/bucket:Bucket",
-         "id": "ft7b-ckpt", "protect": True, "retainOnDelete": True}]}})); sys.exit(0)
+         "id": "ft7b-ckpt", "protect": True, "retainOnDelete": True},
+        {"urn": URN + "alicloud:ecs/instance:Instance::finetune-7b-node-000", "type": "alicloud:ecs/instance:Instance",
+         "id": "i-789", "outputs": {"status": "Stopped", "privateIp": "10.0.0.10"}}]}})); sys.exit(0)
 if words[:2] == ["state", "unprotect"]:
     sys.exit(0)
 if words[:2] == ["config", "set"]:
@@ -687,7 +691,7 @@ def test_pulumi_engine_destroy_keeps_protected_and_unprotects_on_request(fake_pu
     engine.preview(target, lambda e: None)  # creates the stack
     summary = engine.destroy(target, lambda e: None, exclude_protected=True)
     assert summary.count("delete") == 1
-    [bucket] = [r for r in engine.resources(target) if not r.bookkeeping]
+    [bucket] = [r for r in engine.resources(target) if not r.bookkeeping and r.short_type == "oss:Bucket"]
     assert (bucket.name, bucket.id, bucket.protect, bucket.retain_on_delete) == ("checkpoint-bucket", "ft7b-ckpt",
                                                                                 True, True)
     engine.unprotect_all(target)
@@ -696,6 +700,25 @@ def test_pulumi_engine_destroy_keeps_protected_and_unprotects_on_request(fake_pu
     assert "--exclude-protected" in destroy
     unprotect = next(a for a in calls if "unprotect" in a)
     assert {"--all", "--yes"} <= set(unprotect) and unprotect[unprotect.index("--stack") + 1] == "dev"
+
+
+def test_pulumi_engine_runs_targeted_and_reads_the_instance_status(fake_pulumi: Path) -> None:
+    """What heal needs: --target URN (with --target-dependents for up and destroy), and each instance's status."""
+    target = live.target_for(render_folder())
+    engine = live.PulumiEngine()
+    node = URN + "alicloud:ecs/instance:Instance::finetune-7b-node-000"
+    engine.preview(target, lambda e: None)  # creates the stack
+    engine.refresh(target, lambda e: None, targets=[node])
+    engine.destroy(target, lambda e: None, exclude_protected=False, targets=[node])
+    engine.up(target, lambda e: None, targets=[node])
+    calls = [c["args"] for c in pulumi_calls(fake_pulumi)]
+    for verb, dependents in (("refresh", False), ("destroy", True), ("up", True)):
+        args = next(a for a in calls if verb in a)
+        assert args[args.index("--target") + 1] == node, verb
+        assert ("--target-dependents" in args) is dependents, verb
+    assert "--target" not in next(a for a in calls if "preview" in a)
+    [instance] = [r for r in engine.resources(target) if r.short_type == "ecs:Instance"]
+    assert (instance.name, instance.id, instance.status) == ("finetune-7b-node-000", "i-789", "Stopped")
 
 
 def test_pulumi_engine_sets_plain_config_through_the_automation_api(fake_pulumi: Path) -> None:

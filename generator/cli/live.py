@@ -1,4 +1,4 @@
-"""``trainstack up``, ``destroy``, ``refresh`` and ``outputs``: the commands that change or read the cloud.
+"""``trainstack up``, ``destroy``, ``refresh``, ``outputs`` and ``heal``: the commands that change or read the cloud.
 
 A thin shell over :mod:`generator.live`: it resolves the argument (SPEC or STACK_DIR), runs the preflight checks,
 shows what will change, asks before changing anything (unless ``--yes``), and streams progress. The engine is
@@ -351,4 +351,49 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
         _say("the stack has no outputs (has it been deployed?)")
 
 
-COMMANDS = [up, destroy, refresh, outputs]
+@click.command()
+@click.argument("target", metavar="SPEC|STACK_DIR")
+@click.option("--watch", metavar="SECONDS", type=click.IntRange(min=1),
+              help="Check again every SECONDS until Ctrl-C, instead of once.")
+@click.option("-y", "--yes", is_flag=True, help="Re-create nodes without asking (for cron, CI and --watch).")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
+@handle
+def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool) -> None:
+    """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
+
+    It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
+    update; nothing else in the stack changes (docs/operations.d/b-heal.md).
+    """
+    from generator import live
+
+    engine = _engine()
+    checker = None if skip_stock_check else _stock_checker()
+    t = live.locate(target, backend)
+    live.preflight(t)
+    if checker is not None:
+        checker.check()
+    fleet = live.require_healable(t)
+    _header(t)
+
+    def confirm(sick: Any) -> None:
+        _confirm(f"Re-create {len(sick)} node{'s' if len(sick) != 1 else ''} of {t.project} (stack {t.stack})?")
+
+    options = {"confirm": None if yes else confirm, "on_event": live.ProgressPrinter(_emit), "sleep": _sleep()}
+    with _cloud_work():
+        if watch is None:
+            live.heal_once(engine, t, fleet, checker, _say, **options)
+        else:
+            _say(f"heal: checking {len(fleet.nodes)} nodes every {watch} s; Ctrl-C stops")
+            live.watch(engine, t, fleet, checker, _say, watch, **options)
+
+
+def _sleep() -> Any:
+    """time.sleep, or what tests put in the context object under ``"sleep"`` (with ``"rounds"``)."""
+    import time
+
+    obj = click.get_current_context().find_root().obj
+    return obj["sleep"] if isinstance(obj, dict) and obj.get("sleep") is not None else time.sleep
+
+
+COMMANDS = [up, destroy, refresh, outputs, heal]

@@ -28,6 +28,8 @@ What the package adds around the engine, and where:
 * **The stock preflight** (:mod:`~generator.live.stock`). Before ``up`` or ``heal`` creates nodes, ECS
   DescribeAvailableResource is asked (behind the :class:`StockChecker` port) whether their zone has stock of the
   instance type; without stock the run stops before creating anything (exit 30) and names the spec's zones that do.
+* **Heal** (:mod:`~generator.live.heal`). ``trainstack heal`` refreshes the nodes, finds those missing from the
+  state or stopped, and re-creates exactly those with targeted engine runs (``targets=`` URNs), once or ``--watch``.
 * **What the user reads:** progress lines (:mod:`~generator.live.progress`), the reports after a destroy and the
   outputs (:mod:`~generator.live.reports`), and the live preview (:mod:`~generator.live.preview`).
 
@@ -91,6 +93,15 @@ from generator.live.errors import (
     StaleStack,
 )
 from generator.live.fake import FakeEngine
+from generator.live.heal import (
+    SickNode,
+    diagnose,
+    heal_once,
+    node_urn,
+    require_healable,
+    wait_for_stock,
+    watch,
+)
 from generator.live.mountaddr import (
     INSTALL_LIVE,
     SHARED_FS_ADDRESS_KEY,
@@ -159,7 +170,8 @@ __all__ = [
     "PULUMI_BOOKKEEPING_KEYS", "SECRET_ENV_VARS", "SHARED_FS_ADDRESS_KEY", "STATE_DIR",
     "BadTarget", "ChangeSummary", "CredentialsMissing", "Declined", "DigestMismatch", "EcsSdkMissing", "Engine",
     "EngineFailed", "Fleet", "NoStock", "PlannedNode", "SdkStockChecker", "StockCheckFailed", "StockChecker",
-    "StockVerdict", "fleet_of", "nodes_to_create", "short_stock", "stock_preflight", "zone_stock",
+    "StockVerdict", "SickNode", "diagnose", "heal_once", "node_urn", "require_healable", "wait_for_stock", "watch",
+    "fleet_of", "nodes_to_create", "short_stock", "stock_preflight", "zone_stock",
     "Event", "FakeEngine", "Freshness", "Interrupted", "LiveError", "MountAddressError", "MountAddressResolver",
     "NasSdkMissing", "OnEvent", "OutputValue", "PassphraseMissing", "Prepared", "ProgressPrinter", "PulumiEngine",
     "PulumiMissing", "SdkMountAddressResolver", "StackLocked", "StackNotDeployed", "StaleStack", "StateResource",
