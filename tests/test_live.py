@@ -21,6 +21,7 @@ from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step
 from generator.live.pulumi_engine import _Collector
 from generator.render.stackdir import load_yaml
+from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-7b.yaml"
@@ -65,7 +66,8 @@ def ready(pulumi_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cli(args: list[str], engine: FakeEngine, input: str | None = None) -> Result:
-    return CliRunner().invoke(main, args, obj={"engine": engine}, input=input, catch_exceptions=False)
+    obj = {"engine": engine, "stock_checker": RecordedStock.in_stock()}
+    return CliRunner().invoke(main, args, obj=obj, input=input, catch_exceptions=False)
 
 
 def plan_steps() -> list[Step]:
@@ -163,7 +165,7 @@ def test_up_spec_renders_then_deploys_with_progress(ready: None) -> None:
     assert result.exit_code == 0, result.output
     folder = Path("stacks/finetune-7b")
     assert stackdir_is_fresh(folder)
-    assert [c[0] for c in engine.calls] == ["preview", "up"]
+    assert [c[0] for c in engine.calls] == ["resources", "preview", "up"]
     target = engine.calls[1][1]["target"]
     assert target.stack_dir == folder and target.project == "finetune-7b" and target.stack == "dev"
     assert target.backend == "file://" + (folder.resolve() / ".trainstack/state").as_posix()
@@ -210,14 +212,14 @@ def test_up_declined_changes_nothing(ready: None) -> None:
     engine = FakeEngine(plan_steps())
     result = cli(["up", SPEC], engine, input="n\n")
     assert result.exit_code == live.EXIT_DECLINED
-    assert [c[0] for c in engine.calls] == ["preview"]
+    assert [c[0] for c in engine.calls] == ["resources", "preview"]
 
 
 def test_up_yes_skips_preview_and_question(ready: None) -> None:
     engine = FakeEngine(plan_steps())
     result = cli(["up", SPEC, "--yes"], engine)
     assert result.exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
     assert "creating oss:Bucket checkpoint-bucket ... done (2)" in result.stdout
 
 
@@ -250,7 +252,7 @@ def test_pulumi_additions_to_stack_config_are_not_stale_and_salt_does_not_move_t
     assert live.stack_digest(folder) != before, "a config value changes what is deployed"
     engine = FakeEngine(plan_steps())
     assert cli(["up", str(folder), "--yes"], engine).exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
 
 
 def test_up_spec_rerender_keeps_settings_made_with_pulumi(ready: None) -> None:
@@ -279,7 +281,7 @@ def test_digest_mismatch_is_refused_and_the_right_digest_deploys(ready: None) ->
     assert engine.calls == []
     good = live.stack_digest(folder)
     assert cli(["up", str(folder), "--yes", "--expect-digest", good.upper()], engine).exit_code == 0
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
 
 
 def test_stack_digest_covers_the_program_not_local_tooling(workspace: Path) -> None:
@@ -617,6 +619,8 @@ if words[:1] == ["up"]:
     events(log_path, "create", ["node-0", "node-1"]); sys.exit(0)
 if words[:1] == ["destroy"]:
     events(log_path, "delete", ["node-0"]); sys.exit(0)
+if words[:1] == ["refresh"]:
+    events(log_path, "same", ["node-0"]); sys.exit(0)
 if words[:2] == ["stack", "output"]:
     secret = "--show-secrets" in args
     print(json.dumps({"master_addr": "10.0.0.10", "token": "tok-1" if secret else "[secret]"})); sys.exit(0)
@@ -628,7 +632,9 @@ if words[:2] == ["stack", "export"]:
     print(json.dumps({"version": 3, "deployment": {"resources": [
         {"urn": URN + "pulumi:pulumi:Stack::finetune-7b-dev", "type": "pulumi:pulumi:Stack"},
         {"urn": URN + "alicloud:oss/bucket:Bucket::checkpoint-bucket", "type": "alicloud:oss/bucket:Bucket",
-         "id": "ft7b-ckpt", "protect": True, "retainOnDelete": True}]}})); sys.exit(0)
+         "id": "ft7b-ckpt", "protect": True, "retainOnDelete": True},
+        {"urn": URN + "alicloud:ecs/instance:Instance::finetune-7b-node-000", "type": "alicloud:ecs/instance:Instance",
+         "id": "i-789", "outputs": {"status": "Stopped", "privateIp": "10.0.0.10"}}]}})); sys.exit(0)
 if words[:2] == ["state", "unprotect"]:
     sys.exit(0)
 if words[:2] == ["config", "set"]:
@@ -685,7 +691,7 @@ def test_pulumi_engine_destroy_keeps_protected_and_unprotects_on_request(fake_pu
     engine.preview(target, lambda e: None)  # creates the stack
     summary = engine.destroy(target, lambda e: None, exclude_protected=True)
     assert summary.count("delete") == 1
-    [bucket] = [r for r in engine.resources(target) if not r.bookkeeping]
+    [bucket] = [r for r in engine.resources(target) if not r.bookkeeping and r.short_type == "oss:Bucket"]
     assert (bucket.name, bucket.id, bucket.protect, bucket.retain_on_delete) == ("checkpoint-bucket", "ft7b-ckpt",
                                                                                 True, True)
     engine.unprotect_all(target)
@@ -694,6 +700,25 @@ def test_pulumi_engine_destroy_keeps_protected_and_unprotects_on_request(fake_pu
     assert "--exclude-protected" in destroy
     unprotect = next(a for a in calls if "unprotect" in a)
     assert {"--all", "--yes"} <= set(unprotect) and unprotect[unprotect.index("--stack") + 1] == "dev"
+
+
+def test_pulumi_engine_runs_targeted_and_reads_the_instance_status(fake_pulumi: Path) -> None:
+    """What heal needs: --target URN (with --target-dependents for up and destroy), and each instance's status."""
+    target = live.target_for(render_folder())
+    engine = live.PulumiEngine()
+    node = URN + "alicloud:ecs/instance:Instance::finetune-7b-node-000"
+    engine.preview(target, lambda e: None)  # creates the stack
+    engine.refresh(target, lambda e: None, targets=[node])
+    engine.destroy(target, lambda e: None, exclude_protected=False, targets=[node])
+    engine.up(target, lambda e: None, targets=[node])
+    calls = [c["args"] for c in pulumi_calls(fake_pulumi)]
+    for verb, dependents in (("refresh", False), ("destroy", True), ("up", True)):
+        args = next(a for a in calls if verb in a)
+        assert args[args.index("--target") + 1] == node, verb
+        assert ("--target-dependents" in args) is dependents, verb
+    assert "--target" not in next(a for a in calls if "preview" in a)
+    [instance] = [r for r in engine.resources(target) if r.short_type == "ecs:Instance"]
+    assert (instance.name, instance.id, instance.status) == ("finetune-7b-node-000", "i-789", "Stopped")
 
 
 def test_pulumi_engine_sets_plain_config_through_the_automation_api(fake_pulumi: Path) -> None:

@@ -23,6 +23,7 @@ from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step, mountaddr
 from generator.preview import mockrun
 from generator.render.stackdir import load_yaml
+from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/pretrain-70b.yaml"
@@ -221,7 +222,7 @@ def cpfs_engine(**kwargs: Any) -> FakeEngine:
 
 
 def up(args: list[str], engine: FakeEngine, resolver: Any = None, input: str | None = None) -> Result:
-    obj = {"engine": engine, "mount_address_resolver": resolver}
+    obj = {"engine": engine, "mount_address_resolver": resolver, "stock_checker": RecordedStock.in_stock()}
     return CliRunner().invoke(main, ["up", *args], obj=obj, input=input, catch_exceptions=False)
 
 
@@ -234,8 +235,8 @@ def test_up_of_a_cpfs_stack_deploys_twice_with_the_address_it_looked_up(workspac
     resolver = Recorded(RECORDED["available"])
     result = up([SPEC, "--yes"], engine, resolver)
     assert result.exit_code == 0, result.output
-    assert [c[0] for c in engine.calls] == ["outputs", "up", "set_config", "up"]
-    assert engine.calls[2][1]["key"] == "trainstack:sharedFsAddress" and engine.calls[2][1]["value"] == ADDRESS
+    assert [c[0] for c in engine.calls] == ["resources", "outputs", "up", "set_config", "up"]
+    assert engine.calls[3][1]["key"] == "trainstack:sharedFsAddress" and engine.calls[3][1]["value"] == ADDRESS
     assert resolver.calls == [("cn-wulanchabu", FS_ID, EXPORT_ID)], "region from the stack config, IDs from outputs"
     folder = workspace / "stacks/pretrain-70b"
     assert stack_config(folder)["trainstack:sharedFsAddress"] == ADDRESS
@@ -251,14 +252,14 @@ def test_up_of_a_cpfs_stack_deploys_twice_with_the_address_it_looked_up(workspac
     # the address is now configured: the folder is still fresh, and the next up is one pass without the NAS API
     again = cpfs_engine(state=list(engine.state or []))
     assert up([SPEC, "--yes"], again, Recorded(ValueError("must not be called"))).exit_code == 0
-    assert [c[0] for c in again.calls] == ["up"]
+    assert [c[0] for c in again.calls] == ["resources", "up"]
 
 
 def test_up_asks_before_each_pass(workspace: Path) -> None:
     engine = cpfs_engine()
     result = up([SPEC], engine, Recorded(RECORDED["available"]), input="y\ny\n")
     assert result.exit_code == 0, result.output
-    assert [c[0] for c in engine.calls] == ["outputs", "preview", "up", "set_config", "preview", "up"]
+    assert [c[0] for c in engine.calls] == ["resources", "outputs", "preview", "up", "set_config", "preview", "up"]
     assert result.stdout.count("Deploy these changes to pretrain-70b (stack dev)?") == 2
 
 
@@ -271,7 +272,7 @@ def test_a_stack_with_the_address_set_deploys_once_without_the_sdk(workspace: Pa
     engine = cpfs_engine()
     result = up([str(folder), "--yes"], engine)
     assert result.exit_code == 0, result.output
-    assert [c[0] for c in engine.calls] == ["up"]
+    assert [c[0] for c in engine.calls] == ["resources", "up"]
     assert "CPFS" not in result.stdout
 
 
@@ -294,7 +295,7 @@ def test_a_lookup_that_times_out_leaves_a_clear_error_and_no_config(workspace: P
     engine = cpfs_engine()
     result = up([SPEC, "--yes"], engine, Recorded(RECORDED["creating"]))
     assert result.exit_code == live.EXIT_ENGINE
-    assert [c[0] for c in engine.calls] == ["outputs", "up"]
+    assert [c[0] for c in engine.calls] == ["resources", "outputs", "up"]
     assert f"error: export {EXPORT_ID} of {FS_ID} has no mount address after 0 s (last: CREATING)" in result.stderr
     assert "Run `trainstack up` again to retry" in result.stderr
     assert "trainstack:sharedFsAddress" not in stack_config(workspace / "stacks/pretrain-70b")
@@ -307,7 +308,7 @@ def test_after_an_earlier_deploy_the_address_is_looked_up_first_and_up_runs_once
     engine = cpfs_engine(state=state)
     result = up([SPEC, "--yes"], engine, Recorded(RECORDED["available"]))
     assert result.exit_code == 0, result.output
-    assert [c[0] for c in engine.calls] == ["outputs", "set_config", "up"]
+    assert [c[0] for c in engine.calls] == ["resources", "outputs", "set_config", "up"]
     assert "an earlier deploy created the export" in result.stdout and "second pass" not in result.stdout
 
 

@@ -1,4 +1,4 @@
-"""``trainstack up``, ``destroy``, ``refresh`` and ``outputs``: the commands that change or read the cloud.
+"""``trainstack up``, ``destroy``, ``refresh``, ``outputs`` and ``heal``: the commands that change or read the cloud.
 
 A thin shell over :mod:`generator.live`: it resolves the argument (SPEC or STACK_DIR), runs the preflight checks,
 shows what will change, asks before changing anything (unless ``--yes``), and streams progress. The engine is
@@ -19,6 +19,10 @@ from generator.cli.common import handle
 
 BACKEND_HELP = ("Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else file://STACK_DIR/.trainstack/state); "
                 "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com.")
+
+
+SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type before "
+                   "creating nodes.")
 
 
 def _engine() -> Any:
@@ -98,19 +102,25 @@ def _print_outputs(values: dict[str, Any]) -> None:
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @click.option("--expect-digest", metavar="HEX",
               help="Deploy only if the stack folder's digest is HEX (the one printed by a reviewed preview).")
+@click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
 @handle
-def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -> None:
+def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, skip_stock_check: bool) -> None:
     """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud.
 
     A CPFS stack without trainstack:sharedFsAddress deploys in two passes: everything but the nodes, then, once the
     NAS API has given the export's mount address and it is set in the stack's config, the nodes.
+
+    Before nodes are created, ECS DescribeAvailableResource is asked whether their zone has stock (docs/live.md).
     """
     from generator import live
 
     engine, resolver = _engine(), _mount_address_resolver()
+    checker = None if skip_stock_check else _stock_checker()
     planned = live.planned_target(target, backend)
     live.preflight(planned)
     live.require_mount_address_sdk(planned, resolver)  # before anything is deployed, not between the passes
+    if checker is not None:
+        checker.check()
     prepared = live.prepare_up(target, backend)
     for change in prepared.rendered:
         _say(f"{change.action:>9}  {prepared.target.stack_dir / change.path}")
@@ -119,6 +129,8 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None) -
     t = prepared.target
     _header(t, prepared.digest)
     live.check_digest(prepared, expect_digest)
+    if checker is not None:
+        live.stock_preflight(engine, t, checker, _say)
     pending = live.needs_mount_address(t)
     earlier = live.deployed_export(engine, t) if pending else None
     if earlier is not None:  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
@@ -154,6 +166,16 @@ def _mount_address_resolver() -> Any:
     from generator.live import SdkMountAddressResolver
 
     return SdkMountAddressResolver()
+
+
+def _stock_checker() -> Any:
+    """The ECS API client of the stock preflight; tests put a recorded one in the context object."""
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("stock_checker") is not None:
+        return obj["stock_checker"]
+    from generator.live import SdkStockChecker
+
+    return SdkStockChecker()
 
 
 def _deploy(engine: Any, t: Any, yes: bool) -> Any:
@@ -329,4 +351,49 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
         _say("the stack has no outputs (has it been deployed?)")
 
 
-COMMANDS = [up, destroy, refresh, outputs]
+@click.command()
+@click.argument("target", metavar="SPEC|STACK_DIR")
+@click.option("--watch", metavar="SECONDS", type=click.IntRange(min=1),
+              help="Check again every SECONDS until Ctrl-C, instead of once.")
+@click.option("-y", "--yes", is_flag=True, help="Re-create nodes without asking (for cron, CI and --watch).")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
+@handle
+def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool) -> None:
+    """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
+
+    It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
+    update; nothing else in the stack changes (docs/operations.d/b-heal.md).
+    """
+    from generator import live
+
+    engine = _engine()
+    checker = None if skip_stock_check else _stock_checker()
+    t = live.locate(target, backend)
+    live.preflight(t)
+    if checker is not None:
+        checker.check()
+    fleet = live.require_healable(t)
+    _header(t)
+
+    def confirm(sick: Any) -> None:
+        _confirm(f"Re-create {len(sick)} node{'s' if len(sick) != 1 else ''} of {t.project} (stack {t.stack})?")
+
+    options = {"confirm": None if yes else confirm, "on_event": live.ProgressPrinter(_emit), "sleep": _sleep()}
+    with _cloud_work():
+        if watch is None:
+            live.heal_once(engine, t, fleet, checker, _say, **options)
+        else:
+            _say(f"heal: checking {len(fleet.nodes)} nodes every {watch} s; Ctrl-C stops")
+            live.watch(engine, t, fleet, checker, _say, watch, **options)
+
+
+def _sleep() -> Any:
+    """time.sleep, or what tests put in the context object under ``"sleep"`` (with ``"rounds"``)."""
+    import time
+
+    obj = click.get_current_context().find_root().obj
+    return obj["sleep"] if isinstance(obj, dict) and obj.get("sleep") is not None else time.sleep
+
+
+COMMANDS = [up, destroy, refresh, outputs, heal]

@@ -25,6 +25,11 @@ What the package adds around the engine, and where:
 * **The CPFS mount address** (:mod:`~generator.live.mountaddr`). A CPFS program declares its nodes only once
   ``trainstack:sharedFsAddress`` is set; ``up`` looks the export's address up in the NAS API after its first pass
   (behind the :class:`MountAddressResolver` port), sets it with :meth:`Engine.set_config` and deploys again.
+* **The stock preflight** (:mod:`~generator.live.stock`). Before ``up`` or ``heal`` creates nodes, ECS
+  DescribeAvailableResource is asked (behind the :class:`StockChecker` port) whether their zone has stock of the
+  instance type; without stock the run stops before creating anything (exit 30) and names the spec's zones that do.
+* **Heal** (:mod:`~generator.live.heal`). ``trainstack heal`` refreshes the nodes, finds those missing from the
+  state or stopped, and re-creates exactly those with targeted engine runs (``targets=`` URNs), once or ``--watch``.
 * **What the user reads:** progress lines (:mod:`~generator.live.progress`), the reports after a destroy and the
   outputs (:mod:`~generator.live.reports`), and the live preview (:mod:`~generator.live.preview`).
 
@@ -67,16 +72,20 @@ from generator.live.errors import (
     EXIT_NO_NAS_SDK,
     EXIT_NO_PASSPHRASE,
     EXIT_NO_PULUMI,
+    EXIT_NO_SDK,
+    EXIT_NO_STOCK,
     EXIT_NOT_DEPLOYED,
     EXIT_STALE,
     BadTarget,
     CredentialsMissing,
     Declined,
     DigestMismatch,
+    EcsSdkMissing,
     EngineFailed,
     Interrupted,
     LiveError,
     NasSdkMissing,
+    NoStock,
     PassphraseMissing,
     PulumiMissing,
     StackLocked,
@@ -84,6 +93,15 @@ from generator.live.errors import (
     StaleStack,
 )
 from generator.live.fake import FakeEngine
+from generator.live.heal import (
+    SickNode,
+    diagnose,
+    heal_once,
+    node_urn,
+    require_healable,
+    wait_for_stock,
+    watch,
+)
 from generator.live.mountaddr import (
     INSTALL_LIVE,
     SHARED_FS_ADDRESS_KEY,
@@ -108,6 +126,20 @@ from generator.live.reports import (
     how_to_delete,
     kept_report,
     unkept_bucket_security,
+)
+from generator.live.stock import (
+    ECS_INSTANCE,
+    Fleet,
+    PlannedNode,
+    SdkStockChecker,
+    StockChecker,
+    StockCheckFailed,
+    StockVerdict,
+    fleet_of,
+    nodes_to_create,
+    short_stock,
+    stock_preflight,
+    zone_stock,
 )
 from generator.live.target import (
     PULUMI_BOOKKEEPING_KEYS,
@@ -134,9 +166,12 @@ from generator.live.target import (
 __all__ = [
     "BUCKET_SECURING", "CHANGE_OPS", "DEFAULT_SECRETS_PROVIDER", "EXIT_DECLINED", "EXIT_DIGEST", "EXIT_ENGINE",
     "EXIT_INTERRUPTED", "EXIT_LOCKED", "EXIT_NOT_DEPLOYED", "EXIT_NO_CREDENTIALS", "EXIT_NO_NAS_SDK",
-    "EXIT_NO_PASSPHRASE", "EXIT_NO_PULUMI", "EXIT_STALE", "INSTALL_LIVE", "INSTALL_PULUMI", "OSS_BUCKET",
+    "EXIT_NO_PASSPHRASE", "EXIT_NO_PULUMI", "EXIT_NO_SDK", "EXIT_NO_STOCK", "EXIT_STALE", "ECS_INSTANCE", "INSTALL_LIVE", "INSTALL_PULUMI", "OSS_BUCKET",
     "PULUMI_BOOKKEEPING_KEYS", "SECRET_ENV_VARS", "SHARED_FS_ADDRESS_KEY", "STATE_DIR",
-    "BadTarget", "ChangeSummary", "CredentialsMissing", "Declined", "DigestMismatch", "Engine", "EngineFailed",
+    "BadTarget", "ChangeSummary", "CredentialsMissing", "Declined", "DigestMismatch", "EcsSdkMissing", "Engine",
+    "EngineFailed", "Fleet", "NoStock", "PlannedNode", "SdkStockChecker", "StockCheckFailed", "StockChecker",
+    "StockVerdict", "SickNode", "diagnose", "heal_once", "node_urn", "require_healable", "wait_for_stock", "watch",
+    "fleet_of", "nodes_to_create", "short_stock", "stock_preflight", "zone_stock",
     "Event", "FakeEngine", "Freshness", "Interrupted", "LiveError", "MountAddressError", "MountAddressResolver",
     "NasSdkMissing", "OnEvent", "OutputValue", "PassphraseMissing", "Prepared", "ProgressPrinter", "PulumiEngine",
     "PulumiMissing", "SdkMountAddressResolver", "StackLocked", "StackNotDeployed", "StaleStack", "StateResource",

@@ -7,7 +7,7 @@ with the Pulumi Automation API, :mod:`generator.live.fake` in memory for tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -141,6 +141,7 @@ class StateResource:
     retain_on_delete: bool = False
     dependencies: tuple[str, ...] = ()
     parent: str = ""
+    status: str = ""  # the resource's ``status`` output, if it has one (an ECS instance: Running, Stopped, ...)
 
     @property
     def name(self) -> str:
@@ -179,15 +180,23 @@ class Engine(Protocol):
     def preview(self, target: Target, on_event: OnEvent) -> ChangeSummary:
         """What ``up`` would change, without changing anything."""
 
-    def up(self, target: Target, on_event: OnEvent) -> UpResult:
-        """Create or update the cloud resources to match the program."""
+    def up(self, target: Target, on_event: OnEvent, *, targets: Sequence[str] = ()) -> UpResult:
+        """Create or update the cloud resources to match the program.
+
+        With ``targets`` (URNs) only those resources and the ones that depend on them are touched (``pulumi up
+        --target URN --target-dependents``); a targeted URN missing from the state is created.
+        """
 
     def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False) -> ChangeSummary:
-        """Delete the stack's resources; with ``exclude_protected`` keep protected ones and what they need."""
+                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
+        """Delete the stack's resources; with ``exclude_protected`` keep protected ones and what they need.
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False) -> ChangeSummary:
-        """Read the cloud's actual state into the stack's state."""
+        With ``targets`` (URNs) only those and their dependents are deleted (``--target --target-dependents``).
+        """
+
+    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
+                targets: Sequence[str] = ()) -> ChangeSummary:
+        """Read the cloud's actual state into the stack's state (with ``targets``, of those URNs only)."""
 
     def outputs(self, target: Target) -> dict[str, OutputValue]:
         """The stack's outputs from its last update."""

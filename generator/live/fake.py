@@ -3,6 +3,7 @@ so commands, checks and messages are tested without a CLI, credentials or a netw
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from generator.live.engine import (
     Step,
     Target,
     UpResult,
+    urn_name,
 )
 from generator.live.errors import EngineFailed, LiveError, StackNotDeployed
 from generator.live.redaction import display_backend
@@ -27,6 +29,10 @@ class FakeEngine:
 
     ``destroy(exclude_protected=True)`` keeps protected resources and everything they depend on (their parents
     and dependencies, transitively), exactly the set ``pulumi destroy --exclude-protected`` keeps.
+
+    ``cloud`` models what Alibaba Cloud really holds: a refresh (not a preview) replaces the state's entries with
+    it, dropping what the cloud no longer has (a released instance) and taking its ``status`` (a stopped one). A
+    targeted ``up`` creates or updates only the targeted URNs (plus plan steps on them), like ``--target``.
     """
 
     plan_steps: list[Step] = field(default_factory=list)
@@ -36,6 +42,7 @@ class FakeEngine:
     fail_with: LiveError | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     config: dict[str, str] = field(default_factory=dict)  # what set_config set
+    cloud: list[StateResource] | None = None  # what a refresh finds (None: the cloud matches the state)
 
     def _record(self, name: str, **kwargs: Any) -> None:
         self.calls.append((name, kwargs))
@@ -57,17 +64,29 @@ class FakeEngine:
         self._diagnose(on_event)
         return ChangeSummary.of(None, self.plan_steps)
 
-    def up(self, target: Target, on_event: OnEvent) -> UpResult:
-        self._record("up", target=target)
+    def up(self, target: Target, on_event: OnEvent, *, targets: Sequence[str] = ()) -> UpResult:
+        if targets:
+            self._record("up", target=target, targets=tuple(targets))
+        else:
+            self._record("up", target=target)
         self._diagnose(on_event)
         state = list(self.state or [])
-        for step in self.plan_steps:
+        steps = self.plan_steps
+        if targets:
+            planned = {s.urn for s in steps}
+            steps = [s for s in steps if s.urn in targets] + [
+                Step("create", _urn_type(urn), urn_name(urn), urn) for urn in targets if urn not in planned]
+        for step in steps:
             on_event(Event("start", step))
             if step.op in ("create", "update", "replace", "same") and not any(r.urn == step.urn for r in state):
                 state.append(StateResource(step.urn, step.type, id=f"id-{step.name}"))
             on_event(Event("done", step))
         self.state = state
-        return UpResult(ChangeSummary.of(None, self.plan_steps), dict(self.stack_outputs))
+        if self.cloud is not None:  # what was created now exists in the cloud too, running
+            have = {r.urn for r in self.cloud}
+            self.cloud = [*(r for r in self.cloud), *(replace(r, status="Running") for r in state
+                                                       if r.urn not in have and not r.bookkeeping)]
+        return UpResult(ChangeSummary.of(None, steps), dict(self.stack_outputs))
 
     def _kept(self, state: list[StateResource]) -> set[str]:
         by_urn = {r.urn: r for r in state}
@@ -85,10 +104,22 @@ class FakeEngine:
         return kept
 
     def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False) -> ChangeSummary:
-        self._record("destroy", target=target, exclude_protected=exclude_protected, preview_only=preview_only)
+                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
+        extra = {"targets": tuple(targets)} if targets else {}
+        self._record("destroy", target=target, exclude_protected=exclude_protected, preview_only=preview_only,
+                     **extra)
         state = self._require_state(target)
         kept = self._kept(state) if exclude_protected else set()
+        if targets:  # the targets and what depends on them
+            doomed_urns = set(targets)
+            grew = True
+            while grew:
+                grew = False
+                for r in state:
+                    if r.urn not in doomed_urns and (set(r.dependencies) & doomed_urns or r.parent in doomed_urns):
+                        doomed_urns.add(r.urn)
+                        grew = True
+            kept |= {r.urn for r in state if r.urn not in doomed_urns}
         if not exclude_protected and any(r.protect for r in state):
             raise EngineFailed("the Pulumi engine failed: unable to delete resource: it is protected")
         doomed = [Step("delete", r.type, r.name, r.urn) for r in state if r.urn not in kept and not r.bookkeeping]
@@ -97,12 +128,31 @@ class FakeEngine:
                 on_event(Event("start", step))
                 on_event(Event("done", step))
             self.state = [r for r in state if r.urn in kept]
+            if self.cloud is not None:
+                gone = {s.urn for s in doomed}
+                self.cloud = [r for r in self.cloud if r.urn not in gone]
         return ChangeSummary.of(None, doomed)
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False) -> ChangeSummary:
-        self._record("refresh", target=target, preview_only=preview_only)
+    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
+                targets: Sequence[str] = ()) -> ChangeSummary:
+        extra = {"targets": tuple(targets)} if targets else {}
+        self._record("refresh", target=target, preview_only=preview_only, **extra)
         state = self._require_state(target)
-        return ChangeSummary.of({"same": len(state)}, ())
+        if self.cloud is None or preview_only:
+            return ChangeSummary.of({"same": len(state)}, ())
+        cloud = {r.urn: r for r in self.cloud}
+        fresh, steps = [], []
+        for r in state:
+            if (targets and r.urn not in targets) or r.bookkeeping:
+                fresh.append(r)
+            elif r.urn not in cloud:
+                steps.append(Step("delete", r.type, r.name, r.urn))
+            else:
+                fresh.append(cloud[r.urn])
+                if cloud[r.urn] != r:
+                    steps.append(Step("update", r.type, r.name, r.urn))
+        self.state = fresh
+        return ChangeSummary.of(None, steps)
 
     def outputs(self, target: Target) -> dict[str, OutputValue]:
         self._record("outputs", target=target)
@@ -122,6 +172,12 @@ class FakeEngine:
         self._record("set_config", target=target, key=key, value=value)
         self.config[key] = value
         _write_config(target.config_file, key, value)
+
+
+def _urn_type(urn: str) -> str:
+    """``urn:pulumi:STACK::PROJECT::[PARENT$]TYPE::NAME`` -> TYPE."""
+    parts = urn.split("::")
+    return parts[-2].rsplit("$", 1)[-1] if len(parts) >= 4 else ""
 
 
 def _write_config(path: Path, key: str, value: str) -> None:

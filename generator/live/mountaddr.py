@@ -86,23 +86,35 @@ class SdkMountAddressResolver:
 
     def client(self, region: str) -> Any:
         from alibabacloud_nas20170626.client import Client
-        from alibabacloud_tea_openapi import models as openapi_models
 
-        key_id, secret = self.env.get("ALICLOUD_ACCESS_KEY"), self.env.get("ALICLOUD_SECRET_KEY")
-        if key_id and secret and not self.env.get("ALIBABA_CLOUD_ACCESS_KEY_ID"):
-            config = openapi_models.Config(access_key_id=key_id, access_key_secret=secret,
-                                           security_token=self.env.get("ALICLOUD_SECURITY_TOKEN") or None)
-        else:
-            from alibabacloud_credentials.client import Client as CredentialClient
-
-            config = openapi_models.Config(credential=CredentialClient())
-        config.region_id = region
-        config.endpoint = self.endpoint(region)
-        return Client(config)
+        return Client(sdk_config(self.env, region, self.endpoint(region)))
 
     def describe(self, region: str, file_system_id: str, export_id: str) -> Mapping[str, Any]:
         response = self.client(region).describe_protocol_mount_target(self.request(file_system_id, export_id))
         return response.body.to_map()
+
+
+def sdk_config(env: Mapping[str, str], region: str, endpoint: str | None = None) -> Any:
+    """An OpenAPI client config for Alibaba Cloud's official SDKs (NAS here, ECS in :mod:`~generator.live.stock`).
+
+    Credentials come from ``alibabacloud-credentials``' default chain; the older ``ALICLOUD_ACCESS_KEY`` /
+    ``ALICLOUD_SECRET_KEY`` names, which the alicloud provider also reads, are passed on as a static AccessKey.
+    Without ``endpoint`` the SDK picks the product's endpoint for ``region`` itself.
+    """
+    from alibabacloud_tea_openapi import models as openapi_models
+
+    key_id, secret = env.get("ALICLOUD_ACCESS_KEY"), env.get("ALICLOUD_SECRET_KEY")
+    if key_id and secret and not env.get("ALIBABA_CLOUD_ACCESS_KEY_ID"):
+        config = openapi_models.Config(access_key_id=key_id, access_key_secret=secret,
+                                       security_token=env.get("ALICLOUD_SECURITY_TOKEN") or None)
+    else:
+        from alibabacloud_credentials.client import Client as CredentialClient
+
+        config = openapi_models.Config(credential=CredentialClient())
+    config.region_id = region
+    if endpoint:
+        config.endpoint = endpoint
+    return config
 
 
 def configured_address(target: Target) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,19 @@ def engine_error(e: BaseException, target: Target) -> LiveError:
         return EngineFailed(f"the Pulumi engine failed for {target.project}/{target.stack}: {detail or 'no detail'}"
                             " (rerun with --debug for the whole log)")
     return EngineFailed(f"the Pulumi engine failed for {target.project}/{target.stack}: {type(e).__name__}: {e}")
+
+
+def _targeted(targets: Sequence[str], dependents: bool = True) -> dict[str, Any]:
+    """Automation API arguments for a targeted run: ``--target URN ...`` (and ``--target-dependents``)."""
+    if not targets:
+        return {}
+    return {"target": list(targets), "target_dependents": True} if dependents else {"target": list(targets)}
+
+
+def _status(outputs: Any) -> str:
+    """A resource's ``status`` output in an exported deployment (an ECS instance's Running, Stopped, ...)."""
+    value = outputs.get("status") if isinstance(outputs, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 class _Collector:
@@ -172,15 +185,15 @@ class PulumiEngine:
             result = stack.preview(on_event=collector, color="never")
         return collector.summary(result.change_summary)
 
-    def up(self, target: Target, on_event: OnEvent) -> UpResult:
+    def up(self, target: Target, on_event: OnEvent, *, targets: Sequence[str] = ()) -> UpResult:
         collector = _Collector(on_event)
         with self._session(target, on_event, create=True, program=True) as stack:
-            result = stack.up(on_event=collector, color="never", show_secrets=False)
+            result = stack.up(on_event=collector, color="never", show_secrets=False, **_targeted(targets))
         outputs = {k: OutputValue(v.value, bool(v.secret)) for k, v in (result.outputs or {}).items()}
         return UpResult(collector.summary(result.summary.resource_changes), outputs)
 
     def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False) -> ChangeSummary:
+                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
         import inspect
 
         from pulumi import automation as auto
@@ -191,19 +204,22 @@ class PulumiEngine:
         collector = _Collector(on_event)
         with self._session(target, on_event) as stack:
             if preview_only:
-                result = stack.preview_destroy(on_event=collector, color="never", exclude_protected=exclude_protected)
+                result = stack.preview_destroy(on_event=collector, color="never", exclude_protected=exclude_protected,
+                                               **_targeted(targets))
                 return collector.summary(result.change_summary)
             result = stack.destroy(on_event=collector, color="never", show_secrets=False,
-                                   exclude_protected=exclude_protected)
+                                   exclude_protected=exclude_protected, **_targeted(targets))
         return collector.summary(result.summary.resource_changes)
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False) -> ChangeSummary:
+    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
+                targets: Sequence[str] = ()) -> ChangeSummary:
         collector = _Collector(on_event)
         with self._session(target, on_event) as stack:
             if preview_only:
-                result = stack.preview_refresh(on_event=collector, color="never")
+                result = stack.preview_refresh(on_event=collector, color="never", **_targeted(targets, False))
                 return collector.summary(result.change_summary)
-            result = stack.refresh(on_event=collector, color="never", show_secrets=False)
+            result = stack.refresh(on_event=collector, color="never", show_secrets=False,
+                                   **_targeted(targets, False))
         return collector.summary(result.summary.resource_changes)
 
     def outputs(self, target: Target) -> dict[str, OutputValue]:
@@ -215,7 +231,8 @@ class PulumiEngine:
             deployment = stack.export_stack().deployment or {}
         return [StateResource(urn=r.get("urn", ""), type=r.get("type", ""), id=str(r.get("id") or ""),
                               protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
-                              dependencies=tuple(r.get("dependencies") or ()), parent=r.get("parent") or "")
+                              dependencies=tuple(r.get("dependencies") or ()), parent=r.get("parent") or "",
+                              status=_status(r.get("outputs")))
                 for r in deployment.get("resources") or []]
 
     def set_config(self, target: Target, key: str, value: str) -> None:
