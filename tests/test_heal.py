@@ -95,6 +95,24 @@ def test_heal_re_creates_exactly_the_missing_ranks() -> None:
     assert sick[0].node.private_ip == "10.20.0.27", "same rank, name and address as the plan"
 
 
+def test_a_paused_cluster_has_no_node_to_heal_or_to_check_stock_for() -> None:
+    paused = replace(FLEET, nodes=(), paused=True)  # what fleet_of reads from a plan.json with compute.paused
+    engine = FakeEngine(state=[r for r in cluster() if r.type not in (INSTANCE, ATTACHMENT)])
+    said: list[str] = []
+    assert live.heal_once(engine, TARGET, paused, in_stock(), said.append) == []
+    assert engine.calls == [] and said == ["heal: the cluster is paused (compute.paused): no node to heal"]
+
+
+def test_a_paused_plan_json_declares_no_node(tmp_path: Path) -> None:
+    import json
+
+    data = json.loads((TARGET.stack_dir / "plan.json").read_text())
+    data["compute"]["paused"] = True
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    fleet = live.fleet_of(tmp_path)
+    assert fleet.paused and fleet.nodes == () and FLEET.nodes and not FLEET.paused
+
+
 def test_heal_does_nothing_when_every_node_is_healthy() -> None:
     engine = engine_with(lambda cloud: cloud)
     checker = in_stock()

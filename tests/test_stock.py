@@ -124,8 +124,8 @@ def test_skip_stock_check_asks_nothing_and_needs_no_sdk(monkeypatch: pytest.Monk
     assert [c[0] for c in engine.calls] == ["up"]
 
 
-def test_missing_sdk_is_one_sentence_and_its_exit_code_before_any_engine_call(workspace: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_sdk_is_one_sentence_and_its_exit_code_before_any_change(workspace: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "alibabacloud_ecs20140526", None)
     engine = FakeEngine([node_step()])
     result = CliRunner().invoke(main, ["up", SPEC, "--yes"], obj={"engine": engine}, catch_exceptions=False)
@@ -133,7 +133,23 @@ def test_missing_sdk_is_one_sentence_and_its_exit_code_before_any_engine_call(wo
     assert result.stderr == ("error: the stock check before creating nodes asks Alibaba Cloud's ECS SDK "
                              "(alibabacloud_ecs20140526 is not installed), so nothing was deployed: "
                              "pip install 'trainstack[live]', or pass --skip-stock-check.\n")
-    assert engine.calls == [] and not (workspace / "stacks").exists(), "before any engine call or render"
+    assert [c[0] for c in engine.calls] == ["resources"], "only the state was read: nothing previewed or deployed"
+
+
+def test_without_the_sdk_an_up_that_creates_no_node_needs_no_stock_check(workspace: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack whose nodes are all in the state: `up` of a non-node change works without the live extra."""
+    from generator.live import StateResource
+
+    result = CliRunner().invoke(main, ["up", SPEC, "--yes", "--skip-stock-check"], obj={"engine": FakeEngine([node_step()])},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    monkeypatch.setitem(sys.modules, "alibabacloud_ecs20140526", None)
+    urn = "urn:pulumi:dev::finetune-7b::alicloud:ecs/instance:Instance::finetune-7b-node-000"
+    state = [StateResource(urn, "alicloud:ecs/instance:Instance", "i-1")]
+    engine = FakeEngine([], state=state)
+    result = CliRunner().invoke(main, ["up", SPEC, "--yes"], obj={"engine": engine}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
 
 
 def test_an_api_error_is_one_sentence() -> None:

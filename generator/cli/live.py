@@ -119,8 +119,6 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, s
     planned = live.planned_target(target, backend)
     live.preflight(planned)
     live.require_mount_address_sdk(planned, resolver)  # before anything is deployed, not between the passes
-    if checker is not None:
-        checker.check()
     prepared = live.prepare_up(target, backend)
     for change in prepared.rendered:
         _say(f"{change.action:>9}  {prepared.target.stack_dir / change.path}")

@@ -133,6 +133,10 @@ def heal_once(engine: Any, target: Target, fleet: Fleet, checker: StockChecker |
               quiet_when_healthy: bool = False) -> list[SickNode]:
     """One round: refresh the nodes, find the sick ones, re-create them; returns what was healed."""
     sleep = sleep or time.sleep
+    if fleet.paused:  # compute.paused: no node is meant to run, so none is missing
+        if not quiet_when_healthy:
+            say("heal: the cluster is paused (compute.paused): no node to heal")
+        return []
     present = [node_urn(target, r.name) for r in engine.resources(target) if r.type == ECS_INSTANCE]
     if present:
         engine.refresh(target, on_event, targets=present)

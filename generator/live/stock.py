@@ -114,7 +114,8 @@ class Fleet:
     instance_type: str
     platform: str  # "ecs" or "lingjun"
     spot_strategy: str  # for the spot nodes, e.g. SpotAsPriceGo
-    nodes: tuple[PlannedNode, ...]
+    nodes: tuple[PlannedNode, ...]  # empty when the plan is paused: the program declares no node
+    paused: bool = False
 
 
 def fleet_of(stack_dir: Path) -> Fleet:
@@ -125,10 +126,12 @@ def fleet_of(stack_dir: Path) -> Fleet:
         nodes = tuple(PlannedNode(int(r["rank"]), str(r["name"]), str(r.get("private_ip") or ""),
                                   str(r.get("zone") or ""), bool(r.get("spot"))) for r in compute["ranks"])
         spot = data.get("spot") or {}
+        paused = bool(compute.get("paused"))
         return Fleet(region=str(data["region"]), zones=tuple(data.get("zones") or ()),
                      instance_type=str(compute.get("instance_type") or ""),
                      platform=str(compute.get("platform") or "ecs"),
-                     spot_strategy=str(spot.get("strategy") or "SpotAsPriceGo"), nodes=nodes)
+                     spot_strategy=str(spot.get("strategy") or "SpotAsPriceGo"), nodes=() if paused else nodes,
+                     paused=paused)
     except (OSError, ValueError, KeyError, TypeError):
         raise BadTarget(f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
                         ) from None
@@ -244,6 +247,7 @@ def stock_preflight(engine: Any, target: Any, checker: StockChecker, say: Say) -
     nodes = nodes_to_create(fleet, state)
     if not nodes:
         return []
+    checker.check()  # the SDK is needed only when nodes are created; still before any change to the cloud
     say(f"stock: {len(nodes)} node{'s' if len(nodes) != 1 else ''} to create; asking ECS DescribeAvailableResource "
         f"for {fleet.instance_type} in {', '.join(sorted({n.zone for n in nodes}))}")
     error = short_stock(checker, fleet, nodes, say)
