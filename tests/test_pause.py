@@ -262,8 +262,8 @@ def test_diff_command_on_two_spec_files(tmp_path: Path) -> None:
 
 
 def test_operations_page_quotes_the_current_paused_cost() -> None:
-    """docs/operations.d/c-pause.md quotes pretrain-70b's paused cost; it must stay what the plan says."""
-    page = (ROOT / "docs" / "operations.d" / "c-pause.md").read_text()
+    """docs/operations.md ("Pause and resume") quotes pretrain-70b's paused cost; it must stay what the plan says."""
+    page = (ROOT / "docs" / "operations.md").read_text()
     paused = make_plan(load(paused_text(EXAMPLE.read_text())), CATALOG).cost.paused
     assert paused is not None
     assert f"While paused: {paused.per_hour:,.2f} CNY/hour, {paused.per_day:,.2f} CNY/day" in page

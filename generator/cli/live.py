@@ -361,7 +361,7 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
 
     It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
-    update; nothing else in the stack changes (docs/operations.d/b-heal.md).
+    update; nothing else in the stack changes (docs/operations.md, "heal").
     """
     from generator import live
 
