@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 # Exit codes shared by every command (documented in README.md). `trainstack diff` uses 2 for "changes" and the
-# live engine uses 20-28 for its preflight and engine failures (generator/live/, docs/live.md).
+# live engine uses 20-30 for its preflight and engine failures (generator/live/, docs/live.md).
 EXIT_OK = 0
 EXIT_FAILURE = 1  # an operation failed (drift, stale stack, a lint finding, a live engine error)
 EXIT_USAGE = 2  # bad input: the spec or the command line is wrong
