@@ -14,6 +14,9 @@ import re
 import shlex
 from typing import Any
 
+from generator.plan import markdown as _md
+from generator.plan.markdown import nonprintable as _escape_nonprintable
+
 
 class Escaped(str):
     """Text already escaped for the place it is printed."""
@@ -31,19 +34,6 @@ INERT = re.compile(r"[A-Za-z0-9_.:/+=@,%-]*")
 
 def is_inert(text: str) -> bool:
     return INERT.fullmatch(text) is not None and not text.startswith(("-", "@", "%", ":", ","))
-
-
-def _escape_nonprintable(text: str, keep: str = "") -> str:
-    """Backslash escapes (as in a Python string) for every character that is not printable, except ``keep``."""
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch in keep:
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"))
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------------------------- Python
@@ -135,23 +125,14 @@ def yaml_scalar(value: Any) -> Escaped:
 
 
 # --------------------------------------------------------------------------------------------- Markdown
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<|#~])")
-
-
 def markdown(value: Any) -> Escaped:
     """Inline Markdown text (also safe in a table cell): no markup, HTML, links or line breaks get through."""
-    text = re.sub(r"[\r\n]+", " ", str(value))
-    text = _MD_SPECIAL.sub(r"\\\1", text).replace("&", "&amp;")
-    return Escaped(_escape_nonprintable(text))
+    return Escaped(_md.text(value))
 
 
 def markdown_code(value: Any) -> Escaped:
     """An inline code span whose fence is longer than any backquote run inside; control characters spelled out."""
-    text = _escape_nonprintable(str(value))
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return Escaped(f"{fence}{pad}{text}{pad}{fence}")
+    return Escaped(_md.code(value))
 
 
 def json_text(value: Any) -> Escaped:

@@ -1,0 +1,60 @@
+"""Markdown escaping and tables, shared by the plan's Markdown report and the rendered stack's README.
+
+The plan stage comes before render, so the helpers live here: :mod:`generator.render.escape` wraps them in its
+``Escaped`` type (its ``md`` and ``mdcode`` filters), and :mod:`generator.plan.report_markdown` uses them for
+``trainstack plan --format markdown``. Every function returns plain ``str``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<|#~])")
+
+
+def nonprintable(text: str, keep: str = "") -> str:
+    """Backslash escapes (as in a Python string) for every character that is not printable, except ``keep``."""
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch in keep:
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"))
+    return "".join(out)
+
+
+def text(value: Any) -> str:
+    """Inline Markdown text (also safe in a table cell): no markup, HTML, links or line breaks get through."""
+    out = re.sub(r"[\r\n]+", " ", str(value))
+    out = _MD_SPECIAL.sub(r"\\\1", out).replace("&", "&amp;")
+    return nonprintable(out)
+
+
+def code(value: Any, cell: bool = False) -> str:
+    """An inline code span whose fence is longer than any backquote run inside; control characters spelled out.
+
+    ``cell=True`` for a span inside a table cell: GFM splits cells at ``|`` even inside a code span, so a pipe is
+    written ``\\|`` there (which the table reads back as ``|``).
+    """
+    body = nonprintable(str(value))
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
+    span = f"{fence}{pad}{body}{pad}{fence}"
+    return span.replace("|", "\\|") if cell else span
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    """A GFM table. Headers and cells are printed as given: escape them (:func:`text`, ``code(cell=True)``) first."""
+    def row(cells: Sequence[Any]) -> str:
+        return "| " + " | ".join("" if c is None else str(c) for c in cells) + " |"
+
+    align = ["---:" if i in right else "---" for i in range(len(headers))]
+    return "\n".join([row(headers), "|" + "|".join(align) + "|", *(row(r) for r in rows)])
+
+
+__all__ = ["nonprintable", "text", "code", "table"]

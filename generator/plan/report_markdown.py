@@ -1,0 +1,119 @@
+"""The plan as Markdown for a pull-request description or comment (``trainstack plan --format markdown``).
+
+Sections: a summary table (instance type, nodes, GPUs, layout, memory per GPU, cost per hour with each price's
+basis: list price or ESTIMATE), the decisions with their reasons, the instance types considered (the runners-up
+and why they lost), warnings, waived lint rules and tags. Every piece of user or plan text goes through
+:mod:`generator.plan.markdown`, so a tag or a waiver reason cannot add markup, HTML, links or table cells.
+"""
+
+from __future__ import annotations
+
+from generator.plan import markdown as md
+from generator.plan.model import Plan
+from generator.spec.units import human_bytes, human_count, human_seconds
+
+MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment
+
+
+def _basis(plan: Plan, prefix: str) -> str:
+    """``ESTIMATE`` or ``list price`` for the price note that starts with ``prefix``; ``not priced`` without one."""
+    for note in plan.cost.price_notes:
+        if note.startswith(prefix):
+            if "no price in the catalog" in note:
+                return "not priced"
+            return "ESTIMATE" if "ESTIMATE" in note else "list price"
+    return "not priced"
+
+
+def _money(x: float) -> str:
+    return f"{x:,.2f}"
+
+
+def _cost_rows(plan: Plan) -> list[list[str]]:
+    cost, c = plan.cost, plan.compute
+    node_basis = _basis(plan, f"{c.instance_type}:")
+    storage_prefix = {"cpfs": "cpfs-", "extreme-nas": "nas-extreme-"}.get(plan.storage.kind, "\0")
+    rows = [
+        ["compute on demand", _money(cost.compute_on_demand_per_hour), node_basis],
+        ["compute spot", _money(cost.compute_spot_per_hour),
+         f"{node_basis}; spot discount assumed" if plan.spot.enabled else node_basis],
+        ["shared storage", _money(cost.shared_storage_per_hour),
+         _basis(plan, storage_prefix) if plan.storage.kind != "none" else "none"],
+        ["object storage", _money(cost.object_storage_per_hour),
+         _basis(plan, "oss-standard") if plan.checkpoints.enabled else "none"],
+    ]
+    flagged = any(r[2].startswith("ESTIMATE") or "assumed" in r[2] for r in rows)
+    rows.append(["**total**", f"**{_money(cost.total_per_hour)}**", "includes ESTIMATEs" if flagged else "list prices"])
+    return [[md.text(a) if not a.startswith("**") else a, b, md.text(basis)] for a, b, basis in rows]
+
+
+def _summary(plan: Plan) -> list[str]:
+    c, z, m, cost = plan.compute, plan.sizing, plan.model, plan.cost
+    estimated = any("ESTIMATE" in n or "assumption" in n for n in cost.price_notes)
+    per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (" (ESTIMATE)" if estimated else "")
+    rows = [
+        ["model", md.text(f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
+                          f"{m.optimizer}, seq {m.sequence_length}")],
+        ["instance type", md.code(c.instance_type, cell=True) + (" bare metal" if c.bare_metal else "")],
+        ["nodes", (f"**PAUSED**: none declared; resumes as {c.nodes}" if c.paused else str(c.nodes))],
+        ["GPUs", md.text(f"{c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)")],
+        ["layout", md.text(f"tp={c.tp} pp={c.pp} dp={c.dp} ZeRO-{c.zero_stage} recompute={c.recompute}"
+                           + (" sp" if c.sequence_parallel else ""))],
+        ["memory per GPU", md.text(f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} "
+                                   f"(headroom {human_bytes(z.headroom)})")],
+        ["network", md.text(f"RDMA {c.rdma}, VPC {plan.network.vpc_cidr}, egress {plan.network.egress}")],
+        ["storage", md.text(plan.storage.kind + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
+                                                 if plan.storage.kind != "none" else ""))],
+        ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
+                                f"{human_bytes(plan.checkpoints.size_bytes)} each" if plan.checkpoints.enabled
+                                else "off")],
+        ["spot", md.text(f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
+                         if plan.spot.enabled else "off")],
+        ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
+    ]
+    if cost.paused is not None:
+        rows.append(["cost per hour while paused", f"{_money(cost.paused.per_hour)} {md.text(cost.currency)}"])
+    if cost.run_total is not None:
+        rows.append(["whole run", md.text(f"{cost.run_hours:,.1f} h + {cost.expected_rework_hours or 0:,.1f} h "
+                                          f"expected rework = {cost.run_total:,.0f} {cost.currency}")
+                     + (" (ESTIMATE)" if estimated else "")])
+    return [md.table(["", "plan"], rows)]
+
+
+def plan_markdown(plan: Plan) -> str:
+    """The plan as GitHub-flavoured Markdown; every value from the spec or the plan is escaped."""
+    c = plan.compute
+    out = [MARKER, f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
+                   f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}", ""]
+    out += _summary(plan)
+    out += ["", f"#### Cost per hour ({md.text(plan.cost.currency)})", "",
+            md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
+            "<details><summary>price sources</summary>", "",
+            *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
+    out += ["", "#### Decisions", ""]
+    for d in plan.decisions:
+        out.append(f"- **{md.text(d.topic)}**: {md.text(d.choice)}  ")
+        out.append(f"  {md.text(d.reason)}")
+    if plan.candidates:
+        rows = [[md.code(x.instance_type, cell=True), x.nodes or "", x.gpus or "",
+                 f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "", f"{x.per_gpu_gib:.1f}" if x.nodes else "",
+                 _money(x.cost_per_hour) if x.nodes else "",
+                 "**chosen**" if x.verdict == "chosen" else md.text(x.verdict)] for x in plan.candidates]
+        out += ["", "#### Instance types considered", "", "<details><summary>"
+                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>", "",
+                md.table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], rows,
+                         right=(1, 2, 4, 5)), "", "</details>"]
+    if plan.warnings:
+        out += ["", "#### Warnings", "", *(f"- :warning: {md.text(w)}" for w in plan.warnings)]
+    if plan.waivers:
+        out += ["", "#### Waived lint rules", "",
+                md.table(["rule", "reason"], [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers])]
+    if plan.tags:
+        out += ["", "#### Tags", "",
+                md.table(["key", "value"], [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags])]
+    out += ["", "<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
+                "published list prices, and spot discounts and reclaim rates are assumptions.</sub>"]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["MARKER", "plan_markdown"]
