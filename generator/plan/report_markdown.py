@@ -1,8 +1,9 @@
 """The plan as Markdown for a pull-request description or comment (``trainstack plan --format markdown``).
 
 Sections: a summary table (instance type, nodes, GPUs, layout, memory per GPU, cost per hour with each price's
-basis: list price or ESTIMATE), the decisions with their reasons, the instance types considered (the runners-up
-and why they lost), warnings, waived lint rules and tags. Every piece of user or plan text goes through
+basis: list price or ESTIMATE), the cost table, the decisions with their reasons, the instance types considered
+(the runners-up and why they lost), warnings, waived lint rules and tags. The long parts (price sources,
+decisions, runners-up) are folded in ``<details>``. Every piece of user or plan text goes through
 :mod:`generator.plan.markdown`, so a tag or a waiver reason cannot add markup, HTML, links or table cells.
 """
 
@@ -90,10 +91,12 @@ def plan_markdown(plan: Plan) -> str:
             md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
             "<details><summary>price sources</summary>", "",
             *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
-    out += ["", "#### Decisions", ""]
+    out += ["", "#### Decisions", "", f"<details><summary>{len(plan.decisions)} decisions, each with its reason</summary>",
+            ""]
     for d in plan.decisions:
         out.append(f"- **{md.text(d.topic)}**: {md.text(d.choice)}  ")
         out.append(f"  {md.text(d.reason)}")
+    out += ["", "</details>"]
     if plan.candidates:
         rows = [[md.code(x.instance_type, cell=True), x.nodes or "", x.gpus or "",
                  f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "", f"{x.per_gpu_gib:.1f}" if x.nodes else "",
