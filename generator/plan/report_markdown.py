@@ -37,7 +37,7 @@ def _cost_rows(plan: Plan) -> list[list[str]]:
     rows = [
         ["compute on demand", _money(cost.compute_on_demand_per_hour), node_basis],
         ["compute spot", _money(cost.compute_spot_per_hour),
-         f"{node_basis}; spot discount assumed" if plan.spot.enabled else node_basis],
+         f"{node_basis}; spot discount assumed" if plan.spot.spot_ranks else "none"],
         ["shared storage", _money(cost.shared_storage_per_hour),
          _basis(plan, storage_prefix) if plan.storage.kind != "none" else "none"],
         ["object storage", _money(cost.object_storage_per_hour),
