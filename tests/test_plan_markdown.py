@@ -129,3 +129,21 @@ def test_render_keeps_its_markdown_escaping_and_cells_stay_cells(value: str) -> 
     assert escape.markdown_code(value) == md.code(value) and isinstance(escape.markdown_code(value), escape.Escaped)
     row = md.table(["a", "b"], [[md.text(value), md.code(value, cell=True)]]).splitlines()[-1]
     assert len(_cells(row)) == 2
+
+
+def test_paused_and_lingjun_plans_as_markdown(tmp_path: Path) -> None:
+    paused = tmp_path / "paused.yaml"
+    paused.write_text((ROOT / "examples" / "pretrain-70b.yaml").read_text().replace(
+        "bare_metal: prefer", "bare_metal: prefer\n  paused: true"))
+    out = _plan_md(str(paused))
+    assert "| nodes | **PAUSED**: none declared; resumes as 64 |" in out
+    assert "| cost per hour once resumed | 9,225.10 CNY (ESTIMATE) |" in out
+    assert re.search(r"\| cost per hour while paused \| [\d,.]+ CNY \(ESTIMATE\); not priced: NAT gateway, EIP \|", out)
+    assert "#### Cost per hour once resumed (CNY)" in out
+    _assert_tables_parse(out)
+    lingjun = tmp_path / "lj.yaml"
+    lingjun.write_text("name: lj-run\nregion: cn-wulanchabu\nmodel: {preset: llama-2-70b, tokens: 20B}\n"
+                       "compute: {platform: lingjun, image_id: i190982651690986913088, nodes: 4}\n")
+    out = _plan_md(str(lingjun))
+    assert "| instance type | `efg1.nvga8n` bare metal |" in out and "| compute spot | 0.00 | none |" in out
+    _assert_tables_parse(out)

@@ -73,7 +73,11 @@ def _summary(plan: Plan) -> list[str]:
         ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
     ]
     if cost.paused is not None:
-        rows.append(["cost per hour while paused", f"{_money(cost.paused.per_hour)} {md.text(cost.currency)}"])
+        bases = {i.basis for i in cost.paused.items}
+        unpriced = [i.label for i in cost.paused.items if i.per_hour is None]
+        rows.append(["cost per hour while paused", f"{_money(cost.paused.per_hour)} {md.text(cost.currency)}"
+                     + (" (ESTIMATE)" if "ESTIMATE" in bases else "")
+                     + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else "")])
     if cost.run_total is not None:
         rows.append(["whole run", md.text(f"{cost.run_hours:,.1f} h + {cost.expected_rework_hours or 0:,.1f} h "
                                           f"expected rework = {cost.run_total:,.0f} {cost.currency}")
@@ -87,7 +91,7 @@ def plan_markdown(plan: Plan) -> str:
     out = [MARKER, f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
                    f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}", ""]
     out += _summary(plan)
-    out += ["", f"#### Cost per hour ({md.text(plan.cost.currency)})", "",
+    out += ["", f"#### Cost per hour{' once resumed' if c.paused else ''} ({md.text(plan.cost.currency)})", "",
             md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
             "<details><summary>price sources</summary>", "",
             *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
