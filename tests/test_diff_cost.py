@@ -60,6 +60,7 @@ def test_doubling_the_nodes_shows_the_delta_from_the_plans_own_costs(doubled: di
     assert hour.change == round(new.total_per_hour - old.total_per_hour, 2)
     assert hour.percent == round(100 * (new.total_per_hour - old.total_per_hour) / old.total_per_hour, 1)
     assert 90 < hour.percent < 110  # roughly doubles
+    assert (cost.base.per_day, cost.head.per_day) == (old.total_per_day, new.total_per_day)
     month = cost.total("month")
     assert (month.old, month.new) == (round(old.total_per_hour * HOURS_PER_MONTH, 2),
                                       round(new.total_per_hour * HOURS_PER_MONTH, 2))

@@ -44,12 +44,9 @@ class SideCost:
     run_total: float | None
     run_hours: float | None  # training + expected rework hours
     estimated: frozenset[str]  # the LINES keys that rest on an estimated price
+    per_day: float = 0.0  # the planner's figure: Cost.total_per_day, or PausedCost.per_day while paused
     resume_per_hour: float | None = None  # paused: what the running cluster costs per hour once resumed
     notes: tuple[str, ...] = ()
-
-    @property
-    def per_day(self) -> float:
-        return round(self.total_per_hour * 24, 2)
 
     def amount(self, period: Period, key: str | None = None) -> float | None:
         """One line (``key``) or the total (``None``) for a period; None when the run cost is unknown."""
@@ -125,7 +122,7 @@ def side_cost(plan: Plan | None, catalog: Catalog) -> SideCost:
         kept = {i.item: i for i in c.paused.items}
         per_hour = {k: (kept[k].per_hour or 0.0) if k in kept else 0.0 for k, _ in LINES}
         estimated = frozenset(k for k in per_hour if k in kept and kept[k].basis == "ESTIMATE")
-        return SideCost("paused", per_hour, None, c.paused.per_hour, None, None, estimated,
+        return SideCost("paused", per_hour, None, c.paused.per_hour, None, None, estimated, c.paused.per_day,
                         resume_per_hour=c.total_per_hour, notes=tuple(c.paused.notes))
     report = cost_report(plan, catalog)
     lines = {ln["item"]: ln for ln in report["lines"]}
@@ -133,7 +130,8 @@ def side_cost(plan: Plan | None, catalog: Catalog) -> SideCost:
     return SideCost("running", {k: lines[k]["per_hour"] for k, _ in LINES},
                     None if c.run_total is None else {k: lines[k]["run"] for k, _ in LINES},
                     c.total_per_hour, c.run_total, hours,
-                    frozenset(k for k, _ in LINES if lines[k]["price"] and lines[k]["price"]["estimated"]))
+                    frozenset(k for k, _ in LINES if lines[k]["price"] and lines[k]["price"]["estimated"]),
+                    c.total_per_day)
 
 
 def cost_delta(base: Plan | None, head: Plan | None, catalog: Catalog | None = None) -> CostDelta:
