@@ -91,10 +91,12 @@ from generator.preview.diff.sides import EMPTY_SIDES, Side, diff_sides, read_sid
 from generator.preview.diff.values import LONG_VALUE, digest, summarize
 
 __all__ = [
-    "ACTIONS", "CostDelta", "DATA_EFFECTS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
+    "ACTIONS", "CostDelta",
+    "DATA_EFFECTS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
     "IMPACT_TITLES", "INSTANCE", "LONG_VALUE", "MARKDOWN_MARKER", "NODE_TYPES", "REPLACEMENT_DATA",
     "SCHEMA_VERSION", "Action", "Change", "DiffError", "DiffResult", "Effect", "Group", "Impact",
-    "PropertyChange", "Rule", "Side", "SideCost", "SideInfo", "cost_delta", "diff_graphs", "diff_sides", "digest", "format_json",
+    "PropertyChange", "Rule", "Side", "SideCost", "SideInfo",
+    "cost_delta", "diff_graphs", "diff_sides", "digest", "format_json",
     "format_markdown", "format_text", "group_changes", "load_rules", "name_span", "natural_key", "prop_text",
     "read_side", "render_side", "rule_for", "short_type", "summarize", "to_dict", "UNKNOWN_RULE",
 ]

@@ -2,7 +2,8 @@
 
 :class:`DiffResult` holds every :class:`Change` between two resource graphs, worst impact first; each change
 to a resource present on both sides lists its changed properties (:class:`PropertyChange`). Comparing graphs
-is :mod:`generator.preview.diff.compare`'s job, pricing the two sides :mod:`generator.preview.diff.cost`'s, and showing a result is
+is :mod:`generator.preview.diff.compare`'s job, pricing the two sides (:attr:`DiffResult.cost`)
+:mod:`generator.preview.diff.cost`'s, and showing a result is
 :mod:`generator.preview.diff.report`'s.
 """
 
