@@ -7,6 +7,7 @@ runtime (about a second per side).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -185,3 +186,13 @@ def test_identical_sides_cost_the_same_and_graphs_alone_have_no_cost() -> None:
     graph = Graph([Resource("alicloud:vpc/network:Network", "vpc", {"cidrBlock": "10.0.0.0/16"})])
     result = d.diff_graphs(graph, graph)
     assert result.cost is None and "cost" not in d.format_text(result).lower()
+
+
+def test_a_renamed_project_says_the_base_stack_keeps_billing() -> None:
+    plan = plan_file(PRETRAIN, CATALOG)
+    renamed = dataclasses.replace(plan, name="pretrain-70b-v2")
+    delta = cost_delta(plan, renamed, CATALOG)
+    assert delta.base_stack_kept == f"pretrain-70b/{plan.stack}"
+    text = d.format_text(d.DiffResult((), 0, cost=delta))
+    assert f"it keeps costing {money(plan.cost.total_per_day)} CNY/day until someone destroys it" in text
+    assert cost_delta(plan, plan, CATALOG).base_stack_kept == ""

@@ -6,6 +6,8 @@ the diff never disagree). Every amount is broken down into compute on demand, co
 object storage, and each line says whether it rests on an estimated price. A paused side
 (``compute.paused``) runs no node: its lines are what it still pays for (:class:`~generator.plan.model.PausedCost`),
 it has no run cost, and :attr:`SideCost.per_day` is what it costs per day while paused. An empty side costs 0.
+When HEAD deploys to another Pulumi stack (a new ``name:``), BASE's stack keeps running and billing:
+:attr:`CostDelta.base_stack_kept` names it.
 Showing the delta is :mod:`generator.preview.diff.report`'s job.
 """
 
@@ -91,6 +93,7 @@ class CostDelta:
     base: SideCost
     head: SideCost
     notes: tuple[str, ...]
+    base_stack_kept: str = ""  # "project/stack" when HEAD deploys to another stack: BASE's keeps running (and billing)
 
     @property
     def estimated(self) -> bool:
@@ -147,7 +150,10 @@ def cost_delta(base: Plan | None, head: Plan | None, catalog: Catalog | None = N
     if old.estimated or new.estimated:
         notes.append(ESTIMATE_NOTE)
     currency = next((p.cost.currency for p in (head, base) if p is not None), "CNY")
-    return CostDelta(currency, old, new, tuple(notes))
+    kept = ""
+    if base is not None and head is not None and (base.name, base.stack) != (head.name, head.stack):
+        kept = f"{base.name}/{base.stack}"  # the diff shows HEAD's stack as new; nothing removes BASE's
+    return CostDelta(currency, old, new, tuple(notes), kept)
 
 
 def to_dict(delta: CostDelta) -> dict[str, Any]:
@@ -164,6 +170,7 @@ def to_dict(delta: CostDelta) -> dict[str, Any]:
     return {
         "currency": delta.currency, "hours_per_month": HOURS_PER_MONTH, "changed": delta.changed,
         "estimated": delta.estimated, "base": side(delta.base), "head": side(delta.head),
+        "base_stack_kept": delta.base_stack_kept or None,
         "periods": {p: [row(r) for r in delta.rows(p)] for p in PERIODS},
         "notes": list(delta.notes),
     }

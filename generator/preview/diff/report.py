@@ -330,6 +330,10 @@ def _state_lines(delta: CostDelta) -> list[str]:
                        f"resumed it would cost {_money(s.resume_per_hour)} {cur}/h")
         elif s.run is None:
             out.append(f"{name}: whole run n/a (give model.tokens in the spec to estimate the run's length)")
+    if delta.base_stack_kept:
+        out.append(f"base deploys to stack {delta.base_stack_kept}, which this change does not remove: it keeps "
+                   f"costing {_money(delta.base.per_day)} {delta.currency}/day until someone destroys it "
+                   "(trainstack destroy); until then the bill is base + head")
     if delta.base.run_hours is not None or delta.head.run_hours is not None:
         hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
         out.append(f"whole run: {hours} (training + expected rework); each line is its hourly cost x these hours, "
