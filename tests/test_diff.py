@@ -290,7 +290,8 @@ def test_json_is_stable_and_versioned() -> None:
     assert first == second
     payload = json.loads(first)
     assert payload["schema_version"] == d.SCHEMA_VERSION == 2
-    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "changes"}
+    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes"}
+    assert payload["cost"] is None  # graphs given directly: no plans to price
     assert payload["summary"]["worst_impact"] == "replaces-nodes"
     assert set(payload["summary"]["by_impact"]) == set(d.IMPACTS)
     assert [i["impact"] for i in payload["impacts"]] == list(d.IMPACTS)  # every class, worst first, titled

@@ -34,7 +34,7 @@ class _DiffCommand(click.Command):
 @click.argument("base")
 @click.argument("head")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
-              help="text for a terminal, markdown for a pull-request comment, json (schema_version 1) for tools.")
+              help="text for a terminal, markdown for a pull-request comment, json (schema_version 2) for tools.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of standard output.")
 @handle
@@ -43,6 +43,7 @@ def diff(base: str, head: str, fmt: str, output: str | None) -> None:
 
     BASE and HEAD are spec files or GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml); BASE may be /dev/null (or -) for a spec that is new. Both are
     rendered and run under Pulumi's mock runtime; no credentials and no Pulumi CLI are needed.
+    Every format also shows the cost per hour, per month and for the whole run, base -> head.
     Exit status: 0 no changes, 2 changes, 1 error (including a bad spec on either side).
     """
     from generator.preview import diff as diff_mod

@@ -23,7 +23,9 @@ or replaced: training is interrupted), ``never-applied`` (an update of an ``igno
 not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
 (an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
 :func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
-(``schema_version`` 2) render a :class:`DiffResult`.
+(``schema_version`` 2) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
+(:attr:`DiffResult.cost`, a :class:`CostDelta`): per hour, per month and for the whole run, old -> new, broken
+down into on demand and spot, compute and storage, with the price notes and ESTIMATE flags.
 
 What this does not see: drift between the cloud and the last deployment (use ``trainstack`` live commands
 for that), and generator upgrades (both sides are rendered by the installed trainstack; a committed
@@ -35,6 +37,7 @@ The stage is split by what each part owns; this package re-exports their public 
 * :mod:`~generator.preview.diff.replacement`: the replacement data, read and checked;
 * :mod:`~generator.preview.diff.values`: one-line summaries of changed values;
 * :mod:`~generator.preview.diff.compare`: comparing two graphs and classifying every change;
+* :mod:`~generator.preview.diff.cost`: the cost delta between the two sides' plans;
 * :mod:`~generator.preview.diff.sides`: reading a side (file or ``GIT_REF:path``) and running it;
 * :mod:`~generator.preview.diff.report`: grouping changes and the text, Markdown and JSON reports.
 """
@@ -42,6 +45,7 @@ The stage is split by what each part owns; this package re-exports their public 
 from __future__ import annotations
 
 from generator.preview.diff.compare import diff_graphs
+from generator.preview.diff.cost import CostDelta, SideCost, cost_delta
 from generator.preview.diff.model import (
     ACTIONS,
     DATA_EFFECTS,
@@ -87,10 +91,12 @@ from generator.preview.diff.sides import EMPTY_SIDES, Side, diff_sides, read_sid
 from generator.preview.diff.values import LONG_VALUE, digest, summarize
 
 __all__ = [
-    "ACTIONS", "DATA_EFFECTS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
+    "ACTIONS", "CostDelta",
+    "DATA_EFFECTS", "DATA_TYPES", "DEFAULT_RULE", "EFFECTS", "EMPTY_SIDES", "FORMATTERS", "IMPACTS",
     "IMPACT_TITLES", "INSTANCE", "LONG_VALUE", "MARKDOWN_MARKER", "NODE_TYPES", "REPLACEMENT_DATA",
     "SCHEMA_VERSION", "Action", "Change", "DiffError", "DiffResult", "Effect", "Group", "Impact",
-    "PropertyChange", "Rule", "Side", "SideInfo", "diff_graphs", "diff_sides", "digest", "format_json",
+    "PropertyChange", "Rule", "Side", "SideCost", "SideInfo",
+    "cost_delta", "diff_graphs", "diff_sides", "digest", "format_json",
     "format_markdown", "format_text", "group_changes", "load_rules", "name_span", "natural_key", "prop_text",
     "read_side", "render_side", "rule_for", "short_type", "summarize", "to_dict", "UNKNOWN_RULE",
 ]

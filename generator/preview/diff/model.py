@@ -2,7 +2,8 @@
 
 :class:`DiffResult` holds every :class:`Change` between two resource graphs, worst impact first; each change
 to a resource present on both sides lists its changed properties (:class:`PropertyChange`). Comparing graphs
-is :mod:`generator.preview.diff.compare`'s job, and showing a result is
+is :mod:`generator.preview.diff.compare`'s job, pricing the two sides (:attr:`DiffResult.cost`)
+:mod:`generator.preview.diff.cost`'s, and showing a result is
 :mod:`generator.preview.diff.report`'s.
 """
 
@@ -11,9 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from generator.errors import TrainstackError
+
+if TYPE_CHECKING:
+    from generator.preview.diff.cost import CostDelta
 
 Action = Literal["create", "update", "replace", "delete"]
 Impact = Literal["data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes", "safe"]
@@ -99,6 +103,7 @@ class DiffResult:
     base: SideInfo = field(default_factory=SideInfo)
     head: SideInfo = field(default_factory=SideInfo)
     notes: tuple[str, ...] = ()
+    cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
 
     @property
     def has_changes(self) -> bool:

@@ -3,7 +3,9 @@
 :func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
 where long) and :func:`format_json` for tools (``schema_version`` 2; within a version fields are only ever
 added). Every report names each impact class with its title, worst first, so ``never-applied`` and ``unknown``
-read as what they are and never as ``safe``.
+read as what they are and never as ``safe``. When the result carries the two sides' cost
+(:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and whole-run tables
+with the change, what a paused or empty side costs per day, and the price notes once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from generator.preview.diff.cost import PERIOD_TITLES, PERIODS, CostDelta, Row, SideCost
+from generator.preview.diff.cost import to_dict as cost_dict
 from generator.preview.diff.model import (
     IMPACT_TITLES,
     IMPACTS,
@@ -133,10 +137,14 @@ def format_text(result: DiffResult) -> str:
     out = [f"trainstack diff: {base} -> {head}"]
     if not result.has_changes:
         out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
+        if result.cost is not None:
+            out += ["", *_cost_text(result.cost)]
         out.extend(f"note: {n}" for n in result.notes)
         return "\n".join(out) + "\n"
     out.append(_headline(result))
     out.append(f"Worst impact: {result.worst_impact}")
+    if result.cost is not None:
+        out.append(f"Cost: {_cost_headline(result.cost)}")
     for impact in IMPACTS:
         changes = result.of_impact(impact)
         if not changes:
@@ -146,6 +154,8 @@ def format_text(result: DiffResult) -> str:
         for g in group_changes(changes):
             out.append(f"  {_ACTION_SYMBOLS[g.action]:<2} {g.label}  {g.action}: {g.reason}")
             out.extend(f"       {_prop_line(p, g)}" for p in g.properties)
+    if result.cost is not None:
+        out += ["", *_cost_text(result.cost)]
     if result.notes:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
@@ -187,6 +197,8 @@ def format_markdown(result: DiffResult) -> str:
         out += ["| impact | changes | meaning |", "|---|---:|---|"]
         for impact, n in result.impact_counts().items():
             out.append(f"| {_IMPACT_MARKS[impact]} {impact} | {n} | {IMPACT_TITLES[impact]} |")
+    if result.cost is not None:
+        out += ["", f"**Cost:** {_cost_headline(result.cost)}"]
     for note in result.notes:
         out += ["", f"> **Note:** {note}"]
     for impact in IMPACTS:
@@ -201,6 +213,8 @@ def format_markdown(result: DiffResult) -> str:
             out += [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
         else:
             out += body
+    if result.cost is not None:
+        out += ["", *_cost_markdown(result.cost)]
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
                  "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>")]
@@ -256,6 +270,7 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
         "impacts": [{"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
                     for impact, n in result.impact_counts().items()],  # every class, worst first
         "notes": list(result.notes),
+        "cost": None if result.cost is None else cost_dict(result.cost),
         "changes": [{
             "action": c.action, "type": c.type, "name": c.name, "impact": c.impact, "reason": c.reason,
             "properties": [{"name": p.name, "old": _json_value(p.old), "new": _json_value(p.new),
@@ -267,6 +282,106 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
 
 def format_json(result: DiffResult) -> str:
     return json.dumps(to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ cost
+def _money(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.2f}"
+
+
+def _change(r: Row) -> tuple[str, str]:
+    """The absolute and relative change: ``+9,225.10``, ``+100.0%`` (``new`` from 0, blank without one)."""
+    if r.change is None:
+        return "n/a", ""
+    if not r.change:
+        return "0.00", ""
+    pct = "" if not r.change else ("new" if not r.old else f"{r.percent:+.1f}%")
+    return f"{r.change:+,.2f}", pct
+
+
+def _cost_headline(delta: CostDelta) -> str:
+    """``9,225.10 -> 18,450.20 CNY/h (+9,225.10, +100.0%)``, with whether any price is an estimate."""
+    r = delta.total("hour")
+    change, pct = _change(r)
+    moved = f" ({change}{', ' + pct if pct else ''})" if r.change else " (unchanged)"
+    text = f"{_money(r.old)} -> {_money(r.new)} {delta.currency}/h{moved}"
+    month = delta.total("month")
+    text += f", {_money(month.old)} -> {_money(month.new)} {delta.currency}/month"
+    run = delta.total("run")
+    if run.old is not None or run.new is not None:
+        text += f", whole run {_money(run.old)} -> {_money(run.new)} {delta.currency}"
+    return text + ("; includes estimated prices" if delta.estimated else "")
+
+
+def _label(r: Row) -> str:
+    return f"{r.label} *" if r.estimated else r.label
+
+
+def _state_lines(delta: CostDelta) -> list[str]:
+    """What a paused or absent side still costs per day, and why a whole-run figure is missing."""
+    out = []
+    for name, s in (("base", delta.base), ("head", delta.head)):
+        cur = delta.currency
+        if s.state == "none":
+            out.append(f"{name}: no cluster (an empty side): 0.00 {cur}/day")
+        elif s.state == "paused":
+            out.append(f"{name} is paused (compute.paused): no GPU node runs and nothing trains; it still costs "
+                       f"{_money(s.per_day)} {cur}/day ({_money(s.total_per_hour)} {cur}/h) for what it keeps; "
+                       f"resumed it would cost {_money(s.resume_per_hour)} {cur}/h")
+        elif s.run is None:
+            out.append(f"{name}: whole run n/a (give model.tokens in the spec to estimate the run's length)")
+    if delta.base_stack_kept:
+        out.append(f"base deploys to stack {delta.base_stack_kept}, which this change does not remove: it keeps "
+                   f"costing {_money(delta.base.per_day)} {delta.currency}/day until someone destroys it "
+                   "(trainstack destroy); until then the bill is base + head")
+    if delta.base.run_hours is not None or delta.head.run_hours is not None:
+        hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
+        out.append(f"whole run: {hours} (training + expected rework); each line is its hourly cost x these hours, "
+                   "the total is the planner's own figure")
+    return out
+
+
+def _hours(s: SideCost) -> str:
+    if s.state != "running":
+        return {"none": "no cluster", "paused": "paused"}[s.state]
+    return "n/a" if s.run_hours is None else f"{s.run_hours:,.1f} h"
+
+
+def _cost_tables(delta: CostDelta) -> list[tuple[str, list[list[str]]]]:
+    """One table per period: line, base, head, change, %."""
+    return [(PERIOD_TITLES[p], [[_label(r), _money(r.old), _money(r.new), *_change(r)] for r in delta.rows(p)])
+            for p in PERIODS]
+
+
+def _cost_text(delta: CostDelta) -> list[str]:
+    from generator.plan.report import table  # text helpers only
+
+    cur = delta.currency
+    out = [f"cost ({cur}): base -> head" + ("; includes estimated prices (*)" if delta.estimated else "")]
+    for title, rows in _cost_tables(delta):
+        out += [*("  " + line for line in table([title, "base", "head", "change", "%"], rows,
+                                                right=(1, 2, 3, 4)).splitlines()), ""]
+    out += [*_state_lines(delta), *(["price notes:"] if delta.notes else []), *(f"  - {n}" for n in delta.notes)]
+    return out
+
+
+def _cost_markdown(delta: CostDelta) -> list[str]:
+    cur = delta.currency
+    flag = " · _includes estimated prices (*)_" if delta.estimated else ""
+    out = [f"#### 💰 Cost ({cur}){flag}", "", "| | base | head | change | % |", "|---|---:|---:|---:|---:|"]
+    for p in PERIODS:
+        r = delta.total(p)
+        out.append(f"| **{PERIOD_TITLES[p]}** | {_money(r.old)} | {_money(r.new)} | " + " | ".join(_change(r)) + " |")
+    state = _state_lines(delta)
+    if state:
+        out += ["", *(f"> {line}  " for line in state)]
+    out += ["", "<details><summary>on demand and spot, compute and storage</summary>", ""]
+    for title, rows in _cost_tables(delta):
+        out += [f"| {title} | base | head | change | % |", "|---|---:|---:|---:|---:|",
+                *("| " + " | ".join(row) + " |" for row in rows), ""]
+    out += ["</details>", "", f"<details><summary>price notes ({len(delta.notes)})</summary>", "",
+            *(f"- {n}" for n in delta.notes), "", "</details>"]
+    return out
 
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_json}

@@ -1,7 +1,8 @@
 """Reading the sides of a diff (a spec file or ``GIT_REF:path``) and turning each into a mock resource graph.
 
 Each side is loaded, checked, planned and rendered by *this* trainstack, and the rendered program is run under
-Pulumi's mock runtime (:mod:`generator.preview.mockrun`); :func:`diff_sides` then compares the two graphs.
+Pulumi's mock runtime (:mod:`generator.preview.mockrun`); :func:`diff_sides` then compares the two graphs and
+prices the two plans (:mod:`generator.preview.diff.cost`; an empty BASE costs 0).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator.preview.diff.compare import diff_graphs
+from generator.preview.diff.cost import cost_delta
 from generator.preview.diff.model import DiffError, DiffResult, SideInfo
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
@@ -149,11 +151,13 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     catalog = catalog or load_catalog()
     if head in EMPTY_SIDES:
         raise DiffError("HEAD cannot be empty: to preview removing a whole stack, use `trainstack destroy --help`")
-    if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created
-        head_graph, head_info = render_side(read_side(head, cwd), catalog)
+    if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created (and costs from 0)
+        head_planned = _plan_side(read_side(head, cwd), catalog)
+        head_graph, head_info = _run_side(head_planned)
         from generator.preview.mockrun import Graph
 
-        return diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
+        result = diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
+        return replace(result, cost=cost_delta(None, head_planned.plan, catalog))
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
     head_planned = _plan_side(head_side, catalog)
     base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None
@@ -163,4 +167,6 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
                                                      head_info.region, head_info.resources)
     else:
         base_graph, base_info = _run_side(base_planned)
-    return diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
+    result = diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
+    base_plan = (base_planned or head_planned).plan
+    return replace(result, cost=cost_delta(base_plan, head_planned.plan, catalog))
