@@ -117,3 +117,18 @@ def test_the_parser_rejects_a_broken_diagram(tmp_path: Path) -> None:
     if result.returncode == 3:
         pytest.skip(f"mermaid could not be loaded from {MERMAID_DIR}: {result.stderr.strip()}")
     assert result.returncode == 1
+
+
+def test_plan_format_mermaid_prints_the_diagram_and_json_still_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    monkeypatch.chdir(ROOT)
+    spec = "examples/pretrain-70b.yaml"
+    result = CliRunner().invoke(main, ["plan", spec, "--format", "mermaid"])
+    assert result.exit_code == 0 and result.output == diagram.flowchart(api.plan(spec))
+    assert CliRunner().invoke(main, ["plan", spec, "--format", "text"]).output.startswith("Plan for pretrain-70b")
+    assert CliRunner().invoke(main, ["plan", spec]).output.startswith("Plan for pretrain-70b")
+    assert CliRunner().invoke(main, ["plan", spec, "--json"]).output.startswith("{")
+    assert CliRunner().invoke(main, ["plan", spec, "--format", "svg"]).exit_code == 2

@@ -46,14 +46,21 @@ def validate(spec: str) -> None:
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole plan as JSON (the plan.json schema).")
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid"]), default="text", show_default=True,
+              help="text: the plan and its reasons; mermaid: the topology as a Mermaid flowchart.")
 @_handle
-def plan(spec: str, as_json: bool) -> None:
+def plan(spec: str, as_json: bool, fmt: str) -> None:
     """Show what trainstack would build for SPEC, and why."""
     from generator import api
-    from generator.plan import report
+    from generator.plan import diagram, report
 
     p = api.plan(spec)
-    click.echo(p.to_json() if as_json else report.plan_text(p), nl=False)
+    if as_json:
+        click.echo(p.to_json(), nl=False)
+    elif fmt == "mermaid":
+        click.echo(diagram.flowchart(p), nl=False)
+    else:
+        click.echo(report.plan_text(p), nl=False)
 
 
 @main.command()
