@@ -132,3 +132,13 @@ def test_plan_format_mermaid_prints_the_diagram_and_json_still_wins(monkeypatch:
     assert CliRunner().invoke(main, ["plan", spec]).output.startswith("Plan for pretrain-70b")
     assert CliRunner().invoke(main, ["plan", spec, "--json"]).output.startswith("{")
     assert CliRunner().invoke(main, ["plan", spec, "--format", "svg"]).exit_code == 2
+
+
+def test_the_readme_fence_refuses_a_body_that_would_close_it() -> None:
+    from generator.render import escape
+
+    assert escape.markdown_fence_body("flowchart LR\n  a[\"x\"]\n") == "flowchart LR\n  a[\"x\"]\n"
+    for body in ("flowchart LR\n```\n", "flowchart LR\n  ~~~\n", "a\r\n"):
+        with pytest.raises(escape.UnsafeValue):
+            escape.markdown_fence_body(body)
+    assert "```" not in diagram.label("```")

@@ -54,7 +54,7 @@ def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
     """The summary of one compute group: ranks, node count and type, spot split, paused state."""
     ranks = [n.rank for n in nodes]
     spot = sum(1 for n in nodes if n.spot)
-    lines = [f"ranks {rank_ranges(ranks)}", f"{len(nodes)} x {plan.compute.instance_type}"]
+    lines = [f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks)}", f"{len(nodes)} x {plan.compute.instance_type}"]
     if plan.spot.enabled:
         lines.append(f"{spot} spot, {len(nodes) - spot} on demand")
     if plan.compute.paused:
