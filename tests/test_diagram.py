@@ -21,7 +21,7 @@ from test_lingjun import LINGJUN_SPEC
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 MERMAID_DIR = Path(os.environ.get("TRAINSTACK_MERMAID_DIR", Path.home() / ".cache" / "trainstack-mermaid"))
-INSTALL = f'npm install --prefix "{MERMAID_DIR}" mermaid@11 jsdom'
+INSTALL = f'npm install --prefix "{MERMAID_DIR}" mermaid@11 jsdom@29'
 # a node definition: an id at the start of a line, then a shape opening (an edge has a space after the id)
 NODE_DEF = re.compile(r"^\s+(?!subgraph\b)([a-z][a-z0-9_]*)[\[\(]", re.M)
 
