@@ -82,6 +82,33 @@ def test_lingjun_variant_draws_the_vpd_subnets_and_node_group(tmp_path: Path) ->
     assert "RAM user for checkpoints" in text and f"RAM role {plan.name}" not in text
 
 
+HOSTILE = 'x"] --> evil[\"y\n%% end `z` <b>#amp; |w| ;end'
+
+
+def hostile_plan() -> object:
+    """The 70B example with hostile text in every name a label prints, paused, NAS, no egress, admin CIDRs."""
+    import dataclasses
+
+    p = api.plan(ROOT / "examples" / "pretrain-70b.yaml")
+    n, s, k, c = p.network, p.storage, p.checkpoints, p.compute
+    return dataclasses.replace(
+        p, name=HOSTILE, region=HOSTILE,
+        network=dataclasses.replace(n, egress="none", admin_cidrs=("203.0.113.0/24", HOSTILE),
+                                    vswitches=tuple(dataclasses.replace(v, name=HOSTILE) for v in n.vswitches)),
+        storage=dataclasses.replace(s, kind="extreme-nas", storage_type=HOSTILE, mount_path=HOSTILE,
+                                    dataset=dataclasses.replace(s.dataset, source=HOSTILE)),
+        checkpoints=dataclasses.replace(k, bucket=HOSTILE, prefix=HOSTILE),
+        compute=dataclasses.replace(c, paused=True, deployment_sets=tuple(
+            dataclasses.replace(d, name=HOSTILE, strategy=HOSTILE) for d in c.deployment_sets)))
+
+
+def test_hostile_names_stay_inside_their_labels() -> None:
+    text = diagram.flowchart(hostile_plan())
+    assert "evil" not in NODE_DEF.findall(text) and "-->" not in diagram.label(HOSTILE)
+    assert "%%" not in text and "`" not in text and "<b>" not in text and "nat" not in NODE_DEF.findall(text)
+    assert text.count(diagram.label(HOSTILE)) >= 8
+
+
 def _mermaid_parser() -> tuple[str, Path]:
     node = shutil.which("node")
     if node is None:
@@ -93,13 +120,16 @@ def _mermaid_parser() -> tuple[str, Path]:
     return node, ROOT / "tests" / "mermaid" / "parse.mjs"
 
 
-def test_mermaid_parses_every_example_and_a_lingjun_plan(tmp_path: Path) -> None:
+def test_mermaid_parses_every_example_a_lingjun_plan_and_hostile_names(tmp_path: Path) -> None:
     node, script = _mermaid_parser()
     files = []
     for spec in [*EXAMPLES, lingjun_spec(tmp_path)]:
         out = tmp_path / f"{spec.stem}.mmd"
         out.write_text(diagram.flowchart(api.plan(spec)))
         files.append(str(out))
+    hostile = tmp_path / "hostile.mmd"
+    hostile.write_text(diagram.flowchart(hostile_plan()))
+    files.append(str(hostile))
     result = subprocess.run([node, str(script), str(MERMAID_DIR), *files], capture_output=True, text=True,
                             timeout=120)
     if result.returncode == 3:
