@@ -58,7 +58,7 @@ def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
     if plan.spot.enabled:
         lines.append(f"{spot} spot, {len(nodes) - spot} on demand")
     if plan.compute.paused:
-        lines.append("paused: no node is declared")
+        lines.append("paused: planned, not running")
     return lines
 
 

@@ -1,5 +1,6 @@
-// Parse Mermaid diagrams with the real Mermaid parser; exit 1 on the first syntax error, 3 when mermaid is missing.
-// Usage: NODE_PATH-free: node parse.mjs MODULES_DIR FILE...   (MODULES_DIR holds node_modules/mermaid and jsdom)
+// Parse Mermaid diagrams with the real Mermaid parser (mermaid 11 under a jsdom window), for tests/test_diagram.py.
+// Usage: node parse.mjs MODULES_DIR FILE...  (MODULES_DIR holds node_modules/mermaid and node_modules/jsdom)
+// Exit 0: every file parses; 1: a syntax error (printed); 3: mermaid or jsdom cannot be loaded.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import path from "node:path";
