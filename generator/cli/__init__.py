@@ -46,13 +46,14 @@ def validate(spec: str) -> None:
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole plan as JSON (the plan.json schema).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
-              help="text for a terminal; markdown for a pull-request description or comment.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "mermaid"]), default="text",
+              show_default=True, help="text for a terminal; markdown for a pull-request description or comment; "
+              "mermaid: the topology as a Mermaid flowchart.")
 @_handle
 def plan(spec: str, as_json: bool, fmt: str) -> None:
     """Show what trainstack would build for SPEC, and why."""
     from generator import api
-    from generator.plan import report
+    from generator.plan import diagram, report
 
     p = api.plan(spec)
     if as_json:
@@ -61,6 +62,8 @@ def plan(spec: str, as_json: bool, fmt: str) -> None:
         from generator.plan.report_markdown import plan_markdown
 
         click.echo(plan_markdown(p), nl=False)
+    elif fmt == "mermaid":
+        click.echo(diagram.flowchart(p), nl=False)
     else:
         click.echo(report.plan_text(p), nl=False)
 

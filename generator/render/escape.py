@@ -135,6 +135,14 @@ def markdown_code(value: Any) -> Escaped:
     return Escaped(_md.code(value))
 
 
+def markdown_fence_body(text: str) -> Escaped:
+    """The body of a ```` ``` ```` fenced block (a Mermaid diagram whose labels the plan stage escaped for Mermaid):
+    taken literally, so no line may open or close a fence."""
+    if any(line.lstrip(" ").startswith(("```", "~~~")) for line in text.splitlines()) or "\r" in text:
+        raise UnsafeValue("fenced block body would end early at a line starting with a fence")
+    return Escaped(text)
+
+
 def json_text(value: Any) -> Escaped:
     """A JSON value on one line, ASCII only (for the machine-read lines of plain-text files)."""
     return Escaped(json.dumps(value, sort_keys=True, ensure_ascii=True))
@@ -168,4 +176,5 @@ def finalize(value: Any) -> str:
 
 
 __all__ = ["Escaped", "UnsafeValue", "FILTERS", "finalize", "is_inert", "py_literal", "py_docstring", "comment",
-           "sh_word", "sh_double_quoted", "heredoc", "quoted_heredoc_body", "env_assignment", "yaml_scalar", "markdown", "markdown_code"]
+           "sh_word", "sh_double_quoted", "heredoc", "quoted_heredoc_body", "env_assignment", "yaml_scalar", "markdown", "markdown_code",
+           "markdown_fence_body"]

@@ -1,0 +1,164 @@
+"""The plan drawn as a Mermaid flowchart: network, compute groups, storage, checkpoints and identity.
+
+``flowchart(plan)`` is pure and deterministic. Nodes are grouped (one box per deployment set, HPC cluster or
+Lingjun node group and vSwitch, with its rank ranges), so the diagram's size does not grow with the node
+count.
+Every label is quoted and escaped for Mermaid (:func:`label`): characters outside a small inert set become
+numeric entities (``"`` is ``#quot;``), and node ids are positional names from ``[a-z0-9_]``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from generator.plan.model import Node, Plan
+
+_SAFE = re.compile(r"[A-Za-z0-9 _.,:/+=()\-]")
+
+
+def label(text: str) -> str:
+    """Text inside a quoted Mermaid label: anything outside a small inert set is a numeric entity."""
+    out = []
+    for ch in str(text):
+        if _SAFE.fullmatch(ch):
+            out.append(ch)
+        elif ch == '"':
+            out.append("#quot;")
+        elif ch.isprintable():
+            out.append(f"#{ord(ch)};")
+        else:
+            out.append(" ")
+    return "".join(out)
+
+
+def _box(*lines: str) -> str:
+    """A quoted label of one or more lines (each line escaped, joined with Mermaid's line break)."""
+    return '"' + "<br/>".join(label(line) for line in lines if line) + '"'
+
+
+def rank_ranges(ranks: list[int] | tuple[int, ...]) -> str:
+    """``0-31, 40, 42-47``: sorted ranks as contiguous ranges."""
+    out: list[str] = []
+    values = sorted(ranks)
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
+    """The summary of one compute group: ranks, node count and type, spot split, paused state."""
+    ranks = [n.rank for n in nodes]
+    spot = sum(1 for n in nodes if n.spot)
+    lines = [f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks)}", f"{len(nodes)} x {plan.compute.instance_type}"]
+    if plan.spot.enabled:
+        lines.append(f"{spot} spot, {len(nodes) - spot} on demand")
+    if plan.compute.paused:
+        lines.append("paused: planned, not running")
+    return lines
+
+
+def _ecs_head(nodes: list[Node], plan: Plan) -> str:
+    """What holds one vSwitch's ECS nodes: the HPC cluster, its deployment sets, or nothing."""
+    c = plan.compute
+    if c.hpc_cluster:
+        return "HPC cluster"
+    used = {n.deployment_set for n in nodes if n.deployment_set}
+    sets = [d for d in c.deployment_sets if d.key in used]
+    if not sets:
+        return "GPU nodes"
+    strategies = "/".join(sorted({d.strategy for d in sets}))
+    if len(sets) == 1:
+        return f"deployment set {sets[0].name} ({strategies})"
+    largest = max(len(d.ranks) for d in sets)
+    return (f"{len(sets)} deployment sets {sets[0].name} to {sets[-1].name} "
+            f"({strategies}, up to {largest} nodes each)")
+
+
+def flowchart(plan: Plan) -> str:
+    """The plan's topology as Mermaid flowchart text (LF line ends, trailing newline)."""
+    c, n, s, k = plan.compute, plan.network, plan.storage, plan.checkpoints
+    out = ["flowchart LR"]
+    add = out.append
+    vsw_id = {v.key: f"vsw{i}" for i, v in enumerate(n.vswitches)}
+    if n.admin_cidrs:
+        add(f"  admin[{_box('admin CIDRs', ', '.join(n.admin_cidrs))}]")
+    add(f"  subgraph region[{_box(f'region {plan.region}')}]")
+    add(f"    subgraph vpc[{_box(f'VPC {n.vpc_cidr}')}]")
+    add("      direction TB")
+    inbound = "SSH from the admin CIDRs" if n.admin_cidrs else "nothing from outside the VPC"
+    add(f"      sg[{_box('security group', 'all traffic between nodes', inbound)}]")
+    groups: list[str] = []  # ids of the compute boxes
+    keys = [v.key for v in n.vswitches]
+    nat_vswitch = "egress" if "egress" in keys else "compute"  # as templates/stack/parts/network.py.j2 places it
+    lj = plan.lingjun
+    for v in n.vswitches:
+        vid = vsw_id[v.key]
+        add(f"      subgraph {vid}[{_box(f'vSwitch {v.name}', f'{v.zone} {v.cidr}')}]")
+        members = [r for r in c.ranks if r.vswitch == v.key] if lj is None else []
+        if members:
+            gid = f"grp{len(groups)}"
+            add(f"        {gid}[{_box(_ecs_head(members, plan), *_group_lines(members, plan))}]")
+            groups.append(gid)
+        if s.kind != "none" and s.vswitch == v.key:
+            kind = "CPFS" if s.kind == "cpfs" else f"NAS ({s.kind})"
+            size = f"{s.capacity_gib} GiB, {s.throughput_mbps} MB/s"
+            add(f"        fs[({_box(kind, size, s.storage_type)})]")
+        if s.kind != "none" and (s.service_vswitch or s.vswitch) == v.key:
+            what = "NFS export" if s.kind == "cpfs" else "mount target"
+            add(f"        export[{_box(what, f'mounted at {s.mount_path}')}]")
+        if n.egress == "nat" and v.key == nat_vswitch:
+            add(f"        nat[{_box('NAT gateway', 'outbound only (SNAT)')}]")
+        add("      end")
+    add("    end")
+    if lj is not None:
+        add(f"    subgraph vpd[{_box(f'Lingjun VPD {lj.vpd_cidr}', f'HPN zone {lj.hpn_zone}')}]")
+        add("      direction TB")
+        for i, sn in enumerate(lj.subnets):
+            add(f"      subgraph sub{i}[{_box(f'subnet {sn.name}', f'{sn.zone} {sn.cidr}')}]")
+            members = [r for r in c.ranks if r.zone == sn.zone]
+            if members:
+                gid = f"ng{len(groups)}"
+                head = (f"node group {lj.node_group}", f"{lj.cluster_type} cluster")
+                add(f"        {gid}[{_box(*head, *_group_lines(members, plan))}]")
+                groups.append(gid)
+            add("      end")
+        add("    end")
+    if k.enabled:
+        kept = f"kept {k.retention_days} days, versioned, encrypted"
+        add(f"    ckpt[({_box(f'OSS bucket {k.bucket}', f'checkpoints under {k.prefix}', kept)})]")
+    if s.dataset is not None:
+        add(f"    dataset[({_box('OSS dataset', s.dataset.source)})]")
+    if lj is None:
+        reach = "reaches only the checkpoint bucket" if k.enabled else "no policy attached"
+        add(f"    role[{_box(f'RAM role {plan.name}-node', reach)}]")
+    elif k.enabled:
+        add(f"    role[{_box('RAM user for checkpoints', 'Lingjun nodes take no RAM role')}]")
+    add("  end")
+    if n.egress == "nat":
+        add(f"  internet(({_box('internet')}))")
+    # edges
+    if n.admin_cidrs:
+        add("  admin -->|SSH| sg")
+    for gid in groups:
+        add(f"  sg --- {gid}")
+    for gid in groups:
+        if n.egress == "nat":
+            add(f"  {gid} --> nat")
+        if s.kind != "none":
+            add(f"  {gid} -->|NFS| export")
+        if k.enabled:
+            add(f"  {gid} -->|checkpoints| ckpt")
+        if lj is None or k.enabled:
+            add(f"  {gid} -.-> role")
+    if n.egress == "nat":
+        add("  nat --> internet")
+    if s.kind != "none":
+        add("  export --- fs")
+    if s.dataset is not None and s.kind != "none":
+        add(f"  dataset -->|{_box(f'data flow {s.dataset.flow_throughput_mbps} MB/s')}| fs")
+    return "\n".join(out) + "\n"
