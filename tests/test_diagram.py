@@ -172,3 +172,42 @@ def test_the_readme_fence_refuses_a_body_that_would_close_it() -> None:
         with pytest.raises(escape.UnsafeValue):
             escape.markdown_fence_body(body)
     assert "```" not in diagram.label("```")
+
+
+# --------------------------------------------------------------------------------------------- in the diff
+def test_changed_boxes_follow_the_resource_types_that_change() -> None:
+    text = diagram.flowchart(api.plan(ROOT / "examples" / "pretrain-70b.yaml"))
+    assert diagram.changed_boxes(text, ["alicloud:ecs/instance:Instance"]) == sorted(
+        b for b in diagram.boxes_of(text) if b.startswith("grp"))
+    assert diagram.changed_boxes(text, ["alicloud:oss/bucketObject:BucketObject", "alicloud:ram/policy:Policy"]) \
+        == ["ckpt", "role"]
+    assert diagram.changed_boxes(text, ["alicloud:foo/bar:Baz"]) == []
+    assert diagram.highlighted(text, []) == text
+    marked = diagram.highlighted(text, ["ckpt", "no-such-box"])
+    assert marked.endswith("  class ckpt changed\n") and marked.startswith(text)
+
+
+def test_the_diff_markdown_shows_the_topology_with_the_changed_parts_marked(tmp_path: Path) -> None:
+    from generator.preview import diff as d
+
+    spec = ROOT / "examples" / "pretrain-70b.yaml"
+    bigger = tmp_path / "pretrain-70b.yaml"
+    bigger.write_text(spec.read_text().replace("max_days: 30", "max_days: 20"))
+    result = d.diff_sides(str(spec), str(bigger))
+    markdown = d.format_markdown(result)
+    block = markdown.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+    assert "ranks 0-127" in block and block.rstrip().endswith("class ckpt,grp0 changed")
+    same = d.format_markdown(d.diff_sides(str(spec), str(spec)))
+    assert "nothing in it changes" in same and "class " not in same.split("```mermaid\n", 1)[1]
+
+
+def test_mermaid_parses_a_highlighted_diagram(tmp_path: Path) -> None:
+    node, script = _mermaid_parser()
+    text = diagram.flowchart(api.plan(ROOT / "examples" / "pretrain-70b.yaml"))
+    out = tmp_path / "marked.mmd"
+    out.write_text(diagram.highlighted(text, sorted(diagram.boxes_of(text))))  # nodes and subgraphs alike
+    result = subprocess.run([node, str(script), str(MERMAID_DIR), str(out)], capture_output=True, text=True,
+                            timeout=120)
+    if result.returncode == 3:
+        pytest.skip(f"mermaid could not be loaded from {MERMAID_DIR}: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -104,6 +104,7 @@ class DiffResult:
     head: SideInfo = field(default_factory=SideInfo)
     notes: tuple[str, ...] = ()
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
+    picture: str = ""  # HEAD's topology as Mermaid, the changed parts highlighted ("" without plans)
 
     @property
     def has_changes(self) -> bool:

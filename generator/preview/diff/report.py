@@ -215,10 +215,21 @@ def format_markdown(result: DiffResult) -> str:
             out += body
     if result.cost is not None:
         out += ["", *_cost_markdown(result.cost)]
+    if result.picture:
+        out += ["", *_picture_markdown(result.picture)]
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
                  "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>")]
     return "\n".join(out) + "\n"
+
+
+def _picture_markdown(picture: str) -> list[str]:
+    """HEAD's topology in a Mermaid block (GitHub and GitLab draw it), the changed parts with a thick border."""
+    from generator.render.escape import markdown_fence_body
+
+    changed = "the parts this change touches have a thick amber border" if "class " in picture else "nothing in it changes"
+    return ["#### Topology after the change", "", f"_{changed}_", "", "```mermaid",
+            str(markdown_fence_body(picture)).rstrip("\n"), "```"]
 
 
 def _plural(n: int, word: str) -> str:

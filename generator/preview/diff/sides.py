@@ -157,7 +157,8 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
         from generator.preview.mockrun import Graph
 
         result = diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
-        return replace(result, cost=cost_delta(None, head_planned.plan, catalog))
+        return replace(result, cost=cost_delta(None, head_planned.plan, catalog),
+                       picture=_picture(head_planned.plan, result))
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
     head_planned = _plan_side(head_side, catalog)
     base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None
@@ -169,4 +170,13 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
         base_graph, base_info = _run_side(base_planned)
     result = diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
     base_plan = (base_planned or head_planned).plan
-    return replace(result, cost=cost_delta(base_plan, head_planned.plan, catalog))
+    return replace(result, cost=cost_delta(base_plan, head_planned.plan, catalog),
+                   picture=_picture(head_planned.plan, result))
+
+
+def _picture(plan: Plan, result: DiffResult) -> str:
+    """HEAD's topology (:mod:`generator.plan.diagram`) with the boxes whose resources change highlighted."""
+    from generator.plan import diagram
+
+    text = diagram.flowchart(plan)
+    return diagram.highlighted(text, diagram.changed_boxes(text, {c.type for c in result.changes}))
