@@ -26,7 +26,6 @@ from generator.live.target import (
 from generator.plan import pipeline
 from generator.render import files as stack_files
 from generator.render import stackdir
-from generator.render.stackdir import merge_stack_config as _merge_stack_config
 
 
 def live_preview(target: str | Path, backend: str | None = None, engine: Engine | None = None,
@@ -55,10 +54,10 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
     files = dict(stack_files.render(the_plan, stackdir.spec_record(p)))
     if stackdir.is_stack_dir(t.stack_dir) and not stale_files(files, t.stack_dir, t.stack):
         return _preview_text(engine, target_for(t.stack_dir, backend, env), notes)
-    config_name = f"Pulumi.{t.stack}.yaml"
-    if (t.stack_dir / config_name).is_file():
-        merged = _merge_stack_config(files[config_name], (t.stack_dir / config_name).read_text(encoding="utf-8"))
-        files[config_name] = merged or files[config_name]
+    try:  # preview with the config the folder has (salt, `pulumi config set` values), as `up` would deploy it
+        files = stackdir.keep_stack_config(files, t.stack_dir, t.stack)
+    except stackdir.ConfigNotCarried:
+        pass  # `up` will refuse this folder until re-rendered; preview the render as it is
     deployed_here = stackdir.is_stack_dir(t.stack_dir)
     notes.append(f"previewing {p} as it renders now ({t.stack_dir} is {'stale' if deployed_here else 'missing'}; "
                  f"`trainstack up {p}` re-renders it)")

@@ -23,7 +23,6 @@ from generator.plan import pipeline
 from generator.render import files as stack_files
 from generator.render import stackdir
 from generator.render.files import MARKER
-from generator.render.stackdir import config_compatible as _config_compatible
 from generator.render.stackdir import load_yaml as _load_yaml
 
 STATE_DIR = f"{MARKER}/state"  # relative to the stack folder; ignored by render and by the stack's .gitignore
@@ -152,16 +151,11 @@ def find_spec(stack_dir: Path, recorded: str) -> Path | None:
 
 def stale_files(files: Mapping[str, str], dest: Path, stack: str) -> list[str]:
     """Files that differ between a render (in memory) and the folder, ignoring what Pulumi and users add."""
-    config_name = f"Pulumi.{stack}.yaml"
-    out = []
-    for change in stackdir.compare(files, dest):
-        if not change.changed:
-            continue
-        if change.path == config_name and change.action == "update" and _config_compatible(
-                files[config_name], (dest / config_name).read_text(encoding="utf-8")):
-            continue
-        out.append(change.path)
-    return out
+    try:  # the stack config as a render would leave it: Pulumi's salt and `pulumi config set` values kept
+        files = stackdir.keep_stack_config(dict(files), dest, stack)
+    except stackdir.ConfigNotCarried:
+        pass  # settings a render cannot carry over: the file differs, so the folder is stale
+    return [change.path for change in stackdir.compare(files, dest) if change.changed]
 
 
 @dataclass(frozen=True, slots=True)
