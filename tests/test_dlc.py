@@ -74,6 +74,22 @@ def test_dlc_worker_types_are_ecs_gpu_types_with_sources() -> None:
     assert {t.name for t in CATALOG.dlc_types_in_region("cn-hangzhou")} >= {"ecs.gn7e-c16g1.32xlarge"}
 
 
+def test_catalog_command_lists_the_dlc_worker_types() -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    result = CliRunner().invoke(main, ["catalog", "--dlc", "--region", "cn-hangzhou", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    names = {t["name"] for t in data["instance_types"]}
+    assert names == {t.name for t in CATALOG.dlc_types_in_region("cn-hangzhou")}
+    assert {d["name"] for d in data["dlc_specs"]} == names
+    text = CliRunner().invoke(main, ["catalog", "--dlc"])
+    assert text.exit_code == 0 and "PAI-DLC worker types" in text.stdout and "not verified" in text.stdout
+    assert CliRunner().invoke(main, ["catalog", "--dlc", "--lingjun"]).exit_code == 2
+
+
 # ------------------------------------------------------------------------------------------------ the example
 
 
@@ -218,6 +234,7 @@ DLC = "compute: {platform: pai-dlc}\n"
     (DLC + "spot: {enabled: true}", "spot.on_demand_base", "all spot or all on demand"),
     (DLC + "spot: {enabled: true, on_demand_base: 0, interruption: stop}", "spot.interruption", "releases"),
     (DLC + "spot: {min_nodes: 1}", "spot.min_nodes", "fixed number of workers"),
+    ("compute: {platform: pai-dlc, gpu: A100-40G}", "compute.gpu", "no PAI-DLC worker type with A100-40G"),
     (DLC + "spot: {enabled: true, on_demand_base: 0}\ncheckpoints: {enabled: false}", "spot.enabled",
      "need checkpoints"),
 ])

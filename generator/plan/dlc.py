@@ -59,6 +59,13 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
         where = sorted({r.id for r in catalog.regions if catalog.dlc_types_in_region(r.id)})
         problems.append(Problem(("compute", "platform"), f"the catalog knows no PAI-DLC worker type in {region.id}",
                                 f"regions with DLC worker types: {', '.join(where)}; or use platform: ecs"))
+    gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    in_region = catalog.types_in_region(region.id) if region is not None else ()
+    if gpu is not None and region is not None and any(t.gpu == gpu.name for t in in_region) and not any(
+            t.gpu == gpu.name for t in catalog.dlc_types_in_region(region.id)):  # else check.py reports the GPU
+        offered = sorted({t.gpu for t in catalog.dlc_types_in_region(region.id)})
+        problems.append(Problem(("compute", "gpu"), f"no PAI-DLC worker type with {gpu.name} in {region.id} in the "
+                                "catalog (dlc_specs.csv)", f"DLC GPUs there: {', '.join(offered)}; or use platform: ecs"))
     for i, name in enumerate(c.instance_types):
         if catalog.instance(name) is not None and catalog.lingjun_type(name) is None and catalog.dlc_spec(name) is None:
             problems.append(Problem(("compute", "instance_types", i), f"{name} is not on PAI-DLC's public resource "
