@@ -125,6 +125,9 @@ def test_example_plans_a_dlc_job_sized_like_ecs() -> None:
     assert any("DLC-BILL" in n and "ESTIMATE" in n for n in plan.cost.price_notes)
     assert any("2 GPUs" in w for w in plan.warnings)  # the public-resource limit is stated
     assert dict(d.outputs) == dict(DLC_OUTPUTS)
+    # a hung job stops being billed: 1.5x the expected hours (+1), within DLC's 30-day default
+    expected = plan.cost.run_hours + plan.cost.expected_rework_hours
+    assert expected * 1.5 <= d.max_running_hours <= min(30 * 24, expected * 1.5 + 2)
 
 
 def test_example_plan_json_carries_dlc_and_other_plans_do_not() -> None:
