@@ -220,6 +220,26 @@ def test_a_dlc_cpfs_stack_deploys_in_one_pass(tmp_path: Path) -> None:
     assert needs_mount_address(dataclasses.replace(t, platform="ecs"))
 
 
+def test_diff_of_dlc_programs_reads_the_pai_replacement_data(tmp_path: Path) -> None:
+    """A new OSS data location replaces its dataset (uri is ForceNew); a new description updates it in place."""
+    from generator.preview import diff as d
+
+    base = (ROOT / "examples" / "finetune-dlc.yaml").read_text()
+    moved = base.replace("oss://example-corpus/sft/llama2-mix/", "oss://example-corpus/sft/llama2-mix-v2/")
+    assert moved != base
+    graphs = []
+    for name, text in (("base", base), ("head", moved)):
+        spec = tmp_path / name / "finetune-dlc.yaml"
+        spec.parent.mkdir()
+        spec.write_text(text)
+        graphs.append(api.preview(spec).graph)
+    result = d.diff_graphs(*graphs)
+    changed = {c.name: c for c in result.changes}
+    assert set(changed) == {"dataset-data"}, sorted(changed)
+    assert changed["dataset-data"].action == "replace"
+    assert all(c.effect != "unknown" for c in changed["dataset-data"].properties)
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 
 BASE = "name: bad-run\nregion: cn-hangzhou\nmodel: {preset: llama-2-7b}\n"
