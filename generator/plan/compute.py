@@ -16,7 +16,7 @@ from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineTyp
 from generator.errors import Problem
 from generator.plan.checkpoints import NODE_MTBF_HOURS, auto_interval_hours
 from generator.plan.fit import Fit, PlanningError, Scored
-from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems
+from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -167,7 +167,9 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
         activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
         headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
-        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops)
+        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops,
+        framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
+        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
 
 
 def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
