@@ -121,15 +121,21 @@ def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, larg
         w, g, o = _ceil(pb * psi), _ceil(pb * psi + Fraction(fp32_grads) * psi / d), _ceil(k * psi / d)
         how = (f"stage 1: {2 * pb} + {fp32_grads + k}/d bytes/param (16-bit gradients whole, the fp32 gradient "
                "partition and optimizer states sharded; assumption: DeepSpeed publishes no stage-1 estimator)")
+    elif z == 2:
+        w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi / d), _ceil(k * psi / d)
+        per_param = f"{pb} + {pb + fp32_grads + k}/d"
+        how = f"stage {z}: {per_param} bytes/param [DeepSpeed estimate_zero{z}_model_states_mem_needs, no offload]"
     else:
-        w_div = d if z == 3 else 1
-        w, g, o = _ceil(pb * psi / w_div), _ceil((pb + fp32_grads) * psi / d), _ceil(k * psi / d)
-        per_param = (f"({pb} + {pb + fp32_grads + k})/d + 2 x {pb} x largest layer" if z == 3
-                     else f"{pb} + {pb + fp32_grads + k}/d")
+        # ZeRO-3: the 16-bit gradients are reduce-scattered layer by layer as backward produces them, so the
+        # estimator counts them only in the largest-layer term; the partitions are 16-bit params, the fp32
+        # gradient partition (the 16-bit one in fp32 training) and the optimizer states: 2 + 4 + 12 = 18 / d.
+        gpart = fp32_grads if mixed else pb
+        w, g, o = _ceil(pb * psi / d), _ceil(gpart * psi / d), _ceil(k * psi / d)
+        per_param = f"{pb + gpart + k}/d + 2 x {pb} x largest layer"
         how = f"stage {z}: {per_param} bytes/param [DeepSpeed estimate_zero{z}_model_states_mem_needs, no offload]"
     notes.append(f"framework deepspeed, ZeRO {how}; https://deepspeed.readthedocs.io/en/latest/memory.html, "
                  "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py")
-    notes.append(f"weights = {_gb(w)}; gradients (16-bit{' + fp32 partition' if fp32_grads else ''}) = {_gb(g)}; "
+    notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; "
                  f"optimizer states (K={k}) = {_gb(o)}")
     if z == 3:
         gathered = _ceil(2 * pb * largest)
