@@ -107,6 +107,12 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "mount_path_root": ("storage.mount_path", "root directory", "/mnt/shared"),
     "waiver_reason_too_long": ("waivers[0].reason", "at most 500", "a sentence or two"),
     "global_batch_below_sequence": ("model.global_batch_tokens", "less than one sequence", "use at least 4096"),
+    # framework-aware memory and pipelines (issue #13)
+    "framework_megatron_zero3": ("parallelism.zero_stage", "framework megatron", "deepspeed or fsdp"),
+    "paged_optimizer_full": ("model.finetune.paged_optimizer", "LoRA/QLoRA", "lora or qlora"),
+    "memory_headroom_too_large": ("parallelism.memory_headroom", "not a share", "0.05"),
+    "pipeline_cannot_split": ("parallelism.pipeline", "pipeline parallelism 30", "first and last", "pipeline: auto"),
+    "pipeline_too_deep": ("parallelism.pipeline", "pipeline parallelism 40", "at most 32"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))

@@ -239,6 +239,14 @@ class ParallelismSpec(_Strict):
     recompute: Literal["none", "selective", "full"] = "selective"
     memory_headroom: Annotated[float, Field(ge=0, le=0.5)] = 0.05
 
+    @field_validator("memory_headroom", mode="before")
+    @classmethod
+    def _a_share(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.5 < v <= 100:
+            raise spec_error(f"{_shown(v)} is not a share of the GPU's memory (at most 0.5)",
+                             "write a fraction: 0.05 keeps 5% of each GPU's memory free")
+        return v
+
     @field_validator("zero_stage")
     @classmethod
     def _stage_the_framework_runs(cls, v: int, info: ValidationInfo) -> int:
