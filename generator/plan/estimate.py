@@ -159,9 +159,11 @@ def estimate(
     except sizing.SizingError as e:
         raise EstimateError(str(e)) from None
     if arch.layers % pp:
-        warnings.append(f"pp={pp} does not divide the {arch.layers} layers: stages get {arch.layers // pp} or "
-                        f"{sizing.stage_layers(arch.layers, pp)} layers (Megatron-LM --decoder-first/last-pipeline-"
-                        "num-layers); memory is sized for the largest stage")
+        m = sizing.stage_layers(arch.layers, pp)
+        ends = arch.layers - (pp - 2) * m
+        warnings.append(f"pp={pp} does not divide the {arch.layers} layers: {pp - 2} middle stages of {m} layers and "
+                        f"{ends // 2} + {ends - ends // 2} on the first and last (Megatron-LM --decoder-first/last-"
+                        "pipeline-num-layers); memory is sized for the largest stage")
     full_shape = layers is not None and hidden is not None and heads is not None
     if params is not None and (preset is not None or full_shape):
         warnings.append(f"--params {params:,} was ignored: the {'shape' if full_shape else 'preset'} fixes the "
@@ -286,6 +288,8 @@ def _ways_to_fit(setup: sizing.TrainingSetup) -> list[str]:
         ways.append("a smaller --micro-batch")
     if setup.lora_rank is None:
         ways.append("--lora-rank 16 (LoRA) or --qlora for fine-tuning")
+    elif not setup.paged_optimizer:
+        ways.append("--paged-optimizer (the adapters' optimizer states spill to CPU RAM)")
     return ways
 
 
@@ -308,7 +312,7 @@ def estimate_text(result: dict[str, Any]) -> str:
         f"        the shape counts {a['counted_parameters']:,} parameters "
         f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})",
         f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}, ZeRO-{s['zero_stage']} "
-        f"({s['framework']}), "
+        f"({s['framework'] if s['finetune'] == 'full' else 'adapters as PEFT holds them'}), "
         f"{s['precision']}, {s['optimizer']}, seq {s['seq_len']}, micro-batch {s['micro_batch']}, "
         f"recompute {s['recompute']}" + (", sequence parallel" if s["sequence_parallel"] else "")
         + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else "")

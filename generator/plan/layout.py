@@ -21,8 +21,9 @@ from generator.spec.units import human_bytes, human_count
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
 
 # Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
-# Megatron-LM's 175B/530B/1T runs pp=8..64, Llama 3 405B pp=16); a degree that does not divide the layers gets
-# uneven stages (the largest holds ceil(L/pp) layers, see sizing.stage_layers).
+# Megatron-LM's 175B/530B/1T runs pp=8..64, Llama 3 405B pp=16). Those that divide the layers come first; a degree
+# that does not gets uneven stages (the largest holds ceil(L/pp) layers, see sizing.stage_layers) and is tried only
+# when no even split fits.
 AUTO_PIPELINE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 48, 64)
 
 # Layouts whose per-GPU memory stays under this share of the GPU's usable memory are "comfortable"; the fit search
@@ -176,13 +177,18 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue
         best: Fit | None = None
-        for tp in tps:
-            if t.gpus % tp:
-                continue
-            for pp in pps:
-                fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
-                if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
-                    best = fit
+        # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
+        # split evenly when they can: the largest stage sets the pipeline's pace).
+        for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
+            for tp in tps:
+                if t.gpus % tp:
+                    continue
+                for pp in group:
+                    fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
+                    if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
+                        best = fit
+            if best is not None:
+                break
         if best is None:
             rejected[t.name] = _why_not_fit(spec, arch, lora_rank, t, gpu, tps, pps, max_nodes)
             continue
