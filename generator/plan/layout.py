@@ -314,7 +314,9 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
     states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer, spec.model.precision)) / gpus
     if states < biggest:
         if p.zero_stage < 3:
-            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
+            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states"
+                         + (" (with framework: deepspeed or fsdp; Megatron's distributed optimizer is ZeRO-1)"
+                            if p.framework == "megatron" else ""))
         if p.recompute != "full":
             fixes.append("use parallelism.recompute: full to trade compute for activation memory")
         if spec.model.micro_batch_size > 1:
