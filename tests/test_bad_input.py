@@ -110,6 +110,12 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     # PAI-DLC (issue #16)
     "dlc_lingjun_and_ssh_fields": ("compute.image_id", "container image", "network.rdma", "network.admin_cidrs",
                                    "no node to SSH into", "spot.on_demand_base", "4 problems"),
+    # framework-aware memory and pipelines (issue #13)
+    "framework_megatron_zero3": ("parallelism.zero_stage", "framework megatron", "deepspeed or fsdp"),
+    "paged_optimizer_full": ("model.finetune.paged_optimizer", "LoRA/QLoRA", "lora or qlora"),
+    "memory_headroom_too_large": ("parallelism.memory_headroom", "not a share", "0.05"),
+    "pipeline_cannot_split": ("parallelism.pipeline", "pipeline parallelism 30", "first and last", "pipeline: auto"),
+    "pipeline_too_deep": ("parallelism.pipeline", "pipeline parallelism 40", "at most 32"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))

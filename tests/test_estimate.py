@@ -37,7 +37,7 @@ def run_json(*args: str) -> dict:
 
 
 def test_zero_paper_example_7_5b_zero3_dp64() -> None:
-    data = run_json("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3")
+    data = run_json("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--framework", "zero-paper")
     b = data["per_gpu_bytes"]
     assert set(b) == {"weights", "gradients", "optimizer_states", "activations", "reserve", "total"}
     assert all(isinstance(v, int) for v in b.values())
@@ -59,7 +59,7 @@ def test_zero_paper_example_7_5b_zero3_dp64() -> None:
 
 
 def test_zero_paper_example_text_explains_the_1_9_gb() -> None:
-    code, out = run("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3")
+    code, out = run("estimate", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--framework", "zero-paper")
     assert code == 0
     assert "1.875 GB" in out and "1.9 GB" in out
     assert "gather working set 0.81 GB" in out
@@ -68,7 +68,7 @@ def test_zero_paper_example_text_explains_the_1_9_gb() -> None:
 
 @pytest.mark.parametrize("stage, paper_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_stages_reproduce_the_paper_figure(stage: int, paper_gb: float) -> None:
-    data = estimate(params=7_500_000_000, gpus=64, zero=stage)
+    data = estimate(params=7_500_000_000, gpus=64, zero=stage, framework="zero-paper")
     assert round(data["model_states"]["zero_paper"] / GB, 1) == paper_gb
     assert data["model_states"]["zero3_gather_working_set"] == (0 if stage < 3 else
                                                                 data["model_states"]["total"] - 1_875_000_000)
@@ -152,7 +152,9 @@ def test_partial_shape_overrides_the_preset() -> None:
     (("--params", "7.5e9", "--gpus", "4", "--tp", "8"), "use --gpus 8"),
     (("--preset", "llama-2-70b", "--tp", "3"), "tp=3 does not divide the 64 attention heads"),
     (("--preset", "llama-2-70b", "--tp", "16"), "tp=16 does not divide the 8 KV heads"),
-    (("--preset", "llama-2-7b", "--pp", "5"), "pp=5 does not divide the 32 layers"),
+    (("--preset", "llama-2-7b", "--pp", "33"), "pp=33 is more pipeline stages than the model's 32 layers"),
+    (("--preset", "llama-2-7b", "--zero", "3", "--framework", "megatron"), "distributed optimizer shards only"),
+    (("--params", "7B", "--paged-optimizer"), "--paged-optimizer"),
     (("--params", "7B", "--qlora"), "--qlora"),
     (("--params", "7B", "--lora-rank", "8", "--qlora", "--precision", "fp32"), "fp32"),
     (("--params", "7B", "--gpu", "H100"), "unknown GPU 'H100'"),

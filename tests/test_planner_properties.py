@@ -135,10 +135,14 @@ def test_plans_fit_and_layouts_are_consistent(data: dict[str, Any]) -> None:
     assert plan is not None
     c, z, m = plan.compute, plan.sizing, plan.model
     assert z.total <= z.gpu_memory and z.headroom == z.gpu_memory - z.total >= 0
+    # the fit search keeps parallelism.memory_headroom of every GPU free (docs/sizing.md, "Headroom")
+    assert z.min_headroom == z.gpu_memory - int(z.gpu_memory * (1 - spec.parallelism.memory_headroom))
+    assert z.headroom >= z.min_headroom
     assert z.total == z.weights + z.gradients + z.optimizer_states + z.activations + z.reserve
     assert c.gpus_per_node % c.tp == 0
     assert m.heads % c.tp == 0 and m.kv_heads % c.tp == 0
-    assert m.layers % c.pp == 0
+    # uneven pipelines: equal middle stages, shorter first and last ones (sizing.pipeline_splits)
+    assert sizing.pipeline_splits(m.layers, c.pp)
     assert c.tp * c.pp * c.dp == c.total_gpus == c.nodes * c.gpus_per_node
     assert len(c.ranks) == c.nodes and [n.rank for n in c.ranks] == list(range(c.nodes))
     if isinstance(spec.compute.nodes, int):

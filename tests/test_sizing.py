@@ -290,7 +290,7 @@ def test_breakdown_shape() -> None:
     ("kwargs", "pattern"),
     [
         (dict(tp=3), r"tp=3 does not divide the 32 attention heads"),
-        (dict(pp=3), r"pp=3 does not divide the 32 layers"),
+        (dict(pp=33), r"pp=33 is more pipeline stages than the model.s 32 layers"),
         (dict(zero_stage=4), r"zero_stage must be 0, 1, 2 or 3"),
         (dict(optimizer="rmsprop"), r"allowed: adamw, adam, sgd"),
         (dict(precision="fp8"), r"allowed: bf16, fp16, fp32"),

@@ -49,11 +49,18 @@ def _dump(data: Any) -> str:
 @click.option("--kv-heads", type=_POSITIVE, help="Key/value heads (grouped-query attention); default = heads.")
 @click.option("--vocab", type=_POSITIVE, help="Vocabulary size (default 32000 for explicit shapes).")
 @click.option("--ffn-hidden", type=_POSITIVE, help="MLP width (default: Llama's ~8/3 x hidden rule).")
+@click.option("--mlp-matrices", type=click.IntRange(2, 3),
+              help="MLP matrices per layer: 3 for SwiGLU (Llama, default), 2 for GELU (GPT-3, BLOOM, MT-NLG).")
+@click.option("--tied-embeddings/--untied-embeddings", default=None,
+              help="Output projection shares the embedding matrix (GPT-3, BLOOM, MT-NLG); default untied.")
 @click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
 @click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True)
 @click.option("--optimizer", type=click.Choice(list(sizing.OPTIMIZER_BYTES)), default="adamw", show_default=True)
 @click.option("--zero", type=click.IntRange(0, 3), default=1, show_default=True, help="ZeRO stage.")
+@click.option("--framework", type=click.Choice(list(sizing.FRAMEWORK_CHOICES)), default="auto", show_default=True,
+              help="Whose accounting of the model states: auto = megatron for ZeRO 0/1, deepspeed for 2/3; "
+                   "zero-paper = the ZeRO paper's formula.")
 @click.option("--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp). Default: tp x pp (dp = 1).")
 @click.option("--tp", type=_POSITIVE, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=_POSITIVE, default=1, show_default=True, help="Pipeline-parallel degree.")
@@ -62,15 +69,21 @@ def _dump(data: Any) -> str:
 @click.option("--sp/--no-sp", default=True, show_default=True, help="Sequence parallelism (only with --tp > 1).")
 @click.option("--lora-rank", type=_POSITIVE, help="Fine-tune LoRA adapters of this rank instead of all weights.")
 @click.option("--qlora", is_flag=True, help="LoRA over a 4-bit NF4 base (needs --lora-rank).")
+@click.option("--paged-optimizer", is_flag=True,
+              help="LoRA/QLoRA: optimizer states in paged memory that spills to CPU RAM (bitsandbytes, QLoRA Sec. 3).")
+@click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.05, show_default=True,
+              help="Share of the GPU's memory a fit must leave free (parallelism.memory_headroom).")
 @click.option("--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G).")
 @click.option("--tokens", type=_Count("token count"), help="Training tokens: adds 6ND FLOPs (and GPU-hours with --gpu).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
 @handle
 def estimate_command(params: int | None, preset: str | None, layers: int | None, hidden: int | None,
                      heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
-                     seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, gpus: int | None,
-                     tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
-                     gpu: str | None, tokens: int | None, as_json: bool) -> None:
+                     mlp_matrices: int | None, tied_embeddings: bool | None,
+                     seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
+                     gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
+                     paged_optimizer: bool, headroom: float, gpu: str | None, tokens: int | None,
+                     as_json: bool) -> None:
     """Per-GPU memory (and optionally fit and compute) for a model and layout, without a spec file.
 
     \b
@@ -78,14 +91,17 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
       trainstack estimate --params 7.5e9 --gpus 64 --zero 3
       trainstack estimate --preset llama-2-70b --gpus 128 --tp 8 --pp 4 --gpu A100-80G --tokens 2T
       trainstack estimate --preset llama-2-7b --lora-rank 16 --qlora --zero 0 --gpu A10 --json
+      trainstack estimate --layers 105 --hidden 20480 --heads 128 --ffn-hidden 81920 --vocab 51200 \\
+          --mlp-matrices 2 --tied-embeddings --gpus 4480 --tp 8 --pp 35 --gpu A100-80G
     """
     from generator.plan import estimate as est
 
     result = est.estimate(
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
-        ffn_hidden=ffn_hidden, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
-        zero=zero, gpus=gpus, tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora, gpu=gpu,
-        tokens=tokens)
+        ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, seq_len=seq_len,
+        micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
+        tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
+        paged_optimizer=paged_optimizer, headroom=headroom, gpu=gpu, tokens=tokens)
     click.echo(_dump(result) if as_json else est.estimate_text(result), nl=as_json)
 
 

@@ -16,7 +16,7 @@ from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineTyp
 from generator.errors import Problem
 from generator.plan.checkpoints import NODE_MTBF_HOURS, auto_interval_hours
 from generator.plan.fit import Fit, PlanningError, Scored
-from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems
+from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -167,7 +167,9 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
         activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
         headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
-        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops)
+        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops,
+        framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
+        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
 
 
 def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
@@ -311,11 +313,30 @@ def _why_nodes(spec: Spec, fit: Fit) -> str:
 
 def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture) -> str:
     parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node (NVLink) and divides "
-             f"{arch.heads} heads", f"pipeline {fit.pp} divides {arch.layers} layers",
+             f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
     if spec.parallelism.zero_stage:
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
+    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
+    keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
+    if spec.model.finetune.method != "full":
+        parts.append(f"{spec.model.finetune.method} adapters sized as PEFT-based trainers hold them{keep}")
+    else:
+        parts.append(f"memory sized as {framework} allocates it"
+                     + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "") + keep)
     return "; ".join(parts)
+
+
+def _pipeline_text(pp: int, layers: int) -> str:
+    """How ``pp`` stages hold the layers: evenly, or equal middle stages with shorter first and last ones."""
+    if layers % pp == 0:
+        return f"pipeline {pp} divides {layers} layers" + (f" ({layers // pp} per stage)" if pp > 1 else "")
+    m = sizing.stage_layers(layers, pp)
+    ends = layers - (pp - 2) * m
+    first = ends // 2
+    return (f"pipeline {pp} splits {layers} layers as {first} + {pp - 2}x{m} + {ends - first} (shorter first and "
+            "last stages, as Megatron-LM's --decoder-first/last-pipeline-num-layers do; memory sized for a "
+            f"{m}-layer stage)")
 
 
 def _within_budget(spec: Spec, s: Scored) -> bool:

@@ -35,6 +35,8 @@ GiB = 2**30
 DEFAULT_SEQ_LEN = 4096
 DEFAULT_ZERO_STAGE = 1
 DEFAULT_RECOMPUTE = "selective"
+DEFAULT_FRAMEWORK = "auto"
+DEFAULT_HEADROOM = 0.05  # parallelism.memory_headroom's default
 
 # The ZeRO paper's worked example (Rajbhandari et al. 2020, Sec. 5 and Figure 1): 7.5B parameters,
 # N_d = 64, mixed-precision Adam; P_os+g+p is 16 * 7.5e9 / 64 = 1.875 GB, printed as "1.9GB".
@@ -84,6 +86,8 @@ def estimate(
     kv_heads: int | None = None,
     vocab: int | None = None,
     ffn_hidden: int | None = None,
+    mlp_matrices: int | None = None,
+    tied_embeddings: bool | None = None,
     seq_len: int = DEFAULT_SEQ_LEN,
     micro_batch: int = 1,
     precision: str = "bf16",
@@ -96,6 +100,9 @@ def estimate(
     sp: bool = True,
     lora_rank: int | None = None,
     qlora: bool = False,
+    paged_optimizer: bool = False,
+    framework: str = DEFAULT_FRAMEWORK,
+    headroom: float = DEFAULT_HEADROOM,
     gpu: str | None = None,
     tokens: int | None = None,
     catalog: Catalog | None = None,
@@ -110,6 +117,9 @@ def estimate(
 
     ``gpu`` (a catalog name or alias) adds ``fits`` and a ``gpu`` block; ``tokens`` adds
     ``training_flops`` (6ND) and, with a GPU, ``gpu_hours`` and wall-clock ``hours`` at the catalog's MFU.
+    ``framework`` picks whose accounting of the model states to use (``auto``: megatron for ZeRO 0/1, deepspeed
+    for 2/3; ``zero-paper`` reproduces the ZeRO paper), and ``headroom`` is the share of the GPU's memory a fit
+    must leave free, as ``parallelism.memory_headroom`` in a spec.
     ``catalog`` is only read when ``gpu`` is given. Raises :class:`EstimateError` with a sentence for any
     input the sizing model cannot use.
     """
@@ -125,6 +135,11 @@ def estimate(
     if qlora and precision == "fp32":
         raise EstimateError("QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here: use "
                             "--precision bf16.")
+    if paged_optimizer and lora_rank is None:
+        raise EstimateError("--paged-optimizer pages the LoRA/QLoRA adapters' optimizer states: add --lora-rank "
+                            "(e.g. 16), or drop --paged-optimizer for full training.")
+    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom <= 0.5:
+        raise EstimateError(f"--headroom is the share of GPU memory to keep free, from 0 to 0.5; got {headroom!r}.")
     for flag, value in (("--seq-len", seq_len), ("--micro-batch", micro_batch), ("--tokens", tokens),
                         ("--lora-rank", lora_rank)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -132,16 +147,23 @@ def estimate(
     dp = data_parallel_degree(gpus, tp, pp)
     warnings: list[str] = []
     shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "vocab": vocab,
-             "ffn_hidden": ffn_hidden}
+             "ffn_hidden": ffn_hidden, "mlp_matrices": mlp_matrices, "tied_embeddings": tied_embeddings}
     try:
         arch = sizing.architecture_for(params, preset, **shape)
         setup = sizing.TrainingSetup(
             arch=arch, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
             zero_stage=zero, tp=tp, pp=pp, dp=dp, sequence_parallel=sp and tp > 1, recompute=recompute,
-            lora_rank=lora_rank, qlora=qlora)
+            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer)
         memory = sizing.per_gpu_memory(setup)
+        resolved = sizing.resolve_framework(framework, zero)
     except sizing.SizingError as e:
         raise EstimateError(str(e)) from None
+    if arch.layers % pp:
+        m = sizing.stage_layers(arch.layers, pp)
+        ends = arch.layers - (pp - 2) * m
+        warnings.append(f"pp={pp} does not divide the {arch.layers} layers: {pp - 2} middle stages of {m} layers and "
+                        f"{ends // 2} + {ends - ends // 2} on the first and last (Megatron-LM --decoder-first/last-"
+                        "pipeline-num-layers); memory is sized for the largest stage")
     full_shape = layers is not None and hidden is not None and heads is not None
     if params is not None and (preset is not None or full_shape):
         warnings.append(f"--params {params:,} was ignored: the {'shape' if full_shape else 'preset'} fixes the "
@@ -154,13 +176,15 @@ def estimate(
             "parameters": arch.parameters, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
             "kv_heads": arch.kv_heads, "vocab": arch.vocab, "ffn_hidden": arch.ffn_hidden,
             "tied_embeddings": arch.tied_embeddings, "mlp_matrices": arch.mlp_matrices, "source": arch.source,
+            "counted_parameters": arch.counted_parameters,
         },
         "setup": {
             "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "zero_stage": zero, "precision": precision,
             "optimizer": optimizer, "seq_len": seq_len, "micro_batch": micro_batch,
             "sequence_parallel": setup.sequence_parallel, "recompute": recompute,
             "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",
-            "lora_rank": lora_rank,
+            "lora_rank": lora_rank, "paged_optimizer": paged_optimizer, "framework": resolved,
+            "headroom": headroom,
         },
         "per_gpu_bytes": memory.to_dict(),
         "model_states": _model_states(arch, setup, memory),
@@ -171,9 +195,10 @@ def estimate(
     if gpu is not None:
         gpu_model = _gpu(gpu, catalog)
         capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
-        result["fits"] = memory.total <= capacity
+        usable = int(capacity * (1 - headroom))  # the planner's usable_bytes
+        result["fits"] = memory.total <= usable
         result["gpu"] = {"name": gpu_model.name, "memory_bytes": capacity, "headroom_bytes": capacity - memory.total,
-                         "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
+                         "usable_bytes": usable, "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
     if tokens is not None:
@@ -209,21 +234,27 @@ def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
 
 def _model_states(arch: sizing.Architecture, setup: sizing.TrainingSetup,
                   memory: sizing.MemoryBreakdown) -> dict[str, Any]:
-    """Weights + gradients + optimizer states, split into the ZeRO paper's figure and our ZeRO-3 addition.
+    """Weights + gradients + optimizer states, next to the ZeRO paper's figure for the same layout.
 
-    The paper's formula (Sec. 5) has no term for the all-gathered layers ZeRO-3 keeps live; per_gpu_memory
-    adds them to ``weights`` (docs/sizing.md, section 2). Reporting both lets a reader check the paper's
-    numbers (16 * Psi / N_d) and see exactly what we add. For LoRA/QLoRA the paper's formula does not apply
-    (frozen base without gradients or optimizer states), so only the total is given.
+    Under ``zero-paper`` the difference is our ZeRO-3 gather working set (docs/sizing.md, section 2); under a
+    framework it is what that framework keeps beyond the paper (fp32 main gradients, gradient partitions, the
+    largest layer gathered whole). For LoRA/QLoRA the paper's formula does not apply (frozen base without
+    gradients or optimizer states), so only the total is given.
     """
     total = memory.model_states
-    out: dict[str, Any] = {"total": total}
+    framework = sizing.resolve_framework(setup.framework, setup.zero_stage)
+    out: dict[str, Any] = {"total": total, "framework": framework}
     if setup.lora_rank is not None:
         return out
-    w, g, o = sizing.model_state_bytes(arch.parameters, precision=setup.precision, optimizer=setup.optimizer,
+    stage = sizing.stage_layers(arch.layers, setup.pp)
+    # the paper's Psi for this GPU: the largest stage's share of the parameters (uneven pipelines), split over tp
+    params = arch.parameters if arch.layers % setup.pp == 0 else -(-arch.parameters * stage * setup.pp // arch.layers)
+    w, g, o = sizing.model_state_bytes(params, precision=setup.precision, optimizer=setup.optimizer,
                                        zero_stage=setup.zero_stage, dp=setup.dp, tp=setup.tp, pp=setup.pp)
     out["zero_paper"] = w + g + o
-    out["zero3_gather_working_set"] = total - (w + g + o)
+    out["beyond_zero_paper"] = total - (w + g + o)
+    if framework == "zero-paper":
+        out["zero3_gather_working_set"] = total - (w + g + o)
     out["formula"] = _zero_formula(setup)
     return out
 
@@ -257,6 +288,8 @@ def _ways_to_fit(setup: sizing.TrainingSetup) -> list[str]:
         ways.append("a smaller --micro-batch")
     if setup.lora_rank is None:
         ways.append("--lora-rank 16 (LoRA) or --qlora for fine-tuning")
+    elif not setup.paged_optimizer:
+        ways.append("--paged-optimizer (the adapters' optimizer states spill to CPU RAM)")
     return ways
 
 
@@ -272,12 +305,18 @@ def estimate_text(result: dict[str, Any]) -> str:
     a, s, m = result["architecture"], result["setup"], result["per_gpu_bytes"]
     lines = [
         (f"Model   {human_count(a['parameters'])} parameters: {a['layers']} layers, hidden {a['hidden']}, "
-         f"{a['heads']} heads ({a['kv_heads']} KV), ffn {a['ffn_hidden']}, vocab {a['vocab']}"),
+         f"{a['heads']} heads ({a['kv_heads']} KV), ffn {a['ffn_hidden']}, vocab {a['vocab']}, "
+         f"{'GELU 2-matrix' if a['mlp_matrices'] == 2 else 'SwiGLU 3-matrix'} MLP, "
+         f"{'tied' if a['tied_embeddings'] else 'untied'} embeddings"),
         f"        {a['source']}",
-        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}, ZeRO-{s['zero_stage']}, "
+        f"        the shape counts {a['counted_parameters']:,} parameters "
+        f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})",
+        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}, ZeRO-{s['zero_stage']} "
+        f"({s['framework'] if s['finetune'] == 'full' else 'adapters as PEFT holds them'}), "
         f"{s['precision']}, {s['optimizer']}, seq {s['seq_len']}, micro-batch {s['micro_batch']}, "
         f"recompute {s['recompute']}" + (", sequence parallel" if s["sequence_parallel"] else "")
-        + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else ""),
+        + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else "")
+        + (", paged optimizer" if s["paged_optimizer"] else ""),
         "",
         "Memory per GPU (worst GPU)",
         table(["term", "bytes", "GB", "GiB"], [
@@ -292,8 +331,14 @@ def estimate_text(result: dict[str, Any]) -> str:
     if "fits" in result:
         g = result["gpu"]
         need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB
+        keep = f"{s['headroom']:.0%} headroom"
+        usable = g["usable_bytes"] / GiB
         if result["fits"]:
-            lines.append(f"Fits on one {g['name']}: needs {need:,.1f} GiB of {have:g} GiB, {room:,.1f} GiB to spare.")
+            lines.append(f"Fits on one {g['name']}: needs {need:,.1f} GiB of {have:g} GiB ({usable:,.1f} GiB usable "
+                         f"with the {keep}), {room:,.1f} GiB to spare.")
+        elif room >= 0:
+            lines.append(f"Does NOT fit on one {g['name']} with the {keep}: needs {need:,.1f} GiB of its {have:g} "
+                         f"GiB, more than the {usable:,.1f} GiB usable (--headroom 0 to allow it).")
         else:
             lines.append(f"Does NOT fit on one {g['name']}: needs {need:,.1f} GiB, {-room:,.1f} GiB more than its "
                          f"{have:g} GiB.")
@@ -322,7 +367,8 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
     ms, s, a, m = result["model_states"], result["setup"], result["architecture"], result["per_gpu_bytes"]
     if "zero_paper" not in ms:
         return [(f"Model states (weights + gradients + optimizer) {_gb(ms['total'])}: LoRA/QLoRA keeps no "
-                 "gradients or optimizer states for the frozen base, so the ZeRO paper's formula does not apply."),
+                 "gradients or optimizer states for the frozen base, so the ZeRO paper's formula does not apply; "
+                 "the adapters are held as PEFT-based trainers hold them (formulas below)."),
                 ""]
     lines = [f"Model states (weights + gradients + optimizer) = {_gb(ms['total'])} per GPU:",
              (f"  ZeRO paper, stage {s['zero_stage']}: {ms['formula']} = {ms['zero_paper'] / GB:,.3f} GB"
@@ -331,10 +377,14 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
             and ms["zero_paper"] == 1_875_000_000:
         lines.append("  This is the paper's own example (7.5B parameters, N_d = 64, Adam): 16 x 7.5e9 / 64 = 1.875 GB, "
                      "which its Figure 1 prints rounded as 1.9 GB.")
-    if ms["zero3_gather_working_set"]:
+    if ms.get("zero3_gather_working_set"):
         lines.append(f"  + ZeRO-3 gather working set {_gb(ms['zero3_gather_working_set'])}: the current and the "
                      "prefetched layer are all-gathered in full while in use. The paper's formula leaves this out; "
                      "we add it (an assumption, docs/sizing.md section 2).")
+    elif ms["framework"] != "zero-paper":
+        lines.append(f"  framework {ms['framework']}: {_gb(ms['total'])}, {ms['beyond_zero_paper'] / GB:+,.3f} GB "
+                     "against the paper (what the framework keeps beyond it, term by term in the formulas below; "
+                     "--framework zero-paper gives the paper's accounting)")
     lines.append(f"  Activations ({_gb(m['activations'])}) and the runtime reserve ({_gb(m['reserve'])}) come on top: "
                  "the paper's figure counts model states only.")
     return lines + [""]

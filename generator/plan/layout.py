@@ -20,6 +20,16 @@ from generator.spec.units import human_bytes, human_count
 
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
 
+# Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
+# Megatron-LM's 175B/530B/1T runs pp=8..64, Llama 3 405B pp=16). Those that divide the layers come first; a degree
+# that does not gets uneven stages (the largest holds ceil(L/pp) layers, see sizing.stage_layers) and is tried only
+# when no even split fits.
+AUTO_PIPELINE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 48, 64)
+
+# Layouts whose per-GPU memory stays under this share of the GPU's usable memory are "comfortable"; the fit search
+# prefers them over tighter ones at the same node count (docs/sizing.md, "Headroom and the layout tie-break").
+COMFORT_SHARE = 0.90
+
 
 def architecture(spec: Spec) -> sizing.Architecture:
     m = spec.model
@@ -39,11 +49,22 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
         out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not divide the model's "
                            f"{arch.heads} attention heads ({arch.kv_heads} KV heads)",
                            f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
-    if isinstance(p.pipeline, int) and arch.layers % p.pipeline:
-        ok = [d for d in range(1, min(arch.layers, 64) + 1) if arch.layers % d == 0]
-        out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} does not divide the "
-                           f"model's {arch.layers} layers", f"use pipeline: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
+        out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} is more stages than the "
+                           f"model's {arch.layers} layers", f"use pipeline: auto, or at most {arch.layers}"))
+    elif isinstance(p.pipeline, int) and not sizing.pipeline_splits(arch.layers, p.pipeline):
+        m = sizing.stage_layers(arch.layers, p.pipeline)
+        ok = [d for d in AUTO_PIPELINE if d > 1 and sizing.pipeline_splits(arch.layers, d)]
+        out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} cannot split the model's "
+                           f"{arch.layers} layers: {p.pipeline - 2} middle stages of {m} layers leave "
+                           f"{arch.layers - (p.pipeline - 2) * m} for the first and last stages, which must hold 2 to "
+                           f"{2 * m}", f"use pipeline: auto, or one of {', '.join(map(str, ok))}"))
     return out
+
+
+def usable_bytes(spec: Spec, gpu_bytes: int) -> int:
+    """The GPU memory a layout may use: all of it less ``parallelism.memory_headroom`` (5% by default)."""
+    return int(gpu_bytes * (1 - spec.parallelism.memory_headroom))
 
 
 def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
@@ -52,7 +73,8 @@ def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lor
         arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
         optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
         sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
-        qlora=m.finetune.method == "qlora")
+        qlora=m.finetune.method == "qlora", framework=p.framework,
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None)
 
 
 def _divisors(n: int) -> list[int]:
@@ -145,7 +167,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
     for t in types:
         gpu = catalog.gpu(t.gpu)
         assert gpu is not None, t.gpu  # the catalog loader rejects dangling GPU references
-        gpu_bytes = int(t.gpu_memory_gib * 2**30)
+        gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
         multi_ok = t.gpus == MULTI_NODE_GPUS and (_rdma_capable(spec, t) or spec.network.rdma is False)
         max_nodes = c.nodes if isinstance(c.nodes, int) else (c.max_nodes if multi_ok else 1)
         if isinstance(c.nodes, int) and c.nodes > 1 and not multi_ok:
@@ -154,19 +176,24 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             continue
         tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
                                                               if arch.heads % d == 0 and arch.kv_heads % d == 0]
-        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in (1, 2, 4, 8, 16, 32) if arch.layers % d == 0]
+        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in AUTO_PIPELINE
+                                                                 if sizing.pipeline_splits(arch.layers, d)]
         if isinstance(p.tensor, int) and p.tensor > t.gpus:
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue
         best: Fit | None = None
-        for tp in tps:
-            if t.gpus % tp:
-                continue
-            for pp in pps:
-                fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
-                if fit and (best is None or (fit.nodes, fit.tp * fit.pp, fit.pp, fit.memory.total) <
-                            (best.nodes, best.tp * best.pp, best.pp, best.memory.total)):
-                    best = fit
+        # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
+        # split evenly when they can: the largest stage sets the pipeline's pace).
+        for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
+            for tp in tps:
+                if t.gpus % tp:
+                    continue
+                for pp in group:
+                    fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
+                    if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
+                        best = fit
+            if best is not None:
+                break
         if best is None:
             rejected[t.name] = _why_not_fit(spec, arch, lora_rank, t, gpu, tps, pps, max_nodes)
             continue
@@ -175,6 +202,17 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             continue
         fits.append(best)
     return fits, rejected
+
+
+def layout_key(fit: Fit, arch: sizing.Architecture, usable: int) -> tuple[int, int, int, int, int, int]:
+    """How the fit search ranks layouts of one instance type (lower wins; docs/sizing.md, "Headroom and the layout
+    tie-break"): the fewest nodes; then a layout that leaves at least 10% of the usable memory free over a tighter
+    one (a plan at 79.5 of 80 GiB is one allocator spike from running out); then pipeline stages that divide the
+    layers evenly; then the smallest pipeline degree and then the smallest tensor degree: tensor parallelism up
+    to the node's GPUs before pipeline parallelism, and model parallelism only as much as memory needs
+    (Narayanan et al. 2021, Megatron-LM PTD-P, Sec. 3, takeaways 1 and 2); then the least memory."""
+    tight = 0 if fit.memory.total <= COMFORT_SHARE * usable else 1
+    return (fit.nodes, tight, 1 if arch.layers % fit.pp else 0, fit.pp, fit.tp, fit.memory.total)
 
 
 def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
@@ -237,15 +275,20 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
         return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
     n = max_nodes
     tp = max(tps)
-    pp = max((d for d in pps if tp * d <= n * t.gpus and (n * t.gpus) % (tp * d) == 0), default=1)
+    if len(pps) == 1 and (n * t.gpus) % (tp * pps[0]):
+        return (f"tp={tp} x pp={pps[0]} = {tp * pps[0]} GPUs per model replica does not divide the "
+                f"{n * t.gpus} GPUs of {n} node(s); choose a pipeline degree whose product with tp divides them")
+    pp = max((d for d in pps if tp * d <= n * t.gpus and (n * t.gpus) % (tp * d) == 0), default=pps[0])
     dp = max(1, n * t.gpus // (tp * pp))
     try:
         need = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total
     except sizing.SizingError as e:
         return str(e)
-    if need > t.gpu_memory_gib * 2**30:
+    usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
+    if need > usable:
         return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
-                f"each {t.gpu} has {t.gpu_memory_gib:g} GiB")
+                f"each {t.gpu} has {t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
+                f"{spec.parallelism.memory_headroom:.0%} headroom")
     deadline = _deadline_nodes(spec, arch, t, gpu)
     if deadline > n:
         return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
@@ -276,7 +319,9 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
     states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer, spec.model.precision)) / gpus
     if states < biggest:
         if p.zero_stage < 3:
-            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states")
+            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states"
+                         + (" (with framework: deepspeed or fsdp; Megatron's distributed optimizer is ZeRO-1)"
+                            if p.framework == "megatron" else ""))
         if p.recompute != "full":
             fixes.append("use parallelism.recompute: full to trade compute for activation memory")
         if spec.model.micro_batch_size > 1:
@@ -308,7 +353,7 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
     t = fit.itype
     options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0]
-    gpu_bytes = int(t.gpu_memory_gib * 2**30)
+    gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
 
     def fits(n: int) -> bool:
         try:

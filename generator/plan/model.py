@@ -115,6 +115,8 @@ class Sizing:
     training_hours: float | None
     mfu: float
     peak_tflops: float
+    framework: str = "zero-paper"  # whose accounting of the model states (megatron, deepspeed, fsdp, zero-paper)
+    min_headroom: int = 0  # bytes per GPU the fit search kept free (parallelism.memory_headroom)
 
 
 @dataclass(frozen=True, slots=True)

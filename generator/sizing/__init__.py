@@ -33,6 +33,7 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.architecture`: parameter counting, presets, derived and explicit shapes;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
 * :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval.
 """
@@ -55,6 +56,7 @@ from generator.sizing.checkpoint import (
 )
 from generator.sizing.common import SizingError
 from generator.sizing.compute import DEFAULT_MFU, RECOMPUTE_FLOP_FACTOR, training_flops, training_hours
+from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_framework, resolve_framework
 from generator.sizing.memory import (
     DEFAULT_RESERVE_FRACTION,
     DEFAULT_RESERVE_MIN_BYTES,
@@ -65,6 +67,8 @@ from generator.sizing.memory import (
     lora_trainable_parameters,
     model_state_bytes,
     per_gpu_memory,
+    pipeline_splits,
+    stage_layers,
     validate_setup,
 )
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
@@ -87,6 +91,12 @@ __all__ = [
     "activation_bytes_per_layer",
     "lora_trainable_parameters",
     "per_gpu_memory",
+    "stage_layers",
+    "pipeline_splits",
+    "FRAMEWORKS",
+    "FRAMEWORK_CHOICES",
+    "resolve_framework",
+    "check_framework",
     "training_flops",
     "training_hours",
     "RECOMPUTE_FLOP_FACTOR",

@@ -127,10 +127,14 @@ PRESETS: dict[str, Architecture] = {
                 "Touvron et al. 2023, Llama 2, Table 1 + HF config; 13.0B params"),
         _preset("llama-2-70b", 80, 8192, 64, 8, 32000, 28672, 69.0e9,
                 "Touvron et al. 2023, Llama 2, Table 1 (GQA) + HF config; 69.0B params"),
+        _preset("llama-65b", 80, 8192, 64, 64, 32000, 22016, 65.2e9,
+                "Touvron et al. 2023, LLaMA, Table 2 + HF config; 65.2B params; the QLoRA paper's 65B base"),
         _preset("llama-3-8b", 32, 4096, 32, 8, 128256, 14336, 8.03e9,
                 "Dubey et al. 2024, Llama 3, Table 3 + HF config; 8.03B params"),
         _preset("llama-3-70b", 80, 8192, 64, 8, 128256, 28672, 70.6e9,
                 "Dubey et al. 2024, Llama 3, Table 3 + HF config; 70.6B params"),
+        _preset("llama-3-405b", 126, 16384, 128, 8, 128256, 53248, 405e9,
+                "Dubey et al. 2024, Llama 3, Table 3 + HF config; 405B params; trained with pp=16 (Sec. 3.3.2)"),
         _preset("qwen2-7b", 28, 3584, 28, 4, 152064, 18944, 7.62e9,
                 "Yang et al. 2024, Qwen2, Table 1 + HF config; 7.62B params in the released checkpoint"),
         _preset("qwen2-72b", 80, 8192, 64, 8, 152064, 29568, 72.7e9,
@@ -138,6 +142,12 @@ PRESETS: dict[str, Architecture] = {
         _preset("gpt3-175b", 96, 12288, 96, 96, 50257, 4 * 12288, 175e9,
                 "Brown et al. 2020, GPT-3, Table 2.1; GELU MLP 4h, tied embeddings; 175B params",
                 tied_embeddings=True, mlp_matrices=2),
+        _preset("bloom-176b", 70, 14336, 112, 112, 250880, 4 * 14336, 176.2e9,
+                "BigScience 2022, BLOOM, arXiv:2211.05100 Table 3 + HF config; GELU MLP 4h, tied embeddings; "
+                "176B params; trained with tp=4 pp=12", tied_embeddings=True, mlp_matrices=2),
+        _preset("mt-nlg-530b", 105, 20480, 128, 128, 51200, 4 * 20480, 530e9,
+                "Smith et al. 2022, Megatron-Turing NLG 530B, arXiv:2201.11990 Sec. 2.3; GELU MLP 4h, tied "
+                "embeddings; 530B params", tied_embeddings=True, mlp_matrices=2),
         _preset("megatron-1t", 128, 25600, 160, 160, 51200, 4 * 25600, 1008e9,
                 "Narayanan et al. 2021, Megatron-LM PTD-P, Table 1 1T row; vocab 51200, "
                 "GELU MLP 4h, tied embeddings; 1008B params",

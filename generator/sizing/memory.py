@@ -1,8 +1,10 @@
-"""Per-GPU memory of a training setup: ZeRO model states, Korthikanti activations, LoRA/QLoRA, the reserve.
+"""Per-GPU memory of a training setup: model states, Korthikanti activations, LoRA/QLoRA, the reserve.
 
 :func:`per_gpu_memory` is the whole model: it validates a :class:`TrainingSetup` and returns a
-:class:`MemoryBreakdown` whose notes spell out every formula with the numbers plugged in. docs/sizing.md has
-the derivation and worked examples; [ZeRO], [SP], [LoRA] and [QLoRA] are listed in :mod:`generator.sizing`.
+:class:`MemoryBreakdown` whose notes spell out every formula with the numbers plugged in. Full-training model
+states follow the ZeRO paper here (``framework="zero-paper"``) or a framework's own accounting in
+:mod:`generator.sizing.frameworks`. docs/sizing.md has the derivation and worked examples; [ZeRO], [SP], [LoRA]
+and [QLoRA] are listed in :mod:`generator.sizing`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,12 @@ from fractions import Fraction
 
 from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
+from generator.sizing.frameworks import (
+    check_framework,
+    full_model_states,
+    largest_module_parameters,
+    resolve_framework,
+)
 from generator.sizing.precision import (
     PRECISION_BYTES,
     _check_optimizer,
@@ -38,6 +46,10 @@ class TrainingSetup:
     lora_rank: int | None = None
     qlora: bool = False
     reserve_bytes: int | None = None  # None -> default runtime reserve
+    # Whose accounting of the model states: "zero-paper" (the library default, [ZeRO] Sec. 5), "megatron",
+    # "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed for 2/3; the spec's and CLI's default).
+    framework: str = "zero-paper"
+    paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +101,19 @@ def validate_setup(setup: TrainingSetup) -> None:
         raise SizingError(f"tp={setup.tp} does not divide the {arch.kv_heads} KV heads; use tp in {ok}. "
                           "(Megatron can replicate KV heads when tp > kv_heads, but this model requires "
                           "divisibility.)")
-    if arch.layers % setup.pp:
-        ok = [p for p in range(1, min(arch.layers, 64) + 1) if arch.layers % p == 0]
-        raise SizingError(f"pp={setup.pp} does not divide the {arch.layers} layers; "
-                          f"use a pipeline degree that divides them: {ok}.")
+    if setup.pp > arch.layers:
+        raise SizingError(f"pp={setup.pp} is more pipeline stages than the model's {arch.layers} layers; "
+                          f"use pp <= {arch.layers}.")
+    if not pipeline_splits(arch.layers, setup.pp):
+        ok = [p for p in range(2, min(arch.layers, 64) + 1) if pipeline_splits(arch.layers, p)]
+        raise SizingError(f"pp={setup.pp} cannot split the {arch.layers} layers into equal stages with shorter first "
+                          f"and last ones ({setup.pp - 2} stages of {stage_layers(arch.layers, setup.pp)} leave "
+                          f"{arch.layers - (setup.pp - 2) * stage_layers(arch.layers, setup.pp)} for the first and "
+                          f"last); use a pipeline degree from {_ranges(ok)}.")
+    check_framework(setup.framework, setup.zero_stage)
+    if setup.paged_optimizer and setup.lora_rank is None:
+        raise SizingError("paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
+                          "set lora_rank or turn paged_optimizer off.")
     if setup.lora_rank is not None:
         _positive_int("lora_rank", setup.lora_rank)
     if setup.qlora and setup.lora_rank is None:
@@ -216,19 +237,70 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
                            activations=activations, reserve=reserve, total=total, notes=tuple(notes))
 
 
+def stage_layers(layers: int, pp: int) -> int:
+    """Layers on the largest pipeline stage: ceil(L/pp).  When pp does not divide L, Megatron-LM places the
+    remainder with ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` and
+    DeepSpeed's ``PipelineModule`` partitions by layer count; either way no stage holds more than ceil(L/pp)
+    (Llama 3 405B: 126 layers on 16 stages, one layer fewer on the first and last, [Llama3] Sec. 3.3.2)."""
+    return -(-layers // pp)
+
+
+def pipeline_splits(layers: int, pp: int) -> bool:
+    """Whether ``pp`` stages can hold ``layers`` as practitioners split them: every middle stage ceil(L/pp) layers,
+    the first and last at least one and at most that many (Megatron-LM's --decoder-first-pipeline-num-layers and
+    --decoder-last-pipeline-num-layers; Llama 3 405B 7 + 14x8 + 7 = 126; BLOOM 5 + 10x6 + 5 = 70)."""
+    if pp < 1 or pp > layers:
+        return False
+    if layers % pp == 0 or pp <= 2:
+        return True
+    m = stage_layers(layers, pp)
+    return 2 <= layers - (pp - 2) * m <= 2 * m
+
+
+def _ranges(values: list[int]) -> str:
+    """[2, 3, 4, 7, 8] -> '2-4, 7, 8': a long list of degrees, short (runs of three or more collapse)."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and runs[-1][-1] == v - 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) >= 3 else ", ".join(map(str, r)) for r in runs)
+
+
 def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int]:
-    """Weights, gradients, optimizer states per GPU ([ZeRO] Sec. 3.1 and 5; LoRA/QLoRA variants)."""
+    """Weights, gradients, optimizer states per GPU ([ZeRO] Sec. 3.1 and 5, a framework's own accounting, or
+    LoRA/QLoRA as PEFT and the QLoRA reference code run them)."""
     arch = setup.arch
     t, p, dp, z = setup.tp, setup.pp, setup.dp, setup.zero_stage
     pb = PRECISION_BYTES[setup.precision]
     k = optimizer_bytes_per_param(setup.optimizer, setup.precision)
     shard = t * p
-    psi = Fraction(arch.parameters, shard)
-    notes.append(f"Psi per GPU = parameters/(tp*pp) = {arch.parameters:,}/({t}*{p}) = {float(psi):,.0f} "
-                 "(embeddings assumed split like the other weights)")
-    notes.append(f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
-                 + ("(moments + fp32 master weights, mixed precision)" if setup.precision != "fp32"
-                    else "(moments only: fp32 weights need no master copy)"))
+    per_stage = stage_layers(arch.layers, p)
+    if arch.layers % p:
+        # uneven pipeline: the largest stage holds ceil(L/pp) of the L layers (embeddings scaled alike)
+        psi = Fraction(arch.parameters * per_stage, arch.layers * t)
+        notes.append(f"Psi per GPU = parameters x ceil(L/pp)/L / tp = {arch.parameters:,} x {per_stage}/{arch.layers}"
+                     f" / {t} = {float(psi):,.0f} (pp={p} does not divide {arch.layers} layers: the largest stage "
+                     f"holds {per_stage}; embeddings assumed split like the other weights)")
+    else:
+        psi = Fraction(arch.parameters, shard)
+        notes.append(f"Psi per GPU = parameters/(tp*pp) = {arch.parameters:,}/({t}*{p}) = {float(psi):,.0f} "
+                     "(embeddings assumed split like the other weights)")
+    framework = resolve_framework(setup.framework, z)
+    if setup.lora_rank is None and framework != "zero-paper":
+        if setup.framework == "auto":
+            notes.append(f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)")
+        largest = largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
+                                            arch.kv_heads * arch.head_dim)
+        return full_model_states(framework, psi=psi, precision=setup.precision, k=k, zero_stage=z, dp=dp,
+                                 layer_params=Fraction(arch.layer_parameters, t),
+                                 largest_module=Fraction(largest, t), notes=notes)
+    if setup.lora_rank is None:
+        notes.append("framework zero-paper: model states as in the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)")
+        notes.append(f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
+                     + ("(moments + fp32 master weights, mixed precision)" if setup.precision != "fp32"
+                        else "(moments only: fp32 weights need no master copy)"))
     # ZeRO partitions over the data-parallel group: stage 1 optimizer states, stage 2 also
     # gradients, stage 3 also weights.
     w_div = dp if z >= 3 else 1
@@ -248,36 +320,8 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
                      f"{f'/{dp}' if o_div > 1 else ''} = {_gb(optimizer_states)} ({setup.optimizer})")
         live_layer_bytes = Fraction(pb * arch.layer_parameters, t)
     else:
-        # ---- LoRA / QLoRA: frozen base (weights only), trainable adapters with full states ----
-        r = setup.lora_rank
-        if setup.qlora:
-            # Block linear weights in NF4 + constants; embeddings, output head and norms stay
-            # 16-bit (bitsandbytes/PEFT do not quantise them).
-            quantised = arch.linear_parameters
-            others = max(arch.parameters - quantised, 0)
-            base_full = Fraction(quantised * _QLORA_BITS, 8 * shard) + Fraction(pb * others, shard)
-            notes.append(f"frozen base (QLoRA) = ({float(_QLORA_BITS):.3f}/8 B x {quantised:,} block linear "
-                         f"params + {pb} B x {others:,} others)/(tp*pp) = {_gb(base_full)}; no base "
-                         "gradients or optimizer states")
-            live_layer_bytes = Fraction(arch.layer_parameters * _QLORA_BITS, 8 * t)
-        else:
-            base_full = pb * psi
-            notes.append(f"frozen base (LoRA) = {pb}*Psi = {_gb(base_full)}; no base gradients or "
-                         "optimizer states")
-            live_layer_bytes = Fraction(pb * arch.layer_parameters, t)
-        trainable = lora_trainable_parameters(arch, r)
-        tpsi = Fraction(trainable, shard)
-        notes.append(f"LoRA r={r} on q,k,v,o and MLP projections: r*(d_in+d_out) summed = {trainable:,} "
-                     f"trainable params ({trainable / arch.parameters:.3%} of the model), "
-                     f"{float(tpsi):,.0f} per GPU")
-        weights_full = base_full + pb * tpsi
-        weights = _ceil(weights_full / w_div)
-        notes.append(f"weights = base + {pb}*adapters{'/dp' + sharded if w_div > 1 else ''} = {_gb(weights)}")
-        gradients = _ceil(pb * tpsi / g_div)
-        notes.append(f"gradients = {pb}*adapters{'/dp' + sharded if g_div > 1 else ''} = {_gb(gradients)}")
-        optimizer_states = _ceil(k * tpsi / o_div)
-        notes.append(f"optimizer states = {k}*adapters{'/dp' + sharded if o_div > 1 else ''} = "
-                     f"{_gb(optimizer_states)} ({setup.optimizer})")
+        weights, gradients, optimizer_states, weights_full, live_layer_bytes = _lora_states(
+            setup, psi, Fraction(per_stage, arch.layers) / t, w_div, g_div, o_div, sharded, notes)
 
     if z >= 3 and dp > 1:
         # ZeRO-3 working set: the gathered (tp-sharded) weights of the live layers, capped at the
@@ -290,6 +334,70 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
                      f"(assumption: current + prefetched layer); weights -> {_gb(new_weights)}")
         weights = new_weights
     return weights, gradients, optimizer_states
+
+
+# Adapter precision as the common trainers run LoRA: PEFT upcasts 16-bit adapter weights to fp32
+# (get_peft_model(autocast_adapter_dtype=True), the default since PEFT 0.12; https://huggingface.co/docs/peft),
+# and the QLoRA reference code casts them to bf16 (artidoro/qlora, qlora.py, get_accelerate_model: LoraLayer
+# modules .to(torch.bfloat16) under --bf16).  Either way the optimizer steps the adapters themselves: no fp32
+# master copy, so its state is the moments only (AdamW: 8 bytes, paged_adamw_32bit keeps them in fp32).
+LORA_ADAPTER_BYTES = 4
+QLORA_ADAPTER_BYTES = 2
+
+
+def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: int, g_div: int, o_div: int,
+                 sharded: str, notes: list[str]) -> tuple[int, int, int, Fraction, Fraction]:
+    """LoRA/QLoRA: a frozen base (weights only) and trainable adapters with their gradients and optimizer
+    moments in the adapters' own precision.  ``share`` is the fraction of the layers (and so of the adapters)
+    on this GPU's stage, divided by tp."""
+    arch = setup.arch
+    t = setup.tp
+    pb = PRECISION_BYTES[setup.precision]
+    r = setup.lora_rank
+    assert r is not None
+    if setup.qlora:
+        # Block linear weights in NF4 + constants; embeddings, output head and norms stay
+        # 16-bit (bitsandbytes/PEFT do not quantise them).
+        quantised = arch.linear_parameters
+        others = max(arch.parameters - quantised, 0)
+        base_full = (Fraction(quantised * _QLORA_BITS, 8) + pb * others) * psi / arch.parameters
+        notes.append(f"frozen base (QLoRA) = ({float(_QLORA_BITS):.3f}/8 B x {quantised:,} block linear "
+                     f"params + {pb} B x {others:,} others) on this GPU's share = {_gb(base_full)}; no base "
+                     "gradients or optimizer states")
+        live_layer_bytes = Fraction(arch.layer_parameters * _QLORA_BITS, 8 * t)
+        ab = QLORA_ADAPTER_BYTES if setup.precision != "fp32" else 4
+        who = "bf16 adapters as the QLoRA reference code casts them (artidoro/qlora qlora.py)"
+    else:
+        base_full = pb * psi
+        notes.append(f"frozen base (LoRA) = {pb}*Psi = {_gb(base_full)}; no base gradients, optimizer states or "
+                     "fp32 master copy")
+        live_layer_bytes = Fraction(pb * arch.layer_parameters, t)
+        ab = LORA_ADAPTER_BYTES
+        who = "fp32 adapters as PEFT upcasts them (get_peft_model autocast_adapter_dtype=True)"
+    trainable = lora_trainable_parameters(arch, r)
+    tpsi = trainable * share
+    notes.append("LoRA/QLoRA model states as PEFT-based trainers hold them, whatever the framework setting "
+                 "(the framework accountings describe full training)")
+    moments = optimizer_bytes_per_param(setup.optimizer, "fp32")
+    notes.append(f"LoRA r={r} on q,k,v,o and MLP projections: r*(d_in+d_out) summed = {trainable:,} "
+                 f"trainable params ({trainable / arch.parameters:.3%} of the model), "
+                 f"{float(tpsi):,.0f} per GPU; {who}")
+    weights_full = base_full + ab * tpsi
+    weights = _ceil(weights_full / w_div)
+    notes.append(f"weights = base + {ab}*adapters{'/dp' + sharded if w_div > 1 else ''} = {_gb(weights)}")
+    gradients = _ceil(ab * tpsi / g_div)
+    notes.append(f"gradients = {ab}*adapters{'/dp' + sharded if g_div > 1 else ''} = {_gb(gradients)}")
+    if setup.paged_optimizer:
+        optimizer_states = 0
+        notes.append(f"optimizer states = 0 on the GPU: paged optimizer ({moments}*adapters = "
+                     f"{_gb(moments * tpsi / o_div)} in CUDA unified memory, evicted to CPU RAM when the GPU runs "
+                     "short; Dettmers et al. 2023, QLoRA, Sec. 3 'Paged Optimizers')")
+    else:
+        optimizer_states = _ceil(moments * tpsi / o_div)
+        notes.append(f"optimizer states = {moments}*adapters{'/dp' + sharded if o_div > 1 else ''} = "
+                     f"{_gb(optimizer_states)} ({setup.optimizer} moments only: the adapters are the optimizer's "
+                     "parameters, no master copy)")
+    return weights, gradients, optimizer_states, weights_full, live_layer_bytes
 
 
 def _activations(setup: TrainingSetup, notes: list[str]) -> int:
@@ -311,7 +419,7 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
     # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight, so the first stage
     # stores L/p layers x p micro-batches = L layer-activations ([SP] Sec. 4.2.3).  Assumes at
     # least p micro-batches per step.  The last stage holds one micro-batch of its L/p layers.
-    layers_per_stage = L // p
+    layers_per_stage = stage_layers(L, p)
     stored_first = layers_per_stage * p * per_layer
     # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
     # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
@@ -333,7 +441,7 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
         last = layers_per_stage * per_layer + output + working
         activations = _ceil(max(first, last))
         where = "first pipeline stage" if first >= last else "last pipeline stage"
-    stored = (f"(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
+    stored = (f"ceil(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
               f"micro-batches) x per-layer" if p > 1 else f"L = {L} layers x per-layer")
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"

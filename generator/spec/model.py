@@ -195,6 +195,16 @@ class ArchitectureSpec(_Strict):
 class FinetuneSpec(_Strict):
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(gt=0, le=4096)] = 16
+    paged_optimizer: bool = False
+
+    @field_validator("paged_optimizer")
+    @classmethod
+    def _paged_needs_adapters(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("method") == "full":
+            raise spec_error("paged_optimizer pages LoRA/QLoRA adapter optimizer states (bitsandbytes paged "
+                             "optimizers); full training keeps its optimizer states on the GPUs",
+                             "set finetune.method: lora or qlora, or remove paged_optimizer")
+        return v
 
 
 class ModelSpec(_Strict):
@@ -223,9 +233,28 @@ class ParallelismSpec(_Strict):
     tensor: AutoInt = "auto"
     pipeline: AutoInt = "auto"
     data: AutoInt = "auto"
+    framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = "auto"
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
     sequence_parallel: bool = True
     recompute: Literal["none", "selective", "full"] = "selective"
+    memory_headroom: Annotated[float, Field(ge=0, le=0.5)] = 0.05
+
+    @field_validator("memory_headroom", mode="before")
+    @classmethod
+    def _a_share(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.5 < v <= 100:
+            raise spec_error(f"{_shown(v)} is not a share of the GPU's memory (at most 0.5)",
+                             "write a fraction: 0.05 keeps 5% of each GPU's memory free")
+        return v
+
+    @field_validator("zero_stage")
+    @classmethod
+    def _stage_the_framework_runs(cls, v: int, info: ValidationInfo) -> int:
+        if v >= 2 and info.data.get("framework") == "megatron":
+            raise spec_error(f"framework megatron runs ZeRO stage 0 or 1 (its distributed optimizer shards the "
+                             f"optimizer states only), not {v}",
+                             "use zero_stage: 1, or framework: deepspeed or fsdp for stages 2 and 3")
+        return v
 
 
 class ComputeSpec(_Strict):

@@ -1,0 +1,177 @@
+"""Model states (weights, gradients, optimizer states) per GPU as the training frameworks allocate them.
+
+The ZeRO paper's formula ([ZeRO] Sec. 5, ``zero-paper``) counts 16-bit weights and gradients and K bytes of
+optimizer state. The frameworks people run keep more: Megatron-LM keeps fp32 main gradients for bf16 and its
+distributed optimizer shards only the optimizer state ([MEGATRON-DO]); DeepSpeed's own estimators count an fp32
+gradient partition and the largest layer gathered whole ([DS-EST]); PyTorch FSDP keeps fp32 sharded parameters
+and gradients beside the 16-bit units it gathers ([FSDP]). This module owns those accountings and the rule that
+picks one when the spec says ``auto``; :mod:`generator.sizing.memory` calls it for full training.
+
+Sources (cited in docs/sizing.md, section 2, and in every note):
+
+* [MEGATRON-DO] Megatron-LM, docs/source/api-guide/dist_optimizer.md, table of bytes per parameter
+  (https://github.com/NVIDIA/Megatron-LM/blob/main/docs/source/api-guide/dist_optimizer.md), and
+  megatron/training/arguments.py ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32").
+* [DS-EST] DeepSpeed, deepspeed/runtime/zero/stage_1_and_2.py ``estimate_zero2_model_states_mem_needs``
+  (2*params + 18*params/gpus since PR #5099, June 2024) and stage3.py ``estimate_zero3_model_states_mem_needs``
+  (4*largest_layer_params + 18*params/gpus); https://deepspeed.readthedocs.io/en/latest/memory.html.
+* [FSDP] Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel", VLDB 2023
+  (arXiv:2304.11277), Sec. 3-4, and https://pytorch.org/docs/stable/fsdp.html (ShardingStrategy, MixedPrecision).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from generator.sizing.common import SizingError, _ceil, _gb
+from generator.sizing.precision import PRECISION_BYTES
+
+FRAMEWORKS: tuple[str, ...] = ("megatron", "deepspeed", "fsdp", "zero-paper")
+FRAMEWORK_CHOICES: tuple[str, ...] = ("auto", *FRAMEWORKS)
+
+# fp32 gradient copy that the mixed-precision optimizers of Megatron (bf16 main grads), DeepSpeed and FSDP keep.
+_FP32 = 4
+
+# FSDP with one unit per transformer block (transformer_auto_wrap_policy): the unit being computed and the one
+# prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit, and one unit's unsharded
+# 16-bit gradient lives until its reduce-scatter.  Assumption, from [FSDP] Sec. 3.3-3.4.
+_FSDP_LIVE_UNITS = 2
+
+
+def resolve_framework(framework: str, zero_stage: int) -> str:
+    """``auto`` -> ``megatron`` for ZeRO stage 0 or 1 (Megatron's distributed optimizer is ZeRO-1), ``deepspeed``
+    for stage 2 or 3 (the framework that runs ZeRO-2/3 with tensor and pipeline parallelism: Megatron-DeepSpeed).
+    """
+    if framework not in FRAMEWORK_CHOICES:
+        raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORK_CHOICES)}.")
+    if framework == "auto":
+        return "megatron" if zero_stage <= 1 else "deepspeed"
+    return framework
+
+
+def check_framework(framework: str, zero_stage: int) -> None:
+    """Raise SizingError for a ZeRO stage the framework does not implement."""
+    resolved = resolve_framework(framework, zero_stage)
+    if resolved == "megatron" and zero_stage >= 2:
+        raise SizingError(
+            f"Megatron-LM's distributed optimizer shards only the optimizer state (ZeRO-1), not ZeRO-{zero_stage}; "
+            "use zero_stage 0 or 1 with framework megatron, or framework deepspeed or fsdp for stages 2 and 3.")
+
+
+def largest_module_parameters(layers: int, hidden: int, ffn_hidden: int, vocab: int, kv_dim: int) -> int:
+    """Parameters of the largest single module, as DeepSpeed's ``model_to_params`` counts them (each module's own
+    parameters, ``recurse=False``): the embedding V*h, an MLP matrix h*f, or an attention projection h*h."""
+    return max(vocab * hidden, hidden * ffn_hidden, hidden * hidden, hidden * kv_dim, 1 if layers else 0)
+
+
+def full_model_states(framework: str, *, psi: Fraction, precision: str, k: int,
+                      zero_stage: int, dp: int, layer_params: Fraction, largest_module: Fraction,
+                      notes: list[str]) -> tuple[int, int, int]:
+    """(weights, gradients, optimizer states) bytes per GPU for full training under ``framework``
+    (``megatron``, ``deepspeed`` or ``fsdp``; ``zero-paper`` stays in :mod:`generator.sizing.memory`).
+
+    ``psi`` is the parameters on this GPU (its tensor shard of its largest pipeline stage), ``k`` the optimizer's
+    bytes per parameter as [ZeRO] counts it (fp32 master + moments under mixed precision, moments only in fp32),
+    ``layer_params`` one transformer block's parameters per GPU and ``largest_module`` the largest single module's.
+    """
+    pb, z, d, mixed = PRECISION_BYTES[precision], zero_stage, dp, precision != "fp32"
+    if framework == "megatron":
+        return _megatron(psi, pb, precision, k, z, d, notes)
+    if framework == "deepspeed":
+        return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes)
+    if framework == "fsdp":
+        return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes)
+    raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
+
+
+def _megatron(psi: Fraction, pb: int, precision: str, k: int, z: int, d: int,
+              notes: list[str]) -> tuple[int, int, int]:
+    """[MEGATRON-DO]: bf16 params + fp32 grads 18 B (non-distributed) or 6 + 12/d; fp16 grads 20 or 4 + 16/d;
+    fp32 16 or 8 + 8/d.  With optimizers other than Adam, 12 becomes K (an extrapolation of the table)."""
+    if z >= 2:
+        raise SizingError(f"Megatron-LM's distributed optimizer implements ZeRO-1 only, not ZeRO-{z}.")
+    if precision == "fp32":
+        gb, ob, row = 4, k, "fp32 param, fp32 grads"
+    elif precision == "fp16":  # Megatron keeps fp16 grads unless --accumulate-allreduce-grads-in-fp32
+        gb, ob, row = 2, k + _FP32, "float16 param, float16 grads (fp32 main grads in the optimizer)"
+    else:
+        gb, ob, row = _FP32, k, "16-bit param, fp32 main grads (bf16 accumulates and all-reduces in fp32)"
+    div = d if z >= 1 else 1
+    w, g, o = _ceil(pb * psi), _ceil(gb * psi), _ceil(ob * psi / div)
+    per_param = f"{pb + gb} + {ob}/d" if z >= 1 else f"{pb + gb + ob}"
+    notes.append(f"framework megatron ({'distributed optimizer' if z >= 1 else 'non-distributed optimizer'}, "
+                 f"{row}): {per_param} bytes/param [Megatron-LM docs/source/api-guide/dist_optimizer.md, table; "
+                 f"https://github.com/NVIDIA/Megatron-LM]")
+    notes.append(f"weights = {pb}*Psi = {_gb(w)}; gradients (grad buffer) = {gb}*Psi = {_gb(g)}; optimizer states "
+                 f"= {ob}*Psi{f'/dp={d}' if div > 1 else ''} = {_gb(o)} (distributed optimizer shards only these)")
+    return w, g, o
+
+
+def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, largest: Fraction,
+               notes: list[str]) -> tuple[int, int, int]:
+    """[DS-EST]: ZeRO-2 2*Psi + 18*Psi/d (2 16-bit grads + 4 fp32 grads + 4 fp32 params + 8 moments, sharded);
+    ZeRO-3 4*largest_layer + 18*Psi/d.  Stages 0 and 1 have no estimator; they keep the same buffers with the
+    16-bit gradients (and for stage 0 everything) unsharded (assumption)."""
+    fp32_grads = _FP32 if mixed else 0
+    if z == 0:
+        w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi), _ceil(k * psi)
+        how = f"stage 0: nothing sharded, {pb} + {pb + fp32_grads} + {k} bytes/param (assumption: the estimator's " \
+              "buffers, unsharded)"
+    elif z == 1:
+        w, g, o = _ceil(pb * psi), _ceil(pb * psi + Fraction(fp32_grads) * psi / d), _ceil(k * psi / d)
+        how = (f"stage 1: {2 * pb} + {fp32_grads + k}/d bytes/param (16-bit gradients whole, the fp32 gradient "
+               "partition and optimizer states sharded; assumption: DeepSpeed publishes no stage-1 estimator)")
+    elif z == 2:
+        w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi / d), _ceil(k * psi / d)
+        per_param = f"{pb} + {pb + fp32_grads + k}/d"
+        how = f"stage {z}: {per_param} bytes/param [DeepSpeed estimate_zero{z}_model_states_mem_needs, no offload]"
+    else:
+        # ZeRO-3: the 16-bit gradients are reduce-scattered layer by layer as backward produces them, so the
+        # estimator counts them only in the largest-layer term; the partitions are 16-bit params, the fp32
+        # gradient partition (the 16-bit one in fp32 training) and the optimizer states: 2 + 4 + 12 = 18 / d.
+        gpart = fp32_grads if mixed else pb
+        w, g, o = _ceil(pb * psi / d), _ceil(gpart * psi / d), _ceil(k * psi / d)
+        per_param = f"{pb + gpart + k}/d + 2 x {pb} x largest layer"
+        how = f"stage {z}: {per_param} bytes/param [DeepSpeed estimate_zero{z}_model_states_mem_needs, no offload]"
+    notes.append(f"framework deepspeed, ZeRO {how}; https://deepspeed.readthedocs.io/en/latest/memory.html, "
+                 "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py")
+    notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; "
+                 f"optimizer states (K={k}) = {_gb(o)}")
+    if z == 3:
+        gathered = _ceil(2 * pb * largest)
+        notes.append(f"ZeRO-3 largest layer gathered whole: 2 x {pb} B (params + grads) x {float(largest):,.0f} "
+                     f"params (the largest single module per GPU) = {_gb(gathered)} [DS-EST largest_layer_memory]; "
+                     f"weights -> {_gb(w + gathered)}")
+        w += gathered
+    return w, g, o
+
+
+def _fsdp(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fraction,
+          notes: list[str]) -> tuple[int, int, int]:
+    """[FSDP] with MixedPrecision(param_dtype=16-bit): the sharded FlatParameter stays fp32 (it is the optimizer's
+    parameter, so K's master copy is it), gradients are reduce-scattered into fp32 shards, and 16-bit copies are
+    gathered per unit. FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (also used for 1: FSDP has no optimizer-only
+    sharding), NO_SHARD = stage 0."""
+    param32 = 0 if mixed else 4           # fp32 training: the params themselves (K is moments only)
+    sharded = k + param32 + 4             # fp32 params (in K when mixed) + moments + fp32 grads
+    unit16 = pb if mixed else 0           # the 16-bit compute copy of a gathered unit
+    if z == 0:
+        w, g, o = _ceil((param32 + unit16) * psi), _ceil(4 * psi), _ceil(k * psi)
+        how = f"NO_SHARD: {param32 + unit16 + 4 + k} bytes/param, nothing sharded"
+    else:
+        strategy = "FULL_SHARD" if z == 3 else "SHARD_GRAD_OP"
+        o = _ceil(k * psi / d)
+        g = _ceil(4 * psi / d + pb * layer)           # fp32 grad shard + one unit's unsharded 16-bit grads
+        w_sharded = Fraction(param32, 1) * psi / d
+        if z == 3:
+            w = _ceil(w_sharded + _FSDP_LIVE_UNITS * pb * layer)
+            how = (f"{strategy}: {sharded}/d bytes/param + {_FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
+                   "16-bit gradient (assumption: one unit per transformer block, backward prefetch)")
+        else:
+            w = _ceil(w_sharded + unit16 * psi)
+            how = (f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {unit16} + "
+                   f"{sharded}/d bytes/param (16-bit parameters stay gathered between forward and backward)")
+    notes.append(f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "
+                 "https://pytorch.org/docs/stable/fsdp.html]")
+    notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; optimizer states (fp32 shard, K={k}) = {_gb(o)}")
+    return w, g, o
