@@ -24,6 +24,7 @@ from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
 from generator.plan.model import PLAN_SCHEMA_VERSION, Decision, Lingjun, LingjunSubnet, Plan, Waived
 from generator.plan.network import fabric, plan_network, plan_nodes, zone_decision
+from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
 from generator.spec.model import Spec
@@ -70,7 +71,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
-    checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
+    checkpoints = plan_checkpoints(spec, region, fit, choice.arch, choice.lora_rank, storage, decisions)
     spot = plan_spot(spec, fit, ranks, decisions, warnings)
     min_nodes = elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
@@ -88,4 +89,5 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=choice.candidates, warnings=tuple(warnings),
-        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan)
+        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan,
+        schedule=plan_schedule(best.schedule))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from generator.plan import markdown as md
 from generator.plan.model import Plan
+from generator.plan.report import schedule_rows
 from generator.spec.units import human_bytes, human_count, human_seconds
 
 MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment
@@ -79,8 +80,8 @@ def _summary(plan: Plan) -> list[str]:
                      + (" (ESTIMATE)" if "ESTIMATE" in bases else "")
                      + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else "")])
     if cost.run_total is not None:
-        rows.append(["whole run", md.text(f"{cost.run_hours:,.1f} h + {cost.expected_rework_hours or 0:,.1f} h "
-                                          f"expected rework = {cost.run_total:,.0f} {cost.currency}")
+        rows.append(["whole run", md.text(f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h "
+                                          f"wall-clock = {cost.run_total:,.0f} {cost.currency}")
                      + (" (ESTIMATE)" if estimated else "")])
     return [md.table(["", "plan"], rows)]
 
@@ -95,6 +96,10 @@ def plan_markdown(plan: Plan) -> str:
             md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
             "<details><summary>price sources</summary>", "",
             *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
+    if plan.schedule is not None:
+        out += ["", "#### Schedule", "", md.table(["term", "hours", "days", "basis"],
+                                                   [[md.text(x) for x in r] for r in schedule_rows(plan)],
+                                                   right=(1, 2))]
     out += ["", "#### Decisions", "", f"<details><summary>{len(plan.decisions)} decisions, each with its reason</summary>",
             ""]
     for d in plan.decisions:

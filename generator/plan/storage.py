@@ -19,6 +19,10 @@ from generator.spec.model import Spec
 from generator.spec.units import human_bytes
 
 CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
+# CPFS general-purpose throughput per GiB of capacity (100 / 200 MB/s per TiB) and per file system [DOC-CPFS-SPEC]
+CPFS_MBPS_PER_GIB = {"advance_100": 0.1, "advance_200": 0.2}
+CPFS_CEILING_MBPS = {"advance_100": 30_000, "advance_200": 45_000}
+EXTREME_NAS_DEFAULT_GIB = 1024  # capacity: auto for Extreme NAS: 1 TiB, within its 100 GiB minimum [DOC-NAS-EXT]
 
 
 def shared_storage_needed(spec: Spec, nodes: int) -> bool:
@@ -48,17 +52,8 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if kind == "auto":
-        if ds is not None and ds.size >= 2**40:
-            kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
-        elif ds is not None:
-            kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
-        elif fit.nodes > 1:
-            kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
-                                       "cheaper Extreme NAS serves"
-        else:
-            kind, why = "none", "one node and no dataset: the node's own disks suffice"
-        if kind == "cpfs" and not region.cpfs:
-            kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
+        kind, why = auto_kind(spec, region, fit.nodes)
+        if kind == "extreme-nas" and not region.cpfs and (ds is not None):
             warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
     else:
         why = "as the spec asks"
@@ -72,19 +67,10 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
-        if isinstance(s.capacity, int):
-            cap = int(s.capacity / 2**30)
-            how = "as the spec asks"
-        else:
-            cap = limits.cpfs_capacity_for_dataset(ds.size if ds else None)  # within the maximum: checked above
-            how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
-        # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
-        # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
-        storage_type = s.storage_class if s.storage_class != "auto" else (
-            "advance_200" if fit.nodes > 1 else "advance_100")
-        per_gib = 0.2 if storage_type == "advance_200" else 0.1
-        ceiling = 45_000 if storage_type == "advance_200" else 30_000
-        throughput = int(min(per_gib * cap, ceiling))
+        cap, storage_type, throughput = shared_size(spec, "cpfs", fit.nodes)
+        per_gib = CPFS_MBPS_PER_GIB[storage_type]
+        how = ("as the spec asks" if isinstance(s.capacity, int) else
+               f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
             enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
@@ -105,11 +91,53 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
-    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)
-    storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
-    throughput = _extreme_throughput(cap)
-    decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
+    cap, storage_type, throughput = shared_size(spec, "extreme-nas", fit.nodes)
+    decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB, {throughput:,} MB/s",
+                              f"{why}; throughput by capacity [DOC-NAS-EXT]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
+
+
+def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
+    """What ``storage.shared: auto`` resolves to for ``nodes`` nodes, and why (ECS plans)."""
+    ds = spec.storage.dataset
+    if ds is not None and ds.size >= 2**40:
+        kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
+    elif ds is not None:
+        kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
+    elif nodes > 1:
+        kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
+                                   "cheaper Extreme NAS serves"
+    else:
+        kind, why = "none", "one node and no dataset: the node's own disks suffice"
+    if kind == "cpfs" and not region.cpfs:
+        kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
+    return kind, why
+
+
+def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
+    """The shared file system a plan of ``nodes`` nodes gets: ``cpfs``, ``extreme-nas`` or ``none``."""
+    if spec.compute.platform == "lingjun":
+        return "none"
+    return auto_kind(spec, region, nodes)[0] if spec.storage.shared == "auto" else spec.storage.shared
+
+
+def shared_size(spec: Spec, kind: str, nodes: int) -> tuple[int, str, int]:
+    """Capacity (GiB), storage class and throughput (MB/s) of the shared file system of ``kind``.
+
+    CPFS: 100 MB/s per TiB (advance_100) or 200 MB/s per TiB (advance_200), up to 30,000 / 45,000 MB/s per file
+    system [DOC-CPFS-SPEC]; Extreme NAS: bandwidth steps by capacity [DOC-NAS-EXT]."""
+    s, ds = spec.storage, spec.storage.dataset
+    if kind == "cpfs":
+        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else \
+            limits.cpfs_capacity_for_dataset(ds.size if ds else None)
+        # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
+        # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
+        storage_type = s.storage_class if s.storage_class in CPFS_MBPS_PER_GIB else (
+            "advance_200" if nodes > 1 else "advance_100")
+        return cap, storage_type, int(min(CPFS_MBPS_PER_GIB[storage_type] * cap, CPFS_CEILING_MBPS[storage_type]))
+    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else EXTREME_NAS_DEFAULT_GIB
+    storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
+    return cap, storage_type, _extreme_throughput(cap)
 
 
 def _check_resolved_storage(spec: Spec, kind: str) -> None:

@@ -34,7 +34,9 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
-* :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval.
+* :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;
+* :mod:`~generator.sizing.schedule`: model FLOPs with attention and logits, layout MFU, the pipeline bubble and
+  the wall-clock schedule with checkpoint writes, rework and restores.
 """
 
 from __future__ import annotations
@@ -67,6 +69,17 @@ from generator.sizing.memory import (
     per_gpu_memory,
     validate_setup,
 )
+from generator.sizing.schedule import (
+    FlopsPerToken,
+    LayoutMfu,
+    Schedule,
+    Tier,
+    executed_flops,
+    flops_per_token,
+    layout_mfu,
+    microbatches,
+    schedule,
+)
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
 
 __all__ = [
@@ -98,4 +111,13 @@ __all__ = [
     "DEFAULT_NODE_MTBF_HOURS",
     "DEFAULT_RESERVE_MIN_BYTES",
     "DEFAULT_RESERVE_FRACTION",
+    "FlopsPerToken",
+    "LayoutMfu",
+    "Schedule",
+    "Tier",
+    "executed_flops",
+    "flops_per_token",
+    "layout_mfu",
+    "microbatches",
+    "schedule",
 ]
