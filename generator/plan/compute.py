@@ -82,7 +82,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
-                              _why_parallel(spec, fit, arch)))
+                              _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
     ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
     if t.memory_gib and ratio < 1:
@@ -268,7 +268,11 @@ def _candidate(s: Scored, verdict: str) -> Candidate:
     return Candidate(f.itype.name, f.nodes, f.nodes * f.itype.gpus, f.tp, f.pp, f.dp,
                      round(f.memory.total / 2**30, 2), round(s.per_hour, 2),
                      None if s.run_cost is None else round(s.run_cost, 2),
-                     None if s.run_hours is None else round(s.run_hours, 2), verdict)
+                     None if s.schedule is None else round(s.schedule.wall_hours, 2), verdict)
+
+
+def _wall(s: Scored) -> float:
+    return s.schedule.wall_hours if s.schedule is not None else 0.0
 
 
 def _why_lost(s: Scored, best: Scored) -> str:
@@ -283,7 +287,7 @@ def _why_lost(s: Scored, best: Scored) -> str:
             why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
         return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
     if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
-        return f"same run cost within 0.5% but slower: {s.run_hours:,.0f} h vs {best.run_hours:,.0f} h"
+        return (f"same run cost within 0.5% but slower: {_wall(s):,.0f} h vs {_wall(best):,.0f} h wall-clock")
     if s.run_cost is not None and best.run_cost is not None:
         return (f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
                 f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})")
@@ -303,12 +307,20 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
     return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
 
 
-def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture) -> str:
-    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node (NVLink) and divides "
+def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
+                  interconnect: str) -> str:
+    link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
+    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
              f"{arch.heads} heads", f"pipeline {fit.pp} divides {arch.layers} layers",
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
     if spec.parallelism.zero_stage:
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
+    p = spec.parallelism
+    parts.append("tp and pp as the spec asks" if isinstance(p.tensor, int) and isinstance(p.pipeline, int) else
+                 "the smallest tp x pp that reaches the fewest nodes")
+    if sched is not None and fit.pp > 1:
+        parts.append(f"the pipeline bubble (pp-1)/(m+pp-1) with m={sched.microbatches} micro-batches per step is "
+                     f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)")
     return "; ".join(parts)
 
 
