@@ -15,7 +15,7 @@ from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
-from generator.plan.schedule import deadline_nodes, meets_deadline
+from generator.plan.schedule import deadline_nodes, first_meeting, meets_deadline
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -183,8 +183,6 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
-    # the deadline counts every overhead of the layout (bubble, checkpoint writes, rework, restores)
-    node_options = [n for n in node_options if meets_deadline(spec, catalog, arch, lora_rank, t, n, tp, pp)]
     batch_seqs = _batch_sequences(spec)
     if batch_seqs is not None:
         node_options = [n for n in node_options
@@ -207,7 +205,11 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
             hi = mid
         else:
             lo = mid + 1
-    n = node_options[lo]
+    # then the deadline, with every overhead of the layout counted (bubble, checkpoint writes, rework, restores)
+    at = first_meeting(node_options, lo, lambda k: meets_deadline(spec, catalog, arch, lora_rank, t, k, tp, pp))
+    if at is None:
+        return None
+    n = node_options[at]
     return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
 
 

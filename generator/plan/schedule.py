@@ -9,6 +9,7 @@ The ranking (:mod:`generator.plan.compute`), the deadline (:mod:`generator.plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator import sizing
@@ -154,3 +155,28 @@ def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
         else:
             lo = mid + 1
     return hi * step
+
+
+def first_meeting(options: list[int], start: int, ok: Callable[[int], bool]) -> int | None:
+    """The index of the first of ``options[start:]`` for which ``ok`` holds, or None: galloping then bisection,
+    since wall time falls with the node count; the option before the one returned (from ``start``) fails ``ok``."""
+    if start >= len(options):
+        return None
+    if ok(options[start]):
+        return start
+    fail, step = start, 1
+    while True:
+        probe = min(fail + step, len(options) - 1)
+        if ok(options[probe]):
+            break
+        if probe == len(options) - 1:
+            return None
+        fail, step = probe, step * 2
+    lo, hi = fail + 1, probe
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(options[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
