@@ -32,6 +32,7 @@ from generator.catalog.model import (
     Region,
     Source,
     StoragePrice,
+    StorageThroughput,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Region",
     "Source",
     "StoragePrice",
+    "StorageThroughput",
     "load_catalog",
     "source_tags",
 ]

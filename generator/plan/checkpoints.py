@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 
 from generator import sizing
-from generator.catalog import Region
+from generator.catalog import Catalog, Region
 from generator.plan.fit import Fit
 from generator.plan.model import Checkpoints, Decision, Storage
 from generator.plan.schedule import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
@@ -35,7 +35,7 @@ def bucket_name(spec: Spec) -> str:
     return f"{spec.name[:45]}-ckpt-{suffix}"
 
 
-def plan_checkpoints(spec: Spec, region: Region, fit: Fit, arch: sizing.Architecture,
+def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arch: sizing.Architecture,
                      lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
@@ -44,7 +44,7 @@ def plan_checkpoints(spec: Spec, region: Region, fit: Fit, arch: sizing.Architec
         return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,
                            endpoint, 0, 0.0, 0.0)
     size = checkpoint_size(spec, arch, lora_rank)
-    choice = checkpoint_tier(spec, region, fit.itype, fit.nodes, size)
+    choice = checkpoint_tier(spec, catalog, region, fit.itype, fit.nodes, size)
     tier = choice.tier
     rate = interruptions_per_hour(spec, fit.nodes)
     write_s = size / (tier.write_gbps * 1e9 / 8)

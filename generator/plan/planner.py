@@ -71,7 +71,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
-    checkpoints = plan_checkpoints(spec, region, fit, choice.arch, choice.lora_rank, storage, decisions)
+    checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
     spot = plan_spot(spec, fit, ranks, decisions, warnings)
     min_nodes = elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)

@@ -38,7 +38,8 @@ def checkpoint_size(spec: Spec, arch: sizing.Architecture, lora_rank: int | None
     return sizing.checkpoint_size_bytes(arch.parameters, spec.model.optimizer, spec.model.precision, lora)
 
 
-def checkpoint_tier(spec: Spec, region: Region, t: InstanceType, nodes: int, size_bytes: int) -> TierChoice:
+def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceType, nodes: int,
+                    size_bytes: int) -> TierChoice:
     """The tier checkpoints are written to and restored from, at the rate the whole job reaches it (Gbit/s).
 
     With a shared file system (CPFS or Extreme NAS) that holds two checkpoints beside the dataset, the job writes
@@ -52,15 +53,17 @@ def checkpoint_tier(spec: Spec, region: Region, t: InstanceType, nodes: int, siz
     if kind == "none":
         return TierChoice(oss, "oss", f"no shared file system: written to OSS at the {region.id} upload limit of "
                                       f"{region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
-    cap, _, mbps = shared_size(spec, kind, nodes)
+    cap, _, mbps, source = shared_size(spec, catalog, kind, nodes)
     free = cap * 2**30 - (spec.storage.dataset.size if spec.storage.dataset else 0)
     name = TIER_NAMES[kind]
-    if free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
-        return TierChoice(oss, "oss", f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
-                                      f"checkpoints beside the dataset: written to OSS at the {region.id} upload limit "
+    if mbps <= 0 or free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
+        return TierChoice(oss, "oss", (f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
+                                       "checkpoints beside the dataset" if mbps > 0 else
+                                       f"the catalog states no throughput for {name}") + ": written to OSS at the {region.id} upload limit "
                                       f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
     gbps = mbps * 8 / 1000
-    source = "[DOC-CPFS-SPEC]" if kind == "cpfs" else "[DOC-NAS-EXT]"
+    source = (f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "
+              "rate is stated: an assumption)" if kind == "cpfs" else f"[{source}]")
     return TierChoice(sizing.Tier(name, bound(gbps), bound(gbps)), kind,
                       f"written to the {name} file system at its {mbps:,} MB/s {source} and copied to OSS in the "
                       f"background (ossutil with the nodes' RAM role), which stays the durable copy; OSS alone would "
@@ -101,7 +104,7 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
-    tier = checkpoint_tier(spec, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
+    tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
     interval = k.interval if k.enabled and isinstance(k.interval, int) else None
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None

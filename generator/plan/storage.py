@@ -19,9 +19,7 @@ from generator.spec.model import Spec
 from generator.spec.units import human_bytes
 
 CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
-# CPFS general-purpose throughput per GiB of capacity (100 / 200 MB/s per TiB) and per file system [DOC-CPFS-SPEC]
-CPFS_MBPS_PER_GIB = {"advance_100": 0.1, "advance_200": 0.2}
-CPFS_CEILING_MBPS = {"advance_100": 30_000, "advance_200": 45_000}
+CPFS_CLASSES = ("advance_100", "advance_200")
 EXTREME_NAS_DEFAULT_GIB = 1024  # capacity: auto for Extreme NAS: 1 TiB, within its 100 GiB minimum [DOC-NAS-EXT]
 
 
@@ -67,8 +65,8 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
-        cap, storage_type, throughput = shared_size(spec, "cpfs", fit.nodes)
-        per_gib = CPFS_MBPS_PER_GIB[storage_type]
+        cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes)
+        per_gib = throughput / cap
         how = ("as the spec asks" if isinstance(s.capacity, int) else
                f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
@@ -77,8 +75,8 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
                             "if data loading stalls (capacity can grow later, never shrink)")
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
-                                  f"{why}; capacity: {how}; throughput {int(per_gib * 1000)} MB/s per TiB "
-                                  f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service in the storage "
+                                  f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
+                                  f"[{source}]; mounted over NFS through a protocol service in the storage "
                                   "vSwitch (up to 32 addresses [DOC-CPFS-PS]), apart from the node addresses"))
         if ds is not None:
             flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
@@ -91,9 +89,9 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
-    cap, storage_type, throughput = shared_size(spec, "extreme-nas", fit.nodes)
+    cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes)
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB, {throughput:,} MB/s",
-                              f"{why}; throughput by capacity [DOC-NAS-EXT]"))
+                              f"{why}; throughput by capacity [{source}]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
 
 
@@ -121,23 +119,26 @@ def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
     return auto_kind(spec, region, nodes)[0] if spec.storage.shared == "auto" else spec.storage.shared
 
 
-def shared_size(spec: Spec, kind: str, nodes: int) -> tuple[int, str, int]:
-    """Capacity (GiB), storage class and throughput (MB/s) of the shared file system of ``kind``.
-
-    CPFS: 100 MB/s per TiB (advance_100) or 200 MB/s per TiB (advance_200), up to 30,000 / 45,000 MB/s per file
-    system [DOC-CPFS-SPEC]; Extreme NAS: bandwidth steps by capacity [DOC-NAS-EXT]."""
+def shared_size(spec: Spec, catalog: Catalog, kind: str, nodes: int) -> tuple[int, str, int, str]:
+    """Capacity (GiB), storage class, throughput (MB/s) and the throughput's source tags of the shared file system
+    of ``kind``: the catalog's ``storage_throughput.csv`` (CPFS per GiB of capacity up to a ceiling
+    [DOC-CPFS-SPEC]; Extreme NAS in steps by capacity [DOC-NAS-EXT]). 0 MB/s when the catalog has no row."""
     s, ds = spec.storage, spec.storage.dataset
     if kind == "cpfs":
         cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else \
             limits.cpfs_capacity_for_dataset(ds.size if ds else None)
         # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
         # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
-        storage_type = s.storage_class if s.storage_class in CPFS_MBPS_PER_GIB else (
+        storage_type = s.storage_class if s.storage_class in CPFS_CLASSES else (
             "advance_200" if nodes > 1 else "advance_100")
-        return cap, storage_type, int(min(CPFS_MBPS_PER_GIB[storage_type] * cap, CPFS_CEILING_MBPS[storage_type]))
-    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else EXTREME_NAS_DEFAULT_GIB
-    storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
-    return cap, storage_type, _extreme_throughput(cap)
+        item = f"cpfs-{storage_type}"
+    else:
+        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else EXTREME_NAS_DEFAULT_GIB
+        storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
+        item = "nas-extreme"
+    found = catalog.shared_throughput(item, cap)
+    mbps, source = found if found is not None else (0, "no throughput in the catalog")
+    return cap, storage_type, mbps, source
 
 
 def _check_resolved_storage(spec: Spec, kind: str) -> None:
@@ -176,11 +177,3 @@ def _check_resolved_storage(spec: Spec, kind: str) -> None:
                                 f"advance, not {s.storage_class}"))
     if problems:
         raise PlanningError(problems)
-
-
-def _extreme_throughput(cap_gib: int) -> int:
-    # bandwidth steps of Extreme NAS by capacity [DOC-NAS-EXT] (which edition the table describes is unverified)
-    for limit, mbps in ((500, 150), (2048, 300), (8192, 600)):
-        if cap_gib < limit:
-            return mbps
-    return 1200
