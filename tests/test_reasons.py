@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from test_planner_properties import CATALOG, SETTINGS, spec_dicts, valid_spec
 
 from generator import sizing
@@ -86,3 +87,18 @@ def test_pretrain_70b_and_foundation_1t_are_set_by_the_deadline_and_the_batch() 
         assert r.binding == ("deadline", "batch"), (name, r)
         assert "the fewest nodes whose GPUs hold the training state" not in r.text
         _check(spec)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(spec_dicts(nodes=("auto",)), st.sampled_from([2, 7, 30]), st.sampled_from(["50B", "300B", "2T"]),
+       st.sampled_from([None, "1Mi", "4Mi"]))
+def test_deadline_and_batch_reasons_agree_with_the_numbers(data: dict[str, Any], days: int, tokens: str,
+                                                           batch: str | None) -> None:
+    """The same property with a deadline and tokens always set (and often a global batch), so the deadline and
+    the batch bind more often than in the general draw."""
+    data = {**data, "budget": {"max_days": days}, "model": {**data["model"], "tokens": tokens}}
+    if batch is not None:
+        data["model"]["global_batch_tokens"] = batch
+    data["compute"] = {**data["compute"], "max_nodes": 512}
+    spec = valid_spec(data)
+    assume(_check(spec) is not None)
