@@ -176,7 +176,7 @@ sync_ckpt() {
   eval "$(grep -E '^(TRAINSTACK_CHECKPOINT_(DIR|OSS)|CHECKPOINT_ENDPOINT)=' "${ETC}/launch.env")"
   command -v ossutil >/dev/null || curl -fsS https://gosspublic.alicdn.com/ossutil/install.sh | bash
   while sleep 300; do ossutil sync "${TRAINSTACK_CHECKPOINT_DIR}" "${TRAINSTACK_CHECKPOINT_OSS}" -f \
-    -e "${CHECKPOINT_ENDPOINT}" --mode EcsRamRole --ecs-role-name "${FACTS_ROLE}"; done
+    -e "${CHECKPOINT_ENDPOINT}" --mode EcsRamRole --ecs-role-name "${FACTS_ROLE}" || :; done
 }
 
 case "${1:-}" in
