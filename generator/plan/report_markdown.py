@@ -67,7 +67,9 @@ def _summary(plan: Plan) -> list[str]:
         ["storage", md.text(plan.storage.kind + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
                                                  if plan.storage.kind != "none" else ""))],
         ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
-                                f"{human_bytes(plan.checkpoints.size_bytes)} each" if plan.checkpoints.enabled
+                                f"{human_bytes(plan.checkpoints.size_bytes)} each"
+                                + (f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"
+                                   if plan.checkpoints.directory else ", to OSS") if plan.checkpoints.enabled
                                 else "off")],
         ["spot", md.text(f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
                          if plan.spot.enabled else "off")],
