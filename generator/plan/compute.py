@@ -32,7 +32,7 @@ from generator.plan.schedule import fit_schedule
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
-from generator.spec.units import human_bytes, human_seconds
+from generator.spec.units import human_seconds
 
 @dataclass(frozen=True, slots=True)
 class Choice:
