@@ -3,9 +3,8 @@ and data-parallel layout whose GPUs hold the training state, and why a type has 
 
 The model's shape is resolved here too. Tensor parallelism stays inside one node; the node count must also
 meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.schedule`) and give a
-data-parallel degree that divides the global batch. Memory
-never grows with the data-parallel degree, so the smallest node count is found by binary search. Which fit wins
-is decided in :mod:`generator.plan.compute`.
+data-parallel degree that divides the global batch. Memory never grows with the data-parallel degree, so the
+smallest node count is found by binary search. Which fit wins is decided in :mod:`generator.plan.compute`.
 """
 
 from __future__ import annotations
