@@ -192,7 +192,7 @@ def test_the_diff_markdown_shows_the_topology_with_the_changed_parts_marked(tmp_
 
     spec = ROOT / "examples" / "pretrain-70b.yaml"
     bigger = tmp_path / "pretrain-70b.yaml"
-    bigger.write_text(spec.read_text().replace("max_days: 30", "max_days: 20"))
+    bigger.write_text(spec.read_text().replace("max_days: 35", "max_days: 20"))
     result = d.diff_sides(str(spec), str(bigger))
     markdown = d.format_markdown(result)
     block = markdown.split("```mermaid\n", 1)[1].split("\n```", 1)[0]

@@ -103,8 +103,12 @@ def test_fit_and_compute_against_the_catalog_gpu() -> None:
     assert data["fits"] is True
     assert data["gpu"]["name"] == "A100-80G" and data["gpu"]["memory_bytes"] == 80 * GiB
     assert data["training_flops"] == pytest.approx(6 * 69.0e9 * 2e12)
-    # docs/sizing.md section 7: 8.28e23 FLOPs on 512 GPUs at 40% of 312 TFLOP/s.
-    assert data["gpu_hours"] == pytest.approx(8.28e23 / (312e12 * 0.40) / 3600)
+    # docs/sizing.md section 7: model FLOPs with attention and logits (s = 4096, the default) and selective
+    # recompute's attention forward, at 40% of 312 TFLOP/s.
+    from generator import sizing
+    executed = sizing.executed_flops(sizing.PRESETS["llama-2-70b"], 4096, 2 * 10**12, "selective")
+    assert executed == pytest.approx((6 * (69.0e9 - 2 * 32000 * 8192) + 6 * 32000 * 8192 + 16 * 80 * 8192 * 4096) * 2e12)
+    assert data["gpu_hours"] == pytest.approx(executed / (312e12 * 0.40) / 3600)
     assert data["hours"] == pytest.approx(data["gpu_hours"] / 512)
 
 

@@ -33,6 +33,7 @@ from generator.catalog.model import (
     Region,
     Source,
     StoragePrice,
+    StorageThroughput,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Region",
     "Source",
     "StoragePrice",
+    "StorageThroughput",
     "load_catalog",
     "source_tags",
 ]

@@ -30,6 +30,7 @@ from generator.catalog.model import (
     Region,
     Source,
     StoragePrice,
+    StorageThroughput,
     _item_key,
 )
 
@@ -150,6 +151,7 @@ _GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "mfu", "i
 _REGION_COLS = ("region", "name", "zones", "gpu_families", "cpfs", "lingjun", "oss_upload_gbps",
                 "oss_download_gbps", "verified", "source")
 _STORAGE_COLS = ("item", "unit", "price_cny", "price_estimated", "price_date", "price_region", "source")
+_THROUGHPUT_COLS = ("item", "capacity_below_gib", "mbps_per_gib", "mbps", "max_mbps", "source", "notes")
 _INSTANCE_COLS = ("name", "family", "gpu", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "network_gbps",
                   "bare_metal", "eri_count", "erdma_gbps", "two_network_cards", "scc", "roce_gbps",
                   "low_latency_set", "uefi_required", "availability", "price_cny_hour", "price_estimated",
@@ -190,6 +192,18 @@ def _region(f) -> Region:
         oss_download_gbps=f("oss_download_gbps", _float),
         verified=f("verified", _bool),
         source=f("source"),
+    )
+
+
+def _throughput(f) -> StorageThroughput:
+    return StorageThroughput(
+        item=f("item"),
+        capacity_below_gib=f("capacity_below_gib", _opt_float),
+        mbps_per_gib=f("mbps_per_gib", _opt_float),
+        mbps=f("mbps", _opt_float),
+        max_mbps=f("max_mbps", _opt_float),
+        source=f("source"),
+        notes=f("notes", str),
     )
 
 
@@ -386,7 +400,8 @@ def _load_default() -> Catalog:
 
 def _load(root: Path) -> Catalog:
     files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
-                                            "lingjun_machine_types", "jumbo_frames", "dlc_specs")}
+                                            "lingjun_machine_types", "jumbo_frames", "dlc_specs",
+                                            "storage_throughput")}
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
     regions = _parse(files["regions"], _REGION_COLS, _region)
@@ -395,6 +410,7 @@ def _load(root: Path) -> Catalog:
     lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
     jumbo = _parse(files["jumbo_frames"], _JUMBO_COLS, _jumbo)
     dlc = _parse(files["dlc_specs"], _DLC_COLS, _dlc)
+    throughput = _parse(files["storage_throughput"], _THROUGHPUT_COLS, _throughput)
 
     _unique(files["sources"], sources, lambda s: s.tag)
     _unique(files["gpus"], gpus, lambda g: g.name)
@@ -423,6 +439,11 @@ def _load(root: Path) -> Catalog:
         _check_instance(files["instance_types"], line, t, gpu_names)
     for line, j in jumbo:
         _check_tags(files["jumbo_frames"], line, tags, j.source)
+    for line, x in throughput:
+        _check_tags(files["storage_throughput"], line, tags, x.source)
+        if (x.mbps_per_gib is None) == (x.mbps is None):
+            raise CatalogError(f"{files['storage_throughput']}:{line}: give mbps_per_gib or mbps, "
+                               "not both or neither")
     _check_jumbo(files["jumbo_frames"], jumbo, families)
     by_family = {j.family: j for _, j in jumbo}
     instances = [(line, dataclasses.replace(t, jumbo_frames=by_family[t.family].support,
@@ -451,4 +472,5 @@ def _load(root: Path) -> Catalog:
         lingjun_types=rows(lingjun, lambda t: t.name),
         jumbo_frames=rows(jumbo, lambda j: j.family),
         dlc_specs=rows(dlc, lambda d: d.name),
+        storage_throughput=rows(throughput, lambda x: (x.item, x.capacity_below_gib or float("inf"))),
     )

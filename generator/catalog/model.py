@@ -181,6 +181,20 @@ class StoragePrice:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageThroughput:
+    """One row of a shared file system's throughput: per GiB of capacity (with a ceiling), or a fixed step for
+    capacities below ``capacity_below_gib`` (None: no upper bound)."""
+
+    item: str
+    capacity_below_gib: float | None
+    mbps_per_gib: float | None
+    mbps: float | None
+    max_mbps: float | None
+    source: str
+    notes: str
+
+
+@dataclass(frozen=True, slots=True)
 class Catalog:
     version: str
     date: str
@@ -192,6 +206,21 @@ class Catalog:
     lingjun_types: tuple[LingjunMachineType, ...] = ()
     jumbo_frames: tuple[JumboFrames, ...] = ()
     dlc_specs: tuple[DlcSpec, ...] = ()
+    storage_throughput: tuple[StorageThroughput, ...] = ()
+
+    def shared_throughput(self, item: str, capacity_gib: float) -> tuple[int, str] | None:
+        """The throughput (MB/s) of a shared file system item (``cpfs-advance_200``, ``nas-extreme``...) of a
+        capacity, and its source tags; None when the catalog has no row for it."""
+        key = _item_key(item)
+        for row in sorted((r for r in self.storage_throughput if _item_key(r.item) == key),
+                          key=lambda r: r.capacity_below_gib if r.capacity_below_gib is not None else float("inf")):
+            if row.capacity_below_gib is not None and capacity_gib >= row.capacity_below_gib:
+                continue
+            if row.mbps_per_gib is not None:
+                mbps = row.mbps_per_gib * capacity_gib
+                return int(min(mbps, row.max_mbps) if row.max_mbps is not None else mbps), row.source
+            return int(row.mbps or 0), row.source
+        return None
 
     def jumbo(self, family: str) -> JumboFrames | None:
         """The documented jumbo-frame support of an ECS instance family (None: the family is not in the catalog)."""

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
-from generator.plan.checkpoints import NODE_MTBF_HOURS, auto_interval_hours
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
 from generator.plan.model import (
@@ -28,13 +27,12 @@ from generator.plan.model import (
     Node,
     Sizing,
 )
+from generator.plan.reasons import nodes_reason
+from generator.plan.schedule import fit_schedule
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
-from generator.spec.units import human_bytes, human_seconds
-
-RESTART_HOURS = 0.25  # assumed time to replace a node and reload the last checkpoint
-
+from generator.spec.units import human_seconds
 
 @dataclass(frozen=True, slots=True)
 class Choice:
@@ -82,9 +80,9 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
     candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items())][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
-    decisions.append(Decision("nodes", str(fit.nodes), _why_nodes(spec, fit)))
+    decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
-                              _why_parallel(spec, fit, arch)))
+                              _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
     ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
     if t.memory_gib and ratio < 1:
@@ -162,12 +160,15 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
     best, gpu, m = choice.best, choice.gpu, spec.model
     mem = best.fit.memory
     gpu_bytes = int(best.fit.itype.gpu_memory_gib * 2**30)
-    flops = sizing.training_flops(choice.arch.parameters, m.tokens) if m.tokens else None
+    # model FLOPs: 6 N_nonembedding D + attention 12 L h s D + logits 6 V h D (generator.sizing.schedule)
+    flops = sizing.flops_per_token(choice.arch, m.sequence_length).total * m.tokens if m.tokens else None
+    sched = best.schedule
     return Sizing(
         weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
         activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
         headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
-        training_hours=best.run_hours, mfu=gpu.mfu, peak_tflops=gpu.bf16_tflops,
+        training_hours=None if sched is None else round(sched.compute_hours, 2),
+        mfu=gpu.mfu if sched is None else round(sched.mfu, 4), peak_tflops=gpu.bf16_tflops,
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
         min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
 
@@ -189,9 +190,15 @@ def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: Lingj
     best, m = choice.best, spec.model
     fit = best.fit
     t = fit.itype
-    if spec.budget.max_days is not None and best.run_hours is not None and best.run_hours > spec.budget.max_days * 24:
-        warnings.append(f"the run needs about {best.run_hours / 24:,.0f} days on {fit.nodes} node(s), over "
-                        f"budget.max_days ({spec.budget.max_days:g}); set compute.nodes: auto to size for the deadline")
+    sched = best.schedule
+    if spec.budget.max_days is not None and sched is not None and sched.wall_hours > spec.budget.max_days * 24:
+        bare = sched.compute_hours + sched.pipeline_bubble_hours
+        warnings.append(f"the run misses its deadline: about {sched.wall_hours / 24:,.1f} days on {fit.nodes} node(s) "
+                        f"with checkpoint writes ({sched.checkpoint_write_hours:,.0f} h), rework "
+                        f"({sched.expected_rework_hours:,.0f} h) and restores ({sched.restore_hours:,.0f} h) counted "
+                        f"({bare / 24:,.1f} days without them), over budget.max_days ({spec.budget.max_days:g})"
+                        + ("; set compute.nodes: auto to size for the deadline" if isinstance(spec.compute.nodes, int)
+                           else ""))
     warnings.extend(_long_run_warnings(spec, best, fit, checkpoints))
     if m.precision == "fp16":
         warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
@@ -207,12 +214,12 @@ def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) ->
     """A run of over a year, and a fixed checkpoint interval longer than the run or than the time between
     interruptions: legal, but almost always a typo in model.tokens, model.parameters or checkpoints.interval."""
     out = []
-    if best.run_hours is not None:
-        wall = best.run_hours + (best.rework_hours or 0.0)
+    if best.schedule is not None:
+        wall = best.schedule.wall_hours
         if wall > limits.LONG_RUN_HOURS:
-            out.append(f"the run takes about {wall / 24 / 365:,.1f} years ({wall / 24:,.0f} days, rework after "
-                       f"interruptions included) on {fit.nodes} node(s): check model.tokens and model.parameters, "
-                       "or allow more nodes (compute.max_nodes, budget.max_days)")
+            out.append(f"the run takes about {wall / 24 / 365:,.1f} years ({wall / 24:,.0f} days, checkpoint writes, "
+                       f"rework and restores after interruptions included) on {fit.nodes} node(s): check model.tokens "
+                       "and model.parameters, or allow more nodes (compute.max_nodes, budget.max_days)")
     if ckpt.enabled and isinstance(spec.checkpoints.interval, int):
         interval = spec.checkpoints.interval
         if best.run_hours is not None and interval >= best.run_hours * 3600:
@@ -228,33 +235,27 @@ def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) ->
 
 def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
     t = fit.itype
-    gpu = catalog.gpu(t.gpu)
-    assert gpu is not None
     on_demand_nodes, spot_nodes = spot_split(spec, fit.nodes)
     spot_price = t.price.cny_per_hour * spec.spot.price_ratio
     per_hour = on_demand_nodes * t.price.cny_per_hour + spot_nodes * spot_price
     run_hours = rework = run_cost = None
-    if spec.model.tokens:
-        arch = architecture(spec)
-        run_hours = sizing.training_hours(arch.parameters, spec.model.tokens, fit.nodes * t.gpus, gpu.bf16_tflops,
-                                          gpu.mfu, spec.parallelism.recompute)
-        interrupts = 0.0
-        if spot_nodes:
-            interrupts = spec.spot.interruptions_per_node_day * spot_nodes * run_hours / 24
-        failures = fit.nodes * run_hours / NODE_MTBF_HOURS
-        # each interruption loses on average half a checkpoint interval plus the restart (the whole cluster waits)
-        interval_h = auto_interval_hours(spec, catalog, fit, arch)
-        rework = (interrupts + failures) * (interval_h / 2 + RESTART_HOURS)
-        run_cost = per_hour * (run_hours + rework)
+    m = spec.model
+    lora_rank = m.finetune.lora_rank if m.finetune.method in ("lora", "qlora") else None
+    sched = fit_schedule(spec, catalog, architecture(spec), lora_rank, t, fit.nodes, fit.tp, fit.pp)
+    if sched is not None:
+        # progress (compute, bubble, checkpoint writes) and what interruptions cost (lost work, restores)
+        run_hours = sched.compute_hours + sched.pipeline_bubble_hours + sched.checkpoint_write_hours
+        rework = sched.expected_rework_hours + sched.restore_hours
+        run_cost = per_hour * sched.wall_hours
         # equal cost (within 0.5%) -> the faster run wins
-        key = (round(math.log(run_cost) / math.log(1.005)), round(run_hours + rework, 1), *_tie(spec, t))
+        key = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
     else:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
     # cannot be destroyed by Pulumi); always 0 on ECS
     lj = catalog.lingjun_type(t.name) if spec.compute.platform == "lingjun" else None
     key = (*key, 0.0 if lj is None or "PayAsYouGo" in lj.payment_types else 1.0)
-    return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key)
+    return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key, sched)
 
 
 def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
@@ -269,7 +270,11 @@ def _candidate(s: Scored, verdict: str) -> Candidate:
     return Candidate(f.itype.name, f.nodes, f.nodes * f.itype.gpus, f.tp, f.pp, f.dp,
                      round(f.memory.total / 2**30, 2), round(s.per_hour, 2),
                      None if s.run_cost is None else round(s.run_cost, 2),
-                     None if s.run_hours is None else round(s.run_hours, 2), verdict)
+                     None if s.schedule is None else round(s.schedule.wall_hours, 2), verdict)
+
+
+def _wall(s: Scored) -> float:
+    return s.schedule.wall_hours if s.schedule is not None else 0.0
 
 
 def _why_lost(s: Scored, best: Scored) -> str:
@@ -284,7 +289,7 @@ def _why_lost(s: Scored, best: Scored) -> str:
             why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
         return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
     if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
-        return f"same run cost within 0.5% but slower: {s.run_hours:,.0f} h vs {best.run_hours:,.0f} h"
+        return (f"same run cost within 0.5% but slower: {_wall(s):,.0f} h vs {_wall(best):,.0f} h wall-clock")
     if s.run_cost is not None and best.run_cost is not None:
         return (f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
                 f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})")
@@ -293,8 +298,10 @@ def _why_lost(s: Scored, best: Scored) -> str:
 
 def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
     t = best.fit.itype
-    basis = ("the lowest expected cost for the whole run (training FLOPs 6*N*tokens at the GPU's assumed MFU, plus "
-             "expected rework after interruptions)" if best.run_cost is not None else
+    sched = best.schedule
+    basis = (f"the lowest expected cost for the whole run: {sched.wall_hours:,.0f} h wall-clock (model FLOPs with "
+             f"attention and logits at an expected MFU of {sched.mfu:.2f}, the pipeline bubble, checkpoint writes, "
+             f"rework and restores after interruptions)" if sched is not None and best.run_cost is not None else
              "the lowest cost per hour for the GPUs needed (give model.tokens to rank by whole-run cost)")
     price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
              + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
@@ -302,21 +309,18 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
     return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
 
 
-def _why_nodes(spec: Spec, fit: Fit) -> str:
-    t = fit.itype
-    need = human_bytes(fit.memory.total)
-    if isinstance(spec.compute.nodes, int):
-        return f"as the spec asks; each GPU then needs {need} of its {t.gpu_memory_gib:g} GiB"
-    return (f"the fewest nodes whose GPUs hold the training state: {need} per GPU of {t.gpu_memory_gib:g} GiB "
-            f"with tp={fit.tp} pp={fit.pp} dp={fit.dp}")
-
-
-def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture) -> str:
-    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node (NVLink) and divides "
+def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
+                  interconnect: str) -> str:
+    link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
+    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
              f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
     if spec.parallelism.zero_stage:
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
+    p = spec.parallelism
+    parts.append("tp and pp as the spec asks" if isinstance(p.tensor, int) and isinstance(p.pipeline, int) else
+                 "at the fewest nodes, the layout that leaves 10% of usable memory free, splits the layers evenly "
+                 "and uses the least pipeline, then tensor, parallelism (docs/sizing.md)")
     framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
     keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
     if spec.model.finetune.method != "full":
@@ -324,6 +328,9 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture) -> str:
     else:
         parts.append(f"memory sized as {framework} allocates it"
                      + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "") + keep)
+    if sched is not None and fit.pp > 1:
+        parts.append(f"the pipeline bubble (pp-1)/(m+pp-1) with m={sched.microbatches} micro-batches per step is "
+                     f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)")
     return "; ".join(parts)
 
 

@@ -206,8 +206,9 @@ def estimate(
         result["training_flops"] = sizing.training_flops(arch.parameters, tokens)
         if gpu_model is not None:
             try:
-                gpu_hours = sizing.training_hours(arch.parameters, tokens, 1, gpu_model.bf16_tflops, gpu_model.mfu,
-                                                  recompute)
+                # model FLOPs with attention and logits (generator/sizing/schedule.py), at the GPU's rated MFU
+                gpu_hours = sizing.executed_flops(arch, seq_len, tokens, recompute) / (
+                    gpu_model.bf16_tflops * 1e12 * gpu_model.mfu) / 3600
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
                 raise EstimateError(f"{gpu_model.name}: {e}") from None
             result["gpu_hours"] = gpu_hours

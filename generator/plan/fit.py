@@ -41,3 +41,4 @@ class Scored:
     rework_hours: float | None
     run_cost: float | None
     key: tuple[float, ...]
+    schedule: sizing.Schedule | None = None  # run_hours = compute + bubble + writes; rework_hours = rework + restores

@@ -2,19 +2,18 @@
 and data-parallel layout whose GPUs hold the training state, and why a type has none.
 
 The model's shape is resolved here too. Tensor parallelism stays inside one node; the node count must also
-meet the deadline (``budget.max_days``) and give a data-parallel degree that divides the global batch. Memory
-never grows with the data-parallel degree, so the smallest node count is found by binary search. Which fit wins
-is decided in :mod:`generator.plan.compute`.
+meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.schedule`) and give a
+data-parallel degree that divides the global batch. Memory never grows with the data-parallel degree, so the
+smallest node count is found by binary search. Which fit wins is decided in :mod:`generator.plan.compute`.
 """
 
 from __future__ import annotations
-
-import math
 
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
+from generator.plan.schedule import deadline_nodes, first_meeting, meets_deadline
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -189,13 +188,13 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
                 if t.gpus % tp:
                     continue
                 for pp in group:
-                    fit = _smallest(spec, arch, lora_rank, t, gpu, tp, pp, max_nodes, gpu_bytes)
+                    fit = _smallest(spec, catalog, arch, lora_rank, t, tp, pp, max_nodes, gpu_bytes)
                     if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
                         best = fit
             if best is not None:
                 break
         if best is None:
-            rejected[t.name] = _why_not_fit(spec, arch, lora_rank, t, gpu, tps, pps, max_nodes)
+            rejected[t.name] = _why_not_fit(spec, catalog, arch, lora_rank, t, tps, pps, max_nodes)
             continue
         if best.nodes > 1 and not multi_ok:
             rejected[t.name] = "needs more than one node but has no eRDMA/RoCE or fewer than 8 GPUs"
@@ -215,7 +214,7 @@ def layout_key(fit: Fit, arch: sizing.Architecture, usable: int) -> tuple[int, i
     return (fit.nodes, tight, 1 if arch.layers % fit.pp else 0, fit.pp, fit.tp, fit.memory.total)
 
 
-def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
               tp: int, pp: int, max_nodes: int, gpu_bytes: int) -> Fit | None:
     """Smallest node count for this (tp, pp), using that memory never grows with the data-parallel degree."""
     p = spec.parallelism
@@ -225,8 +224,6 @@ def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: I
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
-    deadline = _deadline_nodes(spec, arch, t, gpu)
-    node_options = [n for n in node_options if n >= deadline]
     batch_seqs = _batch_sequences(spec)
     if batch_seqs is not None:
         node_options = [n for n in node_options
@@ -249,17 +246,12 @@ def _smallest(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: I
             hi = mid
         else:
             lo = mid + 1
-    n = node_options[lo]
+    # then the deadline, with every overhead of the layout counted (bubble, checkpoint writes, rework, restores)
+    at = first_meeting(node_options, lo, lambda k: meets_deadline(spec, catalog, arch, lora_rank, t, k, tp, pp))
+    if at is None:
+        return None
+    n = node_options[at]
     return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
-
-
-def _deadline_nodes(spec: Spec, arch: sizing.Architecture, t: InstanceType, gpu: GpuModel) -> int:
-    """The fewest nodes that finish ``model.tokens`` within ``budget.max_days`` (1 without a deadline)."""
-    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
-        return 1
-    gpu_hours = sizing.training_hours(arch.parameters, spec.model.tokens, 1, gpu.bf16_tflops, gpu.mfu,
-                                      spec.parallelism.recompute)
-    return max(1, math.ceil(gpu_hours / (spec.budget.max_days * 24) / t.gpus))
 
 
 def _batch_sequences(spec: Spec) -> int | None:
@@ -269,7 +261,7 @@ def _batch_sequences(spec: Spec) -> int | None:
     return max(1, g // spec.model.sequence_length)
 
 
-def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, gpu: GpuModel,
+def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
                  tps: list[int], pps: list[int], max_nodes: int) -> str:
     if not tps:
         return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
@@ -289,10 +281,11 @@ def _why_not_fit(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
         return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
                 f"each {t.gpu} has {t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
                 f"{spec.parallelism.memory_headroom:.0%} headroom")
-    deadline = _deadline_nodes(spec, arch, t, gpu)
-    if deadline > n:
+    deadline = deadline_nodes(spec, catalog, arch, lora_rank, t, tp, pp)
+    if deadline is None or deadline > n:
         return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
-                f"{spec.budget.max_days:g} days needs {deadline} nodes" +
+                f"{spec.budget.max_days:g} days (checkpoints and interruptions counted) needs "
+                + (f"{deadline} nodes" if deadline else "more nodes than interruptions allow") +
                 (f", over compute.max_nodes ({n})" if n > 1 else
                  "; multi-node training uses 8-GPU nodes with RDMA"
                  if t.gpus != MULTI_NODE_GPUS or not _rdma_capable(spec, t) else

@@ -201,6 +201,25 @@ class Checkpoints:
     write_seconds: float
     cluster_mtbf_hours: float
     facts_key: str = ""  # the cluster facts object (trainstack/cluster.json), outside the checkpoint prefix; "" without a bucket
+    tier: str = "oss"  # where the job writes checkpoints: "oss", or "cpfs" / "extreme-nas" (copied to OSS in the background)
+    directory: str = ""  # the checkpoint directory on the shared file system when tier is not "oss"
+    restore_seconds: float = 0.0  # reading one checkpoint back from the tier
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The run's hours with every overhead counted (``plan --json`` ``schedule``); wall = the sum of the five."""
+
+    compute_hours: float  # executed FLOPs (attention and logits included) at the layout's expected MFU
+    pipeline_bubble_hours: float  # 1F1B bubble: (pp-1)/m of compute
+    checkpoint_write_hours: float  # blocking writes to the checkpoint tier
+    expected_rework_hours: float  # work lost to interruptions: tau/2 each
+    restore_hours: float  # reading the last checkpoint back and relaunching, after each interruption
+    wall_hours: float
+    mfu: float  # the GPU's rated MFU times the layout's factors
+    microbatches: int  # m: micro-batches per step per pipeline
+    interruptions: float  # expected over the run
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,6 +392,7 @@ class Plan:
     waivers: tuple[Waived, ...] = field(default_factory=tuple)
     lingjun: Lingjun | None = None
     dlc: Dlc | None = None
+    schedule: Schedule | None = None  # None without model.tokens
 
     def to_dict(self) -> dict[str, Any]:
         data = _plain(dataclasses.asdict(self))
@@ -384,6 +404,8 @@ class Plan:
             data["compute"].pop("paused", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
+        if data.get("schedule") is None:
+            data.pop("schedule", None)
         return data
 
     def to_json(self) -> str:

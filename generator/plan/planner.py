@@ -25,6 +25,7 @@ from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
 from generator.plan.model import PLAN_SCHEMA_VERSION, Decision, Dlc, DlcSpot, Lingjun, LingjunSubnet, Plan, Waived
 from generator.plan.network import fabric, plan_network, plan_nodes, zone_decision
+from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
 from generator.spec.model import Spec
@@ -103,4 +104,4 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=choice.candidates, warnings=tuple(warnings),
         waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan,
-        dlc=dlc_plan)
+        dlc=dlc_plan, schedule=plan_schedule(best.schedule))

@@ -21,6 +21,24 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     return "\n".join(out)
 
 
+def schedule_rows(plan: Plan) -> list[list[str]]:
+    """The schedule's terms, in hours and days: compute, bubble, checkpoint writes, rework, restores, wall."""
+    s = plan.schedule
+    assert s is not None
+    rows = [["compute", s.compute_hours, f"MFU {s.mfu:.2f} with attention and logit FLOPs"],
+            ["pipeline bubble", s.pipeline_bubble_hours, f"(pp-1)/m with m={s.microbatches} micro-batches"],
+            ["checkpoint writes", s.checkpoint_write_hours, f"to {plan.checkpoints.tier}" if plan.checkpoints.enabled
+             else "checkpoints off"],
+            ["expected rework", s.expected_rework_hours, f"{s.interruptions:,.1f} interruptions x half an interval"],
+            ["restores", s.restore_hours, "reading the last checkpoint back and relaunching"],
+            ["wall-clock", s.wall_hours, "deadlines and the whole-run cost use this"]]
+    return [[name, f"{h:,.1f}", f"{h / 24:,.1f}", why] for name, h, why in rows]
+
+
+def schedule_table(plan: Plan) -> str:
+    return table(["term", "hours", "days", "basis"], schedule_rows(plan), right=(1, 2))
+
+
 def warning_lines(plan: Plan) -> list[str]:
     """The plan's warnings as ``plan`` and ``validate`` print them: a heading, then one ``  ! ...`` line each."""
     return ["Warnings", *(f"  ! {w}" for w in plan.warnings)] if plan.warnings else []
@@ -60,7 +78,9 @@ def plan_text(plan: Plan) -> str:
         f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
                                                 f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
                                                 if plan.storage.kind != "none" else ""),
-        "  checkpoints  " + (f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
+        "  checkpoints  " + ((f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
+                               if plan.checkpoints.directory else "")
+                              + f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
                               f"{human_seconds(plan.checkpoints.interval_seconds)} "
                               f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),
         "  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
@@ -94,8 +114,10 @@ def plan_text(plan: Plan) -> str:
     ]
     if cost.run_total is not None:
         lines.append(("whole run once resumed (time paused not counted): " if c.paused else "whole run: ")
-                     + f"{cost.run_hours:,.1f} h training + {cost.expected_rework_hours or 0:,.1f} h expected "
-                     f"rework = {cost.run_total:,.0f} CNY")
+                     + f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h wall-clock "
+                     f"= {cost.run_total:,.0f} CNY")
+    if plan.schedule is not None:
+        lines += ["", "Schedule (hours)", schedule_table(plan)]
     lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]
     for d in plan.decisions:
         lines.append(f"  - {d.topic}: {d.choice}")

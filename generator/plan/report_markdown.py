@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from generator.plan import markdown as md
 from generator.plan.model import Plan
+from generator.plan.report import schedule_rows
 from generator.spec.units import human_bytes, human_count, human_seconds
 
 MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment
@@ -66,7 +67,9 @@ def _summary(plan: Plan) -> list[str]:
         ["storage", md.text(plan.storage.kind + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
                                                  if plan.storage.kind != "none" else ""))],
         ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
-                                f"{human_bytes(plan.checkpoints.size_bytes)} each" if plan.checkpoints.enabled
+                                f"{human_bytes(plan.checkpoints.size_bytes)} each"
+                                + (f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"
+                                   if plan.checkpoints.directory else ", to OSS") if plan.checkpoints.enabled
                                 else "off")],
         ["spot", md.text(f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
                          if plan.spot.enabled else "off")],
@@ -84,8 +87,8 @@ def _summary(plan: Plan) -> list[str]:
                      + (" (ESTIMATE)" if "ESTIMATE" in bases else "")
                      + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else "")])
     if cost.run_total is not None:
-        rows.append(["whole run", md.text(f"{cost.run_hours:,.1f} h + {cost.expected_rework_hours or 0:,.1f} h "
-                                          f"expected rework = {cost.run_total:,.0f} {cost.currency}")
+        rows.append(["whole run", md.text(f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h "
+                                          f"wall-clock = {cost.run_total:,.0f} {cost.currency}")
                      + (" (ESTIMATE)" if estimated else "")])
     return [md.table(["", "plan"], rows)]
 
@@ -100,6 +103,10 @@ def plan_markdown(plan: Plan) -> str:
             md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
             "<details><summary>price sources</summary>", "",
             *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
+    if plan.schedule is not None:
+        out += ["", "#### Schedule", "", md.table(["term", "hours", "days", "basis"],
+                                                   [[md.text(x) for x in r] for r in schedule_rows(plan)],
+                                                   right=(1, 2))]
     out += ["", "#### Decisions", "", f"<details><summary>{len(plan.decisions)} decisions, each with its reason</summary>",
             ""]
     for d in plan.decisions:

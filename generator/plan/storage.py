@@ -19,6 +19,8 @@ from generator.spec.model import Spec
 from generator.spec.units import human_bytes
 
 CPFS_MBPS_PER_NODE = 64  # assumed shared-storage rate per node (data loading, staging, restores); docs/sizing.md
+CPFS_CLASSES = ("advance_100", "advance_200")
+EXTREME_NAS_DEFAULT_GIB = 1024  # capacity: auto for Extreme NAS: 1 TiB, within its 100 GiB minimum [DOC-NAS-EXT]
 
 
 def shared_storage_needed(spec: Spec, nodes: int) -> bool:
@@ -47,23 +49,9 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
         _check_resolved_storage(spec, "none")
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
-    dlc = spec.compute.platform == "pai-dlc"
     if kind == "auto":
-        if dlc and ds is not None and ds.size < 2**40:
-            kind, why = "extreme-nas", ("PAI-DLC mounts the OSS dataset directly (a workspace dataset), so no CPFS "
-                                        "import is needed; Extreme NAS holds code, logs and weights shared by the "
-                                        "workers")
-        elif ds is not None and ds.size >= 2**40:
-            kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
-        elif ds is not None:
-            kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
-        elif fit.nodes > 1:
-            kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
-                                       "cheaper Extreme NAS serves"
-        else:
-            kind, why = "none", "one node and no dataset: the node's own disks suffice"
-        if kind == "cpfs" and not region.cpfs:
-            kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
+        kind, why = auto_kind(spec, region, fit.nodes)
+        if why.startswith("CPFS is not offered") and ds is not None:
             warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
     else:
         why = "as the spec asks"
@@ -77,27 +65,18 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
-        if isinstance(s.capacity, int):
-            cap = int(s.capacity / 2**30)
-            how = "as the spec asks"
-        else:
-            cap = limits.cpfs_capacity_for_dataset(ds.size if ds else None)  # within the maximum: checked above
-            how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
-        # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
-        # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
-        storage_type = s.storage_class if s.storage_class != "auto" else (
-            "advance_200" if fit.nodes > 1 else "advance_100")
-        per_gib = 0.2 if storage_type == "advance_200" else 0.1
-        ceiling = 45_000 if storage_type == "advance_200" else 30_000
-        throughput = int(min(per_gib * cap, ceiling))
+        cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes)
+        per_gib = throughput / cap
+        how = ("as the spec asks" if isinstance(s.capacity, int) else
+               f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
             enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
                             f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
                             "if data loading stalls (capacity can grow later, never shrink)")
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
-                                  f"{why}; capacity: {how}; throughput {int(per_gib * 1000)} MB/s per TiB "
-                                  f"[DOC-CPFS-SPEC]; mounted over NFS through a protocol service in the storage "
+                                  f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
+                                  f"[{source}]; mounted over NFS through a protocol service in the storage "
                                   "vSwitch (up to 32 addresses [DOC-CPFS-PS]), apart from the node addresses"))
         if ds is not None:
             flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
@@ -110,11 +89,60 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
-    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)
-    storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
-    throughput = _extreme_throughput(cap)
-    decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
+    cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes)
+    decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB, {throughput:,} MB/s",
+                              f"{why}; throughput by capacity [{source}]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
+
+
+def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
+    """What ``storage.shared: auto`` resolves to for ``nodes`` nodes, and why (ECS and PAI-DLC plans)."""
+    ds = spec.storage.dataset
+    if spec.compute.platform == "pai-dlc" and ds is not None and ds.size < 2**40:
+        kind, why = "extreme-nas", ("PAI-DLC mounts the OSS dataset directly (a workspace dataset), so no CPFS "
+                                    "import is needed; Extreme NAS holds code, logs and weights shared by the "
+                                    "workers")
+    elif ds is not None and ds.size >= 2**40:
+        kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
+    elif ds is not None:
+        kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
+    elif nodes > 1:
+        kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
+                                   "cheaper Extreme NAS serves"
+    else:
+        kind, why = "none", "one node and no dataset: the node's own disks suffice"
+    if kind == "cpfs" and not region.cpfs:
+        kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
+    return kind, why
+
+
+def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
+    """The shared file system a plan of ``nodes`` nodes gets: ``cpfs``, ``extreme-nas`` or ``none``."""
+    if spec.compute.platform == "lingjun":
+        return "none"
+    return auto_kind(spec, region, nodes)[0] if spec.storage.shared == "auto" else spec.storage.shared
+
+
+def shared_size(spec: Spec, catalog: Catalog, kind: str, nodes: int) -> tuple[int, str, int, str]:
+    """Capacity (GiB), storage class, throughput (MB/s) and the throughput's source tags of the shared file system
+    of ``kind``: the catalog's ``storage_throughput.csv`` (CPFS per GiB of capacity up to a ceiling
+    [DOC-CPFS-SPEC]; Extreme NAS in steps by capacity [DOC-NAS-EXT]). 0 MB/s when the catalog has no row."""
+    s, ds = spec.storage, spec.storage.dataset
+    if kind == "cpfs":
+        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else \
+            limits.cpfs_capacity_for_dataset(ds.size if ds else None)
+        # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
+        # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
+        storage_type = s.storage_class if s.storage_class in CPFS_CLASSES else (
+            "advance_200" if nodes > 1 else "advance_100")
+        item = f"cpfs-{storage_type}"
+    else:
+        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else EXTREME_NAS_DEFAULT_GIB
+        storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
+        item = "nas-extreme"
+    found = catalog.shared_throughput(item, cap)
+    mbps, source = found if found is not None else (0, "no throughput in the catalog")
+    return cap, storage_type, mbps, source
 
 
 def _check_resolved_storage(spec: Spec, kind: str) -> None:
@@ -153,11 +181,3 @@ def _check_resolved_storage(spec: Spec, kind: str) -> None:
                                 f"advance, not {s.storage_class}"))
     if problems:
         raise PlanningError(problems)
-
-
-def _extreme_throughput(cap_gib: int) -> int:
-    # bandwidth steps of Extreme NAS by capacity [DOC-NAS-EXT] (which edition the table describes is unverified)
-    for limit, mbps in ((500, 150), (2048, 300), (8192, 600)):
-        if cap_gib < limit:
-            return mbps
-    return 1200

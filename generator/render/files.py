@@ -125,7 +125,7 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         "master_port": RDZV_PORT,
         "members": [{"rank": r.rank, "name": r.name, "ip": r.private_ip} for r in c.ranks],
         "shared_fs": {"kind": s.kind, "address": "", "mount_path": s.mount_path if s.kind != "none" else ""},
-        "checkpoint": {"url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "",
+        "checkpoint": {"url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "", "dir": k.directory,
                        "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds},
         "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
         "nccl_env": dict(plan.network.nccl_env),
@@ -153,6 +153,11 @@ def launch_env(plan: Plan) -> list[tuple[str, str]]:
         ("CHECKPOINT_URL", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else ""),
         ("CHECKPOINT_ENDPOINT", plan.checkpoints.internal_endpoint if plan.checkpoints.enabled else ""),
         ("CHECKPOINT_INTERVAL_SECONDS", str(plan.checkpoints.interval_seconds)),
+        # where the job writes checkpoints (the shared file system when the plan puts them there, else OSS) and
+        # the durable OSS copy (docs/operations.md)
+        ("TRAINSTACK_CHECKPOINT_DIR", plan.checkpoints.directory),
+        ("TRAINSTACK_CHECKPOINT_OSS", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}"
+         if plan.checkpoints.enabled else ""),
         ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
     ]
     env.extend(plan.network.nccl_env)

@@ -35,7 +35,9 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
-* :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval.
+* :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;
+* :mod:`~generator.sizing.schedule`: model FLOPs with attention and logits, layout MFU, the pipeline bubble and
+  the wall-clock schedule with checkpoint writes, rework and restores.
 """
 
 from __future__ import annotations
@@ -70,6 +72,17 @@ from generator.sizing.memory import (
     pipeline_splits,
     stage_layers,
     validate_setup,
+)
+from generator.sizing.schedule import (
+    FlopsPerToken,
+    LayoutMfu,
+    Schedule,
+    Tier,
+    executed_flops,
+    flops_per_token,
+    layout_mfu,
+    microbatches,
+    schedule,
 )
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
 
@@ -108,4 +121,13 @@ __all__ = [
     "DEFAULT_NODE_MTBF_HOURS",
     "DEFAULT_RESERVE_MIN_BYTES",
     "DEFAULT_RESERVE_FRACTION",
+    "FlopsPerToken",
+    "LayoutMfu",
+    "Schedule",
+    "Tier",
+    "executed_flops",
+    "flops_per_token",
+    "layout_mfu",
+    "microbatches",
+    "schedule",
 ]

@@ -20,8 +20,9 @@ DEFAULT_MFU = 0.40
 def training_flops(parameters: int, tokens: int) -> float:
     """Model training FLOPs C = 6*N*D ([Kaplan] Sec. 2.1; used by [Chinchilla]).
 
-    Ignores attention-score FLOPs (2*n_layer*n_ctx*d_attn per token forward, a few percent
-    at 2-8K context) and any recomputation; see ``training_hours`` for recompute.
+    Ignores attention-score FLOPs (2*n_layer*n_ctx*d_attn per token forward) and any
+    recomputation; :func:`generator.sizing.schedule.flops_per_token` counts attention and logits,
+    and the planner's time uses it.
     """
     _positive_int("parameters", parameters)
     _positive_int("tokens", tokens)

@@ -304,7 +304,7 @@ for node, instance in zip(NODES, instances):
 # checkpoints, layout, elastic bounds) lives here, not in the nodes' user data: a resize rewrites this object and
 # leaves the nodes that stay alone. Nodes read it with their RAM role (oss:GetObject on this key only) at boot and at every
 # trainstack-launch. It holds no secrets; the bucket is private and so is the object.
-CLUSTER_FACTS = {"checkpoint": {"endpoint": "oss-cn-hangzhou-internal.aliyuncs.com", "interval_seconds": 1800, "url": "oss://finetune-7b-ckpt-c76dc2/checkpoints/"}, "gpus_per_node": 8, "master_addr": "10.0.0.10", "master_port": 29500, "max_nodes": 1, "max_restarts": 100, "members": [{"ip": "10.0.0.10", "name": "finetune-7b-node-000", "rank": 0}], "min_nodes": 1, "name": "finetune-7b", "nccl_env": {}, "nodes": 1, "parallel": {"dp": 8, "pp": 1, "tp": 1, "zero_stage": 3}, "schema": 1, "shared_fs": {"address": "", "kind": "none", "mount_path": ""}, "world_size": 8}
+CLUSTER_FACTS = {"checkpoint": {"dir": "", "endpoint": "oss-cn-hangzhou-internal.aliyuncs.com", "interval_seconds": 1800, "url": "oss://finetune-7b-ckpt-c76dc2/checkpoints/"}, "gpus_per_node": 8, "master_addr": "10.0.0.10", "master_port": 29500, "max_nodes": 1, "max_restarts": 100, "members": [{"ip": "10.0.0.10", "name": "finetune-7b-node-000", "rank": 0}], "min_nodes": 1, "name": "finetune-7b", "nccl_env": {}, "nodes": 1, "parallel": {"dp": 8, "pp": 1, "tp": 1, "zero_stage": 3}, "schema": 1, "shared_fs": {"address": "", "kind": "none", "mount_path": ""}, "world_size": 8}
 alicloud.oss.BucketObject(
     "cluster-facts",
     bucket=checkpoint_bucket.bucket,

@@ -132,6 +132,7 @@ env = [
     ("SHARED_DIR", shared["mount_path"] or "/mnt/local"),
     ("CHECKPOINT_URL", ckpt["url"]), ("CHECKPOINT_ENDPOINT", ckpt["endpoint"]),
     ("CHECKPOINT_INTERVAL_SECONDS", int(ckpt["interval_seconds"])),
+    ("TRAINSTACK_CHECKPOINT_DIR", ckpt.get("dir", "")), ("TRAINSTACK_CHECKPOINT_OSS", ckpt["url"]),
     ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
     *sorted(facts.get("nccl_env", {}).items()),
     ("NODE_RANK", int(rank)), ("NODE_NAME", name),
@@ -170,10 +171,19 @@ mount_shared() {
   mount "${SHARED_DIR}" || { echo "trainstack-facts: mounting ${src} failed; see 'journalctl -u remote-fs.target'" >&2; return 1; }
 }
 
+# sync: checkpoint dir -> OSS every 5 min (ossutil, RAM role)
+sync_ckpt() {
+  eval "$(grep -E '^(TRAINSTACK_CHECKPOINT_(DIR|OSS)|CHECKPOINT_ENDPOINT)=' "${ETC}/launch.env")"
+  command -v ossutil >/dev/null || curl -fsS https://gosspublic.alicdn.com/ossutil/install.sh | bash
+  while sleep 300; do ossutil sync "${TRAINSTACK_CHECKPOINT_DIR}" "${TRAINSTACK_CHECKPOINT_OSS}" -f \
+    -e "${CHECKPOINT_ENDPOINT}" --mode EcsRamRole --ecs-role-name "${FACTS_ROLE}" || :; done
+}
+
 case "${1:-}" in
   fetch) fetch "${2:-40}" ;;
   apply) apply "${2:-}" ;;
   mount) mount_shared ;;
+  sync) sync_ckpt ;;
   *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount" >&2; exit 2 ;;
 esac
 FACTS_TOOL
@@ -242,6 +252,8 @@ set -euo pipefail
 /usr/local/bin/trainstack-facts apply
 /usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted"
 set -a; . /etc/trainstack/launch.env; set +a
+[ "${NODE_RANK}${TRAINSTACK_CHECKPOINT_DIR:+x}" = 0x ] &&
+  (flock -n 9 && exec setsid trainstack-facts sync) 9>/run/trainstack/sync &>>/var/log/trainstack-sync.log &
 echo $$ > /run/trainstack/train.pid
 exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
   --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \

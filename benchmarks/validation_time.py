@@ -1,0 +1,65 @@
+"""Validation rows for time, compute and checkpoint size: trainstack's numbers next to published runs.
+
+``rows()`` returns one dict per quantity with the keys ``quantity``, ``published``, ``trainstack``, ``unit``,
+``tolerance`` (relative: |trainstack / published - 1| must not exceed it) and ``source`` (paper, table, URL).
+``benchmarks/validate_sizing.py`` prints them with every other ``validation_*.py`` module's rows and writes the
+table in docs/sizing.md; tests/test_validation_time.py checks each row is within its tolerance.
+
+Where trainstack uses its own MFU assumption (0.40 of the A100's 312 TFLOP/s, generator/catalog/data/v1/gpus.csv)
+the published runs were faster, so trainstack is high, i.e. conservative; the tolerance says by how much it may be.
+The rows fed the paper's measured throughput check the arithmetic itself and are held to 5%.
+"""
+
+from __future__ import annotations
+
+from generator import sizing
+from generator.catalog import load_catalog
+
+LLAMA2 = "Touvron et al., Llama 2, 2023, Table 2 (A100-80GB GPU hours, 2T tokens) https://arxiv.org/abs/2307.09288"
+PTDP = ("Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, SC 2021, "
+        "Sec. 5.1 end-to-end training time https://arxiv.org/abs/2104.04473")
+GPT3 = "Brown et al., Language Models are Few-Shot Learners, 2020, Table D.1 https://arxiv.org/abs/2005.14165"
+BLOOM = ("BigScience, BLOOM model card, 'Checkpoint size: full checkpoint with optimizer states 2.3TB' "
+         "https://huggingface.co/bigscience/bloom")
+
+
+def _a100() -> tuple[float, float]:
+    gpu = load_catalog().gpu("A100-80G")
+    assert gpu is not None
+    return gpu.bf16_tflops, gpu.mfu
+
+
+def _hours(flops: float, gpus: int, tflops_per_gpu: float) -> float:
+    return flops / (gpus * tflops_per_gpu * 1e12) / 3600
+
+
+def rows() -> list[dict]:
+    peak, mfu = _a100()
+    out: list[dict] = []
+    # Llama 2: 2T tokens at 4,096 context; Meta's recompute setting is not stated, none assumed.
+    for preset, published in (("llama-2-7b", 184_320), ("llama-2-13b", 368_640), ("llama-2-70b", 1_720_320)):
+        arch = sizing.PRESETS[preset]
+        flops = sizing.executed_flops(arch, 4096, 2_000_000_000_000, "none")
+        out.append({"quantity": f"{preset} pre-training GPU-hours (MFU {mfu:g} assumed)", "published": published,
+                    "trainstack": round(_hours(flops, 1, peak * mfu)), "unit": "A100 GPU-hours",
+                    "tolerance": 0.20, "source": LLAMA2})
+    # Megatron-LM end-to-end estimates: GPT-3 175B on 300B tokens with 1,024 A100s at 140 TFLOP/s per GPU: 34 days;
+    # the 1T model on 450B tokens with 3,072 A100s at 163 TFLOP/s: 84 days (activation recomputation on).
+    for preset, tokens, gpus, measured, days in (("gpt3-175b", 300e9, 1024, 140, 34),
+                                                 ("megatron-1t", 450e9, 3072, 163, 84)):
+        arch = sizing.PRESETS[preset]
+        flops = sizing.executed_flops(arch, 2048, int(tokens), "full")
+        out.append({"quantity": f"{preset} training days on {gpus:,} A100s at the paper's {measured} TFLOP/s",
+                    "published": days, "trainstack": round(_hours(flops, gpus, measured) / 24, 1), "unit": "days",
+                    "tolerance": 0.05, "source": PTDP})
+        out.append({"quantity": f"{preset} training days on {gpus:,} A100s at trainstack's MFU {mfu:g}",
+                    "published": days, "trainstack": round(_hours(flops, gpus, peak * mfu) / 24, 1), "unit": "days",
+                    "tolerance": 0.40, "source": PTDP})
+    gpt3 = sizing.flops_per_token(sizing.PRESETS["gpt3-175b"], 2048).total * 300e9
+    out.append({"quantity": "GPT-3 175B training FLOPs (300B tokens, attention and logits counted)",
+                "published": 3.14e23, "trainstack": float(f"{gpt3:.4g}"), "unit": "FLOPs", "tolerance": 0.05,
+                "source": GPT3})
+    bloom = sizing.checkpoint_size_bytes(176_247_271_424, "adamw", "bf16")
+    out.append({"quantity": "BLOOM 176B checkpoint with optimizer states (14 B/param)", "published": 2.3,
+                "trainstack": round(bloom / 1e12, 2), "unit": "TB", "tolerance": 0.10, "source": BLOOM})
+    return out

@@ -1,0 +1,192 @@
+"""The Schedule part: where checkpoints are written (the fastest tier the plan has), how often the cluster is
+interrupted, and the run's hours for a candidate layout: compute, pipeline bubble, checkpoint writes, expected
+rework and restores, summed into wall-clock hours (:func:`generator.sizing.schedule`).
+
+The ranking (:mod:`generator.plan.compute`), the deadline (:mod:`generator.plan.layout`), the checkpoint interval
+(:mod:`generator.plan.checkpoints`) and the cost all use the same :func:`fit_schedule`, so the plan's numbers agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from generator import sizing
+from generator.catalog import Catalog, InstanceType, Region
+from generator.plan.model import Schedule
+from generator.plan.spot import spot_split
+from generator.plan.storage import shared_kind, shared_size
+from generator.spec.model import Spec
+
+NODE_MTBF_HOURS = sizing.DEFAULT_NODE_MTBF_HOURS  # the assumption of generator/sizing/checkpoint.py
+# Checkpoints go to the shared file system only when it holds two of them beside the dataset (the one being written
+# and the last complete one); otherwise straight to OSS.
+CHECKPOINTS_ON_SHARED_FS = 2
+TIER_NAMES = {"cpfs": "CPFS", "extreme-nas": "Extreme NAS"}
+
+
+@dataclass(frozen=True, slots=True)
+class TierChoice:
+    tier: sizing.Tier
+    kind: str  # "cpfs", "extreme-nas" or "oss": where the job writes checkpoints
+    why: str
+
+
+def checkpoint_size(spec: Spec, arch: sizing.Architecture, lora_rank: int | None) -> int:
+    lora = sizing.lora_trainable_parameters(arch, lora_rank) if lora_rank is not None else None
+    return sizing.checkpoint_size_bytes(arch.parameters, spec.model.optimizer, spec.model.precision, lora)
+
+
+def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceType, nodes: int,
+                    size_bytes: int) -> TierChoice:
+    """The tier checkpoints are written to and restored from, at the rate the whole job reaches it (Gbit/s).
+
+    With a shared file system (CPFS or Extreme NAS) that holds two checkpoints beside the dataset, the job writes
+    there at the file system's throughput and a background copy (ossutil, the node's RAM role) keeps the OSS bucket
+    as the durable copy; otherwise it writes to OSS at the region's per-account limit [DOC-OSS-LIM]. Either way the
+    nodes' own network bandwidth bounds it."""
+    nic = nodes * t.network_gbps  # 0: not stated (Lingjun types)
+    bound = (lambda gbps: min(gbps, nic) if nic > 0 else gbps)
+    oss = sizing.Tier("OSS", bound(region.oss_upload_gbps), bound(region.oss_download_gbps))
+    if spec.compute.platform == "pai-dlc":
+        return TierChoice(oss, "oss", "PAI-DLC workers write to the checkpoint dataset (the bucket, mounted) and "
+                                      "trainstack runs no copy process in DLC containers: written to OSS at the "
+                                      f"{region.id} upload limit of {region.oss_upload_gbps:g} Gbit/s per account "
+                                      "[DOC-OSS-LIM]")
+    kind = shared_kind(spec, region, nodes)
+    if kind == "none":
+        return TierChoice(oss, "oss", f"no shared file system: written to OSS at the {region.id} upload limit of "
+                                      f"{region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
+    cap, _, mbps, source = shared_size(spec, catalog, kind, nodes)
+    free = cap * 2**30 - (spec.storage.dataset.size if spec.storage.dataset else 0)
+    name = TIER_NAMES[kind]
+    if mbps <= 0 or free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
+        return TierChoice(oss, "oss", (f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
+                                       "checkpoints beside the dataset" if mbps > 0 else
+                                       f"the catalog states no throughput for {name}") + ": written to OSS at the {region.id} upload limit "
+                                      f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
+    gbps = mbps * 8 / 1000
+    source = (f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "
+              "rate is stated: an assumption)" if kind == "cpfs" else f"[{source}]")
+    return TierChoice(sizing.Tier(name, bound(gbps), bound(gbps)), kind,
+                      f"written to the {name} file system at its {mbps:,} MB/s {source} and copied to OSS in the "
+                      f"background (ossutil with the nodes' RAM role), which stays the durable copy; OSS alone would "
+                      f"take {region.oss_upload_gbps:g} Gbit/s [DOC-OSS-LIM]")
+
+
+def interruptions_per_hour(spec: Spec, nodes: int) -> float:
+    """Node failures (NODE_MTBF_HOURS per node, an assumption) plus spot reclaims (spot.interruptions_per_node_day
+    per spot node, an assumption); any one stops the synchronous job."""
+    _, spot_nodes = spot_split(spec, nodes)
+    return nodes / NODE_MTBF_HOURS + (spot_nodes * spec.spot.interruptions_per_node_day / 24 if spot_nodes else 0.0)
+
+
+def batch_sequences(spec: Spec) -> int | None:
+    g = spec.model.global_batch_tokens
+    return None if g is None else max(1, g // spec.model.sequence_length)
+
+
+def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
+    """Whether the nodes reach each other over RDMA, as :func:`generator.plan.network.fabric` decides."""
+    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/plan/dlc.py)
+        return False
+    return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
+
+
+def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
+                 nodes: int, tp: int, pp: int) -> sizing.Schedule | None:
+    """The schedule of ``nodes`` nodes of ``t`` with tensor degree ``tp`` and pipeline degree ``pp``; None without
+    ``model.tokens``."""
+    m = spec.model
+    if not m.tokens:
+        return None
+    region = catalog.region(spec.region)
+    gpu = catalog.gpu(t.gpu)
+    assert region is not None and gpu is not None
+    gpus = nodes * t.gpus
+    dp = max(1, gpus // (tp * pp))
+    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma_between_nodes(spec, t))
+    micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
+    executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
+    k = spec.checkpoints
+    size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
+    tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
+    interval = k.interval if k.enabled and isinstance(k.interval, int) else None
+    if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
+        interval = None
+    return sizing.schedule(executed, gpus, gpu.bf16_tflops, mfu, pp, micro, size, tier,
+                           interruptions_per_hour(spec, nodes), interval)
+
+
+def meets_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                   t: InstanceType, nodes: int, tp: int, pp: int) -> bool:
+    """Whether ``nodes`` nodes finish within ``budget.max_days`` with every overhead counted (always without one)."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return True
+    s = fit_schedule(spec, catalog, arch, lora_rank, t, nodes, tp, pp)
+    return s is None or s.wall_hours <= spec.budget.max_days * 24
+
+
+def plan_schedule(s: sizing.Schedule | None) -> Schedule | None:
+    """The plan's Schedule (hours rounded for plan.json) from the chosen fit's."""
+    if s is None:
+        return None
+    return Schedule(compute_hours=round(s.compute_hours, 2), pipeline_bubble_hours=round(s.pipeline_bubble_hours, 2),
+                    checkpoint_write_hours=round(s.checkpoint_write_hours, 2),
+                    expected_rework_hours=round(s.expected_rework_hours, 2), restore_hours=round(s.restore_hours, 2),
+                    wall_hours=round(s.wall_hours, 2), mfu=round(s.mfu, 4), microbatches=s.microbatches,
+                    interruptions=round(s.interruptions, 2), notes=s.notes)
+
+
+def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                   t: InstanceType, tp: int, pp: int, upto: int = 1 << 20) -> int | None:
+    """The fewest nodes (a multiple the layout can split) that meet ``budget.max_days`` with every overhead
+    counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often).
+
+    Doubling then bisection: wall time falls with the node count until interruptions dominate."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return 1
+    step = tp * pp // math.gcd(tp * pp, t.gpus)
+
+    def ok(n: int) -> bool:
+        return meets_deadline(spec, catalog, arch, lora_rank, t, n * step, tp, pp)
+
+    hi = 1
+    while not ok(hi):
+        if hi * step >= upto:
+            return None
+        hi *= 2
+    lo = hi // 2 + 1 if hi > 1 else 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi * step
+
+
+def first_meeting(options: list[int], start: int, ok: Callable[[int], bool]) -> int | None:
+    """The index of the first of ``options[start:]`` for which ``ok`` holds, or None: galloping then bisection,
+    since wall time falls with the node count; the option before the one returned (from ``start``) fails ``ok``."""
+    if start >= len(options):
+        return None
+    if ok(options[start]):
+        return start
+    fail, step = start, 1
+    while True:
+        probe = min(fail + step, len(options) - 1)
+        if ok(options[probe]):
+            break
+        if probe == len(options) - 1:
+            return None
+        fail, step = probe, step * 2
+    lo, hi = fail + 1, probe
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(options[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi

@@ -1,0 +1,183 @@
+"""The run's schedule: model FLOPs with attention and logits, the expected MFU of a layout, the pipeline bubble,
+checkpoint writes, the expected rework after interruptions and the restores, summed into wall-clock hours.
+
+[PaLM], [PTD-P], [Young], [Daly] and [Llama3] are listed in :mod:`generator.sizing`; the layout factors of
+:func:`layout_mfu` are labelled assumptions with their sources in docs/sizing.md (section 7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from generator.sizing.architecture import Architecture
+from generator.sizing.checkpoint import young_daly_interval
+from generator.sizing.common import SizingError, _positive_int, _positive_number
+
+# Layout factors on the GPU's rated MFU (assumptions; docs/sizing.md section 7 has the sources).
+# Tensor parallelism exchanges activations twice per layer in forward and backward; over PCIe (no NVLink; an A100's
+# NVLink gives 600 GB/s, PCIe Gen4 x16 64 GB/s, NVIDIA A100 datasheet) that traffic is ~10x slower.
+TP_OVER_PCIE_FACTOR = 0.7
+# Tensor parallelism across nodes: [PTD-P] Sec. 5.4.1, Fig. 13 and Takeaway #1 ("tensor model parallelism should
+# generally be used up to degree g when using g-GPU servers"): throughput drops steeply once tp leaves the server.
+TP_ACROSS_NODES_FACTOR = 0.5
+# Data-parallel gradient exchange over TCP instead of RDMA between nodes: NCCL's socket transport reaches a
+# fraction of the NIC's line rate and costs host CPU (NCCL docs, NCCL_NET / socket transport); assumption.
+TCP_FACTOR = 0.7
+# Micro-batches per step per pipeline when the spec gives no global batch: an assumption (PTD-P recommends m >> p).
+DEFAULT_MICROBATCHES_PER_STAGE = 4
+# Fixed time to relaunch the job after an interruption (rendezvous, NCCL init, data-loader warm-up), on top of the
+# checkpoint read: an engineering assumption.
+RELAUNCH_HOURS = 5 / 60
+NEVER_HOURS = 1e9  # the wall time of a run that interruptions never let finish
+
+
+@dataclass(frozen=True, slots=True)
+class FlopsPerToken:
+    """Model FLOPs per trained token (forward + backward), split into its terms ([PaLM] App. B; [PTD-P] Sec. 5.1)."""
+
+    dense: float      # 6 x non-embedding parameters
+    attention: float  # 12 x L x h x s (QK^T and AV, forward 4Lhs, backward 8Lhs)
+    logits: float     # 6 x V x h (the output projection; an input-embedding lookup does no multiply)
+
+    @property
+    def total(self) -> float:
+        return self.dense + self.attention + self.logits
+
+
+def flops_per_token(arch: Architecture, seq_len: int) -> FlopsPerToken:
+    """6·N_nonembedding + 12·L·h·s + 6·V·h: [PaLM] App. B's model FLOPs with the vocabulary projection counted
+    apart ([PTD-P] Sec. 5.1: 72·B·s·L·h²·(1 + s/6h + V/12hL) per step without recompute is the same sum)."""
+    _positive_int("seq_len", seq_len)
+    embedding = arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2)
+    nonembedding = max(0, arch.parameters - embedding)
+    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.hidden * seq_len,
+                         6.0 * arch.vocab * arch.hidden)
+
+
+def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str) -> float:
+    """FLOPs the GPUs execute: model FLOPs, plus one extra forward with full recompute (x 8/6), or the attention
+    core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute."""
+    _positive_int("tokens", tokens)
+    f = flops_per_token(arch, seq_len)
+    if recompute == "full":
+        return f.total * tokens * 8 / 6
+    if recompute == "selective":
+        return (f.total + f.attention / 3) * tokens
+    if recompute == "none":
+        return f.total * tokens
+    raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, full.")
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutMfu:
+    mfu: float
+    factors: tuple[tuple[str, float], ...]  # (why, factor) applied to the GPU's rated MFU
+
+
+def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool) -> LayoutMfu:
+    """The expected MFU of a layout: the GPU's rated MFU times a factor for tensor parallelism over PCIe, tensor
+    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants)."""
+    _positive_number("rated_mfu", rated_mfu)
+    factors: list[tuple[str, float]] = []
+    if tp > gpus_per_node:
+        factors.append((f"tensor parallel {tp} spans nodes of {gpus_per_node} GPUs", TP_ACROSS_NODES_FACTOR))
+    elif tp > 1 and interconnect == "pcie":
+        factors.append((f"tensor parallel {tp} over PCIe (no NVLink)", TP_OVER_PCIE_FACTOR))
+    if nodes > 1 and not rdma:
+        factors.append((f"{nodes} nodes exchange gradients over TCP, not RDMA", TCP_FACTOR))
+    return LayoutMfu(rated_mfu * math.prod(f for _, f in factors), tuple(factors))
+
+
+def microbatches(global_batch_sequences: int | None, dp: int, micro_batch: int, pp: int) -> int:
+    """Micro-batches per step per pipeline, m = global batch / (dp x micro-batch); without a global batch,
+    DEFAULT_MICROBATCHES_PER_STAGE x pp (an assumption)."""
+    if global_batch_sequences is None:
+        return DEFAULT_MICROBATCHES_PER_STAGE * pp
+    return max(1, global_batch_sequences // max(1, dp * micro_batch))
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """Where checkpoints are written and read back, at what aggregate rates (Gbit/s)."""
+
+    name: str
+    write_gbps: float
+    read_gbps: float
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A run's hours: compute, the pipeline bubble, blocking checkpoint writes, the work lost to interruptions and
+    the restores after them, summed into wall-clock hours. ``wall_hours`` is infinite when interruptions come
+    faster than the run can make progress (NEVER_HOURS)."""
+
+    compute_hours: float
+    pipeline_bubble_hours: float
+    checkpoint_write_hours: float
+    expected_rework_hours: float
+    restore_hours: float
+    wall_hours: float
+    mfu: float
+    microbatches: int
+    bubble_fraction: float
+    interruptions: float
+    interval_hours: float
+    write_seconds: float
+    restore_seconds: float
+    notes: tuple[str, ...]
+
+
+def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
+             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None) -> Schedule:
+    """The schedule of a run of ``executed`` FLOPs on ``gpus`` GPUs.
+
+    * compute = executed / (gpus x peak x mfu); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
+      the pipelined time ([PTD-P] Sec. 2.2.1);
+    * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
+    * each interruption loses tau/2 of work on average and a restore R = size / tier read rate + a relaunch;
+    * interruptions arrive at rate lambda over the whole wall time, so
+      wall = (compute + bubble + writes) / (1 - lambda (tau/2 + R)) (first order, as [Daly]).
+
+    ``interval_seconds`` None: tau is Young/Daly sqrt(2 C M) from the tier's write time.
+    """
+    _positive_number("executed", executed)
+    _positive_int("gpus", gpus)
+    _positive_number("peak_tflops", peak_tflops)
+    _positive_int("pp", pp)
+    _positive_int("m", m)
+    if interruptions_per_hour < 0:
+        raise SizingError(f"interruptions_per_hour must be >= 0, got {interruptions_per_hour!r}.")
+    compute = executed / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
+    bubble_fraction = (pp - 1) / (m + pp - 1)
+    bubble = compute * (pp - 1) / m
+    write_s = size_bytes / (tier.write_gbps * 1e9 / 8) if size_bytes else 0.0
+    restore_s = size_bytes / (tier.read_gbps * 1e9 / 8) if size_bytes else 0.0
+    mtbf_h = 1.0 / interruptions_per_hour if interruptions_per_hour > 0 else math.inf
+    if interval_seconds is None:
+        interval_seconds = (young_daly_interval(write_s, mtbf_h * 3600.0)
+                            if write_s > 0 and math.isfinite(mtbf_h) else max(write_s, 3600.0))
+    tau_h = interval_seconds / 3600.0
+    progress = compute + bubble
+    writes = progress / tau_h * write_s / 3600.0 if size_bytes else 0.0
+    per_interrupt = tau_h / 2 + restore_s / 3600.0 + RELAUNCH_HOURS
+    lost = interruptions_per_hour * per_interrupt
+    base = progress + writes
+    # interruptions faster than progress: the run never ends; cap the wall time so plans stay comparable
+    wall = base / (1.0 - lost) if lost < 1.0 - base / NEVER_HOURS else NEVER_HOURS
+    interrupts = interruptions_per_hour * wall
+    rework = interrupts * tau_h / 2
+    restore = interrupts * (restore_s / 3600.0 + RELAUNCH_HOURS)
+    notes = (
+        f"compute = {executed:.3g} FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
+        f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
+        f"pipeline bubble = (pp-1)/m = {pp - 1}/{m} of compute ({bubble_fraction:.1%} of pipelined time) = "
+        f"{bubble:,.1f} h",
+        f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
+        f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h",
+        f"interruptions = {interruptions_per_hour:.4g}/h x wall; each loses tau/2 = {tau_h / 2:,.2f} h and a restore "
+        f"of {restore_s:,.0f} s from {tier.name} ({tier.read_gbps:g} Gbit/s) + {RELAUNCH_HOURS * 60:.0f} min relaunch",
+        f"wall = (compute + bubble + writes) / (1 - rate x (tau/2 + restore)) = {wall:,.1f} h",
+    )
+    return Schedule(compute, bubble, writes, rework, restore, wall, mfu.mfu, m, bubble_fraction, interrupts,
+                    tau_h, write_s, restore_s, notes)

@@ -1,0 +1,87 @@
+"""The schedule (generator/sizing/schedule.py, generator/plan/schedule.py): FLOPs with attention and logits,
+layout MFU, the pipeline bubble, checkpoint writes, rework and restores, the fastest checkpoint tier, and the plan's
+``schedule``, deadline warning and launch environment."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator import sizing
+from generator.catalog import load_catalog
+from generator.plan.pipeline import load, plan_located
+from generator.plan.planner import make_plan
+from generator.render.files import launch_env, render
+from generator.sizing.schedule import NEVER_HOURS, TCP_FACTOR, TP_ACROSS_NODES_FACTOR, TP_OVER_PCIE_FACTOR
+
+CATALOG = load_catalog()
+TIER = sizing.Tier("OSS", 10.0, 10.0)
+
+
+def test_attention_is_16_to_27_percent_of_an_8b_model_at_8k_context() -> None:
+    f = sizing.flops_per_token(sizing.PRESETS["llama-3-8b"], 8192)
+    assert 0.16 <= f.attention / f.total <= 0.27
+    g = sizing.flops_per_token(sizing.PRESETS["gpt3-175b"], 2048)  # tied embeddings: 6N + attention
+    assert g.dense + g.logits == pytest.approx(6 * 175e9, rel=1e-9)
+
+
+def test_the_pipeline_bubble_follows_pp_and_the_micro_batches() -> None:
+    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 16, True)
+    flat = sizing.schedule(1e23, 1024, 312, mfu, 1, 8, 0, TIER, 0.0)
+    deep = sizing.schedule(1e23, 1024, 312, mfu, 16, 8, 0, TIER, 0.0)
+    assert flat.pipeline_bubble_hours == 0 and deep.pipeline_bubble_hours == pytest.approx(flat.compute_hours * 15 / 8)
+    assert deep.bubble_fraction == pytest.approx(15 / 23) and deep.wall_hours > flat.wall_hours
+    assert sizing.microbatches(4096, 16, 1, 16) == 256 and sizing.microbatches(None, 4, 1, 4) == 16
+
+
+def test_pcie_tensor_parallelism_tp_across_nodes_and_tcp_lower_the_mfu() -> None:
+    assert sizing.layout_mfu(0.3, 1, 8, "pcie", 1, True).mfu == 0.3
+    assert sizing.layout_mfu(0.3, 8, 8, "pcie", 1, True).mfu == pytest.approx(0.3 * TP_OVER_PCIE_FACTOR)
+    assert sizing.layout_mfu(0.4, 16, 8, "nvlink", 2, True).mfu == pytest.approx(0.4 * TP_ACROSS_NODES_FACTOR)
+    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 2, False).mfu == pytest.approx(0.4 * TCP_FACTOR)
+    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 1, False).mfu == 0.4  # one node: no network between nodes
+
+
+def test_checkpoint_writes_rework_and_restores_add_up_to_the_wall_time() -> None:
+    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 256, True)
+    s = sizing.schedule(1e24, 2048, 312, mfu, 1, 8, 14 * 10**12, TIER, 256 / 2000)
+    assert s.write_seconds == pytest.approx(14e12 / (10e9 / 8)) and s.restore_seconds == s.write_seconds
+    assert s.checkpoint_write_hours == pytest.approx(s.compute_hours / s.interval_hours * s.write_seconds / 3600)
+    total = s.compute_hours + s.pipeline_bubble_hours + s.checkpoint_write_hours + s.expected_rework_hours \
+        + s.restore_hours
+    assert s.wall_hours == pytest.approx(total)
+    never = sizing.schedule(1e24, 2048, 312, mfu, 1, 8, 14 * 10**12, TIER, 10.0)  # interruptions outpace progress
+    assert never.wall_hours == NEVER_HOURS
+
+
+def test_foundation_1t_writes_checkpoints_to_cpfs_and_counts_every_overhead() -> None:
+    plan = plan_located(load("examples/foundation-1t.yaml"))
+    k, s = plan.checkpoints, plan.schedule
+    assert s is not None and k.tier == "cpfs" and k.directory == "/mnt/shared/checkpoints/"
+    assert k.write_seconds < 15 * 60 and k.restore_seconds < 15 * 60  # 12.8 TiB at CPFS's 32 GB/s, not OSS's 10 Gbit/s
+    assert s.wall_hours == pytest.approx(s.compute_hours + s.pipeline_bubble_hours + s.checkpoint_write_hours
+                                         + s.expected_rework_hours + s.restore_hours, abs=0.05)
+    assert s.wall_hours <= 90 * 24 and plan.cost.run_total == pytest.approx(
+        plan.cost.total_per_hour * s.wall_hours, rel=1e-3)
+    data = json.loads(plan.to_json())["schedule"]
+    assert {"compute_hours", "pipeline_bubble_hours", "checkpoint_write_hours", "expected_rework_hours",
+            "restore_hours", "wall_hours"} <= set(data)
+    env = dict(launch_env(plan))
+    assert env["TRAINSTACK_CHECKPOINT_DIR"] == "/mnt/shared/checkpoints/"
+    assert env["TRAINSTACK_CHECKPOINT_OSS"] == f"oss://{k.bucket}/{k.prefix}"
+    files = render(plan)
+    assert "ossutil sync" in files["node-init.sh"] and "--mode EcsRamRole" in files["node-init.sh"]
+    assert len(files["node-init.sh"].encode()) <= 16 * 1024  # the ECS user data limit
+
+
+def test_foundation_1t_on_oss_alone_misses_the_deadline_and_says_so() -> None:
+    spec = load("examples/foundation-1t.yaml").spec
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data["storage"] = {"shared": "none"}
+    data["compute"]["nodes"] = 256
+    data["compute"].pop("max_nodes", None)
+    plan = make_plan(type(spec).model_validate(data), CATALOG)
+    assert plan.checkpoints.tier == "oss" and plan.checkpoints.restore_seconds > 1800
+    assert plan.schedule is not None and plan.schedule.wall_hours > 90 * 24
+    assert any(w.startswith("the run misses its deadline") and "checkpoint writes" in w for w in plan.warnings)
