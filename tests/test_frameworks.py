@@ -141,7 +141,7 @@ def test_13b_plan_leaves_the_79_5_gib_edge() -> None:
                   recompute="selective")
     assert edge.total > 100 * GiB
     p = plan(doc)
-    assert p.compute.nodes == 128 and p.compute.tp > 1
+    assert p.compute.nodes >= 128 and p.compute.tp > 1  # the deadline sets the count; the layout leaves the edge
     assert p.sizing.total <= 0.9 * (p.sizing.gpu_memory - p.sizing.min_headroom)
     # even the paper's accounting with no headroom no longer picks the edge: the tie-break prefers room
     paper = plan({**doc, "parallelism": {"framework": "zero-paper", "memory_headroom": 0}})

@@ -14,7 +14,7 @@ from test_planner_properties import CATALOG, SETTINGS, spec_dicts, valid_spec
 from generator import sizing
 from generator.plan.compute import choose
 from generator.plan.fit import PlanningError
-from generator.plan.layout import _setup
+from generator.plan.layout import _setup, usable_bytes
 from generator.plan.pipeline import load
 from generator.plan.reasons import nodes_reason
 from generator.plan.schedule import batch_sequences, meets_deadline
@@ -37,7 +37,8 @@ def _check(spec: Spec) -> str | None:
     def fits(k: int) -> bool:
         try:
             dp = k * t.gpus // (fit.tp * fit.pp)
-            return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora)).total <= t.gpu_memory_gib * 2**30
+            usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))  # less the headroom, as the planner
+            return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora)).total <= usable
         except sizing.SizingError:
             return False
 
