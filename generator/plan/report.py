@@ -60,6 +60,10 @@ def plan_text(plan: Plan) -> str:
         f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
                                                 f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
                                                 if plan.storage.kind != "none" else ""),
+        *([f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
+           f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), fetched "
+           + ("once" if plan.weights.fetches == 1 else f"{plan.weights.fetches} times (once per node)")]
+          if plan.weights else []),
         "  checkpoints  " + (f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
                               f"{human_seconds(plan.checkpoints.interval_seconds)} "
                               f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),

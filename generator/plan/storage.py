@@ -32,7 +32,9 @@ def shared_storage_needed(spec: Spec, nodes: int) -> bool:
 
 
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
-                 decisions: list[Decision], warnings: list[str]) -> Storage:
+                 decisions: list[Decision], warnings: list[str], weights_bytes: int = 0) -> Storage:
+    """``weights_bytes``: the estimated size of the base weights (:mod:`generator.plan.weights`), which land on the
+    shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
     ds = s.dataset
     kind = s.shared
@@ -44,7 +46,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
                "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
                "[DOC-BMCPFS]" if kind == "auto" else "as the spec asks")
-        _check_resolved_storage(spec, "none")
+        _check_resolved_storage(spec, "none", weights_bytes)
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if kind == "auto":
@@ -56,13 +58,14 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
             kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
                                        "cheaper Extreme NAS serves"
         else:
-            kind, why = "none", "one node and no dataset: the node's own disks suffice"
+            kind, why = "none", "one node and no dataset: the node's own disks suffice" + (
+                " (the base weights too)" if weights_bytes else "")
         if kind == "cpfs" and not region.cpfs:
             kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
             warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
     else:
         why = "as the spec asks"
-    _check_resolved_storage(spec, kind)
+    _check_resolved_storage(spec, kind, weights_bytes)
     if kind == "none":
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
@@ -76,8 +79,10 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
             cap = int(s.capacity / 2**30)
             how = "as the spec asks"
         else:
-            cap = limits.cpfs_capacity_for_dataset(ds.size if ds else None)  # within the maximum: checked above
-            how = f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
+            # within the maximum: checked above
+            cap = limits.cpfs_capacity_for_dataset(((ds.size if ds else 0) + weights_bytes) or None)
+            how = (f"{'(dataset + base weights)' if weights_bytes else 'dataset'} x1.3 for checkpoints staging and "
+                   f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
         # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
         storage_type = s.storage_class if s.storage_class != "auto" else (
@@ -105,14 +110,17 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
-    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(100, 1024)
+    cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(
+        1024, math.ceil(weights_bytes / 2**30 * limits.DATASET_HEADROOM))  # room for the base weights, x1.3
+    if weights_bytes and not isinstance(s.capacity, int):
+        why += f"; {cap} GiB holds the base weights (about {human_bytes(weights_bytes)}) with 30% to spare"
     storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
     throughput = _extreme_throughput(cap)
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB", f"{why} [DOC-NAS-EXT]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
 
 
-def _check_resolved_storage(spec: Spec, kind: str) -> None:
+def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> None:
     """The capacity and class rules of the file system actually chosen (``shared: auto`` resolves here).
 
     A capacity the plan derives (``capacity: auto``) obeys the same rule as one the spec gives; when it breaks it,
@@ -140,6 +148,14 @@ def _check_resolved_storage(spec: Spec, kind: str) -> None:
         wrong = limits.dataset_capacity_problem(s.dataset.size)
         if wrong:
             problems.append(Problem(("storage", "dataset", "size"), *wrong))
+    if weights_bytes and isinstance(s.capacity, int) and kind in ("cpfs", "extreme-nas") and not problems:
+        need = weights_bytes + (s.dataset.size if s.dataset is not None and kind == "cpfs" else 0)
+        if need > s.capacity:
+            fix = limits.accepted_capacity(kind, need * limits.DATASET_HEADROOM / 2**30)
+            problems.append(Problem(("storage", "capacity"), f"the base weights (about {human_bytes(weights_bytes)}, "
+                                    "an estimate)" + (" and the dataset" if need > weights_bytes else "")
+                                    + f" do not fit in a capacity of {s.capacity / 2**30:.10g} GiB",
+                                    f"use {fix}GiB, or capacity: auto"))
     if kind == "cpfs" and s.storage_class in ("standard", "advance"):
         problems.append(Problem(("storage", "storage_class"), f"the plan uses CPFS, which takes advance_100 or "
                                 f"advance_200, not {s.storage_class}"))
