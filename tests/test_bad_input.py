@@ -107,6 +107,14 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "mount_path_root": ("storage.mount_path", "root directory", "/mnt/shared"),
     "waiver_reason_too_long": ("waivers[0].reason", "at most 500", "a sentence or two"),
     "global_batch_below_sequence": ("model.global_batch_tokens", "less than one sequence", "use at least 4096"),
+    # base weights (issue #16)
+    "weights_bad_scheme": ("model.weights", "'hf://'", "modelscope://ORG/NAME[@REVISION] or oss://BUCKET/PREFIX/"),
+    "weights_missing_name": ("model.weights", "names no model", "modelscope://Qwen/Qwen2.5-7B-Instruct"),
+    "weights_bad_revision": ("model.weights", "the revision '--local_dir=/etc'", "@master"),
+    "weights_shell_injection": ("model.weights", "contains ';'", "shell or YAML characters are refused"),
+    "weights_bad_bucket": ("model.weights", "'My_Models' is not an OSS bucket name", "bucket-naming-conventions"),
+    "weights_shared_none_multinode": ("storage.shared", "on 4 nodes needs a shared file system",
+                                      "storage.shared: auto"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))
