@@ -259,9 +259,9 @@ def _env(tmp_path: Path, dest: Path, **extra: str) -> dict[str, str]:
             "TRAINSTACK_ETC": str(tmp_path / "etc"), **extra}
 
 
-def _two_nodes(script: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess]:
+def _two_nodes(script: Path, env: dict[str, str], nodes: int = 2) -> list[subprocess.CompletedProcess]:
     procs = [subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
+                              text=True) for _ in range(nodes)]
     out = []
     for p in procs:
         stdout, stderr = p.communicate(timeout=60)
@@ -305,6 +305,15 @@ def test_two_nodes_copy_oss_weights_once_with_the_role_credentials(tmp_path: Pat
            "accessKeySecret=sec\nstsToken=sts-tok\n" in log
     assert (dest / "model.safetensors").exists() and (dest / ".trainstack-weights-complete").exists()
     assert "sts-tok" not in "".join(r.stderr + r.stdout for r in runs)  # no secret in the logs
+
+
+def test_many_nodes_racing_download_once(tmp_path: Path) -> None:
+    """A node that loses the race just as the winner finishes re-checks the marker after taking the lock."""
+    script = _script(tmp_path, "modelscope://Qwen/Qwen2-72B@v1.0")
+    dest = tmp_path / "shared" / "w"
+    runs = _two_nodes(script, _env(tmp_path, dest, TRAINSTACK_WEIGHTS_POLL="0.05"), nodes=6)
+    assert [r.returncode for r in runs] == [0] * 6, [r.stderr for r in runs]
+    assert (tmp_path / "calls.log").read_text() == "Qwen/Qwen2-72B@v1.0\n"
 
 
 def test_a_failed_download_releases_the_lock_and_the_next_run_retries(tmp_path: Path) -> None:
