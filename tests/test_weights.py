@@ -343,3 +343,33 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
     took = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
     assert took.returncode == 0, took.stderr
     assert "no heartbeat" in took.stderr and (dest / "config.json").exists() and not lock.exists()
+
+
+def test_every_character_an_oss_folder_may_have_reaches_ossutil_unchanged(tmp_path: Path) -> None:
+    script = _script(tmp_path, "oss://my-models/v1=a+b/x_y.z-w/")
+    dest = tmp_path / "shared" / "w"
+    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "src=oss://my-models/v1=a+b/x_y.z-w/\n" in (tmp_path / "calls.log").read_text()
+
+
+def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: Path) -> None:
+    plan = api.plan(_spec(tmp_path, f"""
+        name: lj-w
+        region: cn-wulanchabu
+        model: {{preset: llama-2-70b, tokens: 20B, weights: "oss://my-models/llama-2-70b/"}}
+        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 2}}
+        """))
+    script = tmp_path / "trainstack-weights"
+    script.write_text(render_files.weights_script(plan))
+    dest = tmp_path / "local" / "w"
+    missing = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                             env=_env(tmp_path, dest, TRAINSTACK_WEIGHTS_RETRY_PAUSE="0"))
+    assert missing.returncode == 1 and "no " + str(tmp_path / "etc") + "/oss-credentials" in missing.stderr
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "oss-credentials").write_text("OSS_ACCESS_KEY_ID=LTAIid\nOSS_ACCESS_KEY_SECRET=ak-secret\n")
+    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    log = (tmp_path / "calls.log").read_text()
+    assert "accessKeyID=LTAIid\naccessKeySecret=ak-secret\nsrc=" in log and "stsToken" not in log
+    assert "ak-secret" not in ok.stderr

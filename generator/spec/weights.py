@@ -17,10 +17,10 @@ MAX_WEIGHTS_CHARS = 512
 DEFAULT_REVISION = "master"  # ModelScope's default branch (snapshot_download's revision default)
 _PART = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9_])?"  # an organisation, model name or revision
 _BUCKET = r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]"
-_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.=+@-]{0,254}"
+_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,254}"
 # The JSON Schema pattern (editors); the validator below says precisely what is wrong.
 WEIGHTS_RE = (r"^(modelscope://[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9][A-Za-z0-9_.-]*)?"
-              r"|oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9]/[A-Za-z0-9_][A-Za-z0-9_.=+@/-]*)$")
+              r"|oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9]/[A-Za-z0-9_][A-Za-z0-9_.=+/-]*)$")
 SCHEMES = "modelscope://ORG/NAME[@REVISION] or oss://BUCKET/PREFIX/"
 EXAMPLES = "e.g. modelscope://Qwen/Qwen2.5-7B-Instruct@master or oss://my-models/llama-2-7b/"
 
