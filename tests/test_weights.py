@@ -337,12 +337,16 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
     waited = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_WEIGHTS_TIMEOUT="1"),
                             capture_output=True, text=True, timeout=60)
     assert waited.returncode == 1 and "gave up after" in waited.stderr and "node-7 pid 1" in waited.stderr
+    dead = Path(f"{dest}.partial.node-7.1")  # what the dead node had downloaded
+    dead.mkdir()
+    (dead / "half.safetensors").write_text("half")
     old = lock / "owner"
     os.utime(old, (1, 1))
     os.utime(lock, (1, 1))
     took = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
     assert took.returncode == 0, took.stderr
     assert "no heartbeat" in took.stderr and (dest / "config.json").exists() and not lock.exists()
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["w"]  # the dead node's partial folder is gone
 
 
 def test_every_character_an_oss_folder_may_have_reaches_ossutil_unchanged(tmp_path: Path) -> None:
