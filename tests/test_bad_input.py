@@ -116,6 +116,14 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "memory_headroom_too_large": ("parallelism.memory_headroom", "not a share", "0.05"),
     "pipeline_cannot_split": ("parallelism.pipeline", "pipeline parallelism 30", "first and last", "pipeline: auto"),
     "pipeline_too_deep": ("parallelism.pipeline", "pipeline parallelism 40", "at most 32"),
+    # base weights (issue #16)
+    "weights_bad_scheme": ("model.weights", "'hf://'", "modelscope://ORG/NAME[@REVISION] or oss://BUCKET/PREFIX/"),
+    "weights_missing_name": ("model.weights", "names no model", "modelscope://Qwen/Qwen2.5-7B-Instruct"),
+    "weights_bad_revision": ("model.weights", "the revision '--local_dir=/etc'", "@master"),
+    "weights_shell_injection": ("model.weights", "contains ';'", "shell or YAML characters are refused"),
+    "weights_bad_bucket": ("model.weights", "'My_Models' is not an OSS bucket name", "bucket-naming-conventions"),
+    "weights_shared_none_multinode": ("storage.shared", "on 4 nodes needs a shared file system",
+                                      "storage.shared: auto"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))

@@ -188,6 +188,28 @@ class Storage:
 
 
 @dataclass(frozen=True, slots=True)
+class Weights:
+    """The base weights (``model.weights``): where they come from, where they land, how large they are.
+
+    Platform-neutral, so a part that mounts them another way (a PAI-DLC data source) can reuse it: ``source_kind``,
+    ``uri``, ``model_id``/``revision`` (ModelScope) or ``bucket``/``prefix`` (OSS), ``landing_path`` and
+    ``size_bytes`` say what and where; ``shared`` and ``fetches`` how the ECS and Lingjun bootstraps fetch them."""
+
+    source_kind: str  # "modelscope" or "oss"
+    uri: str  # canonical: modelscope://ORG/NAME@REVISION or oss://BUCKET/PREFIX/
+    model_id: str  # ORG/NAME ("" for OSS)
+    revision: str  # ModelScope branch, tag or commit ("" for OSS)
+    bucket: str  # OSS bucket ("" for ModelScope)
+    prefix: str  # OSS folder, ending in '/' ("" for ModelScope)
+    endpoint: str  # the bucket's internal OSS endpoint in the plan's region ("" for ModelScope)
+    landing_path: str  # absolute path on every node
+    shared: bool  # on the shared file system (fetched once for the cluster) or on each node's own disk
+    fetches: int  # how many times the files are downloaded: 1, or once per node without shared storage
+    size_bytes: int  # ESTIMATE: parameters x bytes per parameter of the checkpoint's dtype
+    size_basis: str  # how size_bytes was estimated, in words
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoints:
     enabled: bool
     bucket: str
@@ -393,6 +415,7 @@ class Plan:
     lingjun: Lingjun | None = None
     dlc: Dlc | None = None
     schedule: Schedule | None = None  # None without model.tokens
+    weights: Weights | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = _plain(dataclasses.asdict(self))
@@ -400,6 +423,8 @@ class Plan:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
         if data.get("dlc") is None:
             data.pop("dlc", None)  # ECS and Lingjun plans keep the plan.json they had before PAI-DLC existed
+        if data.get("weights") is None:
+            data.pop("weights", None)  # plans without base weights keep the plan.json they had before
         if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
             data["compute"].pop("paused", None)
         if data["cost"].get("paused") is None:

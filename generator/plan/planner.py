@@ -5,8 +5,9 @@ recorded with a reason (``Plan.decisions``) and the instance types that lost are
 (``Plan.candidates``). When nothing fits, :class:`PlanningError` says what would.
 
 :func:`make_plan` only composes the parts, each of which builds its part of the Plan with its decisions:
-``compute`` (with ``layout``, the fits it chooses from), ``network`` (or ``lingjun``), ``storage``,
-``checkpoints``, ``spot``, ``lingjun`` (or ``dlc``) and ``cost``. The order of the calls is the order of the decisions and
+``compute`` (with ``layout``, the fits it chooses from), ``network`` (or ``lingjun``), ``storage``, ``weights``
+(the base weights, beside storage), ``checkpoints``, ``spot``, ``lingjun`` (or ``dlc``) and ``cost``. The order of the
+calls is the order of the decisions and
 warnings in the plan.
 """
 
@@ -28,6 +29,7 @@ from generator.plan.network import fabric, plan_network, plan_nodes, zone_decisi
 from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
+from generator.plan.weights import estimated_size, plan_weights
 from generator.spec.model import Spec
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
@@ -36,11 +38,13 @@ __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 def spec_digest(spec: Spec) -> str:
     """A short content hash of the spec's meaning (not its formatting).
 
-    ``compute.paused`` counts only when true, so a spec that never pauses keeps the digest it had before the
-    field existed (and its committed plan.json stays byte-identical).
+    ``compute.paused`` counts only when true and ``model.weights`` only when set, so a spec that uses neither keeps
+    the digest it had before the fields existed (and its committed plan.json stays byte-identical).
     """
-    exclude = None if spec.compute.paused else {"compute": {"paused"}}
-    return hashlib.sha256(spec.model_dump_json(exclude=exclude).encode()).hexdigest()[:16]
+    exclude: dict = {} if spec.compute.paused else {"compute": {"paused"}}
+    if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
+        exclude["model"] = {"weights"}
+    return hashlib.sha256(spec.model_dump_json(exclude=exclude or None).encode()).hexdigest()[:16]
 
 
 def make_plan(spec: Spec, catalog: Catalog) -> Plan:
@@ -76,7 +80,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         rdma, eri = fabric(spec, fit, decisions, warnings)
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
-    storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
+    weights_bytes = estimated_size(spec, choice.arch.parameters)
+    storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings, weights_bytes)
+    weights = plan_weights(spec, region, storage, network, fit.nodes, choice.arch.parameters, decisions, warnings)
     checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
     dlc_spot_plan: DlcSpot | None = None
     if dlc:
@@ -104,4 +110,4 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=choice.candidates, warnings=tuple(warnings),
         waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan,
-        dlc=dlc_plan, schedule=plan_schedule(best.schedule))
+        dlc=dlc_plan, schedule=plan_schedule(best.schedule), weights=weights)

@@ -78,6 +78,10 @@ def plan_text(plan: Plan) -> str:
         f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
                                                 f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
                                                 if plan.storage.kind != "none" else ""),
+        *([f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
+           f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), fetched "
+           + ("once" if plan.weights.fetches == 1 else f"{plan.weights.fetches} times (once per node)")]
+          if plan.weights else []),
         "  checkpoints  " + ((f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
                                if plan.checkpoints.directory else "")
                               + f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "

@@ -66,6 +66,11 @@ def _summary(plan: Plan) -> list[str]:
         ["network", md.text(f"RDMA {c.rdma}, VPC {plan.network.vpc_cidr}, egress {plan.network.egress}")],
         ["storage", md.text(plan.storage.kind + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
                                                  if plan.storage.kind != "none" else ""))],
+        *([["base weights", md.code(plan.weights.uri, cell=True) + md.text(" at ")
+            + md.code(plan.weights.landing_path, cell=True)
+            + md.text(f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), fetched "
+                      + ("once" if plan.weights.fetches == 1 else f"once per node ({plan.weights.fetches} times)"))]]
+          if plan.weights else []),
         ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
                                 f"{human_bytes(plan.checkpoints.size_bytes)} each"
                                 + (f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"

@@ -34,7 +34,9 @@ def shared_storage_needed(spec: Spec, nodes: int) -> bool:
 
 
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
-                 decisions: list[Decision], warnings: list[str]) -> Storage:
+                 decisions: list[Decision], warnings: list[str], weights_bytes: int = 0) -> Storage:
+    """``weights_bytes``: the estimated size of the base weights (:mod:`generator.plan.weights`), which land on the
+    shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
     ds = s.dataset
     kind = s.shared
@@ -46,16 +48,18 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
                "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
                "[DOC-BMCPFS]" if kind == "auto" else "as the spec asks")
-        _check_resolved_storage(spec, "none")
+        _check_resolved_storage(spec, "none", weights_bytes)
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if kind == "auto":
         kind, why = auto_kind(spec, region, fit.nodes)
+        if kind == "none" and weights_bytes:
+            why += " (the base weights too)"
         if why.startswith("CPFS is not offered") and ds is not None:
             warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
     else:
         why = "as the spec asks"
-    _check_resolved_storage(spec, kind)
+    _check_resolved_storage(spec, kind, weights_bytes)
     if kind == "none":
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
@@ -65,10 +69,11 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
-        cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes)
+        cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes, weights_bytes)
         per_gib = throughput / cap
         how = ("as the spec asks" if isinstance(s.capacity, int) else
-               f"dataset x1.3 for checkpoints staging and growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
+               f"{'(dataset + base weights)' if weights_bytes else 'dataset'} x1.3 for checkpoints staging and "
+               f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
             enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
             warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
@@ -89,7 +94,9 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                             "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
-    cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes)
+    cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes, weights_bytes)
+    if weights_bytes and not isinstance(s.capacity, int):
+        why += f"; {cap} GiB holds the base weights (about {human_bytes(weights_bytes)}) with 30% to spare"
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                               f"{why}; throughput by capacity [{source}]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")
@@ -123,21 +130,25 @@ def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
     return auto_kind(spec, region, nodes)[0] if spec.storage.shared == "auto" else spec.storage.shared
 
 
-def shared_size(spec: Spec, catalog: Catalog, kind: str, nodes: int) -> tuple[int, str, int, str]:
+def shared_size(spec: Spec, catalog: Catalog, kind: str, nodes: int,
+                weights_bytes: int = 0) -> tuple[int, str, int, str]:
     """Capacity (GiB), storage class, throughput (MB/s) and the throughput's source tags of the shared file system
     of ``kind``: the catalog's ``storage_throughput.csv`` (CPFS per GiB of capacity up to a ceiling
-    [DOC-CPFS-SPEC]; Extreme NAS in steps by capacity [DOC-NAS-EXT]). 0 MB/s when the catalog has no row."""
+    [DOC-CPFS-SPEC]; Extreme NAS in steps by capacity [DOC-NAS-EXT]). 0 MB/s when the catalog has no row.
+    ``weights_bytes``: the base weights (:mod:`generator.plan.weights`) that land there, so the capacity makes
+    room for them (x1.3, like the dataset)."""
     s, ds = spec.storage, spec.storage.dataset
     if kind == "cpfs":
         cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else \
-            limits.cpfs_capacity_for_dataset(ds.size if ds else None)
+            limits.cpfs_capacity_for_dataset(((ds.size if ds else 0) + weights_bytes) or None)
         # The storage class is immutable and CPFS cannot shrink, so neither may depend on the node count beyond
         # "one node or several": changing `nodes` in a spec must never replace the file system with the dataset.
         storage_type = s.storage_class if s.storage_class in CPFS_CLASSES else (
             "advance_200" if nodes > 1 else "advance_100")
         item = f"cpfs-{storage_type}"
     else:
-        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else EXTREME_NAS_DEFAULT_GIB
+        cap = int(s.capacity / 2**30) if isinstance(s.capacity, int) else max(
+            EXTREME_NAS_DEFAULT_GIB, math.ceil(weights_bytes / 2**30 * limits.DATASET_HEADROOM))
         storage_type = s.storage_class if s.storage_class in ("standard", "advance") else "standard"
         item = "nas-extreme"
     found = catalog.shared_throughput(item, cap)
@@ -145,7 +156,7 @@ def shared_size(spec: Spec, catalog: Catalog, kind: str, nodes: int) -> tuple[in
     return cap, storage_type, mbps, source
 
 
-def _check_resolved_storage(spec: Spec, kind: str) -> None:
+def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> None:
     """The capacity and class rules of the file system actually chosen (``shared: auto`` resolves here).
 
     A capacity the plan derives (``capacity: auto``) obeys the same rule as one the spec gives; when it breaks it,
@@ -173,6 +184,14 @@ def _check_resolved_storage(spec: Spec, kind: str) -> None:
         wrong = limits.dataset_capacity_problem(s.dataset.size)
         if wrong:
             problems.append(Problem(("storage", "dataset", "size"), *wrong))
+    if weights_bytes and isinstance(s.capacity, int) and kind in ("cpfs", "extreme-nas") and not problems:
+        need = weights_bytes + (s.dataset.size if s.dataset is not None and kind == "cpfs" else 0)
+        if need > s.capacity:
+            fix = limits.accepted_capacity(kind, need * limits.DATASET_HEADROOM / 2**30)
+            problems.append(Problem(("storage", "capacity"), f"the base weights (about {human_bytes(weights_bytes)}, "
+                                    "an estimate)" + (" and the dataset" if need > weights_bytes else "")
+                                    + f" do not fit in a capacity of {s.capacity / 2**30:.10g} GiB",
+                                    f"use {fix}GiB, or capacity: auto"))
     if kind == "cpfs" and s.storage_class in ("standard", "advance"):
         problems.append(Problem(("storage", "storage_class"), f"the plan uses CPFS, which takes advance_100 or "
                                 f"advance_200, not {s.storage_class}"))

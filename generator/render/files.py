@@ -78,6 +78,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "requirements": [escape.Escaped(r) for r in (PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT)],  # constants
         "dlc_datasets": dlc_datasets(plan),
         "outputs": dict(plan.dlc.outputs) if plan.dlc else {},
+        "weights_script": escape.quoted_heredoc_body(weights_script(plan), "WEIGHTS") if plan.weights else "",
     }
 
 
@@ -101,6 +102,27 @@ def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
                     "read_only": d.read_only, "bucket": bucket, "path": path, "bucket_output": checkpoints,
                     "endpoint": f"oss-{plan.region}.aliyuncs.com", "what": what})
     return out
+
+
+WEIGHTS_MIN_WAIT_SECONDS = 2 * 3600
+WEIGHTS_ASSUMED_BYTES_PER_SECOND = 100 * 10**6  # ASSUMPTION: one node downloads at 100 MB/s or faster
+
+
+def weights_timeout(plan: Plan) -> int:
+    """How long a node waits for another node to fetch the weights: three times the download at an assumed
+    100 MB/s, at least two hours (``TRAINSTACK_WEIGHTS_TIMEOUT`` overrides it on a node)."""
+    size = plan.weights.size_bytes if plan.weights else 0
+    return max(WEIGHTS_MIN_WAIT_SECONDS, 3 * size // WEIGHTS_ASSUMED_BYTES_PER_SECOND)
+
+
+def weights_script(plan: Plan) -> str:
+    """``/usr/local/bin/trainstack-weights`` (templates/stack/weights.sh.j2); "" without base weights. ECS nodes get
+    it from the cluster facts, Lingjun nodes from node-init.sh."""
+    if plan.weights is None:
+        return ""
+    return _env().get_template("stack/weights.sh.j2").render(
+        plan=plan, weights_timeout=weights_timeout(plan),
+        weights_role="" if plan.lingjun else f"{plan.name}-node")  # the ECS node role (identity_ecs.py.j2)
 
 
 RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here
@@ -129,6 +151,9 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
                        "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds},
         "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
         "nccl_env": dict(plan.network.nccl_env),
+        # the base weights: where they land and the script that fetches them once (only with model.weights)
+        **({"weights": {"dir": plan.weights.landing_path, "source": plan.weights.uri, "script": weights_script(plan)}}
+           if plan.weights else {}),
     }
 
 
@@ -160,6 +185,8 @@ def launch_env(plan: Plan) -> list[tuple[str, str]]:
          if plan.checkpoints.enabled else ""),
         ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
     ]
+    if plan.weights:
+        env.append(("TRAINSTACK_WEIGHTS_DIR", plan.weights.landing_path))
     env.extend(plan.network.nccl_env)
     return env
 

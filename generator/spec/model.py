@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from generator.spec import limits, units
+from generator.spec import weights as weights_source
 
 SPEC_VERSION = 1
 
@@ -218,6 +219,18 @@ class ModelSpec(_Strict):
     global_batch_tokens: BatchTokens | None = None
     tokens: TokenCount | None = None
     finetune: FinetuneSpec = FinetuneSpec()
+    # base weights to start from: modelscope://ORG/NAME[@REVISION] or oss://BUCKET/PREFIX/ (generator/spec/weights.py)
+    weights: Annotated[str, Field(pattern=weights_source.WEIGHTS_RE, max_length=weights_source.MAX_WEIGHTS_CHARS)] | None = None
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        try:
+            return weights_source.parse(v).uri
+        except weights_source.WeightsError as e:
+            raise spec_error(e.message, e.hint) from None
 
     @model_validator(mode="after")
     def _needs_a_size(self) -> ModelSpec:

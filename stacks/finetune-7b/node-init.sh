@@ -134,6 +134,7 @@ env = [
     ("CHECKPOINT_INTERVAL_SECONDS", int(ckpt["interval_seconds"])),
     ("TRAINSTACK_CHECKPOINT_DIR", ckpt.get("dir", "")), ("TRAINSTACK_CHECKPOINT_OSS", ckpt["url"]),
     ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
+    ("TRAINSTACK_WEIGHTS_DIR", facts["weights"]["dir"]),
     *sorted(facts.get("nccl_env", {}).items()),
     ("NODE_RANK", int(rank)), ("NODE_NAME", name),
 ]
@@ -236,6 +237,11 @@ fi
 
 # 4. shared file system -------------------------------------------------------------------------------------
 /usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted yet; trainstack-launch tries again"
+# base weights: one node fetches them, the others wait (trainstack-weights; docs/bootstrap.md)
+python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["weights"]["script"])' \
+  /etc/trainstack/cluster.json > /usr/local/bin/trainstack-weights
+chmod 0755 /usr/local/bin/trainstack-weights
+nohup /usr/local/bin/trainstack-weights >> /var/log/trainstack-weights.log 2>&1 &
 
 # 5. launcher -----------------------------------------------------------------------------------------------
 cat > /usr/local/bin/trainstack-launch <<'LAUNCH'
@@ -254,6 +260,7 @@ set -euo pipefail
 set -a; . /etc/trainstack/launch.env; set +a
 [ "${NODE_RANK}${TRAINSTACK_CHECKPOINT_DIR:+x}" = 0x ] &&
   (flock -n 9 && exec setsid trainstack-facts sync) 9>/run/trainstack/sync &>>/var/log/trainstack-sync.log &
+/usr/local/bin/trainstack-weights  # returns once the base weights are in TRAINSTACK_WEIGHTS_DIR
 echo $$ > /run/trainstack/train.pid
 exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
   --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
