@@ -14,7 +14,7 @@ from typing import Any
 
 from generator.plan import diagram
 from generator.plan.model import Plan, dumps
-from generator.render import describe, escape
+from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 
 PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
@@ -76,6 +76,8 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "interval_seconds": k.interval_seconds,
         "spot_enabled": sp.enabled,
         "requirements": [escape.Escaped(r) for r in (PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT)],  # constants
+        "user_data_max": userdata.ECS_USER_DATA_MAX,
+        "gzip_level": userdata.GZIP_LEVEL,
     }
 
 
@@ -154,6 +156,7 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"
+    userdata.check(plan, files["node-init.sh"])  # a bootstrap over the user-data limit is refused before any write
     return dict(sorted(files.items()))
 
 

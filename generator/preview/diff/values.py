@@ -1,6 +1,6 @@
 """How a changed value reads in one line: documents diffed by leaf, user data decoded, long values digested.
 
-The boot script travels base64-encoded in ``userData``, so it is decoded and diffed line by line; RAM policy
+The boot script travels base64-encoded (and gzip-compressed on ECS) in ``userData``, so it is decoded and diffed line by line; RAM policy
 documents are JSON text, so they are parsed and compared structurally.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import gzip
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -93,8 +94,11 @@ def _decode_user_data(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        return base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raw = base64.b64decode(value, validate=True)
+        if raw[:2] == b"\x1f\x8b":  # gzip-compressed user data (ECS nodes; cloud-init unpacks it)
+            raw = gzip.decompress(raw)
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError, OSError, EOFError):
         return None
 
 
