@@ -212,6 +212,11 @@ def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) 
             thread_loop.close()
 
 
+def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
+    """The config a mock run gives the program: ``config`` over the placeholder CPFS mount address."""
+    return {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
+
+
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
                 config: Mapping[str, str] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
@@ -237,7 +242,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     logger.handlers[:] = [logging.StreamHandler(log_stream)]
     logger.propagate = False
     asyncio.set_event_loop(_event_loop())
-    values = {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
+    values = effective_config(config)
     pulumi.runtime.set_all_config(values)
     settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
     mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
