@@ -169,3 +169,14 @@ def test_a_cache_hit_imports_no_pulumi_code() -> None:
     second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert int(first.stdout) > 0 and int(second.stdout) == 0
+
+
+def test_old_leftovers_of_killed_writers_are_removed_by_the_next_write() -> None:
+    folder = cache.cache_dir() / "ab"
+    folder.mkdir(parents=True)
+    old, fresh = folder / ".old.tmp", folder / ".fresh.tmp"
+    old.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    os.utime(old, (1, 1))
+    assert cache.store("ab" * 32, mockrun.Graph())
+    assert not old.exists() and fresh.exists()

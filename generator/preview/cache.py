@@ -4,10 +4,10 @@ preview, diff).
 A graph is stored under a key that is the SHA-256 of everything its run depends on: every file of the program
 folder (path and bytes; not the venv, ``__pycache__``, ``.git`` or ``.trainstack/``, where Pulumi's state lives),
 the project and stack names, the config the mock run sees, the Python, trainstack, pulumi and pulumi_alicloud
-versions, :data:`GRAPH_SCHEMA` and the source of the mock runner itself. Any byte of input changes the key, so an
-entry is never stale. Entries live in the user's cache folder (``$XDG_CACHE_HOME/trainstack/graphs``, by default
-``~/.cache/trainstack/graphs``), outside every repository and stack folder, so nothing here is committed and the
-stack folder's journaled writes never see it.
+versions, :data:`GRAPH_SCHEMA` and the source of the mock runner itself (mockrun, sdkload and this module). Any byte
+of input changes the key, so an entry is never stale. Entries live in the user's cache folder
+(``$XDG_CACHE_HOME/trainstack/graphs``, by default ``~/.cache/trainstack/graphs``), outside every repository and
+stack folder, so nothing here is committed and the stack folder's journaled writes never see it.
 
 An entry is one file: a header line with the schema and the SHA-256 of the JSON body, then the body. A file that is
 truncated, altered or unreadable fails that check and is ignored (and removed); the program runs and a new entry
@@ -24,18 +24,19 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from generator.preview import mockrun
+from generator.preview import mockrun, sdkload
 from generator.preview.mockrun import Graph, Resource
 
 GRAPH_SCHEMA = 1  # bump when Graph or Resource changes shape
 HEADER = b"trainstack-graph"
 MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
-_SOURCES = (Path(mockrun.__file__), Path(__file__))
+_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(__file__))
 
 
 def enabled() -> bool:
@@ -158,9 +159,11 @@ def store(digest: str, graph: Graph) -> bool:
 
 
 def _prune(root: Path) -> None:
-    """Keep the :data:`MAX_ENTRIES` most recently used entries."""
+    """Keep the :data:`MAX_ENTRIES` most recently used entries; remove temporary files a killed writer left over an
+    hour ago (a live writer's is seconds old)."""
     entries = sorted(root.glob("*/*.graph"), key=lambda p: _mtime(p), reverse=True)
-    for old in entries[MAX_ENTRIES:]:
+    stale = [p for p in root.glob("*/.*.tmp") if _mtime(p) < time.time() - 3600]
+    for old in entries[MAX_ENTRIES:] + stale:
         with _ignored():
             old.unlink()
 
