@@ -109,3 +109,15 @@ def test_the_program_refuses_user_data_over_the_limit(tmp_path: Path) -> None:
         f.write(f": '{noise}'\n")
     with pytest.raises(ProgramError, match="ECS takes at most 16384"):
         api.preview(dest)
+
+
+def test_diff_reads_compressed_user_data_and_names_a_change_of_encoding() -> None:
+    from generator.preview.diff import values
+
+    script = (ROOT / "stacks" / "pretrain-70b" / "node-init.sh").read_text()
+    plain = base64.b64encode(script.encode()).decode()
+    packed = userdata.ecs_user_data(script)
+    assert values._summarize_user_data(plain, packed) == "boot script: same script, new encoding (plain -> gzip)"
+    edited = userdata.ecs_user_data(script.replace("set -euo pipefail", "set -eu"))
+    assert values._summarize_user_data(packed, edited) == \
+        "boot script: 3 changed lines (set -euo pipefail -> set -eu)"  # the script and two tools

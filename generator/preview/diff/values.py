@@ -102,6 +102,10 @@ def _decode_user_data(value: Any) -> str | None:
         return None
 
 
+def _encoding(value: Any) -> str:
+    return "gzip" if isinstance(value, str) and value.startswith("H4sI") else "plain"  # base64 of the gzip magic
+
+
 def _summarize_user_data(old: Any, new: Any) -> str:
     """Which lines of the boot script change (the nodes reboot to run it), e.g. ``NNODES=1 -> NNODES=3``."""
     a, b = _decode_user_data(old), _decode_user_data(new)
@@ -123,6 +127,8 @@ def _summarize_user_data(old: Any, new: Any) -> str:
             fallback = (f"adds {_short(new_lines[j1].strip(), 40)}" if j2 > j1
                         else f"drops {_short(old_lines[i1].strip(), 40)}")
     if not (changed or added or removed):
+        if a == b:  # the same script, encoded differently (plain -> gzip-compressed user data)
+            return "boot script: same script, new encoding (" + " -> ".join(_encoding(v) for v in (old, new)) + ")"
         return "boot script: whitespace only"
     example = example or fallback
     counts = ", ".join(f"{n} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed"))
