@@ -180,3 +180,23 @@ def test_old_leftovers_of_killed_writers_are_removed_by_the_next_write() -> None
     os.utime(old, (1, 1))
     assert cache.store("ab" * 32, mockrun.Graph())
     assert not old.exists() and fresh.exists()
+
+
+@pytest.mark.parametrize("where", ["write", "replace"])
+def test_a_writer_killed_by_sigkill_leaves_no_entry_to_misread(where: str) -> None:
+    code = ("import io, os, signal, sys\nfrom generator.preview import cache, mockrun\n"
+            "g = mockrun.Graph([mockrun.Resource('t:m:R', 'r', {'big': 'x' * 500_000})])\n"
+            "if sys.argv[1] == 'replace':\n"
+            "    cache.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+            "else:\n"
+            "    real = io.BufferedWriter.write\n"
+            "    class Killing(io.BufferedWriter):\n"
+            "        def write(self, data):\n"
+            "            real(self, data[: len(data) // 2]); self.flush(); os.kill(os.getpid(), signal.SIGKILL)\n"
+            "    cache.os.fdopen = lambda fd, mode: Killing(io.FileIO(fd, 'w'))\n"
+            "cache.store('ab' * 32, g)\n")
+    proc = subprocess.run([sys.executable, "-c", code, where], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert cache.load("ab" * 32) is None  # nothing, or a stray temporary file that is never read
+    assert list(cache.cache_dir().glob("*/.*.tmp"))
+    assert cache.store("ab" * 32, mockrun.Graph()) and cache.load("ab" * 32) == mockrun.Graph()

@@ -121,3 +121,17 @@ def test_diff_reads_compressed_user_data_and_names_a_change_of_encoding() -> Non
     edited = userdata.ecs_user_data(script.replace("set -euo pipefail", "set -eu"))
     assert values._summarize_user_data(packed, edited) == \
         "boot script: 3 changed lines (set -euo pipefail -> set -eu)"  # the script and two tools
+
+
+def test_the_cli_refuses_to_render_oversized_user_data_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    monkeypatch.setattr(userdata, "ECS_USER_DATA_MAX", 4096)
+    dest = tmp_path / "out"
+    result = CliRunner().invoke(main, ["render", str(_spec(tmp_path, 8)), "-o", str(dest)])
+    assert result.exit_code == 1, result.output
+    assert "over the 4096-byte limit" in result.output and "Traceback" not in result.output
+    assert not dest.exists()
