@@ -57,7 +57,7 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                      lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
-    if not k.enabled and fit.nodes > 1 and spec.compute.platform != "lingjun":
+    if not k.enabled and fit.nodes > 1 and spec.compute.platform == "ecs":
         # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
         # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
         raise PlanningError([Problem(("checkpoints", "enabled"), (

@@ -156,7 +156,8 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"
-    userdata.check(plan, files["node-init.sh"])  # a bootstrap over the user-data limit is refused before any write
+    if "node-init.sh" in files:  # a bootstrap over the user-data limit is refused before any write
+        userdata.check(plan, files["node-init.sh"])
     return dict(sorted(files.items()))
 
 
