@@ -80,18 +80,20 @@ def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check
 
 
 def run_files(the_plan: Plan, files: dict[str, str]) -> object:
-    """Execute rendered files under the mock runtime (in a temporary folder) and return the mockrun.Graph."""
+    """Execute rendered files under the mock runtime (in a temporary folder) and return the mockrun.Graph.
+
+    Every mock run goes through :mod:`generator.preview.cache`: the same files, config and SDKs run once."""
     return _run_files(the_plan, files)[0]
 
 
 def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
     from generator import live
-    from generator.preview import mockrun
+    from generator.preview import cache
 
     with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
         dest = Path(tmp) / the_plan.name
         stackdir.write(files, dest, durable=False)
-        graph = mockrun.run_program(dest, project=the_plan.name, stack=the_plan.stack,
+        graph = cache.run_program(dest, project=the_plan.name, stack=the_plan.stack,
                                     config={"alicloud:region": the_plan.region})
         return graph, live.stack_digest(dest, the_plan.stack)
 
@@ -116,7 +118,7 @@ class PreviewResult:
 
 def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult:
     """Offline preview: render (if given a spec) into a temporary folder and run it under the mock runtime."""
-    from generator.preview import mockrun
+    from generator.preview import cache
 
     target = Path(target)
     if target.is_dir():
@@ -125,7 +127,7 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
         from generator import live
 
-        graph = mockrun.run_program(target, project=_project_name(target), stack=_stack_name(target),
+        graph = cache.run_program(target, project=_project_name(target), stack=_stack_name(target),
                                     config=_folder_config(target, _stack_name(target)))
         return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
     the_plan = plan(target, catalog)

@@ -40,3 +40,10 @@ def snapshot(request: pytest.FixtureRequest) -> Callable[[Path, str], None]:
                         f"intended):\n{diff}", pytrace=False)
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _own_graph_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty mock-run graph cache (generator/preview/cache.py), never the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    monkeypatch.delenv("TRAINSTACK_GRAPH_CACHE", raising=False)

@@ -4,6 +4,7 @@ under Pulumi's mock runtime (not on template text)."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import textwrap
 from pathlib import Path
@@ -94,7 +95,7 @@ def test_small_multi_node_run_gets_extreme_nas_limited_to_the_vpc(tmp_path: Path
     assert rule.get("source_cidr_ip") == "172.16.0.0/16"
     mt = g.one("alicloud:nas/mountTarget:MountTarget")
     assert g.outputs["shared_fs_mount_address"] == f"{mt.name}.mock.nas.aliyuncs.com"
-    script = base64.b64decode(g.of_type(INSTANCE)[0].get("user_data")).decode()
+    script = gzip.decompress(base64.b64decode(g.of_type(INSTANCE)[0].get("user_data"))).decode()
     # the address is in the cluster facts the nodes read at boot, not in their user data
     facts = json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))
     assert facts["shared_fs"]["address"] == f"{mt.name}.mock.nas.aliyuncs.com" and ":/share" in script

@@ -4,6 +4,7 @@ Pulumi's mock runtime with the real pulumi_alicloud SDK, declares what the spec 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 from pathlib import Path
@@ -108,7 +109,7 @@ def test_what_secures_the_checkpoint_bucket_is_kept_with_it(name: str) -> None:
 
 
 def _user_data(node) -> str:
-    return base64.b64decode(node.get("user_data")).decode()
+    return gzip.decompress(base64.b64decode(node.get("user_data"))).decode()
 
 
 def test_finetune_is_one_8_gpu_node_without_rdma() -> None:

@@ -9,6 +9,7 @@ bash against a sample cluster.json in a temporary folder (no network, no metadat
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import shutil
@@ -50,7 +51,7 @@ def _graph(nodes: int | None) -> Graph:
 
 
 def _user_data(g: Graph) -> dict[str, str]:
-    return {r.name: base64.b64decode(r.get("user_data")).decode() for r in g.of_type(INSTANCE)}
+    return {r.name: gzip.decompress(base64.b64decode(r.get("user_data"))).decode() for r in g.of_type(INSTANCE)}
 
 
 def _facts(g: Graph) -> dict:

@@ -61,8 +61,9 @@ def nodes_in_plan() -> int:
 
 def user_data(node: mockrun.Resource) -> str:
     import base64
+    import gzip
 
-    return base64.b64decode(node.get("user_data")).decode()
+    return gzip.decompress(base64.b64decode(node.get("user_data"))).decode()
 
 
 def facts_address(g: mockrun.Graph) -> str:

@@ -4,6 +4,7 @@ program under Pulumi's mock runtime."""
 from __future__ import annotations
 
 import base64
+import gzip
 import ipaddress
 import json
 import textwrap
@@ -202,7 +203,7 @@ def _switch_ids(g) -> dict[str, str]:
 
 
 def _script(node) -> str:
-    return base64.b64decode(node.get("user_data")).decode()
+    return gzip.decompress(base64.b64decode(node.get("user_data"))).decode()
 
 
 def test_cpfs_protocol_service_and_nat_are_outside_the_nodes_vswitch(tmp_path: Path):

@@ -6,6 +6,7 @@ and ``curl`` on PATH, download once and both see the files. No network, no metad
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import shutil
@@ -179,9 +180,10 @@ def test_oss_weights_get_a_read_only_policy_on_exactly_their_folder(tmp_path: Pa
     assert facts["weights"]["dir"] == "/mnt/shared/weights/oss/my-models/llama-2-70b"
     assert facts["weights"]["script"].startswith("#!/bin/bash\n")
     for r in g.of_type(INSTANCE):
-        user_data = base64.b64decode(r.get("user_data")).decode()
+        packed = base64.b64decode(r.get("user_data"))  # gzip-compressed (docs/bootstrap.md)
+        user_data = gzip.decompress(packed).decode()
         assert "/usr/local/bin/trainstack-weights" in user_data and "my-models" not in user_data
-        assert len(user_data.encode()) <= 16 * 1024
+        assert len(packed) <= 16 * 1024
 
 
 def test_modelscope_weights_get_no_oss_grant(tmp_path: Path) -> None:
@@ -194,7 +196,7 @@ def test_lingjun_oss_weights_policy_goes_to_the_ram_user_and_the_script_into_use
         name: lj-w
         region: cn-wulanchabu
         model: {{preset: llama-2-70b, tokens: 20B, weights: "oss://my-models/llama-2-70b/"}}
-        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 2}}
+        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
         checkpoints: {{enabled: false}}
         """), tmp_path / "stack")
     g = api.preview(result.dest).graph
@@ -362,7 +364,7 @@ def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: 
         name: lj-w
         region: cn-wulanchabu
         model: {{preset: llama-2-70b, tokens: 20B, weights: "oss://my-models/llama-2-70b/"}}
-        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 2}}
+        compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
         """))
     script = tmp_path / "trainstack-weights"
     script.write_text(render_files.weights_script(plan))

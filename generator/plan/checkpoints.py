@@ -10,7 +10,8 @@ import hashlib
 
 from generator import sizing
 from generator.catalog import Catalog, Region
-from generator.plan.fit import Fit
+from generator.errors import Problem
+from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Checkpoints, Decision, Storage
 from generator.plan.schedule import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
 from generator.plan.spot import spot_split
@@ -39,6 +40,14 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                      lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
+    if not k.enabled and fit.nodes > 1 and spec.compute.platform == "ecs":
+        # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
+        # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
+        raise PlanningError([Problem(("checkpoints", "enabled"), (
+            f"a {fit.nodes}-node ECS cluster needs the checkpoint bucket: the cluster facts (members, rendezvous) "
+            "are published there, and without it they would ride in every node's user data, which would grow "
+            "with the cluster past the ECS user-data limit"),
+            "set checkpoints.enabled: true, or compute.nodes: 1")])
     if not k.enabled:
         decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
         return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,

@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import io
 import logging
+import os
 import runpy
 import sys
 import threading
@@ -24,6 +25,7 @@ from typing import Any
 from generator.errors import TrainstackError
 
 MOCK_IMAGE_ID = "m-mockimage000000000"
+LEAN_SDK_ENV = "TRAINSTACK_LEAN_SDK"  # "off": load whole pulumi_alicloud service packages, as `pulumi` does
 
 # A CPFS program declares its nodes only once the NFS export's mount address is configured, which `trainstack up`
 # does after its first pass (docs/live.md). Offline runs model the complete cluster with this placeholder instead;
@@ -155,8 +157,6 @@ def _mock_classes() -> tuple[Any, Any]:
 @contextlib.contextmanager
 def _program_context(program_dir: Path) -> Iterator[None]:
     old_path, old_cwd = list(sys.path), Path.cwd()
-    import os
-
     sys.path.insert(0, str(program_dir))
     os.chdir(program_dir)
     try:
@@ -212,6 +212,26 @@ def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) 
             thread_loop.close()
 
 
+def import_sdk_modules(source: str) -> list[str]:
+    """Before a program runs: make the pulumi_alicloud service packages its source names load only the modules it
+    uses (:mod:`generator.preview.sdkload`), and load the SDK's top package, so both are frozen with the rest when
+    the run starts (:func:`tuned_gc`). Returns the service packages named."""
+    from generator.preview import sdkload
+
+    import importlib
+
+    names = sdkload.services(source)
+    if os.environ.get(LEAN_SDK_ENV, "on").strip().lower() not in ("off", "0", "no", "false"):
+        sdkload.lean_packages(names)
+    importlib.import_module(sdkload.SDK)
+    return names
+
+
+def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
+    """The config a mock run gives the program: ``config`` over the placeholder CPFS mount address."""
+    return {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
+
+
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
                 config: Mapping[str, str] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
@@ -237,7 +257,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     logger.handlers[:] = [logging.StreamHandler(log_stream)]
     logger.propagate = False
     asyncio.set_event_loop(_event_loop())
-    values = {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
+    values = effective_config(config)
     pulumi.runtime.set_all_config(values)
     settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
     mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
@@ -247,8 +267,10 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     graph = Graph()
     try:
         with _program_context(program_dir), _quiet_warnings():
-            _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
-            graph.outputs = _resolve_outputs(root, _sync_await)
+            import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
+            with tuned_gc(gc_mode()):
+                _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+                graph.outputs = _resolve_outputs(root, _sync_await)
     except TrainstackError:
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
@@ -261,6 +283,47 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
+
+
+# The cyclic garbage collector costs a quarter to over a third of a large mock run: Pulumi's runtime allocates
+# millions of short-lived objects (futures, Outputs, protobuf Structs), and every 700 allocations (CPython 3.11's
+# default first threshold) a young collection walks them, and every hundredth a full one walks the whole heap.
+# "tuned" freezes what is alive when the run starts (the interpreter, pulumi and the SDK modules the program uses:
+# never garbage, never walked again; https://docs.python.org/3/library/gc.html#gc.freeze) and raises the first
+# threshold, so collections are rare and small while memory stays bounded; "off" disables the collector for the run
+# (a run creates little cyclic garbage); "default" leaves CPython's settings. Measured in benchmarks/README.md.
+GC_MODES = ("tuned", "off", "default")
+GC_ENV = "TRAINSTACK_MOCK_GC"
+TUNED_THRESHOLDS = (1_000_000, 1000, 1000)
+
+
+def gc_mode() -> str:
+    """The collector mode of mock runs: ``$TRAINSTACK_MOCK_GC`` if it names one of :data:`GC_MODES`, else tuned."""
+    mode = os.environ.get(GC_ENV, "tuned").strip().lower()
+    return mode if mode in GC_MODES else "tuned"
+
+
+@contextlib.contextmanager
+def tuned_gc(mode: str) -> Iterator[None]:
+    """Run the body with the collector in ``mode`` (see :data:`GC_MODES`); the previous settings come back after."""
+    import gc
+
+    if mode == "default":
+        yield
+        return
+    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.freeze()
+    if mode == "off":
+        gc.disable()
+    else:
+        gc.set_threshold(*TUNED_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 
 from generator.plan import diagram
 from generator.plan.model import Plan, dumps
-from generator.render import describe, escape
+from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 
 PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
@@ -79,6 +79,8 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "dlc_datasets": dlc_datasets(plan),
         "outputs": dict(plan.dlc.outputs) if plan.dlc else {},
         "weights_script": escape.quoted_heredoc_body(weights_script(plan), "WEIGHTS") if plan.weights else "",
+        "user_data_max": userdata.ECS_USER_DATA_MAX,
+        "gzip_level": userdata.GZIP_LEVEL,
     }
 
 
@@ -211,6 +213,8 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"
+    if "node-init.sh" in files:  # a bootstrap over the user-data limit is refused before any write
+        userdata.check(plan, files["node-init.sh"])
     return dict(sorted(files.items()))
 
 

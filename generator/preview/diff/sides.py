@@ -118,14 +118,14 @@ def _plan_side(side: Side, catalog: Catalog) -> _Planned:
 
 def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
     """Write the rendered program to a temporary folder and run it under the mock runtime."""
-    from generator.preview import mockrun
+    from generator.preview import cache
     from generator.render import stackdir
 
     plan = planned.plan
     with tempfile.TemporaryDirectory(prefix="trainstack-diff-") as tmp:
         dest = Path(tmp) / plan.name
         stackdir.write(planned.files, dest, durable=False)
-        graph = mockrun.run_program(dest, project=plan.name, stack=plan.stack,
+        graph = cache.run_program(dest, project=plan.name, stack=plan.stack,
                                     config={"alicloud:region": plan.region})
     return graph, SideInfo(planned.side.label, plan.name, plan.stack, plan.region, len(graph.resources))
 

@@ -1,6 +1,6 @@
 """How a changed value reads in one line: documents diffed by leaf, user data decoded, long values digested.
 
-The boot script travels base64-encoded in ``userData``, so it is decoded and diffed line by line; RAM policy
+The boot script travels base64-encoded (and gzip-compressed on ECS) in ``userData``, so it is decoded and diffed line by line; RAM policy
 documents are JSON text, so they are parsed and compared structurally.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import gzip
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -93,9 +94,16 @@ def _decode_user_data(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        return base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raw = base64.b64decode(value, validate=True)
+        if raw[:2] == b"\x1f\x8b":  # gzip-compressed user data (ECS nodes; cloud-init unpacks it)
+            raw = gzip.decompress(raw)
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError, OSError, EOFError):
         return None
+
+
+def _encoding(value: Any) -> str:
+    return "gzip" if isinstance(value, str) and value.startswith("H4sI") else "plain"  # base64 of the gzip magic
 
 
 def _summarize_user_data(old: Any, new: Any) -> str:
@@ -119,6 +127,8 @@ def _summarize_user_data(old: Any, new: Any) -> str:
             fallback = (f"adds {_short(new_lines[j1].strip(), 40)}" if j2 > j1
                         else f"drops {_short(old_lines[i1].strip(), 40)}")
     if not (changed or added or removed):
+        if a == b:  # the same script, encoded differently (plain -> gzip-compressed user data)
+            return "boot script: same script, new encoding (" + " -> ".join(_encoding(v) for v in (old, new)) + ")"
         return "boot script: whitespace only"
     example = example or fallback
     counts = ", ".join(f"{n} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed"))

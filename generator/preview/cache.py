@@ -1,0 +1,206 @@
+"""The mock-run graph cache: one program run per distinct stack, whatever command asks (validate, render, lint,
+preview, diff).
+
+A graph is stored under a key that is the SHA-256 of everything its run depends on: every file of the program
+folder (path and bytes; not the venv, ``__pycache__``, ``.git`` or ``.trainstack/``, where Pulumi's state lives),
+the project and stack names, the config the mock run sees, the Python, trainstack, pulumi and pulumi_alicloud
+versions, :data:`GRAPH_SCHEMA` and the source of the mock runner itself (mockrun, sdkload and this module). Any byte
+of input changes the key, so an entry is never stale. Entries live in the user's cache folder
+(``$XDG_CACHE_HOME/trainstack/graphs``, by default ``~/.cache/trainstack/graphs``), outside every repository and
+stack folder, so nothing here is committed and the stack folder's journaled writes never see it.
+
+An entry is one file: a header line with the schema and the SHA-256 of the JSON body, then the body. A file that is
+truncated, altered or unreadable fails that check and is ignored (and removed); the program runs and a new entry
+replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
+concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
+file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
+runs no program and imports no SDK.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from generator.preview import mockrun, sdkload
+from generator.preview.mockrun import Graph, Resource
+
+GRAPH_SCHEMA = 1  # bump when Graph or Resource changes shape
+HEADER = b"trainstack-graph"
+MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
+SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
+_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(__file__))
+
+
+def enabled() -> bool:
+    return os.environ.get("TRAINSTACK_GRAPH_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/trainstack/graphs`` (XDG Base Directory spec), else ``~/.cache/trainstack/graphs``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "trainstack" / "graphs"
+
+
+def program_files(program_dir: Path) -> list[tuple[str, bytes]]:
+    """Every file of the program folder a run can read, as sorted (relative POSIX path, bytes)."""
+    out: list[tuple[str, bytes]] = []
+    for root, dirs, files in os.walk(program_dir):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        rel_root = Path(root).relative_to(program_dir).as_posix()
+        for name in files:
+            if name.endswith(".pyc"):
+                continue
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            out.append((rel, (Path(root) / name).read_bytes()))
+    return sorted(out)
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def environment() -> dict[str, str]:
+    """What, besides the program, decides a mock run: the interpreter, the SDKs and trainstack's own runner."""
+    runner = hashlib.sha256()
+    for source in _SOURCES:
+        runner.update(source.read_bytes())
+    return {"python": sys.version, "trainstack": _version("trainstack"), "pulumi": _version("pulumi"),
+            "pulumi_alicloud": _version("pulumi-alicloud"), "schema": str(GRAPH_SCHEMA),
+            "runner": runner.hexdigest()}
+
+
+def key(files: Iterable[tuple[str, bytes]], project: str, stack: str, config: Mapping[str, str]) -> str:
+    """The SHA-256 that names a run's graph: each part length-prefixed, so no two inputs share a byte stream."""
+    h = hashlib.sha256()
+
+    def part(data: bytes) -> None:
+        h.update(len(data).to_bytes(8, "big") + data)
+
+    head = {"project": project, "stack": stack, "config": dict(config), "env": environment()}
+    part(json.dumps(head, sort_keys=True).encode())
+    for rel, data in files:
+        part(rel.encode())
+        part(data)
+    return h.hexdigest()
+
+
+def _entry(digest: str) -> Path:
+    return cache_dir() / digest[:2] / f"{digest}.graph"
+
+
+def _to_json(graph: Graph) -> dict[str, Any]:
+    return {"resources": [[r.type, r.name, r.inputs, r.protect, r.retain_on_delete, r.parent, r.delete_before_replace]
+                          for r in graph.resources],
+            "outputs": graph.outputs, "warnings": graph.warnings}
+
+
+def _from_json(data: Mapping[str, Any]) -> Graph:
+    resources = [Resource(t, n, i, bool(p), bool(k), str(parent), bool(d)) for t, n, i, p, k, parent, d in
+                 data["resources"]]
+    return Graph(resources, dict(data["outputs"]), list(data["warnings"]))
+
+
+def load(digest: str) -> Graph | None:
+    """The graph stored under ``digest``, or None (no entry, or one that fails its checksum: it is removed)."""
+    path = _entry(digest)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    head, _, body = raw.partition(b"\n")
+    parts = head.split(b" ")
+    try:
+        if len(parts) != 3 or parts[0] != HEADER or parts[1] != str(GRAPH_SCHEMA).encode() or \
+                parts[2].decode() != hashlib.sha256(body).hexdigest():
+            raise ValueError("bad header or checksum")
+        return _from_json(json.loads(body))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        with _ignored():
+            path.unlink()
+        return None
+
+
+def store(digest: str, graph: Graph) -> bool:
+    """Write ``graph`` under ``digest`` atomically; False (and nothing written) if it does not survive JSON exactly."""
+    data = _to_json(graph)
+    body = json.dumps(data, separators=(",", ":")).encode()  # insertion order kept: a hit prints what a run does
+    if _from_json(json.loads(body)) != graph:
+        return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
+    path = _entry(digest)
+    with _ignored():  # a read-only or full cache folder only costs the next run its time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(HEADER + b" " + str(GRAPH_SCHEMA).encode() + b" " + hashlib.sha256(body).hexdigest().encode()
+                        + b"\n" + body)
+            os.replace(tmp, path)
+        except BaseException:
+            with _ignored():
+                os.unlink(tmp)
+            raise
+        _prune(cache_dir())
+        return True
+    return False
+
+
+def _prune(root: Path) -> None:
+    """Keep the :data:`MAX_ENTRIES` most recently used entries; remove temporary files a killed writer left over an
+    hour ago (a live writer's is seconds old)."""
+    entries = sorted(root.glob("*/*.graph"), key=lambda p: _mtime(p), reverse=True)
+    stale = [p for p in root.glob("*/.*.tmp") if _mtime(p) < time.time() - 3600]
+    for old in entries[MAX_ENTRIES:] + stale:
+        with _ignored():
+            old.unlink()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+class _ignored:
+    """``with _ignored():`` swallows OSError (the cache is an optimisation, never a failure)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        return kind is not None and issubclass(kind, OSError)
+
+
+def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
+                config: Mapping[str, str] | None = None) -> Graph:
+    """:func:`generator.preview.mockrun.run_program`, answered from the cache when this exact run was made before."""
+    program_dir = Path(program_dir).resolve()
+    if not enabled() or not (program_dir / "__main__.py").is_file():
+        return mockrun.run_program(program_dir, project=project, stack=stack, config=config)
+    effective = mockrun.effective_config(config)
+    digest = key(program_files(program_dir), project, stack, effective)
+    graph = load(digest)
+    if graph is not None:
+        with _ignored():
+            os.utime(_entry(digest))  # most recently used
+        return graph
+    graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config)
+    store(digest, graph)
+    return graph
+
+
+__all__ = ["GRAPH_SCHEMA", "cache_dir", "enabled", "key", "load", "program_files", "run_program", "store"]

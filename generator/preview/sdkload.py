@@ -1,0 +1,110 @@
+"""Load only the parts of pulumi_alicloud a program uses, for the mock runtime.
+
+``pulumi_alicloud`` imports its service packages lazily, but the first attribute read from one (``alicloud.ecs.Instance``)
+runs that package's ``__init__``, which imports every resource, function and type module it holds: 90 modules for
+``ecs`` alone (``ecs.launch_template``, which no generated program uses, takes 61 ms by itself). :func:`lean_packages`
+puts a light package object in their place: the real package (its ``__path__`` and spec, so relative imports and
+``import pulumi_alicloud.ecs.instance`` work) without its ``__init__``, whose module ``__getattr__`` (PEP 562) imports
+only the one module that defines the name asked for, on first use. Classes and functions are the SDK's own objects,
+so the program runs exactly as with the full package; only what it never touches stays unloaded.
+
+A package that is already fully loaded in this process is left as it is. A name the lookup cannot place raises
+AttributeError, as the real package would for a name it does not have.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+SDK = "pulumi_alicloud"
+_SERVICE = re.compile(r"\b(?:alicloud|pulumi_alicloud)\.([a-z][a-z0-9_]*)\b")
+_ALL = re.compile(r"^__all__\s*=\s*\[([^\]]*)\]", re.M)
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def services(source: str) -> list[str]:
+    """The pulumi_alicloud service packages a program's source names (``alicloud.ecs.Instance`` -> ``ecs``)."""
+    return sorted(set(_SERVICE.findall(source)))
+
+
+def _snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def _candidates(name: str) -> list[str]:
+    """Modules of a service package that may define ``name``, the likeliest first (the SDK's generated layout:
+    ``Instance`` and ``InstanceArgs`` in ``instance.py``, ``get_images`` in ``get_images.py``, nested argument types in
+    ``_inputs.py``, results in ``outputs.py``)."""
+    out = [_snake(name)]
+    for suffix in ("ArgsDict", "Args", "Result"):
+        if name.endswith(suffix):
+            out.append(_snake(name[: -len(suffix)]))
+    if name.startswith("Get") and name.endswith("Result"):
+        out.append(_snake(name[: -len("Result")]))
+    out += ["_inputs", "outputs", "_enums"]
+    return list(dict.fromkeys(out))
+
+
+def _index(folder: Path) -> dict[str, str]:
+    """name -> module, from each module's ``__all__`` (the fallback when the layout does not place a name)."""
+    index: dict[str, str] = {}
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        m = _ALL.search(path.read_text(encoding="utf-8", errors="replace"))
+        for item in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", m.group(1)) if m else ():
+            index.setdefault(item, path.stem)
+    return index
+
+
+def _lean_getattr(package: types.ModuleType) -> Any:
+    folder = Path(package.__spec__.submodule_search_locations[0])  # type: ignore[union-attr,index]
+    index: dict[str, str] = {}
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 (PEP 562 module hook)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for module_name in [m for m in _candidates(name) if (folder / f"{m}.py").is_file()] + [""]:
+            if not module_name:  # the layout did not place it: ask every module's __all__ (built once)
+                if "" not in index:
+                    index.update(_index(folder), **{"": ""})
+                module_name = index.get(name, "")
+                if not module_name:
+                    break
+            module = importlib.import_module(f"{package.__name__}.{module_name}")
+            if hasattr(module, name):
+                value = getattr(module, name)
+                setattr(package, name, value)
+                return value
+        raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def lean_packages(names: list[str]) -> list[str]:
+    """Put light packages in place of the named pulumi_alicloud service packages not yet loaded; returns those put."""
+    root = importlib.import_module(SDK)
+    put = []
+    for name in names:
+        full = f"{SDK}.{name}"
+        current = sys.modules.get(full)
+        if current is not None and type(current) is types.ModuleType:  # noqa: E721 (loaded: a lazy one is a subclass)
+            continue
+        spec = importlib.util.find_spec(full)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        package = importlib.util.module_from_spec(spec)
+        package.__getattr__ = _lean_getattr(package)  # type: ignore[attr-defined]
+        sys.modules[full] = package
+        setattr(root, name, package)
+        put.append(name)
+    return put
+
+
+__all__ = ["lean_packages", "services"]

@@ -1,0 +1,78 @@
+"""How node-init.sh reaches a node as user data, and the size check that refuses user data over the documented limit.
+
+ECS: the program fills in a node's rank, name and spot flag, gzip-compresses the script (level 9, mtime 0, so the
+same script gives the same bytes) and base64-encodes it. Linux user data on ECS is run by cloud-init, which takes
+gzip-compressed content and runs what it unpacks; the limit applies to the bytes before base64, so here to the
+compressed bytes (docs/bootstrap.md, "How the bootstrap is delivered"). Lingjun: the node group takes the plain
+script (no documented cloud-init; see :data:`generator.plan.lingjun.LINGJUN_USER_DATA_MAX`).
+
+:func:`check` runs at render time, on the largest user data any node of the plan can get; the generated program
+checks again, node by node, with the same limit.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+
+from generator.errors import TrainstackError
+from generator.plan.lingjun import LINGJUN_USER_DATA_MAX
+from generator.plan.model import Plan
+
+# ECS user data: "Before user data is encoded in Base64, the user data can only be up to 32 KB in size"
+# (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-user-data, last updated 2024-06-07);
+# the older page https://www.alibabacloud.com/help/doc-detail/49121.htm says 16 KB before encoding. trainstack keeps
+# to the smaller, 16 KB, so user data that passes here passes under either reading.
+ECS_USER_DATA_MAX = 16 * 1024
+GZIP_LEVEL = 9  # fixed: the same script must give the same user data bytes on every run
+MAX_ADDRESS = "x" * 253  # the longest DNS name (RFC 1035): the worst case of the shared file system's address
+
+PLACEHOLDERS = ("__TRAINSTACK_NODE_RANK__", "__TRAINSTACK_NODE_NAME__", "__TRAINSTACK_NODE_SPOT__")
+
+
+class UserDataTooLarge(TrainstackError):
+    """The rendered bootstrap would not fit a node's user data; nothing was written."""
+
+
+def ecs_user_data_bytes(script: str) -> bytes:
+    """The bytes an ECS node's user data carries before base64: the script, gzip-compressed reproducibly."""
+    return gzip.compress(script.encode(), compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def ecs_user_data(script: str) -> str:
+    """What the program passes as ``user_data`` (base64 of :func:`ecs_user_data_bytes`)."""
+    return base64.b64encode(ecs_user_data_bytes(script)).decode()
+
+
+def largest_ecs_script(plan: Plan, node_init: str) -> str:
+    """node-init.sh as the node with the longest rank and name gets it (spot flag ``false``, the longer word), with
+    the longest possible shared file system address where the script carries the cluster facts itself."""
+    ranks = plan.compute.ranks
+    rank = str(max((r.rank for r in ranks), default=0))
+    name = max((r.name for r in ranks), key=len, default=plan.name)
+    script = (node_init.replace(PLACEHOLDERS[0], rank).replace(PLACEHOLDERS[1], name)
+              .replace(PLACEHOLDERS[2], "false"))
+    if not plan.checkpoints.facts_key:
+        script = script.replace('"address": ""', f'"address": "{MAX_ADDRESS}"', 1)
+    return script
+
+
+def user_data_size(plan: Plan, node_init: str) -> tuple[int, int]:
+    """(bytes before base64 of the largest user data a node of ``plan`` gets, the platform's limit)."""
+    if plan.lingjun is not None:
+        return len(node_init.encode()), LINGJUN_USER_DATA_MAX
+    return len(ecs_user_data_bytes(largest_ecs_script(plan, node_init))), ECS_USER_DATA_MAX
+
+
+def check(plan: Plan, node_init: str) -> None:
+    """Refuse a bootstrap whose user data would pass the platform's documented limit."""
+    size, limit = user_data_size(plan, node_init)
+    if size > limit:
+        where = ("a Lingjun node group's user data (the plain script)" if plan.lingjun is not None
+                 else "an ECS instance's user data (gzip-compressed, before base64)")
+        raise UserDataTooLarge(f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {limit}-byte limit "
+                               "(docs/bootstrap.md, \"How the bootstrap is delivered\"); shorten the bootstrap")
+
+
+__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "UserDataTooLarge", "check", "ecs_user_data", "ecs_user_data_bytes",
+           "largest_ecs_script", "user_data_size"]
