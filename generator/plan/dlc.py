@@ -34,7 +34,9 @@ from generator.plan.model import (
     Node,
     Spot,
     Storage,
+    Weights,
 )
+from generator.plan import dlc_weights
 from generator.plan.network import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
@@ -189,9 +191,11 @@ def workspace_name(spec: Spec) -> str:
     return f"{name[:WORKSPACE_NAME_MAX - 7].rstrip('_')}_{hashlib.sha256(spec.name.encode()).hexdigest()[:6]}"
 
 
-def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage: Storage, ckpt: Checkpoints, spot: DlcSpot | None,
-             decisions: list[Decision], warnings: list[str]) -> Dlc:
-    """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions."""
+def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage: Storage, ckpt: Checkpoints,
+             spot: DlcSpot | None, decisions: list[Decision], warnings: list[str],
+             weights: Weights | None = None) -> Dlc:
+    """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions; with
+    base weights, their dataset, environment and prelude (:mod:`generator.plan.dlc_weights`)."""
     fit, t = best.fit, best.fit.itype
     row = catalog.dlc_spec(t.name)
     ws = workspace_name(spec)
@@ -209,17 +213,21 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
     if ckpt.enabled:
         sources.append(DlcDataSource(f"{spec.name}-checkpoints", "oss", CHECKPOINT_MOUNT, "dataset_checkpoints_id",
                                      f"oss://{ckpt.bucket}/{ckpt.prefix}"))
+    if weights is not None:  # the OSS weights folder, or the folder holding trainstack-weights (ModelScope)
+        sources.append(dlc_weights.data_source(spec.name, weights, ckpt.bucket, ckpt.prefix))
     decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
                               or "none", (
         "each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by id "
         "(CreateJob DataSources): the shared file system read-write, the OSS training data read-only (DLC mounts OSS "
-        "directly, no import needed), and the checkpoint prefix read-write")))
+        "directly, no import needed), and the checkpoint prefix read-write"
+        + ("; the base weights' OSS folder read-only" if weights is not None and weights.source_kind == "oss" else
+           "; the checkpoint bucket's folder holding trainstack-weights read-only" if weights is not None else ""))))
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
     decisions.append(Decision("image", image, (
         "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
         "tooling, drivers managed by DLC) [DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI "
         "console's image list")))
-    env = _environment(spec, best, storage, ckpt, sources)
+    env = _environment(spec, best, storage, ckpt, sources, weights)
     decisions.append(Decision("workers", f"{fit.nodes} x {t.name} ({JOB_TYPE})", (
         f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
         f"resources offer {t.name} per the catalog "
@@ -244,11 +252,14 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
                image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry per [DOC-DLC-JOB]", tp=fit.tp, pp=fit.pp,
                dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
-               outputs=DLC_OUTPUTS, max_running_hours=max_hours)
+               outputs=DLC_OUTPUTS, max_running_hours=max_hours,
+               prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
+               weights_script_key=dlc_weights.script_key(ckpt.prefix)
+               if weights is not None and weights.source_kind == "modelscope" else "")
 
 
 def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
-                 sources: list[DlcDataSource]) -> tuple[tuple[str, str], ...]:
+                 sources: list[DlcDataSource], weights: Weights | None = None) -> tuple[tuple[str, str], ...]:
     """The launch environment (CreateJob Envs), named as the ECS launcher's (/etc/trainstack/launch.env). DLC injects
     MASTER_ADDR, MASTER_PORT, WORLD_SIZE (the worker count) and RANK itself [DOC-DLC-JOB], so they are not set."""
     fit = best.fit
@@ -263,5 +274,7 @@ def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
         env += [("CHECKPOINT_DIR", CHECKPOINT_MOUNT), ("CHECKPOINT_URL", f"oss://{ckpt.bucket}/{ckpt.prefix}"),
                 ("CHECKPOINT_ENDPOINT", ckpt.internal_endpoint),
                 ("CHECKPOINT_INTERVAL_SECONDS", str(ckpt.interval_seconds))]
+    if weights is not None:
+        env += dlc_weights.environment(weights)
     assert len(env) <= MAX_ENVS, env  # DLC takes at most 20 [DOC-DLC-JOB]
     return tuple(env)

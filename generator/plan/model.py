@@ -191,9 +191,10 @@ class Storage:
 class Weights:
     """The base weights (``model.weights``): where they come from, where they land, how large they are.
 
-    Platform-neutral, so a part that mounts them another way (a PAI-DLC data source) can reuse it: ``source_kind``,
-    ``uri``, ``model_id``/``revision`` (ModelScope) or ``bucket``/``prefix`` (OSS), ``landing_path`` and
-    ``size_bytes`` say what and where; ``shared`` and ``fetches`` how the ECS and Lingjun bootstraps fetch them."""
+    Platform-neutral: ``source_kind``, ``uri``, ``model_id``/``revision`` (ModelScope) or ``bucket``/``prefix`` (OSS),
+    ``landing_path`` and ``size_bytes`` say what and where; ``shared`` and ``fetches`` how they get there (the ECS and
+    Lingjun bootstraps, or the PAI-DLC job's prelude). On PAI-DLC, OSS weights are mounted read-only, not copied:
+    ``landing_path`` is the mount, ``fetches`` 0 and ``shared`` False (they are not on the shared file system)."""
 
     source_kind: str  # "modelscope" or "oss"
     uri: str  # canonical: modelscope://ORG/NAME@REVISION or oss://BUCKET/PREFIX/
@@ -202,9 +203,9 @@ class Weights:
     bucket: str  # OSS bucket ("" for ModelScope)
     prefix: str  # OSS folder, ending in '/' ("" for ModelScope)
     endpoint: str  # the bucket's internal OSS endpoint in the plan's region ("" for ModelScope)
-    landing_path: str  # absolute path on every node
-    shared: bool  # on the shared file system (fetched once for the cluster) or on each node's own disk
-    fetches: int  # how many times the files are downloaded: 1, or once per node without shared storage
+    landing_path: str  # absolute path on every node (on PAI-DLC: in every worker's container)
+    shared: bool  # on the shared file system (fetched once for the cluster); False: each node's own disk, or mounted
+    fetches: int  # how many times the files are downloaded: 1, once per node without shared storage, 0 if mounted
     size_bytes: int  # ESTIMATE: parameters x bytes per parameter of the checkpoint's dtype
     size_basis: str  # how size_bytes was estimated, in words
 
@@ -382,6 +383,10 @@ class Dlc:
     resource: str  # "public" (pay-as-you-go public resources) -- trainstack plans no resource quota
     outputs: tuple[tuple[str, str], ...]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
     max_running_hours: int | None = None  # CreateJob JobMaxRunningTimeMinutes / 60 (None: DLC's default, 30 days)
+    # ModelScope weights (generator/plan/dlc_weights.py): the command every worker runs before the user's command,
+    # and the checkpoint-bucket key the stack publishes trainstack-weights at; "" otherwise (and left out of plan.json)
+    prelude: str = ""
+    weights_script_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +428,10 @@ class Plan:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
         if data.get("dlc") is None:
             data.pop("dlc", None)  # ECS and Lingjun plans keep the plan.json they had before PAI-DLC existed
+        else:
+            for key in ("prelude", "weights_script_key"):  # DLC plans without ModelScope weights keep theirs too
+                if not data["dlc"].get(key):
+                    data["dlc"].pop(key, None)
         if data.get("weights") is None:
             data.pop("weights", None)  # plans without base weights keep the plan.json they had before
         if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing

@@ -29,7 +29,7 @@ from generator.plan.network import fabric, plan_network, plan_nodes, zone_decisi
 from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
-from generator.plan.weights import estimated_size, plan_weights
+from generator.plan.weights import plan_weights, stored_size
 from generator.spec.model import Spec
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
@@ -80,7 +80,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         rdma, eri = fabric(spec, fit, decisions, warnings)
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
-    weights_bytes = estimated_size(spec, choice.arch.parameters)
+    weights_bytes = stored_size(spec, choice.arch.parameters)  # 0 when DLC mounts them from OSS (not copied)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings, weights_bytes)
     weights = plan_weights(spec, region, storage, network, fit.nodes, choice.arch.parameters, decisions, warnings)
     checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
@@ -97,7 +97,8 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         lingjun_plan = plan_lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)
     dlc_plan: Dlc | None = None
     if dlc:
-        dlc_plan = plan_dlc(spec, catalog, region, best, storage, checkpoints, dlc_spot_plan, decisions, warnings)
+        dlc_plan = plan_dlc(spec, catalog, region, best, storage, checkpoints, dlc_spot_plan, decisions, warnings,
+                            weights)
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, rdma, eri, ranks, dsets, min_nodes)
     if spec.compute.paused:

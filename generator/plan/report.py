@@ -79,8 +79,9 @@ def plan_text(plan: Plan) -> str:
                                                 f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
                                                 if plan.storage.kind != "none" else ""),
         *([f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
-           f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), fetched "
-           + ("once" if plan.weights.fetches == 1 else f"{plan.weights.fetches} times (once per node)")]
+           f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
+           + ("mounted read-only, not copied" if plan.weights.fetches == 0 else "fetched once"
+              if plan.weights.fetches == 1 else f"fetched {plan.weights.fetches} times (once per node)")]
           if plan.weights else []),
         "  checkpoints  " + ((f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
                                if plan.checkpoints.directory else "")

@@ -68,8 +68,9 @@ def _summary(plan: Plan) -> list[str]:
                                                  if plan.storage.kind != "none" else ""))],
         *([["base weights", md.code(plan.weights.uri, cell=True) + md.text(" at ")
             + md.code(plan.weights.landing_path, cell=True)
-            + md.text(f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), fetched "
-                      + ("once" if plan.weights.fetches == 1 else f"once per node ({plan.weights.fetches} times)"))]]
+            + md.text(f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
+                      + ("mounted read-only, not copied" if plan.weights.fetches == 0 else "fetched once"
+                         if plan.weights.fetches == 1 else f"fetched once per node ({plan.weights.fetches} times)"))]]
           if plan.weights else []),
         ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
                                 f"{human_bytes(plan.checkpoints.size_bytes)} each"

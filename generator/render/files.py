@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from generator.plan import diagram
+from generator.plan import diagram, dlc_weights
 from generator.plan.model import Plan, dumps
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
@@ -86,6 +86,8 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
 
 _DATASET_WHAT = {"nas": "trainstack: the shared file system (Extreme NAS)", "cpfs": "trainstack: the shared file "
                  "system (CPFS)", "oss": "trainstack: OSS data"}
+_DATASET_WHAT_BY_OUTPUT = {dlc_weights.WEIGHTS_OUTPUT: "trainstack: base weights, read-only",
+                           dlc_weights.TOOLS_OUTPUT: "trainstack: trainstack-weights, read-only"}
 
 
 def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
@@ -97,11 +99,11 @@ def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
     for d in plan.dlc.data_sources:
         key = d.output_key.removeprefix("dataset_").removesuffix("_id")
         bucket, _, path = d.uri.removeprefix("oss://").partition("/")
-        checkpoints = d.kind == "oss" and bucket == plan.checkpoints.bucket and plan.checkpoints.enabled
-        what = ("trainstack: checkpoints" if checkpoints else "trainstack: training data, read-only"
-                if d.kind == "oss" else _DATASET_WHAT[d.kind])
+        in_bucket = d.kind == "oss" and bucket == plan.checkpoints.bucket and plan.checkpoints.enabled
+        what = (_DATASET_WHAT_BY_OUTPUT.get(d.output_key) or ("trainstack: checkpoints" if in_bucket else
+                "trainstack: training data, read-only" if d.kind == "oss" else _DATASET_WHAT[d.kind]))
         out.append({"key": key, "name": d.name, "kind": d.kind, "mount": d.mount_path, "output": d.output_key,
-                    "read_only": d.read_only, "bucket": bucket, "path": path, "bucket_output": checkpoints,
+                    "read_only": d.read_only, "bucket": bucket, "path": path, "bucket_output": in_bucket,
                     "endpoint": f"oss-{plan.region}.aliyuncs.com", "what": what})
     return out
 
@@ -119,12 +121,14 @@ def weights_timeout(plan: Plan) -> int:
 
 def weights_script(plan: Plan) -> str:
     """``/usr/local/bin/trainstack-weights`` (templates/stack/weights.sh.j2); "" without base weights. ECS nodes get
-    it from the cluster facts, Lingjun nodes from node-init.sh."""
+    it from the cluster facts, Lingjun nodes from node-init.sh, PAI-DLC jobs from ``weights.sh`` in the stack folder,
+    which the program publishes in the checkpoint bucket (ModelScope weights only: DLC mounts OSS weights)."""
     if plan.weights is None:
         return ""
     return _env().get_template("stack/weights.sh.j2").render(
         plan=plan, weights_timeout=weights_timeout(plan),
-        weights_role="" if plan.lingjun else f"{plan.name}-node")  # the ECS node role (identity_ecs.py.j2)
+        # the ECS node role (identity_ecs.py.j2); Lingjun nodes use the RAM user's key, DLC fetches nothing from OSS
+        weights_role="" if plan.lingjun or plan.dlc else f"{plan.name}-node")
 
 
 RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here
@@ -210,6 +214,8 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     }
     if plan.dlc is None:  # DLC boots its own nodes: no cloud-init bootstrap
         files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)
+    elif plan.dlc.weights_script_key:  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
+        files[dlc_weights.SCRIPT_NAME] = weights_script(plan)
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"
