@@ -276,6 +276,71 @@ class Lingjun:
     user_data_max_bytes: int  # the largest bootstrap script the node group takes (before base64)
 
 
+# The stack outputs a DLC job reads (templates/stack/parts/outputs_dlc.py.j2 exports them under these names);
+# ``trainstack submit`` looks them up by these constants, never by a literal.
+DLC_OUTPUT_WORKSPACE_ID = "pai_workspace_id"
+DLC_OUTPUT_VPC_ID = "vpc_id"
+DLC_OUTPUT_VSWITCH_ID = "vswitch_id"
+DLC_OUTPUT_SECURITY_GROUP_ID = "security_group_id"
+DLC_OUTPUT_ROLE_ARN = "job_role_arn"
+DLC_OUTPUT_CHECKPOINT_BUCKET = "checkpoint_bucket"
+DLC_OUTPUT_CHECKPOINT_URL = "checkpoint_url"  # oss://BUCKET/PREFIX
+DLC_OUTPUTS = (("workspace_id", DLC_OUTPUT_WORKSPACE_ID), ("vpc_id", DLC_OUTPUT_VPC_ID),
+               ("vswitch_id", DLC_OUTPUT_VSWITCH_ID), ("security_group_id", DLC_OUTPUT_SECURITY_GROUP_ID),
+               ("role_arn", DLC_OUTPUT_ROLE_ARN), ("checkpoint_bucket", DLC_OUTPUT_CHECKPOINT_BUCKET),
+               ("checkpoint_url", DLC_OUTPUT_CHECKPOINT_URL))
+
+
+@dataclass(frozen=True, slots=True)
+class DlcDataSource:
+    """A PAI workspace dataset the job mounts (``pai.WorkspaceDataset``) and where its id lands in the stack outputs."""
+
+    name: str  # the dataset's name in the workspace (pai.WorkspaceDataset dataset_name)
+    kind: str  # "nas" (Extreme NAS), "cpfs" or "oss"
+    mount_path: str  # where the job's containers see it
+    output_key: str  # the stack output that holds the dataset id (CreateJob DataSources[].DataSourceId)
+    uri: str = ""  # the dataset's location as PAI writes it (nas://..., cpfs://..., oss://...); "" if deploy-time
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DlcSpot:
+    """DLC's JobSpec.SpotSpec (alibabacloud-pai-dlc20201203 ``SpotSpec``: SpotStrategy, SpotPriceLimit,
+    SpotDiscountLimit; DLC documents SpotDiscountLimit for Lingjun resources only)."""
+
+    spot_strategy: str  # "SpotWithPriceLimit" or "SpotAsPriceGo"
+    spot_price_limit: float | None  # CNY per hour per worker; only with SpotWithPriceLimit
+    spot_discount_limit: float | None  # a fraction of list price (0.1-0.9); Lingjun resources only, so None here
+
+
+@dataclass(frozen=True, slots=True)
+class Dlc:
+    """What a PAI-DLC job needs beyond the common plan; ``Plan.dlc`` is None on ECS and Lingjun.
+
+    trainstack provisions what surrounds the job (workspace, VPC, datasets, checkpoint bucket, RAM role); the job
+    itself is created by ``trainstack submit`` (DLC CreateJob) from these fields and the stack outputs named by
+    ``outputs`` (keys below, values the output names).
+    """
+
+    workspace_name: str  # pai.WorkspaceWorkspace workspace_name
+    job_type: str  # CreateJob JobType: "PyTorchJob"
+    worker_count: int  # JobSpecs[Worker].PodCount
+    worker_instance_type: str  # JobSpecs[Worker].EcsSpec, e.g. ecs.gn7e-c16g1.16xlarge
+    gpus_per_worker: int
+    gpu: str
+    image: str  # JobSpecs[Worker].Image: an official PAI DLC PyTorch image for the region
+    image_source: str  # where the image name comes from (and whether it is verified)
+    tp: int
+    pp: int
+    dp: int
+    data_sources: tuple[DlcDataSource, ...]
+    environment: tuple[tuple[str, str], ...]  # CreateJob Envs: checkpoint locations, layout, NCCL
+    spot: DlcSpot | None
+    resource: str  # "public" (pay-as-you-go public resources) -- trainstack plans no resource quota
+    outputs: tuple[tuple[str, str], ...]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
+    max_running_hours: int | None = None  # CreateJob Settings.MaxRunningTimeMinutes / 60 (None: DLC's default)
+
+
 @dataclass(frozen=True, slots=True)
 class Waived:
     rule: str
@@ -305,11 +370,14 @@ class Plan:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     waivers: tuple[Waived, ...] = field(default_factory=tuple)
     lingjun: Lingjun | None = None
+    dlc: Dlc | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = _plain(dataclasses.asdict(self))
         if data.get("lingjun") is None:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
+        if data.get("dlc") is None:
+            data.pop("dlc", None)  # ECS and Lingjun plans keep the plan.json they had before PAI-DLC existed
         if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
             data["compute"].pop("paused", None)
         if data["cost"].get("paused") is None:
