@@ -21,7 +21,7 @@ from generator import api
 from generator.preview import diff as d
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ("finetune-7b", "pretrain-70b", "foundation-1t")
+EXAMPLES = ("finetune-7b", "pretrain-70b", "foundation-1t", "finetune-dlc")
 VARIANTS = {"lingjun": LINGJUN_SPEC, "lingjun-subscription": LINGJUN_SUBSCRIPTION_SPEC,
             "extreme-nas": EXTREME_NAS_SPEC, "scc-hpc": SCC_SPEC, "spot-price-limit-single-eri": ERI_SPOT_SPEC}
 REGENERATION = ("the replacement data is being regenerated from the provider's Go source into "
@@ -49,10 +49,10 @@ def emitted(tmp_path_factory: pytest.TempPathFactory) -> set[tuple[str, str]]:
 def test_the_programs_exercise_every_provider_family(emitted: set[tuple[str, str]]) -> None:
     """A guard for the coverage test below: the variants really render ECS, VPC, NAS, OSS, RAM and eflo."""
     families = {token.split(":")[1].split("/")[0] for token, _ in emitted}
-    assert {"ecs", "vpc", "nas", "oss", "ram", "eflo"} <= families
+    assert {"ecs", "vpc", "nas", "oss", "ram", "eflo", "pai"} <= families
     types = {token for token, _ in emitted}
     assert {"alicloud:ecs/hpcCluster:HpcCluster", "alicloud:nas/mountTarget:MountTarget",
-            "alicloud:eflo/node:Node"} <= types  # SCC, Extreme NAS, Lingjun
+            "alicloud:eflo/node:Node", "alicloud:pai/workspaceDataset:WorkspaceDataset"} <= types  # SCC, NAS, Lingjun, DLC
     assert ("alicloud:ecs/instance:Instance", "spotPriceLimit") in emitted
 
 

@@ -1,5 +1,6 @@
 """The program template is one part per cluster section: a short main template composes them, each part says
-what it owns, and the ECS and Lingjun programs do not interleave (only ``*_lingjun`` parts read the Lingjun plan).
+what it owns, and the ECS, Lingjun and PAI-DLC programs do not interleave (only ``*_lingjun`` parts read the Lingjun
+plan, and only ``*_dlc`` parts the DLC plan).
 Byte-identity of what they render is proved by the committed stacks (tests/test_examples.py)."""
 
 from __future__ import annotations
@@ -32,3 +33,9 @@ def test_only_lingjun_parts_read_the_lingjun_plan() -> None:
     for part in sorted(PARTS.glob("*.j2")):
         if not part.name.endswith("_lingjun.py.j2"):
             assert not re.search(r"\blj\b|lingjun|eflo", part.read_text(), re.IGNORECASE), part.name
+
+
+def test_only_dlc_parts_read_the_dlc_plan() -> None:
+    for part in sorted(PARTS.glob("*.j2")):
+        if not part.name.endswith("_dlc.py.j2"):
+            assert not re.search(r"\bdl\b|dlc_datasets|\bpai\b", part.read_text()), part.name

@@ -21,6 +21,7 @@ from generator.catalog.model import (
     LINGJUN_PAYMENT_TYPES,
     Catalog,
     CatalogError,
+    DlcSpec,
     GpuModel,
     InstanceType,
     JumboFrames,
@@ -289,6 +290,14 @@ def _lingjun(f) -> LingjunMachineType:
     )
 
 
+_DLC_COLS = ("name", "verified", "source", "date", "notes")
+
+
+def _dlc(f) -> DlcSpec:
+    return DlcSpec(name=f("name"), verified=f("verified", _bool), source=f("source"), date=f("date"),
+                   notes=f("notes", str))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # cross-file checks
 
@@ -399,7 +408,7 @@ def _load_default() -> Catalog:
 
 def _load(root: Path) -> Catalog:
     files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
-                                            "lingjun_machine_types", "jumbo_frames",
+                                            "lingjun_machine_types", "jumbo_frames", "dlc_specs",
                                             "unavailable_accelerators")}
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
@@ -409,6 +418,7 @@ def _load(root: Path) -> Catalog:
     lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
     jumbo = _parse(files["jumbo_frames"], _JUMBO_COLS, _jumbo)
     unavailable = _parse(files["unavailable_accelerators"], UNAVAILABLE_COLS, _unavailable)
+    dlc = _parse(files["dlc_specs"], _DLC_COLS, _dlc)
 
     _unique(files["sources"], sources, lambda s: s.tag)
     _unique(files["gpus"], gpus, lambda g: g.name)
@@ -418,6 +428,7 @@ def _load(root: Path) -> Catalog:
     _unique(files["instance_types"], instances, lambda t: t.name)
     _unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
     _unique(files["jumbo_frames"], jumbo, lambda j: j.family)
+    _unique(files["dlc_specs"], dlc, lambda d: d.name)
 
     tags = {s.tag for _, s in sources}
     gpu_names = {g.name for _, g in gpus}
@@ -445,6 +456,10 @@ def _load(root: Path) -> Catalog:
     for line, t in lingjun:
         _check_tags(files["lingjun_machine_types"], line, tags, t.source, t.price.source)
         _check_lingjun(files["lingjun_machine_types"], line, t, gpu_names, region_map, ecs_names)
+    for line, d in dlc:
+        _check_tags(files["dlc_specs"], line, tags, d.source)
+        if d.name not in ecs_names:
+            raise CatalogError(f"{files['dlc_specs']}:{line}: {d.name!r} is not in instance_types.csv")
 
     offered = {accelerator_key(a) for _, g in gpus for a in (g.name, *g.aliases)}
     for line, a in unavailable:
@@ -468,4 +483,5 @@ def _load(root: Path) -> Catalog:
         lingjun_types=rows(lingjun, lambda t: t.name),
         jumbo_frames=rows(jumbo, lambda j: j.family),
         unavailable=rows(unavailable, lambda a: a.name),
+        dlc_specs=rows(dlc, lambda d: d.name),
     )

@@ -144,6 +144,20 @@ class LingjunMachineType:
 
 
 @dataclass(frozen=True, slots=True)
+class DlcSpec:
+    """An ECS GPU instance type that PAI-DLC's public resources offer as a worker spec (``JobSpecs[].EcsSpec``).
+
+    The type's shape and price are its ``instance_types.csv`` row; this row only says DLC offers it, how sure that
+    is (``verified``) and where it comes from. See ``dlc_specs.csv`` in the data README."""
+
+    name: str  # an instance_types.csv name
+    verified: bool  # False: the type is believed, not documented, to be on DLC's public resource list
+    source: str
+    date: str
+    notes: str
+
+
+@dataclass(frozen=True, slots=True)
 class Region:
     id: str
     name: str
@@ -180,6 +194,7 @@ class Catalog:
     lingjun_types: tuple[LingjunMachineType, ...] = ()
     jumbo_frames: tuple[JumboFrames, ...] = ()
     unavailable: tuple[UnavailableAccelerator, ...] = ()  # accelerators no Alibaba Cloud product offers
+    dlc_specs: tuple[DlcSpec, ...] = ()
 
     def jumbo(self, family: str) -> JumboFrames | None:
         """The documented jumbo-frame support of an ECS instance family (None: the family is not in the catalog)."""
@@ -229,6 +244,15 @@ class Catalog:
         if region is None:
             return ()
         return tuple(t for t in self.instance_types if t.family in region.gpu_families)
+
+    def dlc_spec(self, name: str) -> DlcSpec | None:
+        """The DLC public-resource row of an ECS instance type (None: DLC is not known to offer it)."""
+        return next((d for d in self.dlc_specs if d.name == name), None)
+
+    def dlc_types_in_region(self, region_id: str) -> tuple[InstanceType, ...]:
+        """ECS GPU types the region offers (catalog belief) that DLC's public resources are listed with."""
+        names = {d.name for d in self.dlc_specs}
+        return tuple(t for t in self.types_in_region(region_id) if t.name in names)
 
     def gpu_names(self) -> tuple[str, ...]:
         return tuple(g.name for g in self.gpus)

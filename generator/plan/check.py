@@ -10,6 +10,7 @@ import re
 from generator.catalog import Catalog, GpuModel, Region, source_tags
 from generator.catalog.unavailable import UnavailableAccelerator, nearest_gpus
 from generator.errors import Problem, did_you_mean
+from generator.plan.dlc import dlc_rules
 from generator.spec import limits
 from generator.spec.limits import (  # noqa: F401
     CPFS_MAX_GIB,
@@ -104,6 +105,8 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     " or set network.rdma: auto"))
     if lingjun:
         problems.extend(_lingjun_rules(spec, catalog, region))
+    elif c.platform == "pai-dlc":
+        problems.extend(dlc_rules(spec, catalog, region))
     s = spec.storage
     if isinstance(s.capacity, int):
         gib = s.capacity / 2**30
@@ -120,7 +123,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     if s.storage_class in ("standard", "advance") and s.shared == "cpfs":
         problems.append(Problem(("storage", "storage_class"), f"{s.storage_class} is an Extreme NAS class;"
                                 " CPFS takes advance_100 or advance_200"))
-    if s.dataset is not None and s.shared in ("none", "extreme-nas"):
+    if s.dataset is not None and s.shared in ("none", "extreme-nas") and c.platform != "pai-dlc":
         problems.append(Problem(("storage", "dataset"), "importing a dataset from OSS needs CPFS (a fileset and a data flow)",
                                 "set storage.shared: cpfs or auto"))
     if region is not None and s.shared == "cpfs" and not region.cpfs:

@@ -91,4 +91,4 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
     return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
                        k.abort_multipart_days, endpoint, cm.size_bytes, round(cm.write_seconds, 3),
                        round(cm.mtbf_hours, 3),
-                       facts_key(k.prefix) if spec.compute.platform != "lingjun" else "")
+                       facts_key(k.prefix) if spec.compute.platform == "ecs" else "")

@@ -25,6 +25,12 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
              + ("ESTIMATE" if t.price.estimated else "list price")
              + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
+    if spec.compute.platform == "pai-dlc":
+        # DLC bills public-resource workers per minute at the price its Create Job page shows [DOC-DLC-BILL]
+        notes.append(f"PAI-DLC worker price: ESTIMATE equal to the ECS price of {t.name} above (DLC bills workers "
+                     "per minute at the console's unit price, which may differ; catalog date 2026-11-30) "
+                     "[DOC-DLC-BILL]; the workspace and datasets are free, and nothing is billed between jobs "
+                     "except storage and the NAT gateway")
     shared = 0.0
     if storage.kind != "none":
         item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[storage.kind]

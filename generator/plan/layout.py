@@ -66,14 +66,17 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
     rejected: dict[str, str] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
-    offered = {t.name for t in catalog.types_in_region(region.id)}
+    dlc = c.platform == "pai-dlc"  # DLC workers: the ECS types on DLC's public resource list (dlc_specs.csv)
+    in_region = {t.name for t in catalog.types_in_region(region.id)}
+    offered = {t.name for t in catalog.dlc_types_in_region(region.id)} if dlc else in_region
     out = []
     for t in catalog.instance_types:
         if allow and t.name not in allow:
             continue
         if t.name not in offered:
             if allow:
-                rejected[t.name] = f"not offered in {region.id} per the catalog"
+                rejected[t.name] = (f"not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
+                                    if dlc and t.name in in_region else f"not offered in {region.id} per the catalog")
             continue
         if not _wanted(c, t, wanted_gpu):
             continue
@@ -127,8 +130,10 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
 
 
 def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
-    """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric."""
-    return t.rdma or spec.compute.platform == "lingjun"
+    """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric. PAI-DLC manages the network
+    between its workers (trainstack attaches nothing), so multi-node DLC jobs are allowed on 8-GPU workers; the
+    plan says what that network is (:mod:`generator.plan.dlc`)."""
+    return t.rdma or spec.compute.platform in ("lingjun", "pai-dlc")
 
 
 def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,

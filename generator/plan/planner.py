@@ -6,7 +6,7 @@ recorded with a reason (``Plan.decisions``) and the instance types that lost are
 
 :func:`make_plan` only composes the parts, each of which builds its part of the Plan with its decisions:
 ``compute`` (with ``layout``, the fits it chooses from), ``network`` (or ``lingjun``), ``storage``,
-``checkpoints``, ``spot``, ``lingjun`` and ``cost``. The order of the calls is the order of the decisions and
+``checkpoints``, ``spot``, ``lingjun`` (or ``dlc``) and ``cost``. The order of the calls is the order of the decisions and
 warnings in the plan.
 """
 
@@ -20,9 +20,10 @@ from generator.plan.checkpoints import bucket_name, plan_checkpoints
 from generator.plan.compute import (choose, elastic_minimum, model_summary, pause_decision, plan_compute,
                                       plan_sizing, run_warnings)
 from generator.plan.cost import plan_cost
+from generator.plan.dlc import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
 from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
-from generator.plan.model import PLAN_SCHEMA_VERSION, Decision, Lingjun, LingjunSubnet, Plan, Waived
+from generator.plan.model import PLAN_SCHEMA_VERSION, Decision, Dlc, DlcSpot, Lingjun, LingjunSubnet, Plan, Waived
 from generator.plan.network import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
@@ -48,6 +49,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
         raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])
     lingjun = spec.compute.platform == "lingjun"
+    dlc = spec.compute.platform == "pai-dlc"
     zones = spec.zones or region.zones
     zone = zones[0]
     if not lingjun:  # a Lingjun zone follows from the machine type chosen (its known HPN zones), below
@@ -65,18 +67,29 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         rdma, eri = lingjun_fabric(spec, lj, decisions, warnings)
         network, vpd_cidr, subnets = lingjun_network(spec, zone, fit, lj, decisions)
         ranks, dsets = lingjun_nodes(spec, zone, fit, decisions), ()
+    elif dlc:  # DLC manages the nodes: no RDMA, ERIs, deployment sets or fixed addresses (generator.plan.dlc)
+        rdma, eri = dlc_fabric(spec, fit, decisions)
+        network = dlc_network(spec, zone, fit, decisions)
+        ranks, dsets = dlc_workers(spec, zone, fit), ()
     else:
         rdma, eri = fabric(spec, fit, decisions, warnings)
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings)
     checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
-    spot = plan_spot(spec, fit, ranks, decisions, warnings)
+    dlc_spot_plan: DlcSpot | None = None
+    if dlc:
+        spot, dlc_spot_plan = dlc_spot(spec, fit, ranks, decisions, warnings)
+    else:
+        spot = plan_spot(spec, fit, ranks, decisions, warnings)
     min_nodes = elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
     lingjun_plan: Lingjun | None = None
     if lj is not None:
         lingjun_plan = plan_lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)
+    dlc_plan: Dlc | None = None
+    if dlc:
+        dlc_plan = plan_dlc(spec, catalog, region, best, storage, checkpoints, dlc_spot_plan, decisions, warnings)
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, rdma, eri, ranks, dsets, min_nodes)
     if spec.compute.paused:
@@ -88,4 +101,5 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
         model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
         spot=spot, cost=cost, decisions=tuple(decisions), candidates=choice.candidates, warnings=tuple(warnings),
-        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan)
+        waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers), lingjun=lingjun_plan,
+        dlc=dlc_plan)

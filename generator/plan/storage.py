@@ -47,8 +47,13 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
         _check_resolved_storage(spec, "none")
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
+    dlc = spec.compute.platform == "pai-dlc"
     if kind == "auto":
-        if ds is not None and ds.size >= 2**40:
+        if dlc and ds is not None and ds.size < 2**40:
+            kind, why = "extreme-nas", ("PAI-DLC mounts the OSS dataset directly (a workspace dataset), so no CPFS "
+                                        "import is needed; Extreme NAS holds code, logs and weights shared by the "
+                                        "workers")
+        elif ds is not None and ds.size >= 2**40:
             kind, why = "cpfs", f"the {human_bytes(ds.size)} dataset is TB-scale: CPFS serves it to all nodes in parallel"
         elif ds is not None:
             kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"

@@ -76,7 +76,31 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "interval_seconds": k.interval_seconds,
         "spot_enabled": sp.enabled,
         "requirements": [escape.Escaped(r) for r in (PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT)],  # constants
+        "dlc_datasets": dlc_datasets(plan),
+        "outputs": dict(plan.dlc.outputs) if plan.dlc else {},
     }
+
+
+_DATASET_WHAT = {"nas": "trainstack: the shared file system (Extreme NAS)", "cpfs": "trainstack: the shared file "
+                 "system (CPFS)", "oss": "trainstack: OSS data"}
+
+
+def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
+    """The PAI workspace datasets of a DLC plan, split into what the program needs (OSS bucket, endpoint and path;
+    the checkpoint bucket's name comes from its resource so the dataset waits for the bucket)."""
+    if plan.dlc is None:
+        return []
+    out = []
+    for d in plan.dlc.data_sources:
+        key = d.output_key.removeprefix("dataset_").removesuffix("_id")
+        bucket, _, path = d.uri.removeprefix("oss://").partition("/")
+        checkpoints = d.kind == "oss" and bucket == plan.checkpoints.bucket and plan.checkpoints.enabled
+        what = ("trainstack: checkpoints" if checkpoints else "trainstack: training data, read-only"
+                if d.kind == "oss" else _DATASET_WHAT[d.kind])
+        out.append({"key": key, "name": d.name, "kind": d.kind, "mount": d.mount_path, "output": d.output_key,
+                    "read_only": d.read_only, "bucket": bucket, "path": path, "bucket_output": checkpoints,
+                    "endpoint": f"oss-{plan.region}.aliyuncs.com", "what": what})
+    return out
 
 
 RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here
@@ -145,12 +169,13 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
         f"Pulumi.{plan.stack}.yaml": env.get_template("stack/Pulumi.stack.yaml.j2").render(ctx),
         "__main__.py": env.get_template("stack/__main__.py.j2").render(ctx),
         "requirements.txt": env.get_template("stack/requirements.txt.j2").render(ctx),
-        "node-init.sh": env.get_template("stack/node-init.sh.j2").render(ctx),
         "README.md": env.get_template("stack/README.md.j2").render(ctx),
         "plan.json": plan.to_json(),
         f"{MARKER}/DO_NOT_EDIT": env.get_template("stack/DO_NOT_EDIT.j2").render(ctx),
         ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n.trainstack/pending/\n",
     }
+    if plan.dlc is None:  # DLC boots its own nodes: no cloud-init bootstrap
+        files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"

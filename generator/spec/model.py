@@ -235,7 +235,7 @@ class ComputeSpec(_Strict):
     gpus_per_node: Union[Literal[1, 2, 4, 8], Literal["auto"]] = "auto"
     bare_metal: Literal["any", "prefer", "require", "avoid"] = "any"
     instance_types: tuple[str, ...] = ()
-    platform: Literal["ecs", "lingjun"] = "ecs"
+    platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
     image_id: Annotated[str, Field(pattern=limits.IMAGE_ID_RE, max_length=limits.MAX_IMAGE_ID_CHARS)] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
     data_disk_gib: Annotated[int, Field(ge=0, le=32768)] = 0

@@ -15,7 +15,7 @@ Severity = Literal["error", "warning"]
 # The cluster's parts. The same names are the planner's modules (generator/plan/<part>.py), the program
 # template's partials (templates/stack/parts/<part>[_ecs|_lingjun].py.j2), the sections of the generated
 # __main__.py, and the part each lint rule checks (tests/test_layout.py keeps them in step).
-PARTS = ("network", "identity", "checkpoints", "storage", "compute", "lingjun", "spot", "cost", "outputs")
+PARTS = ("network", "identity", "checkpoints", "storage", "compute", "lingjun", "dlc", "spot", "cost", "outputs")
 
 _PART_OF_RULE = {
     "TS001": "network", "TS002": "network",

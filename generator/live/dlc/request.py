@@ -16,7 +16,7 @@ https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12
 * ``UserVpc``: the stack's VPC, vSwitch and security group, and ``ExtendedCIDRs`` (required with a vSwitch: every
   CIDR block of the VPC, per the SDK docstring of ``CreateJobRequestUserVpc``).
 * ``DataSources``: the workspace datasets the stack registered (ids from the outputs) at the plan's mount paths.
-* ``Envs``: the plan's launch environment, plus the checkpoint location from the outputs and the parallel layout.
+* ``Envs``: the plan's launch environment (parallel layout, checkpoint location and interval, data paths).
 * ``CredentialConfig``: the stack's RAM role, injected as the job's credentials (struct CredentialConfig,
   https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-credentialconfig; ``RoleType``
   ``user`` is an assumption: the page lists ``service`` and ``user`` without saying which a job role takes).
@@ -129,22 +129,11 @@ def _spot_spec(dlc: Dlc) -> dict[str, Any] | None:
     return spec
 
 
-def _environment(plan: Plan, dlc: Dlc, outputs: _Outputs) -> dict[str, str]:
-    env: dict[str, str] = {
-        "TRAINSTACK_PROJECT": plan.name,
-        "TRAINSTACK_STACK": plan.stack,
-        "TRAINSTACK_TP": str(dlc.tp),
-        "TRAINSTACK_PP": str(dlc.pp),
-        "TRAINSTACK_DP": str(dlc.dp),
-        "TRAINSTACK_WORKERS": str(dlc.worker_count),
-        "TRAINSTACK_GPUS_PER_WORKER": str(dlc.gpus_per_worker),
-    }
-    if outputs.has("checkpoint_url"):
-        env["TRAINSTACK_CHECKPOINT_URL"] = outputs.get("checkpoint_url")
-    if outputs.has("checkpoint_bucket"):
-        env["TRAINSTACK_CHECKPOINT_BUCKET"] = outputs.get("checkpoint_bucket")
-    env.update({k: v for k, v in dlc.environment})  # the plan's launch environment wins over the defaults above
-    return dict(sorted(env.items()))
+def _environment(plan: Plan, dlc: Dlc) -> dict[str, str]:
+    """The plan's launch environment (layout, checkpoint locations, data paths), in its order, and the stack's name."""
+    env = {k: v for k, v in dlc.environment}
+    env.setdefault("TRAINSTACK_STACK", plan.stack)
+    return env
 
 
 def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name: str) -> JobRequest:
@@ -172,7 +161,7 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
         "DataSources": [
             {"DataSourceId": out.output(ds.output_key), "MountPath": ds.mount_path,
              "MountAccess": "RO" if ds.read_only else "RW"} for ds in dlc.data_sources],
-        "Envs": _environment(plan, dlc, out),
+        "Envs": _environment(plan, dlc),
         "Settings": {"Tags": stack_tags(plan)},
         "Description": f"trainstack {plan.name} (stack {plan.stack}): {dlc.worker_count} x "
                        f"{dlc.worker_instance_type}, tp={dlc.tp} pp={dlc.pp} dp={dlc.dp}",

@@ -1,0 +1,247 @@
+"""The PAI-DLC part (``compute.platform: pai-dlc``): what a Deep Learning Containers job needs around it and what
+trainstack leaves to DLC, with the platform's rules, its limits stated as decisions and warnings, and ``Plan.dlc``
+(the workspace, the worker spec and count, the image, the data sources, the launch environment, spot settings and
+the stack outputs a job reads).
+
+The worker type, count and tp/pp/dp layout are chosen as on ECS (:mod:`generator.plan.layout` and
+:mod:`generator.plan.compute`), from the ECS types DLC's public resources offer (``dlc_specs.csv``). DLC creates and
+manages the nodes, so this part plans no instance, RDMA interface, deployment set or HPC cluster, and no fixed
+address. The job itself is created by ``trainstack submit`` from ``Plan.dlc``.
+
+Sources: [DOC-DLC-JOB] Create a training job, [DOC-DLC-BILL] Billing of DLC, [DOC-DLC-RAM] the DLC RAM role,
+[SDK-DLC] the alibabacloud-pai-dlc20201203 models (URLs in ``generator/catalog/data/v1/sources.csv``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections.abc import Iterable
+
+from generator.catalog import Catalog, Region
+from generator.errors import Problem
+from generator.plan.fit import Fit, Scored
+from generator.plan.model import (
+    DLC_OUTPUTS,
+    Checkpoints,
+    Decision,
+    Dlc,
+    DlcDataSource,
+    DlcSpot,
+    IpRange,
+    Network,
+    Node,
+    Spot,
+    Storage,
+)
+from generator.plan.network import ip_plan
+from generator.plan.storage import shared_storage_needed
+from generator.spec.model import Spec
+
+JOB_TYPE = "PyTorchJob"  # CreateJob JobType for torchrun/DeepSpeed/Megatron jobs [DOC-DLC-JOB, SDK-DLC]
+# The official PAI PyTorch training image in the region's VPC registry [DOC-DLC-JOB: dsw-registry-vpc.<region>
+# .cr.aliyuncs.com/pai/...]. The tag is UNVERIFIED: seen in third-party DLC configurations [3P-DLC-IMAGE], not in an
+# Alibaba page read for v1; pick one from the PAI console's image list and pass it to `trainstack submit` if it differs.
+IMAGE_REPOSITORY = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pytorch-training"
+IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
+PUBLIC_MAX_GPUS = 2  # public resources: at most 2 GPUs and 8 CPU cores per job unless the limit is raised [DOC-DLC-JOB]
+MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
+DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
+CHECKPOINT_MOUNT = "/mnt/checkpoints"  # where the checkpoint prefix appears in the containers
+WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
+
+
+def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
+    """What a DLC job cannot do (or trainstack does not do for it), as spec errors with hints."""
+    problems: list[Problem] = []
+    c, n, s = spec.compute, spec.network, spec.storage
+    if region is not None and not catalog.dlc_types_in_region(region.id):
+        where = sorted({r.id for r in catalog.regions if catalog.dlc_types_in_region(r.id)})
+        problems.append(Problem(("compute", "platform"), f"the catalog knows no PAI-DLC worker type in {region.id}",
+                                f"regions with DLC worker types: {', '.join(where)}; or use platform: ecs"))
+    for i, name in enumerate(c.instance_types):
+        if catalog.instance(name) is not None and catalog.lingjun_type(name) is None and catalog.dlc_spec(name) is None:
+            problems.append(Problem(("compute", "instance_types", i), f"{name} is not on PAI-DLC's public resource "
+                                    "list in the catalog (dlc_specs.csv)",
+                                    "DLC worker types: " + ", ".join(d.name for d in catalog.dlc_specs)))
+    if c.image_id is not None:
+        problems.append(Problem(("compute", "image_id"), "a DLC job runs a container image, not an ECS or Lingjun "
+                                "image, and DLC boots the nodes itself",
+                                "remove compute.image_id; the plan names the official PAI PyTorch image and "
+                                "`trainstack submit --image` takes another"))
+    if c.data_disk_gib:
+        problems.append(Problem(("compute", "data_disk_gib"), "DLC workers take no data disk from trainstack (DLC "
+                                "manages the nodes)", "set compute.data_disk_gib: 0 and keep data on the shared file "
+                                "system or in OSS"))
+    if c.paused:
+        problems.append(Problem(("compute", "paused"), "there is nothing to pause on PAI-DLC: no node exists between "
+                                "jobs and DLC bills only while a job runs [DOC-DLC-BILL]",
+                                "set compute.paused: false and stop the job instead (`trainstack cancel`)"))
+    if c.bare_metal == "require":
+        problems.append(Problem(("compute", "bare_metal"), "DLC's public resources are ECS virtual-machine types in "
+                                "the catalog", "set compute.bare_metal: any, or use platform: ecs"))
+    if n.admin_cidrs:
+        problems.append(Problem(("network", "admin_cidrs"), "DLC workers are containers DLC manages: there is no "
+                                "node to SSH into, so trainstack opens no SSH port",
+                                "remove network.admin_cidrs; use the DLC console's terminal or `trainstack logs`"))
+    if n.rdma is True:
+        problems.append(Problem(("network", "rdma"), "trainstack attaches no RDMA interface to DLC workers: DLC "
+                                "manages their network, and its public resources document no RDMA",
+                                "set network.rdma: auto, or use platform: lingjun (HPN RDMA) or ecs (eRDMA)"))
+    if s.shared == "extreme-nas" and s.dataset is not None and s.dataset.size >= 2**40:
+        pass  # allowed: the OSS dataset is mounted directly; the plan warns that a TB-scale one reads slowly
+    sp = spec.spot
+    if sp.enabled and sp.on_demand_base != 0:
+        problems.append(Problem(("spot", "on_demand_base"), "a DLC job's workers are all spot or all on demand "
+                                "(JobSpec.SpotSpec applies to the whole worker role [SDK-DLC])",
+                                "set spot.on_demand_base: 0 to run every worker on spot, or spot.enabled: false"))
+    if sp.enabled and "interruption" in sp.model_fields_set and sp.interruption == "stop":
+        problems.append(Problem(("spot", "interruption"), "DLC releases a reclaimed spot worker; it cannot be kept "
+                                "stopped", "remove spot.interruption"))
+    return problems
+
+
+def dlc_fabric(spec: Spec, fit: Fit, decisions: list[Decision]) -> tuple[str, int]:
+    """No RDMA, ERIs, HPC cluster or deployment set: DLC manages the nodes and the network between them."""
+    decisions.append(Decision("rdma", "none (managed by DLC)", (
+        "DLC creates the worker nodes and their network; trainstack attaches no eRDMA interface, HPC cluster or "
+        "deployment set and sets no MTU. "
+        + (f"The {fit.nodes} workers exchange gradients over the network DLC gives {fit.itype.name} (VPC TCP for the "
+           "ECS types of its public resources; RDMA is documented only for Lingjun resources [DOC-DLC-JOB])"
+           if fit.nodes > 1 else "One worker: GPUs talk over NVLink/PCIe inside the node"))))
+    return "none", 0
+
+
+def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> Network:
+    """The job's VPC: a compute vSwitch whose addresses DLC hands to the workers, and the storage and egress
+    vSwitches of the ECS IP plan (:func:`generator.plan.network.ip_plan`), so no consumer can take another's."""
+    vpc = ipaddress.ip_network(spec.network.vpc_cidr)
+    vswitches, ecs_ranges, _ = ip_plan(spec.name, zone, vpc, fit.nodes, storage=shared_storage_needed(spec, fit.nodes),
+                                       egress=spec.network.egress == "nat")
+    compute = ipaddress.ip_network(vswitches[0].cidr)
+    lo, hi = int(compute.network_address), int(compute.broadcast_address)
+    ranges = [r for r in ecs_ranges if r.vswitch == "compute" and "reserved" in r.consumer]
+    ranges.insert(1, IpRange("compute", str(ipaddress.ip_address(lo + 1)), str(ipaddress.ip_address(hi - 3)),
+                             hi - 3 - lo, "the DLC workers' network interfaces: DLC picks the addresses when a job "
+                             "starts (no fixed address per rank)"))
+    ranges += [r for r in ecs_ranges if r.vswitch != "compute"]
+    decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), (
+        f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
+        "the security group); the storage and egress vSwitches sit at the top of the VPC as on ECS, so the file "
+        "system's mount target and the NAT gateway never take a worker's address")))
+    egress = spec.network.egress
+    decisions.append(Decision("egress", egress, (
+        "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
+        "(the official image comes from the region's VPC registry); nothing inbound" if egress == "nat" else
+        "no internet: the job reaches only VPC-internal endpoints (the VPC image registry, OSS internal)")))
+    return Network(str(vpc), vswitches, (), False, 1500, (), egress, tuple(ranges), "")
+
+
+def dlc_workers(spec: Spec, zone: str, fit: Fit) -> tuple[Node, ...]:
+    """The job's workers as ranks: DLC names and addresses the pods, so only the rank and the spot flag are planned."""
+    return tuple(Node(rank=i, name=f"worker-{i}", zone=zone, vswitch="compute", private_ip="",
+                      spot=spec.spot.enabled, deployment_set=None) for i in range(fit.nodes))
+
+
+def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision],
+             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+    """DLC preemptible workers (JobSpec.SpotSpec): every worker or none; a price limit from spot.max_price_ratio."""
+    s, ranks = spec.spot, tuple(ranks)
+    if not s.enabled:
+        return Spot(False, "NoSpot", None, 0, "terminate", tuple(n.rank for n in ranks), (), s.price_ratio,
+                    s.interruptions_per_node_day), None
+    limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3) if s.strategy == "SpotWithPriceLimit" else None
+    decisions.append(Decision("spot", f"all {len(ranks)} worker(s) preemptible, {s.strategy}", (
+        "DLC's SpotSpec applies to the whole worker role, so there is no on-demand base; "
+        + (f"the bid is capped at {limit:g} CNY/h per worker (price x {s.max_price_ratio:g}"
+           f"{', an estimated price' if fit.itype.price.estimated else ''}; SpotPriceLimit) " if limit else
+           "the bid follows the market (SpotAsPriceGo) ")
+        + "[SDK-DLC, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack runs "
+        "no reclaim watcher in DLC containers")))
+    warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate ({s.interruptions_per_node_day:g}"
+                    "/node-day) are assumptions, not quotes; DLC preemptible stock is not guaranteed [DOC-DLC-JOB]")
+    if s.strategy == "SpotAsPriceGo":
+        warnings.append("DLC documents SpotWithPriceLimit as the bidding policy of preemptible jobs; whether it "
+                        "accepts SpotAsPriceGo is unverified (use spot.strategy: SpotWithPriceLimit if CreateJob "
+                        "refuses it)")
+    spot = Spot(True, s.strategy, limit, 0, "terminate", (), tuple(n.rank for n in ranks), s.price_ratio,
+                s.interruptions_per_node_day)
+    return spot, DlcSpot(s.strategy, limit, None)
+
+
+def workspace_name(spec: Spec) -> str:
+    """A PAI workspace name (3-23 letters, digits and '_', starting with a letter) from the spec's name."""
+    name = spec.name.replace("-", "_")
+    if len(name) <= WORKSPACE_NAME_MAX:
+        return name
+    return f"{name[:WORKSPACE_NAME_MAX - 7].rstrip('_')}_{hashlib.sha256(spec.name.encode()).hexdigest()[:6]}"
+
+
+def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage: Storage, ckpt: Checkpoints, spot: DlcSpot | None,
+             decisions: list[Decision], warnings: list[str]) -> Dlc:
+    """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions."""
+    fit, t = best.fit, best.fit.itype
+    row = catalog.dlc_spec(t.name)
+    ws = workspace_name(spec)
+    decisions.append(Decision("pai workspace", ws, (
+        "a PAI workspace of its own (pai.WorkspaceWorkspace, production environment only) holds the job's datasets "
+        "and jobs, so access is granted per workspace; DLC creates the nodes, pulls the image, mounts the datasets "
+        "and restarts the job, and bills only while it runs")))
+    sources: list[DlcDataSource] = []
+    if storage.kind != "none":
+        kind = "cpfs" if storage.kind == "cpfs" else "nas"
+        sources.append(DlcDataSource(f"{spec.name}-shared", kind, storage.mount_path, "dataset_shared_id"))
+    if spec.storage.dataset is not None:
+        sources.append(DlcDataSource(f"{spec.name}-data", "oss", DATA_MOUNT, "dataset_data_id",
+                                     spec.storage.dataset.source, read_only=True))
+    if ckpt.enabled:
+        sources.append(DlcDataSource(f"{spec.name}-checkpoints", "oss", CHECKPOINT_MOUNT, "dataset_checkpoints_id",
+                                     f"oss://{ckpt.bucket}/{ckpt.prefix}"))
+    decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
+                              or "none", (
+        "each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by id "
+        "(CreateJob DataSources): the shared file system read-write, the OSS training data read-only (DLC mounts OSS "
+        "directly, no import needed), and the checkpoint prefix read-write")))
+    image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
+    decisions.append(Decision("image", image, (
+        "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
+        "tooling, drivers managed by DLC) [DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI "
+        "console's image list")))
+    env = _environment(spec, best, storage, ckpt, sources)
+    decisions.append(Decision("workers", f"{fit.nodes} x {t.name} ({JOB_TYPE})", (
+        f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
+        f"resources offer {t.name} per the catalog "
+        + (f"[{row.source}]" if row is not None and row.verified else
+           f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)")
+        + f"; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
+    if t.gpus > PUBLIC_MAX_GPUS:
+        warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
+                        f"your account manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
+                        "GPUs: ask for the raise (or buy a resource quota) before submitting")
+    warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
+                    "role) before the first job, and DLC's stock of the worker type is not checked by trainstack")
+    return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
+               gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
+               image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry per [DOC-DLC-JOB]", tp=fit.tp, pp=fit.pp,
+               dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
+               outputs=DLC_OUTPUTS)
+
+
+def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
+                 sources: list[DlcDataSource]) -> tuple[tuple[str, str], ...]:
+    """The launch environment (CreateJob Envs), named as the ECS launcher's (/etc/trainstack/launch.env). DLC injects
+    MASTER_ADDR, MASTER_PORT, WORLD_SIZE (the worker count) and RANK itself [DOC-DLC-JOB], so they are not set."""
+    fit = best.fit
+    env = [("TRAINSTACK_NAME", spec.name), ("NNODES", str(fit.nodes)), ("GPUS_PER_NODE", str(fit.itype.gpus)),
+           ("TP_SIZE", str(fit.tp)), ("PP_SIZE", str(fit.pp)), ("DP_SIZE", str(fit.dp)),
+           ("ZERO_STAGE", str(spec.parallelism.zero_stage))]
+    if storage.kind != "none":
+        env.append(("SHARED_DIR", storage.mount_path))
+    if any(d.mount_path == DATA_MOUNT for d in sources):
+        env.append(("DATA_DIR", DATA_MOUNT))
+    if ckpt.enabled:
+        env += [("CHECKPOINT_DIR", CHECKPOINT_MOUNT), ("CHECKPOINT_URL", f"oss://{ckpt.bucket}/{ckpt.prefix}"),
+                ("CHECKPOINT_ENDPOINT", ckpt.internal_endpoint),
+                ("CHECKPOINT_INTERVAL_SECONDS", str(ckpt.interval_seconds))]
+    assert len(env) <= MAX_ENVS, env  # DLC takes at most 20 [DOC-DLC-JOB]
+    return tuple(env)

@@ -1,0 +1,223 @@
+"""PAI-DLC (``compute.platform: pai-dlc``): the catalog's DLC worker types, the plan's ``dlc`` block (sized like ECS,
+no RDMA/ERIs/deployment sets), the program under the mock runtime (PAI workspace, datasets, job role, no node),
+the example's golden stack, lint, and the platform's refusals as located spec errors."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from generator import api
+from generator.catalog import load_catalog
+from generator.errors import SpecErrors
+from generator.plan.model import DLC_OUTPUTS
+from generator.plan.planner import make_plan
+from generator.preview.mockrun import Graph, run_program
+from generator.spec.model import Spec
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG = load_catalog()
+WORKSPACE = "alicloud:pai/workspaceWorkspace:WorkspaceWorkspace"
+DATASET = "alicloud:pai/workspaceDataset:WorkspaceDataset"
+ROLE = "alicloud:ram/role:Role"
+
+# A DLC spec with CPFS and a TB-scale dataset, and one with a single worker and no shared storage
+DLC_CPFS_SPEC = """
+name: dlc-cpfs
+region: cn-hangzhou
+model: {preset: llama-2-13b, tokens: 20B}
+compute: {platform: pai-dlc, gpu: A100-80G, nodes: 2}
+storage: {dataset: {source: 'oss://corpus-bucket/tok/', size: 2TiB}}
+"""
+DLC_SMALL_SPEC = """
+name: dlc-small
+region: cn-hangzhou
+model: {preset: llama-2-7b, finetune: {method: lora}}
+compute: {platform: pai-dlc, nodes: 1}
+storage: {shared: none}
+checkpoints: {enabled: false}
+"""
+
+
+def _graph(dest: Path) -> Graph:
+    plan = json.loads((dest / "plan.json").read_text())
+    return run_program(dest, project=plan["name"], stack=plan["stack"], config={"alicloud:region": plan["region"]})
+
+
+def build(tmp_path: Path, body: str) -> tuple[dict, Graph]:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent(body))
+    result = api.render_stack(spec, tmp_path / "stack")  # lints too: a failing rule raises LintFailed
+    assert result.lint is not None and not result.lint.failed
+    return json.loads((result.dest / "plan.json").read_text()), _graph(result.dest)
+
+
+# ------------------------------------------------------------------------------------------------ catalog
+
+
+def test_dlc_worker_types_are_ecs_gpu_types_with_sources() -> None:
+    assert CATALOG.dlc_specs
+    for d in CATALOG.dlc_specs:
+        t = CATALOG.instance(d.name)
+        assert t is not None and t.gpus >= 1, d.name
+        assert d.source and d.date == "2026-11-30"
+        assert not d.verified or "TS-EST" not in d.source  # an estimate is never marked verified
+    assert {t.name for t in CATALOG.dlc_types_in_region("cn-hangzhou")} >= {"ecs.gn7e-c16g1.32xlarge"}
+
+
+# ------------------------------------------------------------------------------------------------ the example
+
+
+def test_example_plans_a_dlc_job_sized_like_ecs() -> None:
+    plan = api.plan(ROOT / "examples" / "finetune-dlc.yaml")
+    d, c = plan.dlc, plan.compute
+    assert d is not None and c.platform == "pai-dlc"
+    assert (d.worker_count, d.worker_instance_type, d.gpus_per_worker) == (c.nodes, c.instance_type, c.gpus_per_node)
+    assert (d.tp, d.pp, d.dp) == (c.tp, c.pp, c.dp) and d.tp * d.pp * d.dp == c.total_gpus
+    assert d.job_type == "PyTorchJob" and d.resource == "public"
+    assert d.image.startswith("dsw-registry-vpc.cn-hangzhou.cr.aliyuncs.com/pai/pytorch-training:")
+    assert "UNVERIFIED" in d.image_source
+    # DLC manages the nodes: no RDMA, ERIs, deployment sets, HPC cluster or fixed addresses
+    assert c.rdma == "none" and c.eri_per_node == 0 and not c.deployment_sets and not c.hpc_cluster
+    assert all(r.private_ip == "" for r in c.ranks)
+    topics = {x.topic: x for x in plan.decisions}
+    assert "managed by DLC" in topics["rdma"].choice and "deployment set" in topics["rdma"].reason
+    for topic in ("pai workspace", "datasets", "image", "workers", "spot"):
+        assert topics[topic].reason
+    # data sources: shared NAS, read-only OSS data, checkpoints; each has the stack output that holds its id
+    kinds = {s.kind: s for s in d.data_sources}
+    assert set(kinds) == {"nas", "oss"} and len(d.data_sources) == 3
+    assert [s.read_only for s in d.data_sources if s.mount_path == "/mnt/data"] == [True]
+    env = dict(d.environment)
+    assert env["CHECKPOINT_URL"] == f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}"
+    assert (env["TP_SIZE"], env["PP_SIZE"], env["DP_SIZE"]) == (str(c.tp), str(c.pp), str(c.dp))
+    assert len(env) <= 20 and "WORLD_SIZE" not in env and "MASTER_ADDR" not in env  # DLC injects those
+    # spot: every worker, price limit from max_price_ratio, no discount limit (Lingjun only)
+    assert d.spot is not None and d.spot.spot_strategy == "SpotWithPriceLimit"
+    price = CATALOG.instance(c.instance_type).price.cny_per_hour
+    assert d.spot.spot_price_limit == pytest.approx(round(price * 0.6, 3))
+    assert d.spot.spot_discount_limit is None and plan.spot.on_demand_ranks == ()
+    assert any("DLC-BILL" in n and "ESTIMATE" in n for n in plan.cost.price_notes)
+    assert any("2 GPUs" in w for w in plan.warnings)  # the public-resource limit is stated
+    assert dict(d.outputs) == dict(DLC_OUTPUTS)
+
+
+def test_example_plan_json_carries_dlc_and_other_plans_do_not() -> None:
+    data = json.loads((ROOT / "stacks" / "finetune-dlc" / "plan.json").read_text())
+    assert data["dlc"]["worker_count"] == data["compute"]["nodes"]
+    assert data["dlc"]["worker_instance_type"] == data["compute"]["instance_type"]
+    for name in ("finetune-7b", "pretrain-70b", "foundation-1t"):
+        assert "dlc" not in json.loads((ROOT / "stacks" / name / "plan.json").read_text())
+    spec = Spec.model_validate({"name": "ecs-run", "region": "cn-hangzhou", "model": {"parameters": "7B"}})
+    assert make_plan(spec, CATALOG).dlc is None
+
+
+def test_example_program_creates_the_workspace_datasets_and_role_and_no_node() -> None:
+    plan = json.loads((ROOT / "stacks" / "finetune-dlc" / "plan.json").read_text())
+    g = _graph(ROOT / "stacks" / "finetune-dlc")
+    ws = g.one(WORKSPACE)
+    assert ws.get("workspace_name") == plan["dlc"]["workspace_name"] and ws.get("env_types") == ["prod"]
+    datasets = g.of_type(DATASET)
+    assert {r.get("dataset_name") for r in datasets} == {s["name"] for s in plan["dlc"]["data_sources"]}
+    by_type = {r.get("dataset_name"): r for r in datasets}
+    assert by_type["finetune-dlc-shared"].get("data_source_type") == "NAS"
+    assert by_type["finetune-dlc-data"].get("uri") == \
+        "oss://example-corpus.oss-cn-hangzhou.aliyuncs.com/sft/llama2-mix/"
+    assert by_type["finetune-dlc-checkpoints"].get("uri").endswith("/checkpoints/")
+    for r in datasets:
+        assert r.get("accessibility") == "PRIVATE" and json.loads(r.get("options"))["mountPath"]
+    # no node of any kind: DLC runs the workers
+    assert not g.of_type("alicloud:ecs/instance:Instance") and not g.of_type("alicloud:eflo/node:Node")
+    assert not g.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+    assert not g.of_type("alicloud:ecs/hpcCluster:HpcCluster")
+    # the job role is trusted by PAI only and reaches only the checkpoint prefix
+    role = g.one(ROLE)
+    trust = json.loads(role.get("assume_role_policy_document"))
+    assert trust["Statement"][0]["Principal"] == {"Service": ["pai.aliyuncs.com"]}
+    policy = json.loads(g.one("alicloud:ram/policy:Policy").get("policy_document"))
+    resources = {r for s in policy["Statement"] for r in s["Resource"]}
+    bucket = plan["checkpoints"]["bucket"]
+    assert resources == {f"acs:oss:*:*:{bucket}/{plan['checkpoints']['prefix']}*", f"acs:oss:*:*:{bucket}"}
+    assert g.one("alicloud:ram/rolePolicyAttachment:RolePolicyAttachment").get("role_name") == role.get("role_name")
+    # no SSH, nothing from outside
+    rules = g.of_type("alicloud:ecs/securityGroupRule:SecurityGroupRule")
+    assert all(r.get("port_range") != "22/22" and not r.get("cidr_ip") for r in rules)
+    # every stack output the jobs helper reads by name exists
+    wanted = {name for _, name in DLC_OUTPUTS} | {s["output_key"] for s in plan["dlc"]["data_sources"]}
+    assert wanted <= set(g.outputs)
+
+
+def test_example_stack_has_no_node_bootstrap_and_lints_clean() -> None:
+    assert not (ROOT / "stacks" / "finetune-dlc" / "node-init.sh").exists()
+    report = api.lint_target(ROOT / "examples" / "finetune-dlc.yaml")
+    assert not report.failed
+
+
+# ------------------------------------------------------------------------------------------------ variants
+
+
+def test_tb_scale_dataset_gets_cpfs_and_a_cpfs_dataset(tmp_path: Path) -> None:
+    plan, g = build(tmp_path, DLC_CPFS_SPEC)
+    assert plan["storage"]["kind"] == "cpfs"
+    assert {s["kind"] for s in plan["dlc"]["data_sources"]} == {"cpfs", "oss"}
+    assert len(g.of_type(DATASET)) == 3 and g.one(WORKSPACE)
+    assert plan["dlc"]["spot"] is None
+
+
+def test_single_worker_without_storage_or_checkpoints(tmp_path: Path) -> None:
+    plan, g = build(tmp_path, DLC_SMALL_SPEC)
+    assert plan["dlc"]["worker_count"] == 1 and plan["dlc"]["data_sources"] == []
+    assert not g.of_type(DATASET) and g.one(WORKSPACE)
+    assert not g.of_type("alicloud:ram/policy:Policy")  # no bucket, no checkpoint grant
+    assert not any(k.startswith("CHECKPOINT") for k, _ in plan["dlc"]["environment"])
+
+
+def test_long_names_make_a_valid_workspace_name() -> None:
+    spec = Spec.model_validate({"name": "a-very-long-training-run-name-for-dlc", "region": "cn-hangzhou",
+                                "model": {"preset": "llama-2-7b"}, "compute": {"platform": "pai-dlc"}})
+    name = make_plan(spec, CATALOG).dlc.workspace_name
+    assert 3 <= len(name) <= 23 and name[0].isalpha() and all(ch.isalnum() or ch == "_" for ch in name)
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+
+BASE = "name: bad-run\nregion: cn-hangzhou\nmodel: {preset: llama-2-7b}\n"
+DLC = "compute: {platform: pai-dlc}\n"
+
+
+@pytest.mark.parametrize("body, field, words", [
+    (DLC + "network: {admin_cidrs: [192.168.10.0/24]}", "network.admin_cidrs", "no node to SSH into"),
+    (DLC + "network: {rdma: true}", "network.rdma", "no RDMA interface"),
+    ("compute: {platform: pai-dlc, image_id: m-bp1g7004ksh0oeuc0000}", "compute.image_id", "container image"),
+    ("compute: {platform: pai-dlc, paused: true}", "compute.paused", "nothing to pause"),
+    ("compute: {platform: pai-dlc, data_disk_gib: 100}", "compute.data_disk_gib", "no data disk"),
+    ("compute: {platform: pai-dlc, instance_types: [ecs.ebmgn7ex.32xlarge]}", "compute.instance_types[0]",
+     "not on PAI-DLC's public resource list"),
+    (DLC + "spot: {enabled: true}", "spot.on_demand_base", "all spot or all on demand"),
+    (DLC + "spot: {enabled: true, on_demand_base: 0, interruption: stop}", "spot.interruption", "releases"),
+    (DLC + "spot: {enabled: true, on_demand_base: 0}\ncheckpoints: {enabled: false}", "spot.enabled",
+     "need checkpoints"),
+])
+def test_dlc_refusals_are_spec_errors_with_a_hint(tmp_path: Path, body: str, field: str, words: str) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(BASE + body + "\n")
+    with pytest.raises(SpecErrors) as e:
+        api.load(spec)
+    hits = [p for p in e.value.problems if p.dotted == field and words in p.message]
+    assert hits, e.value.render()
+    assert all(p.hint for p in hits)
+    assert "bad.yaml:" in e.value.render()  # located: file and line
+
+
+def test_dlc_refuses_a_region_without_dlc_worker_types(tmp_path: Path) -> None:
+    from generator.plan.dlc import dlc_rules
+
+    region = CATALOG.region("cn-hangzhou")
+    empty = CATALOG.__class__(**{**{f: getattr(CATALOG, f) for f in CATALOG.__dataclass_fields__}, "dlc_specs": ()})
+    spec = Spec.model_validate({"name": "dlc-run", "region": "cn-hangzhou", "model": {"preset": "llama-2-7b"},
+                                "compute": {"platform": "pai-dlc"}})
+    p = next(p for p in dlc_rules(spec, empty, region) if p.path == ("compute", "platform"))
+    assert "no PAI-DLC worker type in cn-hangzhou" in p.message and p.hint
