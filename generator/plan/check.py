@@ -58,7 +58,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         gpu = catalog.gpu(c.gpu)
         unavailable = catalog.unavailable_accelerator(c.gpu) if gpu is None else None
         if unavailable is not None:
-            problems.append(unavailable_problem(unavailable, catalog, region, lingjun))
+            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc"))
         elif gpu is None:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
@@ -255,13 +255,17 @@ def _lingjun_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[
     return problems
 
 
-def offered_gpus(catalog: Catalog, region: Region | None, lingjun: bool = False) -> list[GpuModel]:
-    """The GPUs the region offers generally available (ECS types, or Lingjun machine types), or every GPU of the
-    catalog when the region is unknown; GPUs only offered by invitation or through sales count when nothing else is."""
+def offered_gpus(catalog: Catalog, region: Region | None, lingjun: bool = False, dlc: bool = False) -> list[GpuModel]:
+    """The GPUs the region offers generally available (ECS types, Lingjun machine types, or DLC worker specs), or
+    every GPU of the catalog when the region is unknown; GPUs only offered by invitation or through sales count when
+    nothing else is."""
     if region is None:
         ga = {t.gpu for t in catalog.instance_types if t.availability == "ga"}
         return [g for g in catalog.gpus if g.name in ga] or list(catalog.gpus)
-    if lingjun:
+    if dlc:
+        names = {t.gpu for t in catalog.dlc_types_in_region(region.id)}
+        ga = {t.gpu for t in catalog.dlc_types_in_region(region.id) if t.availability == "ga"}
+    elif lingjun:
         names = {t.gpu for t in catalog.lingjun_types_in_region(region.id)}
         ga = {t.gpu for t in catalog.lingjun_types_in_region(region.id) if t.availability == "ga"}
     else:
@@ -271,11 +275,11 @@ def offered_gpus(catalog: Catalog, region: Region | None, lingjun: bool = False)
 
 
 def unavailable_problem(acc: UnavailableAccelerator, catalog: Catalog, region: Region | None,
-                        lingjun: bool = False) -> Problem:
+                        lingjun: bool = False, dlc: bool = False) -> Problem:
     """``compute.gpu`` names an accelerator no Alibaba Cloud product offers: say so with the sources and the date
     they were read, who offers it, and the nearest GPUs of the region (by memory and BF16 peak)."""
     where = f"in {region.id}" if region is not None else "in the catalog"
-    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun))
+    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
     listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {g.bf16_tflops:g} TFLOPS)" for g in near)
     urls = [s.url for t in source_tags(acc.source) if (s := catalog.source(t)) is not None and s.url]
     alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]

@@ -35,9 +35,11 @@ from generator.live.dlc.jobs import (
     cancel,
     job_logs,
     job_row,
+    read_outputs,
     stack_job,
     stack_jobs,
     stack_outputs,
+    stack_target,
     submit,
     workspace_id,
 )
@@ -60,6 +62,6 @@ __all__ = [
     "ACTIVE_STATUSES", "DEFAULT_LOG_LINES", "DLC_SDK_MODULES", "INSTALL_DLC", "PLACEHOLDER", "TAG_PROJECT", "TAG_STACK",
     "DlcApiError", "DlcClient", "DlcSdkMissing", "JobRequest", "NotThisStacksJob", "PodLogs", "RecordedDlcClient",
     "SdkDlcClient", "Submission", "api_error", "cancel", "check_display_name", "create_job_request", "display_name",
-    "is_stack_job", "job_logs", "job_row", "list_jobs_request", "require_dlc", "require_dlc_sdk", "sdk_request_map",
-    "stack_job", "stack_jobs", "stack_outputs", "stack_tags", "submit", "user_command", "workspace_id",
+    "is_stack_job", "job_logs", "job_row", "list_jobs_request", "read_outputs", "require_dlc", "require_dlc_sdk", "sdk_request_map",
+    "stack_job", "stack_jobs", "stack_outputs", "stack_target", "stack_tags", "submit", "user_command", "workspace_id",
 ]

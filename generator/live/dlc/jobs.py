@@ -7,8 +7,10 @@ stack's workspace; ``logs`` and ``cancel`` refuse any other job id, so a typo ca
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from generator.errors import BadInput
@@ -20,9 +22,12 @@ from generator.live.dlc.request import (
     list_jobs_request,
     require_dlc,
 )
+from generator.live.checks import preflight
 from generator.live.engine import Target
 from generator.live.errors import StackNotDeployed
+from generator.live.target import default_backend, has_state, target_for
 from generator.plan.model import Plan
+from generator.render import stackdir
 
 DEFAULT_LOG_LINES = 200
 ACTIVE_STATUSES = ("Creating", "Queuing", "Bidding", "EnvPreparing", "SanityChecking", "Running", "Restarting",
@@ -31,6 +36,31 @@ ACTIVE_STATUSES = ("Creating", "Queuing", "Bidding", "EnvPreparing", "SanityChec
 
 class NotThisStacksJob(BadInput):
     """A job id that is not a job trainstack submitted for this stack (or does not exist): exit 2, nothing done."""
+
+
+def stack_target(spec: str | Path, plan: Plan, backend: str | None = None,
+                 env: Mapping[str, str] | None = None) -> Target | None:
+    """The engine target of the spec's stack folder, or None when the folder or (in its default ``file://`` state)
+    the stack does not exist yet: then there are no outputs, and no engine or passphrase is needed to say so."""
+    env = os.environ if env is None else env
+    dest = stackdir.default_stack_dir(Path(spec), plan.name)
+    if not stackdir.is_stack_dir(dest):
+        return None
+    target = target_for(dest, backend, env)
+    if target.backend == default_backend(dest) and not has_state(dest, target.project, target.stack):
+        return None
+    return target
+
+
+def read_outputs(engine: Any, spec: str | Path, plan: Plan, backend: str | None = None,
+                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The stack outputs of the spec's deployed stack ({} when it was never deployed); reading a state runs the
+    preflight a read needs (the pulumi CLI and the passphrase, not cloud credentials), like ``trainstack outputs``."""
+    target = stack_target(spec, plan, backend, env)
+    if target is None:
+        return {}
+    preflight(target, credentials=False, env=env)
+    return stack_outputs(engine, target)
 
 
 def stack_outputs(engine: Any, target: Target | None) -> dict[str, Any]:
