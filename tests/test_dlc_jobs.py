@@ -186,6 +186,15 @@ def test_dry_run_of_a_deployed_stack_resolves_every_id(deployed: FakeEngine) -> 
     assert [c[0] for c in deployed.calls] == ["outputs"]
 
 
+def test_dry_run_of_a_rendered_but_undeployed_stack_needs_no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    api.render_stack(SPEC)  # the folder exists, its file:// state does not: no pulumi CLI or passphrase is needed
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    engine = FakeEngine(state=None)
+    result = run(["submit", SPEC, "--dry-run", "--json", "--", "true"], engine)
+    assert result.exit_code == 0, result.output
+    assert "pai_workspace_id" in json.loads(result.stdout)["unresolved"] and engine.calls == []
+
+
 def test_dry_run_text_shows_the_request_and_says_nothing_was_sent() -> None:
     result = run(["submit", SPEC, "--dry-run", "--", "torchrun train.py && echo ok"])
     assert result.exit_code == 0, result.output

@@ -97,3 +97,18 @@ def test_catalog_gpu_answers_in_text_and_json() -> None:
     assert data["unavailable"]["name"] == "Ascend-910B"
     assert {s["tag"] for s in data["sources"]} >= {"HW-MA-ASCEND", "DOC-GPU-EN"}
     assert data["nearest"] and data["nearest"][0]["distance"] <= data["nearest"][-1]["distance"]
+
+
+def test_a_dlc_spec_gets_the_gpus_dlc_offers(tmp_path: Path) -> None:
+    cat = load_catalog()
+    region = cat.region("cn-hangzhou")
+    dlc_gpus = {g.name for g in offered_gpus(cat, region, dlc=True)}
+    assert dlc_gpus and dlc_gpus <= {t.gpu for t in cat.dlc_types_in_region("cn-hangzhou")}
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: npu\nregion: cn-hangzhou\nmodel:\n  parameters: 7B\ncompute:\n  platform: pai-dlc\n"
+                    "  gpu: Ascend910B\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    hint = next(line for line in result.stderr.splitlines() if "hint: nearest GPUs" in line)
+    named = [g for g in (x.name for x in cat.gpus) if f" {g} (" in hint]
+    assert named and set(named) <= dlc_gpus

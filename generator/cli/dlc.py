@@ -99,11 +99,11 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
             data.update(dry_run=True, unresolved=list(result.request.unresolved))
         else:
             data["job_id"] = result.job_id
-        click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+        _say(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
         return
     if dry_run:
         _summary(plan, result.request.body)
-        click.echo(json.dumps(result.sdk_map, indent=2, sort_keys=True, ensure_ascii=False))
+        _say(json.dumps(result.sdk_map, indent=2, sort_keys=True, ensure_ascii=False))
         if result.request.unresolved:
             _say(f"unresolved (the stack is not deployed; run `trainstack up {spec}`): "
                  f"{', '.join(result.request.unresolved)}")
@@ -146,7 +146,7 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
     _cloud_ready(client)
     found = dlc.stack_jobs(plan, outputs, client, limit=limit)
     if as_json:
-        click.echo(json.dumps(found, indent=2, sort_keys=True, ensure_ascii=False))
+        _say(json.dumps(found, indent=2, sort_keys=True, ensure_ascii=False))
     elif not found:
         _say(f"no job of stack {plan.stack} of {plan.name} in the last 7 days (DLC ListJobs' default window); "
              f"submit one with: trainstack submit {spec} -- COMMAND")
