@@ -364,3 +364,44 @@ def test_recorded_responses_parse_with_the_sdk_models() -> None:
         assert models.GetJobResponseBody().from_map(body).job_id
     for body in read("get_pod_logs").values():
         assert models.GetPodLogsResponseBody().from_map(body).logs
+
+
+@pytest.mark.parametrize("printed,window,new", [
+    ([], ["a", "b"], ["a", "b"]),
+    (["a", "b"], ["a", "b", "c"], ["c"]),
+    (["a", "b", "c"], ["b", "c", "d", "e"], ["d", "e"]),  # the window slid: overlap "b c"
+    (["a", "b"], ["a", "b"], []),
+    (["x", "y"], ["p", "q"], ["p", "q"]),  # more than N lines in between: the whole window is new
+    (["s", "s"], ["s", "s", "s"], ["s"]),
+])
+def test_new_lines_finds_the_overlap(printed: list[str], window: list[str], new: list[str]) -> None:
+    assert dlc.new_lines(printed, window) == new
+
+
+class GrowingLogs(RecordedDlcClient):
+    """The recorded job, running for two polls and then succeeded, whose master pod writes a line per poll."""
+
+    def __init__(self) -> None:
+        super().__init__(FIXTURES)
+        self.polls = 0
+
+    def get_job(self, region: str, job_id: str) -> dict[str, Any]:
+        job = super().get_job(region, job_id)
+        self.polls += 1
+        return {**job, "Status": "Running" if self.polls < 3 else "Succeeded", "Pods": job["Pods"][:1]}
+
+    def get_pod_logs(self, region: str, job_id: str, pod_id: str, query: Any) -> dict[str, Any]:
+        self.calls.append(("GetPodLogs", {"pod_id": pod_id}))
+        return {"Logs": [f"step {i}" for i in range(self.polls * 2)][-3:]}
+
+
+def test_logs_follow_prints_each_line_once_until_the_job_ends(deployed: FakeEngine, credentials: None) -> None:
+    client = GrowingLogs()
+    slept: list[float] = []
+    obj = {"engine": deployed, "dlc_client": client, "now": NOW, "sleep": slept.append}
+    result = CliRunner().invoke(main, ["logs", SPEC, "dlc1a2b3c4d5e6f", "--follow", "--interval", "5", "--lines", "3"],
+                                obj=obj, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = [x for x in result.stdout.splitlines() if x.startswith("[dlc1a2b3c4d5e6f-master-0] ")]
+    assert [x.split("] ", 1)[1] for x in lines] == ["step 0", "step 1", "step 2", "step 3", "step 4", "step 5"]
+    assert "job dlc1a2b3c4d5e6f is Succeeded" in result.stdout and slept == [5, 5]

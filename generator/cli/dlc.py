@@ -161,9 +161,13 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
 @click.option("--pod", metavar="POD_ID", help="Only this pod (default: every pod of the job).")
 @click.option("--lines", default=200, show_default=True, type=click.IntRange(1, 10000),
               help="The last this many lines of each pod (GetPodLogs MaxLines).")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (polling GetPodLogs) until the job ends "
+                                                 "or Ctrl-C.")
+@click.option("--interval", default=10, show_default=True, type=click.IntRange(2, 3600), metavar="SECONDS",
+              help="With --follow: seconds between two polls.")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
-def logs(spec: str, job: str, pod: str | None, lines: int, backend: str | None) -> None:
+def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interval: int, backend: str | None) -> None:
     """Print the logs of JOB's pods (a job trainstack submitted for SPEC's stack)."""
     from generator.live import dlc
 
@@ -172,6 +176,15 @@ def logs(spec: str, job: str, pod: str | None, lines: int, backend: str | None) 
     dlc.workspace_id(plan, outputs)
     client = _client()
     _cloud_ready(client)
+    if follow:
+        obj = click.get_current_context().find_root().obj
+        sleep = obj.get("sleep") if isinstance(obj, dict) and obj.get("sleep") else None
+        try:
+            dlc.follow_logs(plan, outputs, client, job, _say, pod=pod, lines=lines, interval=interval,
+                            **({"sleep": sleep} if sleep else {}))
+        except KeyboardInterrupt:
+            _say("stopped following; the job keeps running")
+        return
     found = dlc.job_logs(plan, outputs, client, job, pod=pod, lines=lines)
     if not found:
         _say(f"job {job} has no pod yet (it may still be queuing): try again later")

@@ -33,8 +33,10 @@ from generator.live.dlc.jobs import (
     PodLogs,
     Submission,
     cancel,
+    follow_logs,
     job_logs,
     job_row,
+    new_lines,
     read_outputs,
     stack_job,
     stack_jobs,
@@ -61,7 +63,7 @@ from generator.live.dlc.request import (
 __all__ = [
     "ACTIVE_STATUSES", "DEFAULT_LOG_LINES", "DLC_SDK_MODULES", "INSTALL_DLC", "PLACEHOLDER", "TAG_PROJECT", "TAG_STACK",
     "DlcApiError", "DlcClient", "DlcSdkMissing", "JobRequest", "NotThisStacksJob", "PodLogs", "RecordedDlcClient",
-    "SdkDlcClient", "Submission", "api_error", "cancel", "check_display_name", "create_job_request", "display_name",
-    "is_stack_job", "job_logs", "job_row", "list_jobs_request", "read_outputs", "require_dlc", "require_dlc_sdk", "sdk_request_map",
+    "SdkDlcClient", "Submission", "api_error", "cancel", "check_display_name", "create_job_request", "display_name", "follow_logs",
+    "is_stack_job", "job_logs", "job_row", "list_jobs_request", "new_lines", "read_outputs", "require_dlc", "require_dlc_sdk", "sdk_request_map",
     "stack_job", "stack_jobs", "stack_outputs", "stack_target", "stack_tags", "submit", "user_command", "workspace_id",
 ]

@@ -8,7 +8,8 @@ stack's workspace; ``logs`` and ``cancel`` refuse any other job id, so a typo ca
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,51 @@ def job_logs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id: 
         out.append(PodLogs(str(p["PodId"]), str(p.get("Type") or ""), str(p.get("Status") or ""),
                            tuple(str(x) for x in body.get("Logs") or ())))
     return out
+
+
+def new_lines(printed: Sequence[str], window: Sequence[str]) -> list[str]:
+    """The lines of ``window`` (the last N lines GetPodLogs returned) that come after what was ``printed`` already.
+
+    The window overlaps the printed lines when the pod wrote fewer than N lines since the last call; the longest
+    suffix of ``printed`` that is a prefix of ``window`` is the overlap. With no overlap (the pod wrote more than N
+    lines between two calls) the whole window is new, and lines in between are not shown.
+    """
+    window = list(window)
+    for k in range(min(len(printed), len(window)), 0, -1):
+        if list(printed[-k:]) == window[:k]:
+            return window[k:]
+    return window
+
+
+def follow_logs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id: str, say: Callable[[str], None],
+                *, pod: str | None = None, lines: int = DEFAULT_LOG_LINES, interval: float = 10.0,
+                sleep: Callable[[float], None] = time.sleep, max_polls: int | None = None) -> str:
+    """Print the job's pod logs as they grow, polling every ``interval`` seconds until the job ends; returns its
+    last status. Each pod's new lines are found by :func:`new_lines` (GetPodLogs has no cursor)."""
+    printed: dict[str, list[str]] = {}
+    polls = 0
+    while True:
+        job = stack_job(plan, outputs, client, job_id)
+        status = str(job.get("Status") or "")
+        for p in job.get("Pods") or ():
+            if not isinstance(p, Mapping) or not p.get("PodId") or (pod is not None and p.get("PodId") != pod):
+                continue
+            pod_id = str(p["PodId"])
+            body = client.get_pod_logs(plan.region, job_id, pod_id, {"MaxLines": lines})
+            window = [str(x) for x in body.get("Logs") or ()]
+            fresh = new_lines(printed.get(pod_id, []), window)
+            if fresh and pod_id not in printed:
+                say(f"==> {pod_id} ({p.get('Type') or 'pod'}) <==")
+            for line in fresh:
+                say(f"[{pod_id}] {line.rstrip()}")
+            printed[pod_id] = (printed.get(pod_id, []) + fresh)[-lines:]
+        polls += 1
+        if status and status not in ACTIVE_STATUSES:
+            say(f"job {job_id} is {status}")
+            return status
+        if max_polls is not None and polls >= max_polls:
+            return status
+        sleep(interval)
 
 
 def cancel(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id: str) -> dict[str, Any]:
