@@ -109,6 +109,9 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "mount_path_root": ("storage.mount_path", "root directory", "/mnt/shared"),
     "waiver_reason_too_long": ("waivers[0].reason", "at most 500", "a sentence or two"),
     "global_batch_below_sequence": ("model.global_batch_tokens", "less than one sequence", "use at least 4096"),
+    # PAI-DLC (issue #16)
+    "dlc_lingjun_and_ssh_fields": ("compute.image_id", "container image", "network.rdma", "network.admin_cidrs",
+                                   "no node to SSH into", "spot.on_demand_base", "4 problems"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))

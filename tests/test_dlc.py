@@ -198,6 +198,7 @@ DLC = "compute: {platform: pai-dlc}\n"
      "not on PAI-DLC's public resource list"),
     (DLC + "spot: {enabled: true}", "spot.on_demand_base", "all spot or all on demand"),
     (DLC + "spot: {enabled: true, on_demand_base: 0, interruption: stop}", "spot.interruption", "releases"),
+    (DLC + "spot: {min_nodes: 1}", "spot.min_nodes", "fixed number of workers"),
     (DLC + "spot: {enabled: true, on_demand_base: 0}\ncheckpoints: {enabled: false}", "spot.enabled",
      "need checkpoints"),
 ])

@@ -138,8 +138,9 @@ def _config(target: Target) -> Mapping[str, Any]:
 
 
 def needs_mount_address(target: Target) -> bool:
-    """True for a CPFS stack whose config lacks the export's address: its nodes wait for a second pass of ``up``."""
-    return target.shared_fs == "cpfs" and not configured_address(target)
+    """True for a CPFS stack whose config lacks the export's address: its nodes wait for a second pass of ``up``.
+    A PAI-DLC stack declares no node (DLC mounts CPFS as a workspace dataset by file system id), so it never waits."""
+    return target.shared_fs == "cpfs" and target.platform != "pai-dlc" and not configured_address(target)
 
 
 def require_mount_address_sdk(target: Target, resolver: MountAddressResolver) -> None:

@@ -66,7 +66,13 @@ def target_for(stack_dir: str | Path, backend: str | None = None, env: Mapping[s
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(stack_dir))
     return Target(stack_dir=stack_dir, project=str(data["name"]), stack=str(data["stack"]), backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=str(data.get("spec_digest", "")), shared_fs=_shared_fs(data))
+                  spec_digest=str(data.get("spec_digest", "")), shared_fs=_shared_fs(data),
+                  platform=_platform(data))
+
+
+def _platform(plan_data: Mapping[str, Any]) -> str:
+    compute = plan_data.get("compute")
+    return str(compute.get("platform") or "") if isinstance(compute, dict) else ""
 
 
 def _shared_fs(plan_data: Mapping[str, Any]) -> str:
@@ -216,7 +222,8 @@ def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(dest))
     return Target(stack_dir=dest, project=the_plan.name, stack=the_plan.stack, backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=the_plan.spec_digest, shared_fs=the_plan.storage.kind)
+                  spec_digest=the_plan.spec_digest, shared_fs=the_plan.storage.kind,
+                  platform=the_plan.compute.platform)
 
 
 def has_state(stack_dir: Path, project: str, stack: str) -> bool:

@@ -1,4 +1,5 @@
-"""The plan drawn as a Mermaid flowchart: network, compute groups, storage, checkpoints and identity.
+"""The plan drawn as a Mermaid flowchart: network, compute groups, storage, checkpoints and identity (and, for
+PAI-DLC, the workspace that runs the job).
 
 ``flowchart(plan)`` is pure and deterministic. Nodes are grouped (one box per deployment set, HPC cluster or
 Lingjun node group and vSwitch, with its rank ranges), so the diagram's size does not grow with the node
@@ -64,8 +65,11 @@ def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
 
 
 def _ecs_head(nodes: list[Node], plan: Plan) -> str:
-    """What holds one vSwitch's ECS nodes: the HPC cluster, its deployment sets, or nothing."""
+    """What holds one vSwitch's ECS nodes: the HPC cluster, its deployment sets, or nothing (or, on PAI-DLC, the
+    job's workers, which DLC creates per job)."""
     c = plan.compute
+    if plan.dlc is not None:
+        return f"PAI-DLC {plan.dlc.job_type} workers (nodes managed by DLC)"
     if c.hpc_cluster:
         return "HPC cluster"
     used = {n.deployment_set for n in nodes if n.deployment_set}
@@ -132,9 +136,17 @@ def flowchart(plan: Plan) -> str:
     if k.enabled:
         kept = f"kept {k.retention_days} days, versioned, encrypted"
         add(f"    ckpt[({_box(f'OSS bucket {k.bucket}', f'checkpoints under {k.prefix}', kept)})]")
-    if s.dataset is not None:
-        add(f"    dataset[({_box('OSS dataset', s.dataset.source)})]")
-    if lj is None:
+    dl = plan.dlc
+    oss_data = s.dataset.source if s.dataset is not None else next(
+        (d.uri for d in (dl.data_sources if dl else ()) if d.kind == "oss" and d.read_only), "")
+    if oss_data:
+        add(f"    dataset[({_box('OSS dataset', oss_data)})]")
+    if dl is not None:
+        names = ", ".join(d.name for d in dl.data_sources) or "no dataset"
+        add(f"    workspace[{_box(f'PAI workspace {dl.workspace_name}', f'datasets: {names}')}]")
+        reach = "reaches only the checkpoint bucket" if k.enabled else "no policy attached"
+        add(f"    role[{_box(f'RAM role {plan.name}-dlc-job', 'assumed by the job through PAI', reach)}]")
+    elif lj is None:
         reach = "reaches only the checkpoint bucket" if k.enabled else "no policy attached"
         add(f"    role[{_box(f'RAM role {plan.name}-node', reach)}]")
     elif k.enabled:
@@ -156,6 +168,10 @@ def flowchart(plan: Plan) -> str:
             add(f"  {gid} -->|checkpoints| ckpt")
         if lj is None or k.enabled:
             add(f"  {gid} -.-> role")
+        if dl is not None:
+            add(f"  workspace -.->|{_box('runs the job')}| {gid}")
+            if oss_data and s.dataset is None:
+                add(f"  {gid} -->|{_box('mounted read-only')}| dataset")
     if n.egress == "nat":
         add("  nat --> internet")
     if s.kind != "none":
@@ -174,6 +190,7 @@ _BOX_OF_MODULE = {
     "nas/accessGroup": "export", "nas/accessRule": "export",
     "ram/role": "role", "ram/policy": "role", "ram/rolePolicyAttachment": "role", "ram/user": "role",
     "ram/userPolicyAttachment": "role", "eflo/vpd": "vpc",
+    "pai/workspaceWorkspace": "workspace", "pai/workspaceDataset": "workspace",
 }
 _COMPUTE_MODULES = {"ecs/instance", "ecs/ramRoleAttachment", "ecs/ecsDeploymentSet", "ecs/hpcCluster",
                     "eflo/node", "eflo/nodeGroup", "eflo/cluster"}

@@ -41,7 +41,7 @@ from generator.spec.model import Spec
 JOB_TYPE = "PyTorchJob"  # CreateJob JobType for torchrun/DeepSpeed/Megatron jobs [DOC-DLC-JOB, SDK-DLC]
 # The official PAI PyTorch training image in the region's VPC registry [DOC-DLC-JOB: dsw-registry-vpc.<region>
 # .cr.aliyuncs.com/pai/...]. The tag is UNVERIFIED: seen in third-party DLC configurations [3P-DLC-IMAGE], not in an
-# Alibaba page read for v1; pick one from the PAI console's image list and pass it to `trainstack submit` if it differs.
+# Alibaba page read for v1; check it against the PAI console's image list before the first job.
 IMAGE_REPOSITORY = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pytorch-training"
 IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
 PUBLIC_MAX_GPUS = 2  # public resources: at most 2 GPUs and 8 CPU cores per job unless the limit is raised [DOC-DLC-JOB]
@@ -54,7 +54,7 @@ WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, 
 def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
     """What a DLC job cannot do (or trainstack does not do for it), as spec errors with hints."""
     problems: list[Problem] = []
-    c, n, s = spec.compute, spec.network, spec.storage
+    c, n = spec.compute, spec.network
     if region is not None and not catalog.dlc_types_in_region(region.id):
         where = sorted({r.id for r in catalog.regions if catalog.dlc_types_in_region(r.id)})
         problems.append(Problem(("compute", "platform"), f"the catalog knows no PAI-DLC worker type in {region.id}",
@@ -67,8 +67,8 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
     if c.image_id is not None:
         problems.append(Problem(("compute", "image_id"), "a DLC job runs a container image, not an ECS or Lingjun "
                                 "image, and DLC boots the nodes itself",
-                                "remove compute.image_id; the plan names the official PAI PyTorch image and "
-                                "`trainstack submit --image` takes another"))
+                                "remove compute.image_id; the plan names the official PAI PyTorch image for the job "
+                                "(plan.json dlc.image)"))
     if c.data_disk_gib:
         problems.append(Problem(("compute", "data_disk_gib"), "DLC workers take no data disk from trainstack (DLC "
                                 "manages the nodes)", "set compute.data_disk_gib: 0 and keep data on the shared file "
@@ -88,13 +88,15 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
         problems.append(Problem(("network", "rdma"), "trainstack attaches no RDMA interface to DLC workers: DLC "
                                 "manages their network, and its public resources document no RDMA",
                                 "set network.rdma: auto, or use platform: lingjun (HPN RDMA) or ecs (eRDMA)"))
-    if s.shared == "extreme-nas" and s.dataset is not None and s.dataset.size >= 2**40:
-        pass  # allowed: the OSS dataset is mounted directly; the plan warns that a TB-scale one reads slowly
     sp = spec.spot
     if sp.enabled and sp.on_demand_base != 0:
         problems.append(Problem(("spot", "on_demand_base"), "a DLC job's workers are all spot or all on demand "
                                 "(JobSpec.SpotSpec applies to the whole worker role [SDK-DLC])",
                                 "set spot.on_demand_base: 0 to run every worker on spot, or spot.enabled: false"))
+    if sp.min_nodes is not None:
+        problems.append(Problem(("spot", "min_nodes"), "a DLC job runs a fixed number of workers (CreateJob PodCount) "
+                                "and DLC restarts it whole; trainstack plans no elastic launch on DLC",
+                                "remove spot.min_nodes"))
     if sp.enabled and "interruption" in sp.model_fields_set and sp.interruption == "stop":
         problems.append(Problem(("spot", "interruption"), "DLC releases a reclaimed spot worker; it cannot be kept "
                                 "stopped", "remove spot.interruption"))

@@ -82,7 +82,8 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         spot, dlc_spot_plan = dlc_spot(spec, fit, ranks, decisions, warnings)
     else:
         spot = plan_spot(spec, fit, ranks, decisions, warnings)
-    min_nodes = elastic_minimum(spec, choice, decisions)
+    # a DLC job runs a fixed worker count (CreateJob PodCount) and DLC restarts it whole: no elastic launch
+    min_nodes = fit.nodes if dlc else elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
     lingjun_plan: Lingjun | None = None
     if lj is not None:

@@ -65,6 +65,10 @@ def plan_text(plan: Plan) -> str:
                               f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),
         "  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
                               f"{plan.spot.strategy}" if plan.spot.enabled else "off"),
+        *([f"  pai-dlc      workspace {plan.dlc.workspace_name}, {plan.dlc.worker_count} x "
+           f"{plan.dlc.worker_instance_type} per {plan.dlc.job_type}, image {plan.dlc.image}, datasets: "
+           + (", ".join(f"{d.name} at {d.mount_path}" for d in plan.dlc.data_sources) or "none")]
+          if plan.dlc is not None else []),
         "",
         "Memory per GPU",
         table(["term", "bytes", "size"], [

@@ -72,6 +72,11 @@ def _summary(plan: Plan) -> list[str]:
                          if plan.spot.enabled else "off")],
         ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
     ]
+    if plan.dlc is not None:
+        d = plan.dlc
+        rows.insert(3, ["PAI-DLC", md.text(f"workspace {d.workspace_name}, {d.worker_count} workers per "
+                                           f"{d.job_type}, datasets: ")
+                        + md.text(", ".join(x.name for x in d.data_sources) or "none")])
     if cost.paused is not None:
         bases = {i.basis for i in cost.paused.items}
         unpriced = [i.label for i in cost.paused.items if i.per_hour is None]
