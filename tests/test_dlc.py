@@ -4,17 +4,23 @@ the example's golden stack, lint, and the platform's refusals as located spec er
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from generator import api
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
+from generator.plan import check as validate
 from generator.plan.model import DLC_OUTPUTS
-from generator.plan.planner import make_plan
+from generator.plan.planner import PlanningError, make_plan
 from generator.preview.mockrun import Graph, run_program
 from generator.spec.model import Spec
 
@@ -222,3 +228,66 @@ def test_dlc_refuses_a_region_without_dlc_worker_types(tmp_path: Path) -> None:
                                 "compute": {"platform": "pai-dlc"}})
     p = next(p for p in dlc_rules(spec, empty, region) if p.path == ("compute", "platform"))
     assert "no PAI-DLC worker type in cn-hangzhou" in p.message and p.hint
+
+
+# ------------------------------------------------------------------------------------------------ properties
+
+SETTINGS: dict[str, Any] = {
+    "deadline": None, "database": None, "derandomize": not os.environ.get("TRAINSTACK_HYPOTHESIS_RANDOM"),
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+}
+
+
+@st.composite
+def dlc_specs(draw: st.DrawFn) -> dict[str, Any]:
+    model: dict[str, Any] = draw(st.sampled_from([{"parameters": p} for p in ("1B", "7B", "13B", "70B")]
+                                                 + [{"preset": "llama-2-7b"}, {"preset": "qwen2-7b"}]))
+    if draw(st.booleans()):
+        model["tokens"] = draw(st.sampled_from(["2B", "300B"]))
+    if draw(st.booleans()):
+        model["finetune"] = {"method": draw(st.sampled_from(["full", "lora", "qlora"]))}
+    compute: dict[str, Any] = {"platform": "pai-dlc", "nodes": draw(st.sampled_from(["auto", 1, 2, 8])),
+                               "max_nodes": 64, "gpu": draw(st.sampled_from(["auto", "A100-80G", "H20", "A10"]))}
+    storage: dict[str, Any] = {"shared": draw(st.sampled_from(["auto", "none", "extreme-nas", "cpfs"]))}
+    if draw(st.booleans()):
+        storage["dataset"] = {"source": "oss://corpus-bucket/tok/", "size": draw(st.sampled_from(["50GiB", "3TiB"]))}
+    spec: dict[str, Any] = {"name": "dlc-prop", "region": draw(st.sampled_from(["cn-hangzhou", "cn-beijing"])),
+                            "model": model, "compute": compute, "storage": storage,
+                            "network": {"egress": draw(st.sampled_from(["nat", "none"]))},
+                            "checkpoints": {"enabled": draw(st.booleans())}}
+    if draw(st.booleans()):
+        spec["spot"] = {"enabled": True, "on_demand_base": 0,
+                        "strategy": draw(st.sampled_from(["SpotAsPriceGo", "SpotWithPriceLimit"]))}
+    return spec
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(dlc_specs())
+def test_dlc_plans_are_consistent(data: dict[str, Any]) -> None:
+    spec = Spec.model_validate(data)
+    assume(not validate.check(spec, CATALOG))
+    try:
+        plan = make_plan(spec, CATALOG)
+    except PlanningError as e:  # a legitimate answer (too big, no type with that GPU...), with what to change
+        assert e.problems and all(p.message for p in e.problems)
+        return
+    d, c = plan.dlc, plan.compute
+    assert d is not None and plan.lingjun is None and c.platform == "pai-dlc"
+    assert CATALOG.dlc_spec(c.instance_type) is not None
+    assert (d.worker_count, d.worker_instance_type, d.tp, d.pp, d.dp) == (c.nodes, c.instance_type, c.tp, c.pp, c.dp)
+    assert c.rdma == "none" and c.eri_per_node == 0 and not c.deployment_sets and c.min_nodes == c.nodes
+    assert len(c.ranks) == c.nodes and all(r.private_ip == "" for r in c.ranks)
+    assert not plan.checkpoints.facts_key  # no cluster facts: no node reads them
+    assert (d.spot is not None) == spec.spot.enabled == plan.spot.enabled
+    if d.spot is not None:
+        assert plan.spot.on_demand_ranks == () and len(plan.spot.spot_ranks) == c.nodes
+        assert (d.spot.spot_price_limit is not None) == (spec.spot.strategy == "SpotWithPriceLimit")
+    env = dict(d.environment)
+    assert len(d.environment) <= 20 and len(env) == len(d.environment)
+    assert ("CHECKPOINT_URL" in env) == plan.checkpoints.enabled
+    keys = [s.output_key for s in d.data_sources]
+    assert len(set(keys)) == len(keys) and len({s.mount_path for s in d.data_sources}) == len(keys)
+    assert (plan.storage.kind != "none") == any(s.kind in ("nas", "cpfs") for s in d.data_sources)
+    vpc = ipaddress.ip_network(plan.network.vpc_cidr)
+    assert all(ipaddress.ip_network(v.cidr).subnet_of(vpc) for v in plan.network.vswitches)
+    assert not plan.network.admin_cidrs
