@@ -405,3 +405,12 @@ def test_logs_follow_prints_each_line_once_until_the_job_ends(deployed: FakeEngi
     lines = [x for x in result.stdout.splitlines() if x.startswith("[dlc1a2b3c4d5e6f-master-0] ")]
     assert [x.split("] ", 1)[1] for x in lines] == ["step 0", "step 1", "step 2", "step 3", "step 4", "step 5"]
     assert "job dlc1a2b3c4d5e6f is Succeeded" in result.stdout and slept == [5, 5]
+
+
+def test_a_spec_changed_since_the_render_is_warned_about(deployed: FakeEngine) -> None:
+    spec = Path(SPEC)
+    spec.write_text(spec.read_text().replace("retention_days: 14", "retention_days: 21"))
+    result = run(["submit", SPEC, "--dry-run", "--json", "--", "true"], deployed)
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "another version of" in result.stderr
+    json.loads(result.stdout)  # stdout stays JSON

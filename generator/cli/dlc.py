@@ -80,6 +80,9 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
     plan = _dlc_plan(spec)
     client = _client()
     outputs = dlc.read_outputs(_engine(), spec, plan, backend)
+    drift = dlc.spec_drift(spec, plan, backend)
+    if drift:
+        _say(f"warning: {drift}", err=True)
     job_name = name or dlc.display_name(plan, _now().strftime("%Y%m%d-%H%M%S"))
     if not dry_run:
         _cloud_ready(client)

@@ -53,6 +53,18 @@ def stack_target(spec: str | Path, plan: Plan, backend: str | None = None,
     return target
 
 
+def spec_drift(spec: str | Path, plan: Plan, backend: str | None = None,
+               env: Mapping[str, str] | None = None) -> str | None:
+    """A warning when the deployed stack folder was rendered from another version of the spec (its plan.json's spec
+    digest differs): the job then follows the spec while the workspace, datasets and role are the last ``up``'s."""
+    target = stack_target(spec, plan, backend, env)
+    if target is None or not target.spec_digest or target.spec_digest == plan.spec_digest:
+        return None
+    return (f"{target.stack_dir} was rendered from another version of {spec}: the job follows the spec, its "
+            f"workspace, datasets and role are those of the last `trainstack up`; run `trainstack up {spec}` first "
+            "if the change touches them")
+
+
 def read_outputs(engine: Any, spec: str | Path, plan: Plan, backend: str | None = None,
                  env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The stack outputs of the spec's deployed stack ({} when it was never deployed); reading a state runs the
