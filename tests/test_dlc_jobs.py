@@ -414,3 +414,50 @@ def test_a_spec_changed_since_the_render_is_warned_about(deployed: FakeEngine) -
     assert result.exit_code == 0, result.output
     assert "warning:" in result.stderr and "another version of" in result.stderr
     json.loads(result.stdout)  # stdout stays JSON
+
+
+def test_the_sdk_client_sends_what_the_dry_run_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real SdkDlcClient with the SDK's one HTTP entry point (call_api) replaced by the recorded answers."""
+    pytest.importorskip("alibabacloud_pai_dlc20201203")
+    from alibabacloud_tea_openapi.exceptions import ClientException
+
+    client = SdkDlcClient(env={"ALICLOUD_ACCESS_KEY": "LTAI5tFAKE", "ALICLOUD_SECRET_KEY": "FAKE"})
+    client.check()
+    seen: list[dict[str, Any]] = []
+    answers = {"CreateJob": json.loads((FIXTURES / "create_job.json").read_text()),
+               "ListJobs": json.loads((FIXTURES / "list_jobs.json").read_text()),
+               "StopJob": json.loads((FIXTURES / "stop_job.json").read_text())}
+    make = client.client
+
+    def offline(region: str) -> Any:
+        sdk = make(region)
+
+        def call_api(params: Any, request: Any, runtime: Any) -> dict[str, Any]:
+            seen.append({"action": params.action, "version": params.version, "path": params.pathname,
+                         "method": params.method, "endpoint": sdk._endpoint, "body": request.body,
+                         "query": dict(request.query or {})})
+            if params.action == "GetJob":
+                raise ClientException(code="Forbidden.NoPermission", message="not authorized", status_code=403)
+            return {"body": answers[params.action], "headers": {}, "statusCode": 200}
+
+        sdk.call_api = call_api
+        return sdk
+
+    monkeypatch.setattr(client, "client", offline)
+    body = dlc.create_job_request(plan(), OUTPUTS, ["torchrun", "train.py"], "ft-1").body
+    assert client.create_job("cn-hangzhou", body) == answers["CreateJob"]
+    create = seen[-1]
+    assert (create["action"], create["version"], create["method"], create["path"]) == (
+        "CreateJob", "2020-12-03", "POST", "/api/v1/jobs")
+    assert create["endpoint"] == "pai-dlc.cn-hangzhou.aliyuncs.com"
+    sent = create["body"]
+    assert sent["JobSpecs"][0]["PodCount"] == plan().dlc.worker_count
+    assert sent["JobSpecs"][0]["EcsSpec"] == plan().dlc.worker_instance_type
+    assert sent["UserCommand"] == "torchrun train.py" and sent["WorkspaceId"] == "ws-4f2k9c1m8x"
+    listed = client.list_jobs("cn-hangzhou", dlc.list_jobs_request(plan(), "ws-4f2k9c1m8x"))
+    assert len(listed["Jobs"]) == 3
+    assert json.loads(seen[-1]["query"]["Tags"]) == {"trainstack-project": "finetune-dlc", "trainstack-stack": "dev"}
+    assert client.stop_job("cn-hangzhou", "dlc1a2b3c4d5e6f")["JobId"] == "dlc1a2b3c4d5e6f"
+    assert seen[-1]["path"] == "/api/v1/jobs/dlc1a2b3c4d5e6f/stop"
+    with pytest.raises(DlcApiError, match=r"PAI-DLC GetJob failed: Forbidden.NoPermission: .*AliyunPAIDLCFullAccess"):
+        client.get_job("cn-hangzhou", "dlc1a2b3c4d5e6f")
