@@ -188,6 +188,19 @@ def test_long_names_make_a_valid_workspace_name() -> None:
     assert 3 <= len(name) <= 23 and name[0].isalpha() and all(ch.isalnum() or ch == "_" for ch in name)
 
 
+def test_a_dlc_cpfs_stack_deploys_in_one_pass(tmp_path: Path) -> None:
+    """`up` runs no second pass for the CPFS mount address on DLC: no node mounts it, DLC mounts it by id."""
+    import dataclasses
+
+    from generator.live.engine import Target
+    from generator.live.mountaddr import needs_mount_address
+
+    t = Target(stack_dir=tmp_path, project="dlc-cpfs", stack="dev", backend=f"file://{tmp_path}", shared_fs="cpfs",
+               platform="pai-dlc")
+    assert not needs_mount_address(t)
+    assert needs_mount_address(dataclasses.replace(t, platform="ecs"))
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 
 BASE = "name: bad-run\nregion: cn-hangzhou\nmodel: {preset: llama-2-7b}\n"

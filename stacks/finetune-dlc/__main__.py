@@ -289,7 +289,7 @@ workspace = alicloud.pai.WorkspaceWorkspace(
 
 datasets = {}
 
-# finetune-dlc-shared: trainstack: the shared file system (Extreme NAS), mounted at /mnt/shared.
+# finetune-dlc-shared, mounted at /mnt/shared.
 datasets["shared"] = alicloud.pai.WorkspaceDataset(
     "dataset-shared",
     workspace_id=workspace.id,
@@ -300,13 +300,13 @@ datasets["shared"] = alicloud.pai.WorkspaceDataset(
     data_type="COMMON",
     property="DIRECTORY",
     data_source_type="NAS",
-    # NAS dataset URI: nas://FILE_SYSTEM_ID.REGION/PATH (pulumi_alicloud pai.WorkspaceDataset uri docstring; that the
-    # same form serves nas is per that docstring for CPFS and unverified for Extreme NAS)
+    # NAS dataset URI: nas://FILE_SYSTEM_ID.REGION/PATH, the form the pulumi_alicloud pai.WorkspaceDataset uri
+    # docstring gives for general-purpose NAS and CPFS (for Extreme NAS it is unverified)
     uri=pulumi.Output.concat("nas://", shared_fs.id, "." + REGION + "/"),
     options=json.dumps({"mountPath": "/mnt/shared"}, sort_keys=True),
 )
 
-# finetune-dlc-data: trainstack: training data, read-only, mounted at /mnt/data (read-only).
+# finetune-dlc-data, mounted at /mnt/data (read-only).
 datasets["data"] = alicloud.pai.WorkspaceDataset(
     "dataset-data",
     workspace_id=workspace.id,
@@ -322,7 +322,7 @@ datasets["data"] = alicloud.pai.WorkspaceDataset(
     options=json.dumps({"mountPath": "/mnt/data"}, sort_keys=True),
 )
 
-# finetune-dlc-checkpoints: trainstack: checkpoints, mounted at /mnt/checkpoints.
+# finetune-dlc-checkpoints, mounted at /mnt/checkpoints.
 datasets["checkpoints"] = alicloud.pai.WorkspaceDataset(
     "dataset-checkpoints",
     workspace_id=workspace.id,
