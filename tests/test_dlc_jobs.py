@@ -239,6 +239,9 @@ def test_submit_asks_first_and_a_no_sends_nothing(deployed: FakeEngine, credenti
     assert "2 x ecs.gn7e-c16g1.32xlarge" in result.stdout and client.calls == []
     result = run(["submit", SPEC, "--", "true"], deployed, client, input="y\n")
     assert result.exit_code == 0 and "submitted dlc1a2b3c4d5e6f" in result.stdout
+    result = run(["submit", SPEC, "--json", "--", "true"], deployed, client, input="y\n")
+    assert result.exit_code == 0 and json.loads(result.stdout)["job_id"] == "dlc1a2b3c4d5e6f"  # asked on stderr
+    assert "Submit finetune-dlc-20261130-141500" in result.stderr
 
 
 def test_submit_needs_a_command_and_a_dlc_spec() -> None:

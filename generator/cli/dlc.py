@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from generator.cli.common import handle
-from generator.cli.live import BACKEND_HELP, _confirm, _engine, _say
+from generator.cli.live import BACKEND_HELP, _engine, _say
 
 
 def _client() -> Any:
@@ -91,10 +91,10 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
                 request = dlc.create_job_request(plan, outputs, command, job_name)
             except ValueError:
                 request = None  # dlc.submit says why, in one sentence
-            if request is not None and not request.unresolved:
-                _summary(plan, request.body)
+            if request is not None and not request.unresolved:  # with --json, stdout stays JSON: ask on stderr
+                _summary(plan, request.body, err=as_json)
                 _confirm(f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to "
-                         "PAI-DLC?")
+                         "PAI-DLC?", err=as_json)
     result = dlc.submit(plan, outputs, command, job_name, client, dry_run=dry_run)
     if as_json:
         data: dict[str, Any] = {"action": "CreateJob", "region": plan.region, "request": result.sdk_map}
@@ -115,14 +115,26 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
     _say(f"submitted {result.job_id} ({job_name}); follow it with: trainstack logs {spec} {result.job_id}")
 
 
-def _summary(plan: Any, body: dict[str, Any]) -> None:
+def _summary(plan: Any, body: dict[str, Any], err: bool = False) -> None:
     d = plan.dlc
     spot = f", spot {d.spot.spot_strategy}" if d.spot else ""
-    _say(f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}")
+    _say(f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
+         err=err)
     _say(f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
-         f"tp={d.tp} pp={d.pp} dp={d.dp}")
-    _say(f"image:     {d.image}")
-    _say(f"command:   {body['UserCommand']}")
+         f"tp={d.tp} pp={d.pp} dp={d.dp}", err=err)
+    _say(f"image:     {d.image}", err=err)
+    _say(f"command:   {body['UserCommand']}", err=err)
+
+
+def _confirm(question: str, err: bool = False) -> None:
+    from generator.live import Declined
+
+    try:
+        ok = click.confirm(question, default=False, err=err)
+    except click.Abort:  # end of input (no terminal, no --yes)
+        ok = False
+    if not ok:
+        raise Declined("not confirmed, so nothing was changed (pass --yes to skip the question in pipelines).")
 
 
 def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
