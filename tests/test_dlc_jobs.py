@@ -464,3 +464,23 @@ def test_the_sdk_client_sends_what_the_dry_run_shows(monkeypatch: pytest.MonkeyP
     assert seen[-1]["path"] == "/api/v1/jobs/dlc1a2b3c4d5e6f/stop"
     with pytest.raises(DlcApiError, match=r"PAI-DLC GetJob failed: Forbidden.NoPermission: .*AliyunPAIDLCFullAccess"):
         client.get_job("cn-hangzhou", "dlc1a2b3c4d5e6f")
+
+
+def test_the_recorded_create_job_request(deployed: FakeEngine, snapshot: Any) -> None:
+    """The whole CreateJob request for the example, deployed, as JSON (review a change with --update-snapshots)."""
+    result = run(["submit", SPEC, "--dry-run", "--json", "--name", "finetune-dlc-20261130-141500", "--",
+                  "torchrun", "--nproc_per_node", "8", "train.py", "--config", "configs/sft 7b.yaml"], deployed)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    body = dlc.create_job_request(plan(), OUTPUTS, ["torchrun", "--nproc_per_node", "8", "train.py", "--config",
+                                                    "configs/sft 7b.yaml"], "finetune-dlc-20261130-141500").body
+    snapshot(FIXTURES / "create_job_request.json", json.dumps(body, indent=2, sort_keys=True) + "\n")
+    assert _without_empty_lists(data["request"]) == body  # the SDK's to_map adds the empty lists its models print
+
+
+def _without_empty_lists(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_empty_lists(v) for k, v in value.items() if v != []}
+    if isinstance(value, list):
+        return [_without_empty_lists(v) for v in value]
+    return value
