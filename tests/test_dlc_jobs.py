@@ -199,7 +199,8 @@ def test_dry_run_text_shows_the_request_and_says_nothing_was_sent() -> None:
     result = run(["submit", SPEC, "--dry-run", "--", "torchrun train.py && echo ok"])
     assert result.exit_code == 0, result.output
     assert '"UserCommand": "torchrun train.py && echo ok"' in result.stdout
-    assert "unresolved (the stack is not deployed" in result.stdout and "dry run: nothing was submitted" in result.stdout
+    assert "unresolved (the stack is not deployed" in result.stdout
+    assert "dry run: nothing was submitted" in result.stdout
 
 
 def test_dry_run_is_exactly_the_sdk_models_map() -> None:

@@ -263,7 +263,8 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool) -> None:
     where = f"in {region}" if region else "in the catalog (pass --region for one region)"
     click.echo(f"  nearest GPUs {where}, by memory and BF16 peak:")
     for g in near:
-        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {g.bf16_tflops:>6g} TFLOPS   trainstack catalog --gpu {g.name}")
+        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {g.bf16_tflops:>6g} TFLOPS   "
+                   f"trainstack catalog --gpu {g.name}")
 
 
 @main.command()

@@ -62,9 +62,11 @@ from generator.live.dlc.request import (
 )
 
 __all__ = [
-    "ACTIVE_STATUSES", "DEFAULT_LOG_LINES", "DLC_SDK_MODULES", "INSTALL_DLC", "PLACEHOLDER", "TAG_PROJECT", "TAG_STACK",
-    "DlcApiError", "DlcClient", "DlcSdkMissing", "JobRequest", "NotThisStacksJob", "PodLogs", "RecordedDlcClient",
-    "SdkDlcClient", "Submission", "api_error", "cancel", "check_display_name", "create_job_request", "display_name", "follow_logs",
-    "is_stack_job", "job_logs", "job_row", "list_jobs_request", "new_lines", "read_outputs", "require_dlc", "spec_drift", "require_dlc_sdk", "sdk_request_map",
-    "stack_job", "stack_jobs", "stack_outputs", "stack_target", "stack_tags", "submit", "user_command", "workspace_id",
+    "ACTIVE_STATUSES", "DEFAULT_LOG_LINES", "DLC_SDK_MODULES", "INSTALL_DLC", "PLACEHOLDER", "TAG_PROJECT",
+    "TAG_STACK", "DlcApiError", "DlcClient", "DlcSdkMissing", "JobRequest", "NotThisStacksJob", "PodLogs",
+    "RecordedDlcClient", "SdkDlcClient", "Submission", "api_error", "cancel", "check_display_name",
+    "create_job_request", "display_name", "follow_logs", "is_stack_job", "job_logs", "job_row",
+    "list_jobs_request", "new_lines", "read_outputs", "require_dlc", "require_dlc_sdk", "sdk_request_map",
+    "spec_drift", "stack_job", "stack_jobs", "stack_outputs", "stack_tags", "stack_target", "submit",
+    "user_command", "workspace_id",
 ]

@@ -33,7 +33,7 @@ class DlcSdkMissing(LiveError):
 
 
 class DlcApiError(LiveError):
-    """The PAI-DLC API answered with an error (permissions, quota, a bad request, throttling) or could not be reached."""
+    """The PAI-DLC API answered with an error (permissions, quota, a bad request, throttling) or was not reached."""
 
     exit_code = EngineFailed.exit_code
 

@@ -80,7 +80,7 @@ def check_display_name(name: str) -> str:
 
 
 def stack_tags(plan: Plan) -> dict[str, str]:
-    """The ``Settings.Tags`` that mark a job as submitted by trainstack for this stack (and that ListJobs filters on)."""
+    """The ``Settings.Tags`` that mark a job as trainstack's for this stack (ListJobs filters on them)."""
     return {TAG_PROJECT: plan.name, TAG_STACK: plan.stack}
 
 
