@@ -331,7 +331,9 @@ SDK_TYPES = ("alicloud:ecs/instance:Instance", "alicloud:ecs/ecsDeploymentSet:Ec
              # Lingjun (eflo) programs: a RAM user (no instance role) and the eflo resources
              "alicloud:ram/user:User", "alicloud:ram/userPolicyAttachment:UserPolicyAttachment",
              "alicloud:eflo/vpd:Vpd", "alicloud:eflo/subnet:Subnet", "alicloud:eflo/cluster:Cluster",
-             "alicloud:eflo/node:Node", "alicloud:eflo/nodeGroup:NodeGroup")
+             "alicloud:eflo/node:Node", "alicloud:eflo/nodeGroup:NodeGroup",
+             # PAI-DLC programs: the workspace and its datasets
+             "alicloud:pai/workspaceWorkspace:WorkspaceWorkspace", "alicloud:pai/workspaceDataset:WorkspaceDataset")
 
 
 def _sdk_source(token: str) -> Path:

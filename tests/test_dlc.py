@@ -74,6 +74,22 @@ def test_dlc_worker_types_are_ecs_gpu_types_with_sources() -> None:
     assert {t.name for t in CATALOG.dlc_types_in_region("cn-hangzhou")} >= {"ecs.gn7e-c16g1.32xlarge"}
 
 
+def test_catalog_command_lists_the_dlc_worker_types() -> None:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    result = CliRunner().invoke(main, ["catalog", "--dlc", "--region", "cn-hangzhou", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    names = {t["name"] for t in data["instance_types"]}
+    assert names == {t.name for t in CATALOG.dlc_types_in_region("cn-hangzhou")}
+    assert {d["name"] for d in data["dlc_specs"]} == names
+    text = CliRunner().invoke(main, ["catalog", "--dlc"])
+    assert text.exit_code == 0 and "PAI-DLC worker types" in text.stdout and "not verified" in text.stdout
+    assert CliRunner().invoke(main, ["catalog", "--dlc", "--lingjun"]).exit_code == 2
+
+
 # ------------------------------------------------------------------------------------------------ the example
 
 
@@ -109,6 +125,9 @@ def test_example_plans_a_dlc_job_sized_like_ecs() -> None:
     assert any("DLC-BILL" in n and "ESTIMATE" in n for n in plan.cost.price_notes)
     assert any("2 GPUs" in w for w in plan.warnings)  # the public-resource limit is stated
     assert dict(d.outputs) == dict(DLC_OUTPUTS)
+    # a hung job stops being billed: 1.5x the expected hours (+1), within DLC's 30-day default
+    expected = plan.cost.run_hours + plan.cost.expected_rework_hours
+    assert expected * 1.5 <= d.max_running_hours <= min(30 * 24, expected * 1.5 + 2)
 
 
 def test_example_plan_json_carries_dlc_and_other_plans_do_not() -> None:
@@ -201,6 +220,26 @@ def test_a_dlc_cpfs_stack_deploys_in_one_pass(tmp_path: Path) -> None:
     assert needs_mount_address(dataclasses.replace(t, platform="ecs"))
 
 
+def test_diff_of_dlc_programs_reads_the_pai_replacement_data(tmp_path: Path) -> None:
+    """A new OSS data location replaces its dataset (uri is ForceNew); a new description updates it in place."""
+    from generator.preview import diff as d
+
+    base = (ROOT / "examples" / "finetune-dlc.yaml").read_text()
+    moved = base.replace("oss://example-corpus/sft/llama2-mix/", "oss://example-corpus/sft/llama2-mix-v2/")
+    assert moved != base
+    graphs = []
+    for name, text in (("base", base), ("head", moved)):
+        spec = tmp_path / name / "finetune-dlc.yaml"
+        spec.parent.mkdir()
+        spec.write_text(text)
+        graphs.append(api.preview(spec).graph)
+    result = d.diff_graphs(*graphs)
+    changed = {c.name: c for c in result.changes}
+    assert set(changed) == {"dataset-data"}, sorted(changed)
+    assert changed["dataset-data"].action == "replace"
+    assert all(c.effect != "unknown" for c in changed["dataset-data"].properties)
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 
 BASE = "name: bad-run\nregion: cn-hangzhou\nmodel: {preset: llama-2-7b}\n"
@@ -218,6 +257,7 @@ DLC = "compute: {platform: pai-dlc}\n"
     (DLC + "spot: {enabled: true}", "spot.on_demand_base", "all spot or all on demand"),
     (DLC + "spot: {enabled: true, on_demand_base: 0, interruption: stop}", "spot.interruption", "releases"),
     (DLC + "spot: {min_nodes: 1}", "spot.min_nodes", "fixed number of workers"),
+    ("compute: {platform: pai-dlc, gpu: A100-40G}", "compute.gpu", "no PAI-DLC worker type with A100-40G"),
     (DLC + "spot: {enabled: true, on_demand_base: 0}\ncheckpoints: {enabled: false}", "spot.enabled",
      "need checkpoints"),
 ])

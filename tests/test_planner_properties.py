@@ -259,9 +259,11 @@ def test_the_examples_satisfy_the_properties_too() -> None:
         c = plan.compute
         assert plan.sizing.total <= plan.sizing.gpu_memory
         assert c.tp * c.pp * c.dp == c.total_gpus and c.gpus_per_node % c.tp == 0
-        if c.nodes > 1:
-            assert c.gpus_per_node == 8 and c.rdma != "none"
-        if plan.spot.enabled:
+        if c.nodes > 1:  # PAI-DLC attaches no RDMA: DLC manages the network between its workers
+            assert c.gpus_per_node == 8 and (c.rdma != "none" or c.platform == "pai-dlc")
+        if plan.spot.enabled and c.platform == "pai-dlc":  # SpotSpec covers every worker of a DLC job
+            assert all(r.spot for r in c.ranks)
+        elif plan.spot.enabled:
             assert not c.ranks[0].spot
 
 

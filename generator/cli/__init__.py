@@ -150,9 +150,12 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
 @click.option("--region", help="Only instance types the catalog lists for this region (with --regions: that region).")
 @click.option("--regions", "list_regions", is_flag=True, help="List regions and zones instead.")
 @click.option("--lingjun", "list_lingjun", is_flag=True, help="List Lingjun (eflo) machine types instead.")
+@click.option("--dlc", "list_dlc", is_flag=True,
+              help="Only the ECS types PAI-DLC's public resources offer as workers (compute.platform: pai-dlc).")
 @click.option("--json", "as_json", is_flag=True)
 @_handle
-def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, as_json: bool) -> None:
+def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, list_dlc: bool,
+            as_json: bool) -> None:
     """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
     import dataclasses
 
@@ -160,15 +163,15 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
     from generator.errors import did_you_mean
     from generator.plan import report
 
-    if list_regions and list_lingjun:
-        raise click.UsageError("--regions and --lingjun are two different lists; give one of them.")
+    if sum((list_regions, list_lingjun, list_dlc)) > 1:
+        raise click.UsageError("--regions, --lingjun and --dlc are different lists; give one of them.")
     cat = load_catalog()
     g = None
     if gpu is not None:
         g = cat.gpu(gpu)
         unavailable = cat.unavailable_accelerator(gpu) if g is None else None
         if unavailable is not None:
-            _unavailable_answer(cat, unavailable, region, as_json)
+            _unavailable_answer(cat, unavailable, region, as_json, lingjun=list_lingjun, dlc=list_dlc)
             return
         if g is None:
             hint = did_you_mean(gpu, [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)])
@@ -225,16 +228,28 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
     if region:
         names = {t.name for t in cat.types_in_region(region)}
         types = [t for t in types if t.name in names]
+    if list_dlc:
+        types = [t for t in types if cat.dlc_spec(t.name) is not None]
     if as_json:
-        click.echo(json.dumps({"version": cat.version, "date": cat.date,
-                               "instance_types": [dataclasses.asdict(t) for t in types]}, indent=2, sort_keys=True))
+        data: dict[str, object] = {"version": cat.version, "date": cat.date,
+                                   "instance_types": [dataclasses.asdict(t) for t in types]}
+        if list_dlc:
+            data["dlc_specs"] = [dataclasses.asdict(d) for d in cat.dlc_specs if any(t.name == d.name for t in types)]
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        click.echo(f"catalog {cat.version} ({cat.date})")
+        click.echo(f"catalog {cat.version} ({cat.date})" + (": PAI-DLC worker types" if list_dlc else ""))
         click.echo(report.catalog_text(types), nl=False)
+        if list_dlc:
+            unverified = [t.name for t in types if not cat.dlc_spec(t.name).verified]  # type: ignore[union-attr]
+            if unverified:
+                click.echo(f"{len(unverified)} of {len(types)} not verified on DLC's public resource list: confirm on "
+                           "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)")
 
 
-def _unavailable_answer(cat, acc, region: str | None, as_json: bool) -> None:
-    """``catalog --gpu Ascend-910B``: who offers it instead, every source, and the nearest GPUs (of --region)."""
+def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bool = False,
+                        dlc: bool = False) -> None:
+    """``catalog --gpu Ascend-910B``: who offers it instead, every source, and the nearest GPUs (of --region; among
+    Lingjun machine types with --lingjun, DLC worker types with --dlc)."""
     import dataclasses
 
     from generator.catalog import source_tags
@@ -242,7 +257,7 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool) -> None:
     from generator.plan.check import offered_gpus
 
     r = cat.region(region) if region else None
-    near = nearest_gpus(acc, offered_gpus(cat, r), limit=5)
+    near = nearest_gpus(acc, offered_gpus(cat, r, lingjun=lingjun, dlc=dlc), limit=5)
     sources = [s for t in source_tags(acc.source) if (s := cat.source(t)) is not None]
     if as_json:
         click.echo(json.dumps({"version": cat.version, "date": cat.date, "unavailable": dataclasses.asdict(acc),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
@@ -48,6 +49,8 @@ PUBLIC_MAX_GPUS = 2  # public resources: at most 2 GPUs and 8 CPU cores per job 
 MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
 DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
 CHECKPOINT_MOUNT = "/mnt/checkpoints"  # where the checkpoint prefix appears in the containers
+MAX_RUNNING_MARGIN = 1.5  # a job may run 1.5x its expected hours before DLC stops it (a trainstack choice)
+DLC_DEFAULT_MAX_HOURS = 30 * 24  # DLC stops a job after 30 days by default [DOC-DLC-JOB]
 WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
 
 
@@ -59,6 +62,13 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
         where = sorted({r.id for r in catalog.regions if catalog.dlc_types_in_region(r.id)})
         problems.append(Problem(("compute", "platform"), f"the catalog knows no PAI-DLC worker type in {region.id}",
                                 f"regions with DLC worker types: {', '.join(where)}; or use platform: ecs"))
+    gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
+    in_region = catalog.types_in_region(region.id) if region is not None else ()
+    if gpu is not None and region is not None and any(t.gpu == gpu.name for t in in_region) and not any(
+            t.gpu == gpu.name for t in catalog.dlc_types_in_region(region.id)):  # else check.py reports the GPU
+        offered = sorted({t.gpu for t in catalog.dlc_types_in_region(region.id)})
+        problems.append(Problem(("compute", "gpu"), f"no PAI-DLC worker type with {gpu.name} in {region.id} in the "
+                                "catalog (dlc_specs.csv)", f"DLC GPUs there: {', '.join(offered)}; or use platform: ecs"))
     for i, name in enumerate(c.instance_types):
         if catalog.instance(name) is not None and catalog.lingjun_type(name) is None and catalog.dlc_spec(name) is None:
             problems.append(Problem(("compute", "instance_types", i), f"{name} is not on PAI-DLC's public resource "
@@ -216,6 +226,14 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
         + (f"[{row.source}]" if row is not None and row.verified else
            f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)")
         + f"; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
+    max_hours = None
+    if best.run_hours is not None:
+        expected = best.run_hours + (best.rework_hours or 0.0)
+        max_hours = min(DLC_DEFAULT_MAX_HOURS, math.ceil(expected * MAX_RUNNING_MARGIN) + 1)
+        decisions.append(Decision("max running time", f"{max_hours} h", (
+            f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
+            f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
+            "(CreateJob JobMaxRunningTimeMinutes)")))
     if t.gpus > PUBLIC_MAX_GPUS:
         warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
                         f"your account manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
@@ -226,7 +244,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
                image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry per [DOC-DLC-JOB]", tp=fit.tp, pp=fit.pp,
                dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
-               outputs=DLC_OUTPUTS)
+               outputs=DLC_OUTPUTS, max_running_hours=max_hours)
 
 
 def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,

@@ -338,7 +338,7 @@ class Dlc:
     spot: DlcSpot | None
     resource: str  # "public" (pay-as-you-go public resources) -- trainstack plans no resource quota
     outputs: tuple[tuple[str, str], ...]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
-    max_running_hours: int | None = None  # CreateJob Settings.MaxRunningTimeMinutes / 60 (None: DLC's default)
+    max_running_hours: int | None = None  # CreateJob JobMaxRunningTimeMinutes / 60 (None: DLC's default, 30 days)
 
 
 @dataclass(frozen=True, slots=True)
