@@ -72,6 +72,8 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "zone_other_region": ("zones[0]", "'cn-shanghai-l'", "it is in cn-shanghai"),
     "gpu_not_in_region": ("compute.gpu", "cn-hongkong offers no H20", "H20 is in:"),
     "unknown_gpu": ("compute.gpu", "unknown GPU 'A100-90G'", "did you mean"),
+    "gpu_ascend_910b": ("compute.gpu", "Ascend-910B (Huawei) is offered by no Alibaba Cloud product as of",
+                        "huaweicloud.com", "nearest GPUs in cn-hangzhou", "A100-80G"),
     "rdma_without_eri": ("compute.instance_types[0]", "ecs.gn7i-c8g1.2xlarge", "network.rdma"),
     "spot_without_checkpoints": ("spot.enabled", "checkpoints.enabled: true"),
     "cpfs_capacity_step": ("storage.capacity", "1200 GiB", "use 6000GiB"),

@@ -33,6 +33,7 @@ from generator.catalog.model import (
     StorageThroughput,
     _item_key,
 )
+from generator.catalog.unavailable import UNAVAILABLE_COLS, UnavailableAccelerator, accelerator_key
 
 CATALOG_VERSION = "v1"
 CATALOG_DATE = "2026-11-29"
@@ -178,6 +179,27 @@ def _gpu(f) -> GpuModel:
         source=f("source"),
         notes=f("notes", str),
     )
+
+
+def _unavailable(f) -> UnavailableAccelerator:
+    return UnavailableAccelerator(
+        name=f("name"),
+        aliases=tuple(a.lower() for a in f("aliases", _list)),
+        vendor=f("vendor"),
+        memory_gib=f("memory_gib", _float),
+        bf16_tflops=f("bf16_tflops", _float),
+        offered_by=f("offered_by"),
+        alibaba=f("alibaba"),
+        checked=f("checked", _date),
+        source=f("source"),
+        notes=f("notes", str),
+    )
+
+
+def _date(v: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+        raise ValueError(f"expected a date YYYY-MM-DD, got {v!r}")
+    return v
 
 
 def _region(f) -> Region:
@@ -401,7 +423,7 @@ def _load_default() -> Catalog:
 def _load(root: Path) -> Catalog:
     files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
                                             "lingjun_machine_types", "jumbo_frames", "dlc_specs",
-                                            "storage_throughput")}
+                                            "storage_throughput", "unavailable_accelerators")}
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
     regions = _parse(files["regions"], _REGION_COLS, _region)
@@ -409,6 +431,7 @@ def _load(root: Path) -> Catalog:
     instances = _parse(files["instance_types"], _INSTANCE_COLS, _instance)
     lingjun = _parse(files["lingjun_machine_types"], _LINGJUN_COLS, _lingjun)
     jumbo = _parse(files["jumbo_frames"], _JUMBO_COLS, _jumbo)
+    unavailable = _parse(files["unavailable_accelerators"], UNAVAILABLE_COLS, _unavailable)
     dlc = _parse(files["dlc_specs"], _DLC_COLS, _dlc)
     throughput = _parse(files["storage_throughput"], _THROUGHPUT_COLS, _throughput)
 
@@ -458,6 +481,14 @@ def _load(root: Path) -> Catalog:
         if d.name not in ecs_names:
             raise CatalogError(f"{files['dlc_specs']}:{line}: {d.name!r} is not in instance_types.csv")
 
+    offered = {accelerator_key(a) for _, g in gpus for a in (g.name, *g.aliases)}
+    for line, a in unavailable:
+        _check_tags(files["unavailable_accelerators"], line, tags, a.source)
+        if a.keys() & offered:
+            raise CatalogError(f"{files['unavailable_accelerators']}:{line}: {a.name} is also a GPU of gpus.csv: "
+                               f"{sorted(a.keys() & offered)}")
+    _unique(files["unavailable_accelerators"], [(ln, k) for ln, a in unavailable for k in a.keys()], lambda k: k)
+
     def rows(items, key):
         return tuple(sorted((item for _, item in items), key=key))
 
@@ -471,6 +502,7 @@ def _load(root: Path) -> Catalog:
         sources=rows(sources, lambda s: s.tag),
         lingjun_types=rows(lingjun, lambda t: t.name),
         jumbo_frames=rows(jumbo, lambda j: j.family),
+        unavailable=rows(unavailable, lambda a: a.name),
         dlc_specs=rows(dlc, lambda d: d.name),
         storage_throughput=rows(throughput, lambda x: (x.item, x.capacity_below_gib or float("inf"))),
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.catalog.unavailable import UnavailableAccelerator, find_unavailable
+
 AVAILABILITIES = ("ga", "contact-sales", "invite")
 LINGJUN_PAYMENT_TYPES = ("PayAsYouGo", "Subscription")  # eflo.Node payment_type values [PU-EFLO]
 JUMBO_SUPPORT = ("yes", "no", "unknown")  # a family's documented jumbo-frame support (jumbo_frames.csv)
@@ -205,6 +207,7 @@ class Catalog:
     sources: tuple[Source, ...]
     lingjun_types: tuple[LingjunMachineType, ...] = ()
     jumbo_frames: tuple[JumboFrames, ...] = ()
+    unavailable: tuple[UnavailableAccelerator, ...] = ()  # accelerators no Alibaba Cloud product offers
     dlc_specs: tuple[DlcSpec, ...] = ()
     storage_throughput: tuple[StorageThroughput, ...] = ()
 
@@ -245,6 +248,10 @@ class Catalog:
         """Look a GPU up by its name or any alias, ignoring case and surrounding blanks."""
         key = name_or_alias.strip().lower()
         return next((g for g in self.gpus if key == g.name.lower() or key in g.aliases), None)
+
+    def unavailable_accelerator(self, name: str) -> UnavailableAccelerator | None:
+        """An accelerator no Alibaba Cloud product offers, by name or alias (case, blanks, '-' and '_' ignored)."""
+        return find_unavailable(self.unavailable, name)
 
     def region(self, id: str) -> Region | None:  # noqa: A002 - the API names it "id"
         return next((r for r in self.regions if r.id == id), None)

@@ -169,6 +169,10 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
     g = None
     if gpu is not None:
         g = cat.gpu(gpu)
+        unavailable = cat.unavailable_accelerator(gpu) if g is None else None
+        if unavailable is not None:
+            _unavailable_answer(cat, unavailable, region, as_json, lingjun=list_lingjun, dlc=list_dlc)
+            return
         if g is None:
             hint = did_you_mean(gpu, [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)])
             raise click.BadParameter(f"unknown GPU '{gpu}'{'; ' + hint if hint else ''} (known GPUs: "
@@ -242,6 +246,42 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
                            "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)")
 
 
+def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bool = False,
+                        dlc: bool = False) -> None:
+    """``catalog --gpu Ascend-910B``: who offers it instead, every source, and the nearest GPUs (of --region; among
+    Lingjun machine types with --lingjun, DLC worker types with --dlc)."""
+    import dataclasses
+
+    from generator.catalog import source_tags
+    from generator.catalog.unavailable import distance, nearest_gpus
+    from generator.plan.check import offered_gpus
+
+    r = cat.region(region) if region else None
+    near = nearest_gpus(acc, offered_gpus(cat, r, lingjun=lingjun, dlc=dlc), limit=5)
+    sources = [s for t in source_tags(acc.source) if (s := cat.source(t)) is not None]
+    if as_json:
+        click.echo(json.dumps({"version": cat.version, "date": cat.date, "unavailable": dataclasses.asdict(acc),
+                               "sources": [dataclasses.asdict(s) for s in sources],
+                               "nearest": [{"gpu": g.name, "memory_gib": g.memory_gib, "bf16_tflops": g.bf16_tflops,
+                                            "distance": round(distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib,
+                                                                       g.bf16_tflops), 3)} for g in near],
+                               "region": region}, indent=2, sort_keys=True))
+        return
+    click.echo(f"{acc.name} ({acc.vendor}, {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS FP16/BF16): "
+               f"not offered by Alibaba Cloud (checked {acc.checked})")
+    click.echo(f"  Alibaba Cloud: {acc.alibaba}")
+    click.echo(f"  offered by:    {acc.offered_by}")
+    click.echo(f"  note:          {acc.notes}")
+    click.echo("  sources:")
+    for s in sources:
+        click.echo(f"    [{s.tag}] {s.description}" + (f" {s.url}" if s.url else ""))
+    where = f"in {region}" if region else "in the catalog (pass --region for one region)"
+    click.echo(f"  nearest GPUs {where}, by memory and BF16 peak:")
+    for g in near:
+        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {g.bf16_tflops:>6g} TFLOPS   "
+                   f"trainstack catalog --gpu {g.name}")
+
+
 @main.command()
 @_handle
 def schema() -> None:
@@ -255,7 +295,7 @@ def _register_feature_commands() -> None:
     """Commands that live in generator/cli/<feature>.py (each module lists its click commands in COMMANDS)."""
     import importlib
 
-    for name in ("estimate", "lint", "diff", "live"):
+    for name in ("estimate", "lint", "diff", "live", "dlc"):
         module = importlib.import_module(f"generator.cli.{name}")
         for command in module.COMMANDS:
             main.add_command(command)

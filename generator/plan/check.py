@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from generator.catalog import Catalog, Region
+from generator.catalog import Catalog, GpuModel, Region, source_tags
+from generator.catalog.unavailable import UnavailableAccelerator, nearest_gpus
 from generator.errors import Problem, did_you_mean
 from generator.plan.dlc import dlc_rules
 from generator.spec import limits
@@ -55,7 +56,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     lingjun = c.platform == "lingjun"
     if c.gpu != "auto":
         gpu = catalog.gpu(c.gpu)
-        if gpu is None:
+        unavailable = catalog.unavailable_accelerator(c.gpu) if gpu is None else None
+        if unavailable is not None:
+            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc"))
+        elif gpu is None:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
                                     f"known GPUs: {', '.join(catalog.gpu_names())}"))
@@ -249,6 +253,43 @@ def _lingjun_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[
                                 "Subscription or PayAsYouGo",
                                 "set spot.enabled: false, or use platform: ecs for spot instances"))
     return problems
+
+
+def offered_gpus(catalog: Catalog, region: Region | None, lingjun: bool = False, dlc: bool = False) -> list[GpuModel]:
+    """The GPUs the region offers generally available (ECS types, Lingjun machine types, or DLC worker specs), or
+    every GPU of the catalog when the region is unknown; GPUs only offered by invitation or through sales count when
+    nothing else is."""
+    if region is None:
+        ga = {t.gpu for t in catalog.instance_types if t.availability == "ga"}
+        return [g for g in catalog.gpus if g.name in ga] or list(catalog.gpus)
+    if dlc:
+        names = {t.gpu for t in catalog.dlc_types_in_region(region.id)}
+        ga = {t.gpu for t in catalog.dlc_types_in_region(region.id) if t.availability == "ga"}
+    elif lingjun:
+        names = {t.gpu for t in catalog.lingjun_types_in_region(region.id)}
+        ga = {t.gpu for t in catalog.lingjun_types_in_region(region.id) if t.availability == "ga"}
+    else:
+        names = {t.gpu for t in catalog.types_in_region(region.id)}
+        ga = {t.gpu for t in catalog.types_in_region(region.id) if t.availability == "ga"}
+    return [g for g in catalog.gpus if g.name in (ga or names)]
+
+
+def unavailable_problem(acc: UnavailableAccelerator, catalog: Catalog, region: Region | None,
+                        lingjun: bool = False, dlc: bool = False) -> Problem:
+    """``compute.gpu`` names an accelerator no Alibaba Cloud product offers: say so with the sources and the date
+    they were read, who offers it, and the nearest GPUs of the region (by memory and BF16 peak)."""
+    where = f"in {region.id}" if region is not None else "in the catalog"
+    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
+    listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {g.bf16_tflops:g} TFLOPS)" for g in near)
+    urls = [s.url for t in source_tags(acc.source) if (s := catalog.source(t)) is not None and s.url]
+    alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]
+    other_urls = [u for u in urls if u not in alibaba_urls]
+    message = (f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
+               f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
+               f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else ""))
+    hint = (f"nearest GPUs {where} by memory and BF16 peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
+            f"{listed or 'none'}; set compute.gpu to one of them; every source: trainstack catalog --gpu {acc.name}")
+    return Problem(("compute", "gpu"), message, hint)
 
 
 def _gpu_words(catalog: Catalog) -> list[str]:

@@ -355,11 +355,5 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
         except sizing.SizingError:
             return False
 
-    lo, hi = 0, len(options) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(options[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return options[lo] if options else fit.nodes
+    at = first_meeting(options, 0, fits)
+    return fit.nodes if at is None else options[at]

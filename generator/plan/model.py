@@ -353,7 +353,7 @@ class DlcSpot:
     SpotDiscountLimit; DLC documents SpotDiscountLimit for Lingjun resources only)."""
 
     spot_strategy: str  # "SpotWithPriceLimit" or "SpotAsPriceGo"
-    spot_price_limit: float | None  # per worker-hour in the catalog currency (CNY, assumed to be what DLC takes); only with SpotWithPriceLimit
+    spot_price_limit: float | None  # CNY per worker-hour; the request sends it per minute, as the SDK's SpotSpec documents
     spot_discount_limit: float | None  # a fraction of list price (0.1-0.9); Lingjun resources only, so None here
 
 

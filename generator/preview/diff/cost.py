@@ -44,7 +44,7 @@ class SideCost:
     run: Mapping[str, float] | None  # the whole run per line; None when the spec gives no model.tokens
     total_per_hour: float
     run_total: float | None
-    run_hours: float | None  # training + expected rework hours
+    run_hours: float | None  # wall-clock hours: compute + bubble + checkpoint writes, plus rework and restores
     estimated: frozenset[str]  # the LINES keys that rest on an estimated price
     per_day: float = 0.0  # the planner's figure: Cost.total_per_day, or PausedCost.per_day while paused
     resume_per_hour: float | None = None  # paused: what the running cluster costs per hour once resumed

@@ -347,8 +347,8 @@ def _state_lines(delta: CostDelta) -> list[str]:
                    "(trainstack destroy); until then the bill is base + head")
     if delta.base.run_hours is not None or delta.head.run_hours is not None:
         hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
-        out.append(f"whole run: {hours} (training + expected rework); each line is its hourly cost x these hours, "
-                   "the total is the planner's own figure")
+        out.append(f"whole run: {hours} (wall-clock: compute, pipeline bubble, checkpoint writes, rework and "
+                   "restores); each line is its hourly cost x these hours, the total is the planner's own figure")
     return out
 
 

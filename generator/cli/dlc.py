@@ -1,0 +1,239 @@
+"""``trainstack submit``, ``jobs``, ``logs`` and ``cancel``: PAI-DLC jobs of a ``compute.platform: pai-dlc`` stack.
+
+A thin shell over :mod:`generator.live.dlc`: it plans the spec, reads the stack outputs through the engine (the
+click context object may carry ``"engine"``, as for the live commands, and ``"dlc_client"``: a recorded client in
+tests), and prints. The PAI-DLC SDK is imported only when one of these commands runs (docs/live.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from typing import Any
+
+import click
+
+from generator.cli.common import handle
+from generator.cli.live import BACKEND_HELP, _engine, _say
+
+
+def _client() -> Any:
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("dlc_client") is not None:
+        return obj["dlc_client"]
+    from generator.live.dlc import SdkDlcClient
+
+    return SdkDlcClient()
+
+
+def _now() -> datetime.datetime:
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("now") is not None:
+        return obj["now"]
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _dlc_plan(spec: str) -> Any:
+    from generator import api
+    from generator.errors import BadInput
+    from generator.live.dlc import require_dlc
+
+    plan = api.plan(spec)
+    try:
+        require_dlc(plan)
+    except ValueError as e:
+        raise BadInput(f"{spec}: {e}.") from None
+    return plan
+
+
+def _cloud_ready(client: Any) -> None:
+    """Before a call to the cloud: the SDK (exit 29), then credentials (exit 21), each one sentence."""
+    from generator import live
+
+    client.check()
+    live.require_credentials(os.environ)
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--dry-run", is_flag=True, help="Print the CreateJob request without sending it (placeholders for the "
+                                              "ids of a stack that is not deployed yet).")
+@click.option("--json", "as_json", is_flag=True, help="Print the request (and the job id) as JSON.")
+@click.option("--name", metavar="NAME", help="The job's display name (default: <spec name>-<UTC time>).")
+@click.option("-y", "--yes", is_flag=True, help="Submit without the question (for pipelines).")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@handle
+def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, name: str | None, yes: bool,
+           backend: str | None) -> None:
+    """Create a PAI-DLC PyTorch job for SPEC that runs COMMAND (after --) on the planned workers.
+
+    Several words after -- are the program and its arguments, each passed exactly; one word is a shell command
+    line used as written (trainstack submit SPEC -- 'torchrun train.py && echo done').
+    """
+    from generator.live import dlc
+
+    if not command:
+        raise click.UsageError("give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun "
+                               "train.py")
+    plan = _dlc_plan(spec)
+    client = _client()
+    outputs = dlc.read_outputs(_engine(), spec, plan, backend)
+    drift = dlc.spec_drift(spec, plan, backend)
+    if drift:
+        _say(f"warning: {drift}", err=True)
+    job_name = name or dlc.display_name(plan, _now().strftime("%Y%m%d-%H%M%S"))
+    if not dry_run:
+        _cloud_ready(client)
+        if not yes:
+            try:
+                request = dlc.create_job_request(plan, outputs, command, job_name)
+            except ValueError:
+                request = None  # dlc.submit says why, in one sentence
+            if request is not None and not request.unresolved:  # with --json, stdout stays JSON: ask on stderr
+                _summary(plan, request.body, err=as_json)
+                _confirm(f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to "
+                         "PAI-DLC?", err=as_json)
+    result = dlc.submit(plan, outputs, command, job_name, client, dry_run=dry_run)
+    if as_json:
+        data: dict[str, Any] = {"action": "CreateJob", "region": plan.region, "request": result.sdk_map}
+        if dry_run:
+            data.update(dry_run=True, unresolved=list(result.request.unresolved))
+        else:
+            data["job_id"] = result.job_id
+        _say(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    if dry_run:
+        _summary(plan, result.request.body)
+        _say(json.dumps(result.sdk_map, indent=2, sort_keys=True, ensure_ascii=False))
+        if result.request.unresolved:
+            _say(f"unresolved (the stack is not deployed; run `trainstack up {spec}`): "
+                 f"{', '.join(result.request.unresolved)}")
+        _say("dry run: nothing was submitted")
+        return
+    _say(f"submitted {result.job_id} ({job_name}); follow it with: trainstack logs {spec} {result.job_id}")
+
+
+def _summary(plan: Any, body: dict[str, Any], err: bool = False) -> None:
+    d = plan.dlc
+    spot = f", spot {d.spot.spot_strategy}" if d.spot else ""
+    _say(f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
+         err=err)
+    _say(f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
+         f"tp={d.tp} pp={d.pp} dp={d.dp}", err=err)
+    _say(f"image:     {d.image}", err=err)
+    _say(f"command:   {body['UserCommand']}", err=err)
+
+
+def _confirm(question: str, err: bool = False) -> None:
+    from generator.live import Declined
+
+    try:
+        ok = click.confirm(question, default=False, err=err)
+    except click.Abort:  # end of input (no terminal, no --yes)
+        ok = False
+    if not ok:
+        raise Declined("not confirmed, so nothing was changed (pass --yes to skip the question in pipelines).")
+
+
+def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
+    from generator.live import dlc
+
+    return dlc.read_outputs(_engine(), spec, plan, backend)
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the jobs as the API returned them (JSON).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100), help="At most this many jobs.")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@handle
+def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
+    """List the PAI-DLC jobs trainstack submitted for SPEC's stack, newest first."""
+    from generator.live import dlc
+    from generator.plan import report
+
+    plan = _dlc_plan(spec)
+    outputs = _outputs(spec, plan, backend)
+    dlc.workspace_id(plan, outputs)  # not deployed: one sentence before any SDK or credential check
+    client = _client()
+    _cloud_ready(client)
+    found = dlc.stack_jobs(plan, outputs, client, limit=limit)
+    if as_json:
+        _say(json.dumps(found, indent=2, sort_keys=True, ensure_ascii=False))
+    elif not found:
+        _say(f"no job of stack {plan.stack} of {plan.name} in the last 7 days (DLC ListJobs' default window); "
+             f"submit one with: trainstack submit {spec} -- COMMAND")
+    else:
+        click.echo(report.table(["job", "name", "status", "workers", "created", "ran"],
+                                [dlc.job_row(j) for j in found]), nl=False)
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("job")
+@click.option("--pod", metavar="POD_ID", help="Only this pod (default: every pod of the job).")
+@click.option("--lines", default=200, show_default=True, type=click.IntRange(1, 10000),
+              help="The last this many lines of each pod (GetPodLogs MaxLines).")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (polling GetPodLogs) until the job ends "
+                                                 "or Ctrl-C.")
+@click.option("--interval", default=10, show_default=True, type=click.IntRange(2, 3600), metavar="SECONDS",
+              help="With --follow: seconds between two polls.")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@handle
+def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interval: int, backend: str | None) -> None:
+    """Print the logs of JOB's pods (a job trainstack submitted for SPEC's stack)."""
+    from generator.live import dlc
+
+    plan = _dlc_plan(spec)
+    outputs = _outputs(spec, plan, backend)
+    dlc.workspace_id(plan, outputs)
+    client = _client()
+    _cloud_ready(client)
+    if follow:
+        obj = click.get_current_context().find_root().obj
+        sleep = obj.get("sleep") if isinstance(obj, dict) and obj.get("sleep") else None
+        try:
+            dlc.follow_logs(plan, outputs, client, job, _say, pod=pod, lines=lines, interval=interval,
+                            **({"sleep": sleep} if sleep else {}))
+        except KeyboardInterrupt:
+            _say("stopped following; the job keeps running")
+        return
+    found = dlc.job_logs(plan, outputs, client, job, pod=pod, lines=lines)
+    if not found:
+        _say(f"job {job} has no pod yet (it may still be queuing): try again later")
+        return
+    for p in found:
+        _say(f"==> {p.pod_id} ({p.pod_type or 'pod'}, {p.status or 'unknown'}) <==")
+        for line in p.lines:
+            _say(line.rstrip("\n"))
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("job")
+@click.option("-y", "--yes", is_flag=True, help="Stop the job without the question.")
+@click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@handle
+def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
+    """Stop JOB (StopJob), a job trainstack submitted for SPEC's stack; any other job id is refused."""
+    from generator.live import dlc
+
+    plan = _dlc_plan(spec)
+    outputs = _outputs(spec, plan, backend)
+    dlc.workspace_id(plan, outputs)
+    client = _client()
+    _cloud_ready(client)
+    found = dlc.stack_job(plan, outputs, client, job)
+    status = str(found.get("Status") or "")
+    if status and status not in dlc.ACTIVE_STATUSES:
+        _say(f"job {job} ({found.get('DisplayName')}) is already {status}; nothing to stop")
+        return
+    if not yes:
+        _confirm(f"Stop DLC job {job} ({found.get('DisplayName')}, {status or 'status unknown'})?")
+    dlc.cancel(plan, outputs, client, job)
+    _say(f"stop requested for {job} ({found.get('DisplayName')}); `trainstack jobs {spec}` shows when it has stopped")
+
+
+COMMANDS = [submit, jobs, logs, cancel]
