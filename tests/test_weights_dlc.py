@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import textwrap
@@ -306,3 +307,71 @@ def test_the_dlc_script_refuses_a_shared_path_that_is_not_mounted(tmp_path: Path
     run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 1 and "the job must mount the shared file system dataset" in run.stderr
     assert not (tmp_path / "calls.log").exists()
+
+
+# ------------------------------------------------------------------------------------------------ submit
+WEIGHTS_SPEC = "examples/finetune-dlc-weights.yaml"
+
+
+def _submit_dry_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, command: list[str]) -> dict:
+    """``trainstack submit SPEC --dry-run --json -- COMMAND`` in a scratch repository, with recorded DLC answers."""
+    from click.testing import CliRunner
+
+    from generator.cli import main
+    from generator.live import FakeEngine
+    from generator.live.dlc import RecordedDlcClient
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / ".git").mkdir()
+    shutil.copy(ROOT / spec, tmp_path / spec)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    obj = {"engine": FakeEngine(state=None), "dlc_client": RecordedDlcClient(ROOT / "tests" / "live_fixtures" / "dlc")}
+    result = CliRunner().invoke(main, ["submit", spec, "--dry-run", "--json", "--", *command], obj=obj,
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["request"]
+
+
+def test_submit_puts_the_prelude_before_the_quoted_user_command(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["torchrun", "train.py", "--note", "it's a b; echo no", "$HOME"]
+    request = _submit_dry_run(tmp_path, monkeypatch, WEIGHTS_SPEC, argv)
+    line = shlex.join(argv)
+    assert request["UserCommand"] == f"bash /mnt/trainstack/weights.sh && exec bash -c {shlex.quote(line)}"
+    assert request["UserCommand"].startswith(dlc_weights.PRELUDE + " && ")
+    mounts = {d["MountPath"]: d["MountAccess"] for d in request["DataSources"]}
+    assert mounts["/mnt/trainstack"] == "RO" and mounts["/mnt/shared"] == "RW"
+    envs = request["Envs"]
+    assert envs["TRAINSTACK_WEIGHTS_DIR"] == "/mnt/shared/weights/modelscope/Llama-2-7b-ms@master"
+    assert envs["TRAINSTACK_WEIGHTS_SOURCE"] == "modelscope://modelscope/Llama-2-7b-ms@master"
+
+
+def test_a_spec_without_modelscope_weights_runs_the_command_as_given(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    request = _submit_dry_run(tmp_path, monkeypatch, "examples/finetune-dlc.yaml", ["torchrun", "train.py"])
+    assert request["UserCommand"] == "torchrun train.py"
+
+
+def test_the_wrapped_command_keeps_the_argv_and_runs_only_after_the_prelude(tmp_path: Path) -> None:
+    """The UserCommand through a shell, with the prelude replaced by `true` (fetched) or `false` (failed)."""
+    from generator.live.dlc.request import job_command
+
+    dlc = api.plan(ROOT / WEIGHTS_SPEC).dlc
+    probe = tmp_path / "argv.json"
+    argv = ["python3", "-c", "import json, sys; open(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))", str(probe),
+            "a b", "it's", "$HOME", "; touch pwned", "#x"]
+    wrapped = job_command(dlc, argv)
+    env = {**os.environ, "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "dlc-master-0"}
+    for prelude, ran in (("true", True), ("false", False)):
+        probe.unlink(missing_ok=True)
+        line = prelude + wrapped.removeprefix(dlc.prelude)
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, check=False)
+        assert probe.exists() is ran
+        if ran:
+            assert json.loads(probe.read_text()) == ["a b", "it's", "$HOME", "; touch pwned", "#x"]
+    assert not (tmp_path / "pwned").exists()
+    # the user's command sees the variables DLC injects
+    seen = job_command(dlc, ["bash", "-c", f"echo $RANK/$WORLD_SIZE/$MASTER_ADDR > {probe}"])
+    subprocess.run(["bash", "-c", "true" + seen.removeprefix(dlc.prelude)], env=env, check=True)
+    assert probe.read_text() == "1/2/dlc-master-0\n"

@@ -16,7 +16,10 @@ https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12
 * ``UserVpc``: the stack's VPC, vSwitch and security group, and ``ExtendedCIDRs`` (required with a vSwitch: every
   CIDR block of the VPC, per the SDK docstring of ``CreateJobRequestUserVpc``).
 * ``DataSources``: the workspace datasets the stack registered (ids from the outputs) at the plan's mount paths.
-* ``Envs``: the plan's launch environment (parallel layout, checkpoint location and interval, data paths).
+* ``Envs``: the plan's launch environment (parallel layout, checkpoint location and interval, data paths, and with
+  base weights ``TRAINSTACK_WEIGHTS_DIR`` and ``TRAINSTACK_WEIGHTS_SOURCE``).
+* ``UserCommand``: the words after ``--`` (:func:`user_command`), behind the plan's prelude with ModelScope base
+  weights (:func:`job_command`).
 * ``CredentialConfig``: the stack's RAM role, injected as the job's credentials (struct CredentialConfig,
   https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-credentialconfig; ``RoleType``
   ``user`` is an assumption: the page lists ``service`` and ``user`` without saying which a job role takes).
@@ -65,6 +68,20 @@ def user_command(command: Sequence[str]) -> str:
     if len(words) == 1:
         return words[0]
     return shlex.join(words)
+
+
+def job_command(dlc: Dlc, command: Sequence[str]) -> str:
+    """The job's ``UserCommand``: :func:`user_command`, behind the plan's prelude when it has one.
+
+    With ModelScope base weights, ``Dlc.prelude`` runs trainstack-weights in every worker first
+    (:mod:`generator.plan.dlc_weights`): ``PRELUDE && exec bash -c 'COMMAND'``. The user's command line is quoted whole
+    (:func:`shlex.quote`), so its own ``;``, ``&&``, ``|`` or ``#`` stay inside it and it runs only once the weights
+    are there; ``exec`` leaves it the process the job's shell was. Both inherit the job's environment unchanged,
+    including the MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK that DLC injects into every PyTorchJob worker
+    (https://www.alibabacloud.com/help/en/pai/user-guide/general-environment-variables).
+    """
+    line = user_command(command)
+    return f"{dlc.prelude} && exec bash -c {shlex.quote(line)}" if dlc.prelude else line
 
 
 def display_name(plan: Plan, stamp: str) -> str:
@@ -155,7 +172,7 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
         "JobType": dlc.job_type or JOB_TYPE,
         "WorkspaceId": out.get("workspace_id"),
         "JobSpecs": [worker],
-        "UserCommand": user_command(command),
+        "UserCommand": job_command(dlc, command),
         "UserVpc": {"VpcId": out.get("vpc_id"), "SwitchId": out.get("vswitch_id"),
                     "SecurityGroupId": out.get("security_group_id"), "ExtendedCIDRs": [plan.network.vpc_cidr]},
         "DataSources": [
