@@ -231,3 +231,22 @@ def test_a_folder_renamed_away_by_an_interrupted_0_1_render_comes_back(tmp_path:
     assert (dest / ".trainstack" / "state" / "stack.json").read_text() == "{}"
     assert (dest / "venv").is_dir()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".stack.")]
+
+
+def test_a_file_written_for_some_plans_only_is_removed_when_the_plan_no_longer_needs_it(tmp_path: Path) -> None:
+    """Switching a stack from ECS to PAI-DLC drops node-init.sh; removing ModelScope weights on DLC drops weights.sh.
+    trainstack's own left-over copy goes (journaled like any write); a user's file of the same name stays."""
+    from generator.render import stackdir
+
+    dest = tmp_path / "stack"
+    marker = {".trainstack/DO_NOT_EDIT": "generated\n"}
+    stackdir.write({**marker, "__main__.py": "x = 1\n",
+                    "node-init.sh": "#!/bin/bash\n# trainstack node bootstrap for \"a\"\n",
+                    "weights.sh": "#!/bin/bash\n# trainstack-weights: the base weights of \"a\"\n"}, dest)
+    (dest / "notes.sh").write_text("#!/bin/bash\n# trainstack node bootstrap for \"a\"\n")  # not a name we write
+    changes = {c.path: c.action for c in stackdir.write({**marker, "__main__.py": "x = 2\n"}, dest)}
+    assert changes["node-init.sh"] == "delete" and changes["weights.sh"] == "delete" and changes["notes.sh"] == "kept"
+    assert not (dest / "node-init.sh").exists() and not (dest / "weights.sh").exists() and (dest / "notes.sh").exists()
+    (dest / "weights.sh").write_text("#!/bin/sh\necho my own script\n")  # the user's file of that name
+    changes = {c.path: c.action for c in stackdir.write({**marker, "__main__.py": "x = 3\n"}, dest)}
+    assert changes["weights.sh"] == "kept" and (dest / "weights.sh").read_text() == "#!/bin/sh\necho my own script\n"

@@ -43,6 +43,14 @@ COMMITTED = "COMMITTED"
 # Files earlier versions of trainstack wrote and this one no longer does: removed on the next render. Anything
 # else that a render does not produce is the user's (or Pulumi's) and is kept.
 RETIRED: tuple[str, ...] = ()
+# Files this version writes only for some plans (a DLC stack has no node-init.sh; weights.sh exists only with
+# ModelScope weights on PAI-DLC), with the header line trainstack puts at their top. A file of that name that a
+# render no longer produces is removed when it still starts with trainstack's header (ours, left from an earlier
+# render), and kept otherwise (the user's own file of that name).
+CONDITIONAL: dict[str, bytes] = {
+    "node-init.sh": b"#!/bin/bash\n# trainstack node bootstrap for ",
+    "weights.sh": b"#!/bin/bash\n# trainstack-weights: ",
+}
 LOCK_TIMEOUT_SECONDS = 60.0
 
 
@@ -57,7 +65,8 @@ class ConfigNotCarried(StackDirError):
 @dataclass(frozen=True, slots=True)
 class FileChange:
     path: str
-    action: str  # "create", "update", "identical", "delete" (a retired trainstack file) or "kept" (not ours)
+    # "create", "update", "identical", "delete" (a retired or left-over trainstack file) or "kept" (not ours)
+    action: str
 
     @property
     def changed(self) -> bool:
@@ -77,6 +86,15 @@ def _ignored(rel: str, files: Mapping[str, str]) -> bool:
     if rel.startswith((f"{STATE}/", f"{PENDING}/")) or rel in (STATE, PENDING):
         return True
     return len(parts) == 1 and rel.startswith("Pulumi.") and rel.endswith(".yaml") and rel not in files
+
+
+def _left_over(path: Path, rel: str) -> bool:
+    """A file this version writes for some plans only, written by an earlier render (its header is trainstack's)."""
+    header = CONDITIONAL.get(rel)
+    if header is None:
+        return False
+    with open(path, "rb") as f:
+        return f.read(len(header)) == header
 
 
 def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
@@ -101,7 +119,8 @@ def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
                     rel = prefix + name
                     if rel in files or _ignored(rel, files):
                         continue
-                    changes.append(FileChange(rel, "delete" if rel in RETIRED else "kept"))
+                    ours = rel in RETIRED or _left_over(dest / rel, rel)
+                    changes.append(FileChange(rel, "delete" if ours else "kept"))
     except OSError as e:
         raise _fs_error(e, "read", e.filename or dest) from None
     return sorted(changes, key=lambda c: c.path)
