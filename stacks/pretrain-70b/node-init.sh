@@ -184,7 +184,7 @@ case "${1:-}" in
   apply) apply "${2:-}" ;;
   mount) mount_shared ;;
   sync) sync_ckpt ;;
-  *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount" >&2; exit 2 ;;
+  *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount | sync" >&2; exit 2 ;;
 esac
 FACTS_TOOL
 chmod 0755 /usr/local/bin/trainstack-facts
