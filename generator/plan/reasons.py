@@ -37,8 +37,9 @@ def nodes_reason(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     need = f"{human_bytes(fit.memory.total)} per GPU of {t.gpu_memory_gib:g} GiB"
     floor = memory_minimum(spec, arch, lora_rank, fit)
     if isinstance(spec.compute.nodes, int):
-        return NodesReason(("spec",), floor, None, f"as the spec asks (compute.nodes); each GPU then needs {need}; "
-                                                   f"memory alone would need {floor} node(s) with {layout}")
+        return NodesReason(("spec",), floor, None, (
+            f"as the spec asks (compute.nodes); each GPU then needs {human_bytes(fit.memory.total)} of its "
+            f"{t.gpu_memory_gib:g} GiB; memory alone would need {floor} node(s) with {layout}"))
     counts = [k for k in range(1, n + 1) if (k * t.gpus) % (fit.tp * fit.pp) == 0]
     days = spec.budget.max_days
     deadline: int | None = None
