@@ -9,7 +9,8 @@ manages the nodes, so this part plans no instance, RDMA interface, deployment se
 address. The job itself is created by ``trainstack submit`` from ``Plan.dlc``.
 
 Sources: [DOC-DLC-JOB] Create a training job, [DOC-DLC-BILL] Billing of DLC, [DOC-DLC-RAM] the DLC RAM role,
-[SDK-DLC] the alibabacloud-pai-dlc20201203 models (URLs in ``generator/catalog/data/v1/sources.csv``).
+[SDK-DLC] the alibabacloud-pai-dlc20201203 models, [API-DLC-SPOT] the SpotSpec API reference (URLs in
+``generator/catalog/data/v1/sources.csv``).
 """
 
 from __future__ import annotations
@@ -42,12 +43,17 @@ from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
 
 JOB_TYPE = "PyTorchJob"  # CreateJob JobType for torchrun/DeepSpeed/Megatron jobs [DOC-DLC-JOB, SDK-DLC]
-# The official PAI PyTorch training image in the region's VPC registry [DOC-DLC-JOB: dsw-registry-vpc.<region>
-# .cr.aliyuncs.com/pai/...]. The tag is UNVERIFIED: seen in third-party DLC configurations [3P-DLC-IMAGE], not in an
-# Alibaba page read for v1; check it against the PAI console's image list before the first job.
+# The official PAI PyTorch training image in the region's VPC registry: registry and repository as in the SDK samples
+# of [DOC-DLC-JOB] (dsw-registry-vpc.<region-id>.cr.aliyuncs.com/pai/pytorch-training:<tag>, confirmed 2026-11-30).
+# The tag is UNVERIFIED: seen in third-party DLC configurations [3P-DLC-IMAGE]; the only tags in Alibaba sources read
+# 2026-11-30 are a CPU one (1.12-cpu-py39-ubuntu20.04, [DOC-DLC-JOB]) and a pai/pytorch 2.8.0 build in an API example
+# [SDK-DLC-GO]. Check the tag against the PAI console's image list before the first job.
 IMAGE_REPOSITORY = "dsw-registry-vpc.{region}.cr.aliyuncs.com/pai/pytorch-training"
 IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
-PUBLIC_MAX_GPUS = 2  # public resources: at most 2 GPUs and 8 CPU cores per job unless the limit is raised [DOC-DLC-JOB]
+# public resources: at most 2 GPU cards and 8 CPU cores; to exceed them contact your business manager [DOC-DLC-JOB]
+# (confirmed 2026-11-30 on https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task)
+PUBLIC_MAX_GPUS = 2
+SPOT_STRATEGY = "SpotWithPriceLimit"  # the only SpotSpec.SpotStrategy value the API reference lists [API-DLC-SPOT]
 MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
 DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
 CHECKPOINT_MOUNT = "/mnt/checkpoints"  # where the checkpoint prefix appears in the containers
@@ -109,6 +115,11 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
         problems.append(Problem(("spot", "min_nodes"), "a DLC job runs a fixed number of workers (CreateJob PodCount) "
                                 "and DLC restarts it whole; trainstack plans no elastic launch on DLC",
                                 "remove spot.min_nodes"))
+    if sp.enabled and "strategy" in sp.model_fields_set and sp.strategy != SPOT_STRATEGY:
+        problems.append(Problem(("spot", "strategy"), f"DLC's SpotSpec takes SpotStrategy {SPOT_STRATEGY} only (the "
+                                f"API reference lists no other value [API-DLC-SPOT]), not {sp.strategy}",
+                                f"set spot.strategy: {SPOT_STRATEGY} with spot.max_price_ratio (1.0 caps the bid at the "
+                                "pay-as-you-go price, as SpotAsPriceGo does on ECS)"))
     if sp.enabled and "interruption" in sp.model_fields_set and sp.interruption == "stop":
         problems.append(Problem(("spot", "interruption"), "DLC releases a reclaimed spot worker; it cannot be kept "
                                 "stopped", "remove spot.interruption"))
@@ -159,28 +170,29 @@ def dlc_workers(spec: Spec, zone: str, fit: Fit) -> tuple[Node, ...]:
 
 def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision],
              warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
-    """DLC preemptible workers (JobSpec.SpotSpec): every worker or none; a price limit from spot.max_price_ratio."""
+    """DLC preemptible workers (JobSpec.SpotSpec): every worker or none, bidding SpotWithPriceLimit (the only
+    SpotStrategy the API reference lists [API-DLC-SPOT]) with a price limit from spot.max_price_ratio. A spec that
+    leaves spot.strategy at its ECS default (SpotAsPriceGo) gets SpotWithPriceLimit; one that names SpotAsPriceGo is
+    refused by :func:`dlc_rules`."""
     s, ranks = spec.spot, tuple(ranks)
     if not s.enabled:
         return Spot(False, "NoSpot", None, 0, "terminate", tuple(n.rank for n in ranks), (), s.price_ratio,
                     s.interruptions_per_node_day), None
-    limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3) if s.strategy == "SpotWithPriceLimit" else None
-    decisions.append(Decision("spot", f"all {len(ranks)} worker(s) preemptible, {s.strategy}", (
+    limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3)
+    defaulted = s.strategy != SPOT_STRATEGY  # the spec left strategy at SpotAsPriceGo, the ECS default
+    decisions.append(Decision("spot", f"all {len(ranks)} worker(s) preemptible, {SPOT_STRATEGY}", (
         "DLC's SpotSpec applies to the whole worker role, so there is no on-demand base; "
-        + (f"the bid is capped at {limit:g} CNY/h per worker (price x {s.max_price_ratio:g}"
-           f"{', an estimated price' if fit.itype.price.estimated else ''}; SpotPriceLimit) " if limit else
-           "the bid follows the market (SpotAsPriceGo) ")
-        + "[SDK-DLC, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack runs "
-        "no reclaim watcher in DLC containers")))
+        f"the bid is capped at {limit:g} CNY/h per worker (price x {s.max_price_ratio:g}"
+        f"{', an estimated price' if fit.itype.price.estimated else ''}; SpotPriceLimit, sent in CNY per minute) "
+        + ("because SpotWithPriceLimit is the only SpotStrategy DLC's API lists, not the spec's default "
+           "SpotAsPriceGo " if defaulted else "")
+        + "[API-DLC-SPOT, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack "
+        "runs no reclaim watcher in DLC containers")))
     warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate ({s.interruptions_per_node_day:g}"
                     "/node-day) are assumptions, not quotes; DLC preemptible stock is not guaranteed [DOC-DLC-JOB]")
-    if s.strategy == "SpotAsPriceGo":
-        warnings.append("DLC documents SpotWithPriceLimit as the bidding policy of preemptible jobs; whether it "
-                        "accepts SpotAsPriceGo is unverified (use spot.strategy: SpotWithPriceLimit if CreateJob "
-                        "refuses it)")
-    spot = Spot(True, s.strategy, limit, 0, "terminate", (), tuple(n.rank for n in ranks), s.price_ratio,
+    spot = Spot(True, SPOT_STRATEGY, limit, 0, "terminate", (), tuple(n.rank for n in ranks), s.price_ratio,
                 s.interruptions_per_node_day)
-    return spot, DlcSpot(s.strategy, limit, None)
+    return spot, DlcSpot(SPOT_STRATEGY, limit, None)
 
 
 def workspace_name(spec: Spec) -> str:
@@ -225,8 +237,8 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
     decisions.append(Decision("image", image, (
         "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
-        "tooling, drivers managed by DLC) [DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI "
-        "console's image list")))
+        "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
+        "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list")))
     env = _environment(spec, best, storage, ckpt, sources, weights)
     decisions.append(Decision("workers", f"{fit.nodes} x {t.name} ({JOB_TYPE})", (
         f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
@@ -244,13 +256,14 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
             "(CreateJob JobMaxRunningTimeMinutes)")))
     if t.gpus > PUBLIC_MAX_GPUS:
         warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
-                        f"your account manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
+                        f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
                         "GPUs: ask for the raise (or buy a resource quota) before submitting")
     warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
                     "role) before the first job, and DLC's stock of the worker type is not checked by trainstack")
     return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
-               image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry per [DOC-DLC-JOB]", tp=fit.tp, pp=fit.pp,
+               image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]", tp=fit.tp,
+               pp=fit.pp,
                dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
                outputs=DLC_OUTPUTS, max_running_hours=max_hours,
                prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",

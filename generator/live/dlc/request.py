@@ -11,8 +11,11 @@ https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12
 * ``JobType`` ``PyTorchJob`` and one ``JobSpecs`` entry of ``Type`` ``Worker``: ``PodCount`` is the plan's worker
   count, ``EcsSpec`` its instance type, ``Image`` its image; DLC makes the first worker the master when no
   ``Master`` spec is given (SDK docstring of ``JobSpec.Type``).
-* ``SpotSpec`` on the worker spec when the plan uses spot (``SpotWithPriceLimit`` with ``SpotPriceLimit`` in CNY
-  per minute, which the SDK documents, or ``SpotAsPriceGo``), and ``UseSpotInstance``.
+* ``SpotSpec`` on the worker spec when the plan uses spot: ``SpotStrategy`` ``SpotWithPriceLimit``, the only value the
+  API reference lists, with ``SpotPriceLimit`` in CNY per minute
+  (https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-struct-spotspec, and the SDK
+  docstring). ``UseSpotInstance`` is not sent: the SDK marks it deprecated and Alibaba's spot samples on the Create a
+  training job page send ``SpotSpec`` alone.
 * ``UserVpc``: the stack's VPC, vSwitch and security group, and ``ExtendedCIDRs`` (required with a vSwitch: every
   CIDR block of the VPC, per the SDK docstring of ``CreateJobRequestUserVpc``).
 * ``DataSources``: the workspace datasets the stack registered (ids from the outputs) at the plan's mount paths.
@@ -21,8 +24,12 @@ https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12
 * ``UserCommand``: the words after ``--`` (:func:`user_command`), behind the plan's prelude with ModelScope base
   weights (:func:`job_command`).
 * ``CredentialConfig``: the stack's RAM role, injected as the job's credentials (struct CredentialConfig,
-  https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-credentialconfig; ``RoleType``
-  ``user`` is an assumption: the page lists ``service`` and ``user`` without saying which a job role takes).
+  https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dlc-2020-12-03-credentialconfig). ``RoleType``
+  is ``service``: PAI's CredentialConfig reference defines it as the type of entity that assumes the role, ``service``
+  (assumed by a service) or ``user`` (assumed by a regular user), with ``service`` as its example
+  (https://www.alibabacloud.com/help/en/pai/developer-reference/api-pai-dsw-2022-01-01-struct-credentialconfig), and
+  the job role is trusted by, and assumed through, the PAI service. The DLC CredentialRole page lists the field
+  without values, so this is read from the DSW definition, not confirmed by a DLC page or a live job.
 * ``Settings.Tags``: the stack's project and stack names, by which ``trainstack jobs`` finds the jobs it submitted.
 
 An output the stack has not produced yet (never deployed) becomes a visible placeholder, ``<unresolved:NAME>``, and
@@ -44,7 +51,7 @@ TAG_PROJECT = "trainstack-project"
 TAG_STACK = "trainstack-stack"
 PLACEHOLDER = "<unresolved:{}>"
 DISPLAY_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,256}")  # CreateJob DisplayName: digits, letters, _ . - ; 256 at most
-ROLE_TYPE = "user"  # an assumption, see the module docstring
+ROLE_TYPE = "service"  # the role is assumed by a service (PAI), see the module docstring
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +173,6 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
     spot = _spot_spec(dlc)
     if spot is not None:
         worker["SpotSpec"] = spot
-        worker["UseSpotInstance"] = True
     body: dict[str, Any] = {
         "DisplayName": name,
         "JobType": dlc.job_type or JOB_TYPE,
