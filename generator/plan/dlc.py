@@ -118,8 +118,8 @@ def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Probl
     if sp.enabled and "strategy" in sp.model_fields_set and sp.strategy != SPOT_STRATEGY:
         problems.append(Problem(("spot", "strategy"), f"DLC's SpotSpec takes SpotStrategy {SPOT_STRATEGY} only (the "
                                 f"API reference lists no other value [API-DLC-SPOT]), not {sp.strategy}",
-                                f"set spot.strategy: {SPOT_STRATEGY} with spot.max_price_ratio (1.0 caps the bid at the "
-                                "pay-as-you-go price, as SpotAsPriceGo does on ECS)"))
+                                f"set spot.strategy: {SPOT_STRATEGY} with spot.max_price_ratio (1.0 caps the bid "
+                                "at the pay-as-you-go price, as SpotAsPriceGo does on ECS)"))
     if sp.enabled and "interruption" in sp.model_fields_set and sp.interruption == "stop":
         problems.append(Problem(("spot", "interruption"), "DLC releases a reclaimed spot worker; it cannot be kept "
                                 "stopped", "remove spot.interruption"))

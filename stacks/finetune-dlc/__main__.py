@@ -128,8 +128,9 @@ alicloud.ecs.SecurityGroupRule(
 # --------------------------------------------------------------------------------------------- identity
 # The job's containers read STS credentials of this role (CreateJob CredentialConfig names its ARN); it reaches only
 # the checkpoint prefix. Its trusted entity is the PAI service (a DLC job role is a role "whose trusted entity is an
-# Alibaba Cloud service", https://www.alibabacloud.com/help/en/pai/user-guide/configure-the-dlc-ram-role); the
-# principal name pai.aliyuncs.com is as seen in third-party DLC setups, not printed on that page (unverified).
+# Alibaba Cloud service", https://www.alibabacloud.com/help/en/pai/user-guide/configure-the-dlc-ram-role; PAI's role
+# pages name the trusted service "Platform for AI"). The principal name pai.aliyuncs.com is as seen in third-party DLC
+# setups, not printed on an Alibaba page found on 2026-11-30 (unverified).
 job_role = alicloud.ram.Role(
     "job-role",
     role_name=f"{NAME}-dlc-job",
@@ -301,8 +302,8 @@ datasets["shared"] = alicloud.pai.WorkspaceDataset(
     data_type="COMMON",
     property="DIRECTORY",
     data_source_type="NAS",
-    # NAS dataset URI: nas://FILE_SYSTEM_ID.REGION/PATH, the form the pulumi_alicloud pai.WorkspaceDataset uri
-    # docstring gives for general-purpose NAS and CPFS (for Extreme NAS it is unverified)
+    # Extreme NAS dataset URI: nas://FILE_SYSTEM_ID.REGION/PATH with the extreme-... file system id, as in the
+    # CreateDataset sample of https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task
     uri=pulumi.Output.concat("nas://", shared_fs.id, "." + REGION + "/"),
     options=json.dumps({"mountPath": "/mnt/shared"}, sort_keys=True),
 )
@@ -318,7 +319,9 @@ datasets["data"] = alicloud.pai.WorkspaceDataset(
     data_type="COMMON",
     property="DIRECTORY",
     data_source_type="OSS",
-    # OSS dataset URI: oss://BUCKET.ENDPOINT/PATH (pulumi_alicloud pai.WorkspaceDataset uri docstring)
+    # OSS dataset URI: oss://BUCKET.ENDPOINT/PATH (pulumi_alicloud pai.WorkspaceDataset uri docstring and the
+    # CreateDataset sample of https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task). The endpoint
+    # is the public oss-REGION.aliyuncs.com; no Alibaba source read says whether DLC wants the -internal one
     uri="oss://example-corpus.oss-cn-hangzhou.aliyuncs.com/sft/llama2-mix/",
     options=json.dumps({"mountPath": "/mnt/data"}, sort_keys=True),
 )
@@ -334,7 +337,9 @@ datasets["checkpoints"] = alicloud.pai.WorkspaceDataset(
     data_type="COMMON",
     property="DIRECTORY",
     data_source_type="OSS",
-    # OSS dataset URI: oss://BUCKET.ENDPOINT/PATH (pulumi_alicloud pai.WorkspaceDataset uri docstring)
+    # OSS dataset URI: oss://BUCKET.ENDPOINT/PATH (pulumi_alicloud pai.WorkspaceDataset uri docstring and the
+    # CreateDataset sample of https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task). The endpoint
+    # is the public oss-REGION.aliyuncs.com; no Alibaba source read says whether DLC wants the -internal one
     uri=pulumi.Output.concat("oss://", checkpoint_bucket.bucket, ".oss-cn-hangzhou.aliyuncs.com/checkpoints/"),
     options=json.dumps({"mountPath": "/mnt/checkpoints"}, sort_keys=True),
 )
