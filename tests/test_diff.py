@@ -289,7 +289,7 @@ def test_json_is_stable_and_versioned() -> None:
     first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
     assert first == second
     payload = json.loads(first)
-    assert payload["schema_version"] == d.SCHEMA_VERSION == 2
+    assert payload["schema_version"] == d.SCHEMA_VERSION == 3
     assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes"}
     assert payload["cost"] is None  # graphs given directly: no plans to price
     assert payload["summary"]["worst_impact"] == "replaces-nodes"
@@ -451,7 +451,8 @@ def test_a_data_folder_reads_every_csv_and_refuses_a_row_listed_in_two_files(tmp
 
 # --------------------------------------------------------------------------------------------- unknown, never applied
 def test_the_class_order_puts_doubt_between_known_losses_and_known_reboots() -> None:
-    assert d.IMPACTS == ("data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes", "safe")
+    assert d.IMPACTS == ("data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown",
+                         "restarts-nodes", "safe")
     assert set(d.IMPACT_TITLES) == set(d.IMPACTS)
     assert "pulumi up --replace URN" in d.IMPACT_TITLES["never-applied"]
     assert "possible replacement" in d.IMPACT_TITLES["unknown"]

@@ -34,7 +34,7 @@ class _DiffCommand(click.Command):
 @click.argument("base")
 @click.argument("head")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
-              help="text for a terminal, markdown for a pull-request comment, json (schema_version 2) for tools.")
+              help="text for a terminal, markdown for a pull-request comment, json (schema_version 3) for tools.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of standard output.")
 @handle

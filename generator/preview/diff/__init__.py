@@ -19,11 +19,12 @@ replaced resource counts as a changed input with that input's own effect, until 
 
 Every change gets an impact class, worst first: ``data-at-risk`` (a NAS/CPFS file system, fileset or OSS
 bucket is deleted or replaced, or loses its protection), ``replaces-nodes`` (a GPU node is created, deleted
-or replaced: training is interrupted), ``never-applied`` (an update of an ``ignored`` input: the provider will
+or replaced: training is interrupted), ``fails-at-apply`` (a value the cloud can only grow, such as a CPFS
+capacity or a system disk size, gets smaller: ``pulumi up`` fails part-way), ``never-applied`` (an update of an ``ignored`` input: the provider will
 not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
 (an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
 :func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
-(``schema_version`` 2) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
+(``schema_version`` 3) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
 (:attr:`DiffResult.cost`, a :class:`CostDelta`): per hour, per month and for the whole run, old -> new, broken
 down into on demand and spot, compute and storage, with the price notes and ESTIMATE flags.
 

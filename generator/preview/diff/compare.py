@@ -9,6 +9,11 @@ replaced resource counts as a changed input with that input's own effect, until 
 a known ``replace`` propagates; an ``unknown`` input is reported, not followed). Every change then gets its
 impact class and a reason a reviewer can act on: an update with an ``ignored`` input is ``never-applied`` and
 one with an ``unknown`` input is ``unknown``, unless something worse is known about the resource.
+
+Some inputs can only grow (effect ``grow-only`` in the data: a CPFS or Extreme NAS capacity, a system disk size).
+Their effect is decided by value: a larger number updates in place, a smaller one is ``fails-at-apply`` (the
+cloud refuses it, so ``pulumi up`` stops part-way), and a value that cannot be compared (unset on one side, not a
+number) is ``unknown``. A replaced resource is created with the new value, so there a smaller one is fine.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from generator.preview.diff.model import (
     ACTIONS,
     DATA_TYPES,
     IMPACTS,
+    INSTANCE,
     NODE_TYPES,
     Action,
     Change,
@@ -69,6 +75,8 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
     fresh_cluster = not any(k[0] in NODE_TYPES for k in old)
     for key, plist in props.items():
         action: Action = "replace" if any(p.effect == "replace" for p in plist) else "update"
+        if action == "replace":  # the new resource is created with the smaller value: nothing is refused
+            plist = [_created_with(p) if p.effect == "fails-at-apply" else p for p in plist]
         ordered = tuple(sorted(plist, key=lambda p: p.name))
         changes.append(_classify(action, old[key], new[key], ordered, fresh_cluster))
     for key in new.keys() - old.keys():
@@ -92,13 +100,40 @@ def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, st
         if a == b:
             continue
         rule = rules.get((new.type, name), UNKNOWN_RULE)
-        out.append(PropertyChange(name, a, b, rule.effect, rule.source, summarize(name, a, b)))
+        effect = _value_effect(rule.effect, a, b)
+        summary = summarize(name, a, b)
+        if rule.effect == "grow-only" and effect != "in-place":
+            summary += (" (smaller: the cloud only grows it)" if effect == "fails-at-apply"
+                        else " (can only grow; cannot compare the values)")
+        out.append(PropertyChange(name, a, b, effect, rule.source, summary))
     for option, a, b in (("protect", old.protect, new.protect),
                          ("retainOnDelete", old.retain_on_delete, new.retain_on_delete)):
         if a != b:
             out.append(PropertyChange(option, a, b, "in-place", "Pulumi resource option (no cloud API call)",
                                       f"{_short(a)} -> {_short(b)}"))
     return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _value_effect(effect: Effect, old: Any, new: Any) -> Effect:
+    """A data row's effect for this change: ``grow-only`` becomes ``in-place`` (larger), ``fails-at-apply``
+    (smaller) or ``unknown`` (a side unset or not a number: the cloud's default is not known offline)."""
+    if effect != "grow-only":
+        return effect
+    a, b = _number(old), _number(new)
+    if a is None or b is None:
+        return "unknown"
+    return "fails-at-apply" if b < a else "in-place"
+
+
+def _created_with(p: PropertyChange) -> PropertyChange:
+    """A smaller grow-only value on a replaced resource: the new resource is simply created with it."""
+    return PropertyChange(p.name, p.old, p.new, "in-place", p.source,
+                          p.summary.replace(" (smaller: the cloud only grows it)", " (set on the new resource)"),
+                          p.cause)
 
 
 def _mock_outputs(name: str) -> frozenset[str]:
@@ -162,7 +197,7 @@ def _propagate_replacements(new: Mapping[tuple[str, str], Resource], common: Ite
                 rule = rules.get((res.type, name), UNKNOWN_RULE)
                 cause = tokens[found]
                 props.setdefault(key, []).append(PropertyChange(
-                    name, value, value, rule.effect, rule.source,
+                    name, value, value, _value_effect(rule.effect, None, None), rule.source,
                     f"(known after apply: {cause} is replaced)", cause=f"{cause} is replaced"))
                 if rule.effect == "replace" and key not in replaced:
                     replaced.add(key)
@@ -185,8 +220,20 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     if action != "update":
         return change
     parts: list[tuple[Impact, str]] = [(change.impact, change.reason)]
+    shrunk = [p for p in props if p.effect == "fails-at-apply"]
     ignored = [p.name for p in props if p.effect == "ignored"]
-    unknown = [p.name for p in props if p.effect == "unknown"]
+    unknown = [p.name for p in props if p.effect == "unknown" and p.source == UNKNOWN_RULE.source]
+    unsure = [p.name for p in props if p.effect == "unknown" and p.source != UNKNOWN_RULE.source]  # grow-only
+    if unsure:
+        parts.append(("unknown", f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
+                                 "number, so trainstack cannot tell a growth from a refused shrink: check the "
+                                 "current value before merging."))
+    if shrunk:
+        res = new or old
+        assert res is not None
+        parts.append(("fails-at-apply", f"{_shrink_text(shrunk)}: the cloud only grows "
+                                        f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
+                                        f"resource and stops part-way; keep the old value{_keep_hint(res.type, shrunk)}."))
     if ignored:
         one = len(ignored) == 1
         parts.append(("never-applied",
@@ -206,6 +253,23 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     parts.sort(key=lambda part: IMPACTS.index(part[0]))
     reason = " ".join(why for impact, why in parts if impact != "safe")
     return Change(action, change.type, change.name, parts[0][0], reason, props)
+
+
+def _shrink_text(shrunk: Sequence[PropertyChange]) -> str:
+    """``capacity 27600 -> 14400 is smaller``: the grow-only values that get smaller."""
+    what = ", ".join(f"{p.name} {_short(p.old)} -> {_short(p.new)}" for p in shrunk)
+    return f"{what} {'is' if len(shrunk) == 1 else 'are'} smaller"
+
+
+def _keep_hint(resource_type: str, shrunk: Sequence[PropertyChange]) -> str:
+    """The spec field that keeps the old value, for the sizes a spec controls."""
+    old = {p.name: p.old for p in shrunk}
+    if resource_type == "alicloud:nas/fileSystem:FileSystem" and "capacity" in old:
+        return (f" (storage.capacity: {_short(old['capacity'])}GiB keeps it; with capacity auto the plan sizes a CPFS "
+                "file system from the dataset, so a smaller dataset asks for a smaller one)")
+    if resource_type == INSTANCE and "systemDiskSize" in old:
+        return f" (compute.system_disk_gib: {_short(old['systemDiskSize'])} keeps it)"
+    return ""
 
 
 def _classify_known(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],

@@ -20,18 +20,24 @@ if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
 
 Action = Literal["create", "update", "replace", "delete"]
-Impact = Literal["data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes", "safe"]
-Effect = Literal["replace", "reboot", "in-place", "ignored", "unknown"]
+Impact = Literal["data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown", "restarts-nodes",
+                 "safe"]
+Effect = Literal["replace", "reboot", "in-place", "ignored", "grow-only", "unknown", "fails-at-apply"]
 
-# Worst first. Certain loss (data, then nodes) outranks everything. A change the provider never applies comes
-# next: the reviewed program and the cloud silently disagree, and the fix is a replacement by hand. An unknown
-# property may be a replacement, so it outranks a known reboot; it stays below the classes that are known to
-# destroy something, and above safe, which it never is.
-IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "never-applied", "unknown", "restarts-nodes",
-                               "safe")
+# Worst first. Certain loss (data, then nodes) outranks everything. A change the cloud refuses comes next: it is
+# certain, and `pulumi up` stops part-way (what it changed before the refusal stays changed). A change the
+# provider never applies follows: the reviewed program and the cloud silently disagree, and the fix is a
+# replacement by hand. An unknown property may be a replacement, so it outranks a known reboot; it stays below the
+# classes that are known to destroy or fail something, and above safe, which it never is.
+IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown",
+                               "restarts-nodes", "safe")
 ACTIONS: tuple[Action, ...] = ("delete", "replace", "update", "create")  # most destructive first
-DATA_EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place", "ignored")  # what a data row may say
-EFFECTS: tuple[Effect, ...] = (*DATA_EFFECTS, "unknown")  # "unknown": the property has no row
+# What a data row may say. "grow-only": updated in place when the new value is larger, refused by the cloud when it
+# is smaller (a CPFS/Extreme NAS capacity, a disk size); the diff resolves it per change, by value.
+DATA_EFFECTS: tuple[Effect, ...] = ("replace", "reboot", "in-place", "ignored", "grow-only")
+# What a changed property reports: a data effect other than grow-only, "unknown" (no row, or a grow-only value
+# that cannot be compared) or "fails-at-apply" (a grow-only value that gets smaller).
+EFFECTS: tuple[Effect, ...] = (*DATA_EFFECTS, "unknown", "fails-at-apply")
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 NODE_TYPES = frozenset({INSTANCE, "alicloud:eflo/node:Node"})  # a GPU node: ECS instance or Lingjun node
@@ -42,6 +48,8 @@ DATA_TYPES = frozenset({"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/file
 IMPACT_TITLES: Mapping[Impact, str] = {
     "data-at-risk": "a file system, fileset or bucket and its data could be deleted",
     "replaces-nodes": "GPU nodes are created, deleted or replaced; training is interrupted",
+    "fails-at-apply": ("a value the cloud can only grow (file system capacity, disk size) gets smaller: the cloud "
+                       "refuses it and `pulumi up` fails part-way; keep the old value"),
     "never-applied": ("the change is recorded in the program but the provider will not apply it; replace the "
                       "resource by hand (`pulumi up --replace URN`) or revert"),
     "unknown": "trainstack has no provider data for this property; treat it as a possible replacement",

@@ -1,9 +1,9 @@
 """Showing a diff: changes grouped for reading, as plain text, a Markdown pull-request comment, or JSON.
 
 :func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
-where long) and :func:`format_json` for tools (``schema_version`` 2; within a version fields are only ever
-added). Every report names each impact class with its title, worst first, so ``never-applied`` and ``unknown``
-read as what they are and never as ``safe``. When the result carries the two sides' cost
+where long) and :func:`format_json` for tools (``schema_version`` 3; within a version fields are only ever
+added). Every report names each impact class with its title, worst first, so ``fails-at-apply``,
+``never-applied`` and ``unknown`` read as what they are and never as ``safe``. When the result carries the two sides' cost
 (:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and whole-run tables
 with the change, what a paused or empty side costs per day, and the price notes once.
 """
@@ -34,9 +34,12 @@ from generator.preview.diff.values import LONG_VALUE, digest
 
 # Of the JSON report. 2: the impact classes never-applied and unknown, the effects ignored and unknown (a
 # property without data was "in-place" under 1) and the top-level "impacts" list of classes with their titles.
-SCHEMA_VERSION = 2
+# 3: the impact class and effect fails-at-apply (a grow-only value that gets smaller read "in-place" and "safe"
+# under 2); a new value of an existing field, so a tool that matches every class must learn it.
+SCHEMA_VERSION = 3
 
-_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "never-applied": "🟣",
+_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "fails-at-apply": "⛔",
+                                       "never-applied": "🟣",
                                        "unknown": "❔", "restarts-nodes": "🟡", "safe": "🟢"}
 _ACTION_SYMBOLS: Mapping[Action, str] = {"create": "+", "delete": "-", "update": "~", "replace": "+-"}
 
@@ -267,7 +270,7 @@ def _json_value(value: Any) -> Any:
 
 
 def to_dict(result: DiffResult) -> dict[str, Any]:
-    """The ``--format json`` document (``schema_version`` 2; within a version fields are only ever added)."""
+    """The ``--format json`` document (``schema_version`` 3; within a version fields are only ever added)."""
     def side(s: SideInfo) -> dict[str, Any]:
         return {"label": s.label, "project": s.project, "stack": s.stack, "region": s.region,
                 "resources": s.resources}
