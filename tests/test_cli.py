@@ -135,6 +135,25 @@ def test_validate_lists_each_warning_as_plan_does(monkeypatch: pytest.MonkeyPatc
     assert all(line in plan_out.splitlines() for line in listed)
 
 
+def test_validate_counts_the_lint_warnings_it_printed_and_fails_on_half_the_internet(tmp_path: Path) -> None:
+    spec = (ROOT / "examples" / "finetune-7b.yaml").read_text()
+    assert "admin_cidrs" not in spec and "\nnetwork:" not in spec
+    named = tmp_path / "named.yaml"
+    named.write_text(spec + 'network:\n  admin_cidrs: ["203.0.113.0/24"]\n')
+    result = CliRunner().invoke(main, ["validate", str(named)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("WARNING TS002") for line in lines)
+    plan_warnings = len(api.plan(str(named)).warnings)
+    assert lines[-1].endswith(f"{plan_warnings + 1} warning(s): {plan_warnings} plan, 1 lint)"), lines[-1]
+
+    half = tmp_path / "half.yaml"
+    half.write_text(spec + 'network:\n  admin_cidrs: ["0.0.0.0/1"]\n')
+    result = CliRunner().invoke(main, ["validate", str(half)])
+    assert result.exit_code == 1 and "ERROR   TS001" in result.output, result.output
+    assert ": ok (" not in result.output
+
+
 @pytest.mark.parametrize("args", [["preview"], ["preview", "--json"], ["lint"], ["preview", "--live"], ["up"],
                                   ["destroy", "--yes"], ["refresh", "--yes"], ["outputs"]])
 def test_a_folder_that_is_not_a_stack_folder_is_bad_input(args: list[str], tmp_path: Path) -> None:

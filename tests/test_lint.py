@@ -121,6 +121,21 @@ CASES: list[tuple[str, set[str], str, Callable[[Graph], Graph]]] = [
     ("ssh-from-anywhere", {"TS001", "TS002"}, "allow-intra-cluster",
      lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="1/1024", cidrIp="0.0.0.0/0",
                        sourceSecurityGroupId=DROP)),
+    ("half-the-internet", {"TS001"}, "allow-intra-cluster",
+     lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="443/443", cidrIp="0.0.0.0/1",
+                       sourceSecurityGroupId=DROP)),
+    ("ssh-from-a-quarter-of-the-internet", {"TS001", "TS002"}, "allow-intra-cluster",
+     lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="22/22", cidrIp="100.64.0.0/2",
+                       sourceSecurityGroupId=DROP)),
+    ("ipv6-wider-than-a-slash-32", {"TS001"}, "allow-intra-cluster",
+     lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="8000/9000", ipv6CidrIp="2000::/3",
+                       sourceSecurityGroupId=DROP)),
+    ("ssh-from-a-public-slash-8", {"TS002"}, "allow-intra-cluster",  # at the threshold: shown, not an error
+     lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="22/22", cidrIp="44.0.0.0/8",
+                       sourceSecurityGroupId=DROP)),
+    ("ssh-from-a-private-slash-8", {"TS002"}, "allow-intra-cluster",
+     lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="22/22", cidrIp="10.0.0.0/8",
+                       sourceSecurityGroupId=DROP)),
     ("ssh-from-admin-network", {"TS002"}, "allow-intra-cluster",
      lambda g: changed(g, "allow-intra-cluster", ipProtocol="tcp", portRange="22/22", cidrIp="198.51.100.0/24",
                        sourceSecurityGroupId=DROP)),
@@ -147,6 +162,15 @@ CASES: list[tuple[str, set[str], str, Callable[[Graph], Graph]]] = [
     ("resource-star", {"TS008"}, "checkpoint-policy",
      lambda g: changed(g, "checkpoint-policy", policyDocument=policy(
          {"Effect": "Allow", "Action": ["ecs:DescribeInstances"], "Resource": ["*"]}))),
+    ("service-wide-action", {"TS008"}, "checkpoint-policy",
+     lambda g: changed(g, "checkpoint-policy", policyDocument=policy(
+         {"Effect": "Allow", "Action": ["ram:*"], "Resource": ["acs:ram:*:*:role/run-node"]}))),
+    ("every-resource-of-a-service", {"TS008"}, "checkpoint-policy",
+     lambda g: changed(g, "checkpoint-policy", policyDocument=policy(
+         {"Effect": "Allow", "Action": ["ram:PassRole"], "Resource": ["acs:ram:*:*:*"]}))),
+    ("oss-star-on-its-bucket", {"TS008"}, "checkpoint-policy",
+     lambda g: changed(g, "checkpoint-policy", policyDocument=policy(
+         {"Effect": "Allow", "Action": "oss:*", "Resource": "acs:oss:*:*:ckpt/*"}))),
     ("not-action", {"TS008"}, "checkpoint-policy",
      lambda g: changed(g, "checkpoint-policy", policyDocument=policy(
          {"Effect": "Allow", "NotAction": ["ram:*"], "Resource": "acs:oss:*:*:ckpt"}))),
@@ -412,3 +436,17 @@ def test_lingjun_nodes_log_in_with_a_key_pair_never_a_password() -> None:
                                  for r in graph.resources])
         found = [f for f in lint_graph(graph) if f.rule == "TS013"]
         assert found and any(words in f.message for f in found), found
+
+
+def test_the_repro_of_wide_ranges_and_service_wildcards_is_all_errors() -> None:
+    """0.0.0.0/1 is an error like 0.0.0.0/0; ram:* on acs:ram:*:*:* is a wildcard like *."""
+    graph = changed(changed(secure_graph(), "allow-intra-cluster", ipProtocol="tcp", portRange="22/22",
+                            cidrIp="0.0.0.0/1", sourceSecurityGroupId=DROP),
+                    "checkpoint-policy", policyDocument=policy(
+                        {"Effect": "Allow", "Action": ["ram:*"], "Resource": ["acs:ram:*:*:*"]}))
+    findings = lint_graph(graph)
+    ts001 = [f.message for f in findings if f.rule == "TS001"]
+    assert len(ts001) == 1 and "1/2 of the IPv4 address space" in ts001[0]
+    ts008 = sorted(f.message.split(" allows ", 1)[1] for f in findings if f.rule == "TS008")
+    assert ts008 == ["every action of a service ('ram:*'); list the actions it needs",
+                     "every resource of a service ('acs:ram:*:*:*'); name the resources"], ts008

@@ -39,8 +39,10 @@ def validate(spec: str) -> None:
     if report.failed:
         sys.exit(EXIT_FAILURE)
     nodes = f"{p.compute.nodes} x {p.compute.instance_type}"
+    lint_warnings = len(report.warnings)  # printed above with the plan's; the count covers both
+    split = f": {len(p.warnings)} plan, {lint_warnings} lint" if lint_warnings else ""
     click.echo(f"{spec}: ok ({'paused: no node; resumes as ' + nodes if p.compute.paused else nodes}, "
-               f"{len(p.warnings)} warning(s))")
+               f"{len(p.warnings) + lint_warnings} warning(s){split})")
 
 
 @main.command()

@@ -126,14 +126,35 @@ def _covers_port(r: _Resource, port: int) -> bool:
     return lo == -1 or lo <= port <= hi
 
 
+# The widest public source an ingress rule may name (TS001, docs/lint.md). Assumption (a judgement of what "one
+# named network" means, not a provider rule): an IPv4 prefix shorter than /8 is wider than the unit in which IANA
+# hands IPv4 space to the regional registries (https://www.iana.org/assignments/ipv4-address-space lists /8
+# blocks), more than 16.7 million addresses; an IPv6 prefix shorter than /32 is wider than the usual allocation a
+# regional registry makes to an ISP (RIPE NCC IPv6 policy, ripe-589 and its successors, "minimum allocation"), so
+# it spans many organisations. Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7) are not the internet.
+WIDEST_PUBLIC_PREFIX = {4: 8, 6: 32}
+
+
+def _from_anywhere(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
+    """Why ``net`` counts as open to the internet ('' if it does not): everything, or a very wide public range."""
+    if net.prefixlen == 0:
+        return "that is from anywhere"
+    if net.prefixlen < WIDEST_PUBLIC_PREFIX[net.version] and not _is_private(net):
+        share = f"1/{2 ** net.prefixlen:,}" if net.prefixlen < 16 else "a large part"
+        return (f"{share} of the {'IPv4' if net.version == 4 else 'IPv6'} address space (a prefix shorter than "
+                f"/{WIDEST_PUBLIC_PREFIX[net.version]} names no one network)")
+    return ""
+
+
 @_check("TS001")
 def _open_ingress(ix: _Index) -> Iterator[tuple[_Resource, str]]:
     for r in ix.of(SG_RULE):
         for cidr in _sg_ingress_sources(r):
             net = _network(cidr)
-            if net is not None and net.prefixlen == 0:
+            why = _from_anywhere(net) if net is not None else ""
+            if why:
                 yield r, (f"admits {_in(r, 'ipProtocol', 'all')} port {_in(r, 'portRange', '-1/-1')} from {cidr}, "
-                          "that is from anywhere; name the networks that need access (network.admin_cidrs)")
+                          f"{why}; name the networks that need access (network.admin_cidrs)")
 
 
 @_check("TS002")
@@ -264,6 +285,22 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _service_wide(action: str) -> bool:
+    """``ram:*``, ``oss:*``, ``*:*``: every action of a service (a product code, a colon, and only ``*`` after it)."""
+    service, colon, verb = action.strip().partition(":")
+    return bool(colon) and bool(service) and set(verb) == {"*"}
+
+
+def _every_resource_of_service(resource: str) -> bool:
+    """``acs:ram:*:*:*``, ``acs:ecs:*:*:*/*``, ``acs:*:*:*:*``: an ARN whose region, account and resource parts
+    are all wildcards (or empty), so it names every resource of the service in every region and account. OSS is
+    left to TS009, which reads its bucket."""
+    parts = resource.strip().split(":", 4)
+    if len(parts) < 5 or parts[0] != "acs" or parts[1] == "oss":  # OSS resources are TS009's (one bucket)
+        return False
+    return all(not part.strip("*/") for part in parts[2:])
+
+
 @_check("TS008")
 def _ram_wildcards(ix: _Index) -> Iterator[tuple[_Resource, str]]:
     for r in ix.of(RAM_POLICY):
@@ -271,10 +308,19 @@ def _ram_wildcards(ix: _Index) -> Iterator[tuple[_Resource, str]]:
         if unreadable:
             yield r, f"policy {_in(r, 'policyName', r.name)!s} cannot be checked: {unreadable}"
         for s in statements:
-            if "*" in _strings(s.get("Action")):
-                yield r, f"policy {_in(r, 'policyName', r.name)!s} allows every action ('*'); list the actions it needs"
-            if "*" in _strings(s.get("Resource")):
-                yield r, f"policy {_in(r, 'policyName', r.name)!s} allows every resource ('*'); name the resources"
+            policy = _in(r, "policyName", r.name)
+            for action in _strings(s.get("Action")):
+                if action.strip() == "*":
+                    yield r, f"policy {policy!s} allows every action ('*'); list the actions it needs"
+                elif _service_wide(action):
+                    yield r, (f"policy {policy!s} allows every action of a service ('{action}'); list the actions "
+                              "it needs")
+            for resource in _strings(s.get("Resource")):
+                if resource.strip() == "*":
+                    yield r, f"policy {policy!s} allows every resource ('*'); name the resources"
+                elif _every_resource_of_service(resource):
+                    yield r, (f"policy {policy!s} allows every resource of a service ('{resource}'); name the "
+                              "resources")
             for key in ("NotAction", "NotResource"):
                 if key in s:
                     yield r, (f"policy {_in(r, 'policyName', r.name)!s} allows with {key}, which grants everything "

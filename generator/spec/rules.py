@@ -44,10 +44,12 @@ def _rule(rule_id: str, severity: Severity, title: str, rationale: str) -> Rule:
 
 
 RULES: dict[str, Rule] = {r.id: r for r in (
-    _rule("TS001", "error", "No security group ingress from anywhere (0.0.0.0/0 or ::/0)",
+    _rule("TS001", "error", "No security group ingress from anywhere (0.0.0.0/0, ::/0) or from a public range wider "
+                            "than an IPv4 /8 or an IPv6 /32",
           "Training nodes have no business being reachable from the internet: every open port on a GPU node is "
           "an entry point to the data and credentials on it. Nodes talk to each other through the security group "
-          "itself; administrators come from named networks."),
+          "itself; administrators come from named networks, and a range wider than a /8 (IPv4) or a /32 (IPv6) "
+          "names no one network: 0.0.0.0/1 is half the internet."),
     _rule("TS002", "warning", "SSH ingress only from named administrator networks",
           "SSH from a CIDR is sometimes needed (network.admin_cidrs), so it is a warning, not an error: each "
           "such rule is shown so a reviewer sees who can log in to the cluster."),
@@ -67,8 +69,9 @@ RULES: dict[str, Rule] = {r.id: r for r in (
           "A checkpoint bucket must outlive the cluster: protect=True and retain_on_delete=True keep `pulumi "
           "destroy` from deleting it, and force_destroy must not be true (it deletes every object with it)."),
     _rule("TS008", "error", "RAM policies grant no wildcard action or resource",
-          "A node role is reachable by any process on any node through the metadata service. An Allow on '*' "
-          "(or NotAction/NotResource, or a System *FullAccess/AdministratorAccess policy) turns one compromised "
+          "A node role is reachable by any process on any node through the metadata service. An Allow on '*', on "
+          "every action of a service ('ram:*') or every resource of a service ('acs:ram:*:*:*') (or "
+          "NotAction/NotResource, or a System *FullAccess/AdministratorAccess policy) turns one compromised "
           "training script into a compromised account."),
     _rule("TS009", "error", "RAM policies reach one OSS bucket",
           "The node role needs its checkpoint bucket and nothing else; OSS resources are written as "
