@@ -103,7 +103,14 @@ def test_the_comment_step_writes_one_comment_with_plan_and_diff(tmp_path: Path) 
     assert "<!-- trainstack-diff -->" in comment and "<!-- trainstack-plan -->" in comment
     assert "| cost per hour |" in comment and "#### Decisions" in comment
     assert comment.count(MARKER) == 1 and "Updated for 0123456789ab" in comment
-    assert out.read_text() == "worst=none\n"
+    assert out.read_text() == "worst=none\nrefused=no\n"
+
+
+def test_a_change_the_cloud_refuses_fails_the_check() -> None:
+    gate = _step("A change the cloud refuses cannot merge")
+    assert gate["if"] == "steps.diff.outputs.refused == 'yes'" and "exit 1" in gate["run"]
+    run = _step("Plan, picture and offline infrastructure diff")["run"]
+    assert '.summary.by_impact["fails-at-apply"]' in run and 'echo "refused=$refused"' in run
 
 
 def _run_post_script(tmp_path: Path, comments: list[dict[str, Any]], body: str) -> list[dict[str, Any]]:
