@@ -231,9 +231,10 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     if shrunk:
         res = new or old
         assert res is not None
+        keep = _keep_hint(res.type, shrunk)
         parts.append(("fails-at-apply", f"{_shrink_text(shrunk)}: the cloud only grows "
                                         f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
-                                        f"resource and stops part-way; keep the old value{_keep_hint(res.type, shrunk)}."))
+                                        f"resource and stops part-way; keep the old value{keep}."))
     if ignored:
         one = len(ignored) == 1
         parts.append(("never-applied",

@@ -3,9 +3,9 @@
 :func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
 where long) and :func:`format_json` for tools (``schema_version`` 3; within a version fields are only ever
 added). Every report names each impact class with its title, worst first, so ``fails-at-apply``,
-``never-applied`` and ``unknown`` read as what they are and never as ``safe``. When the result carries the two sides' cost
-(:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and whole-run tables
-with the change, what a paused or empty side costs per day, and the price notes once.
+``never-applied`` and ``unknown`` read as what they are and never as ``safe``. When the result carries the two
+sides' cost (:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and
+whole-run tables with the change, what a paused or empty side costs per day, and the price notes once.
 """
 
 from __future__ import annotations
