@@ -258,8 +258,12 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
         warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
                         f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
                         "GPUs: ask for the raise (or buy a resource quota) before submitting")
+    oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
     warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
-                    "role) before the first job, and DLC's stock of the worker type is not checked by trainstack")
+                    "role) before the first job"
+                    + (f"; that role, not the job's, mounts the read-only OSS datasets, so it must be able "
+                       f"to read bucket(s) {', '.join(oss)}" if oss else "")
+                    + "; DLC's stock of the worker type is not checked by trainstack")
     return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
                image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]", tp=fit.tp,
