@@ -53,6 +53,7 @@ IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
 # public resources: at most 2 GPU cards and 8 CPU cores; to exceed them contact your business manager [DOC-DLC-JOB]
 # (confirmed 2026-11-30 on https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task)
 PUBLIC_MAX_GPUS = 2
+PUBLIC_MAX_CPUS = 8
 SPOT_STRATEGY = "SpotWithPriceLimit"  # the only SpotSpec.SpotStrategy value the API reference lists [API-DLC-SPOT]
 MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
 DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
@@ -195,6 +196,20 @@ def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decisi
     return spot, DlcSpot(SPOT_STRATEGY, limit, None)
 
 
+def quota_warning(workers: int, gpus: int, vcpus: int) -> str:
+    """The warning for a job over DLC's default public-resource quota (PUBLIC_MAX_GPUS GPU cards and PUBLIC_MAX_CPUS
+    CPU cores per job [DOC-DLC-JOB]), naming both of the job's figures; "" when the job keeps within it."""
+    job_gpus, job_cpus = workers * gpus, workers * vcpus
+    if job_gpus <= PUBLIC_MAX_GPUS and job_cpus <= PUBLIC_MAX_CPUS:
+        return ""
+    over = " and ".join(what for what, bad in (("GPUs", job_gpus > PUBLIC_MAX_GPUS),
+                                              ("CPU cores", job_cpus > PUBLIC_MAX_CPUS)) if bad)
+    return (f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and {PUBLIC_MAX_CPUS} CPU cores per job unless "
+            f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {workers} x {gpus} = {job_gpus} "
+            f"GPU(s) and {workers} x {vcpus} = {job_cpus} vCPU(s), over the default in {over}: ask for the raise (or "
+            "buy a resource quota) before submitting")
+
+
 def workspace_name(spec: Spec) -> str:
     """A PAI workspace name (3-23 letters, digits and '_', starting with a letter) from the spec's name."""
     name = spec.name.replace("-", "_")
@@ -254,10 +269,9 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
             f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
             f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
             "(CreateJob JobMaxRunningTimeMinutes)")))
-    if t.gpus > PUBLIC_MAX_GPUS:
-        warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
-                        f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
-                        "GPUs: ask for the raise (or buy a resource quota) before submitting")
+    warning = quota_warning(fit.nodes, t.gpus, t.vcpu)
+    if warning:
+        warnings.append(warning)
     oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
     warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
                     "role) before the first job"
