@@ -151,10 +151,14 @@ def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> N
                              hi - 3 - lo, "the DLC workers' network interfaces: DLC picks the addresses when a job "
                              "starts (no fixed address per rank)"))
     ranges += [r for r in ecs_ranges if r.vswitch != "compute"]
+    above = [(key, what) for key, what in (("storage", "the file system's mount target"),
+                                           ("egress", "the NAT gateway")) if any(v.key == key for v in vswitches)]
     decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), (
         f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
-        "the security group); the storage and egress vSwitches sit at the top of the VPC as on ECS, so the file "
-        "system's mount target and the NAT gateway never take a worker's address")))
+        "the security group)"
+        + (f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
+           f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
+           "a worker's address" if above else "; no other vSwitch: no shared file system and no NAT gateway"))))
     egress = spec.network.egress
     decisions.append(Decision("egress", egress, (
         "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
@@ -243,12 +247,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
     if weights is not None:  # the OSS weights folder, or the folder holding trainstack-weights (ModelScope)
         sources.append(dlc_weights.data_source(spec.name, weights, ckpt.bucket, ckpt.prefix))
     decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
-                              or "none", (
-        "each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by id "
-        "(CreateJob DataSources): the shared file system read-write, the OSS training data read-only (DLC mounts OSS "
-        "directly, no import needed), and the checkpoint prefix read-write"
-        + ("; the base weights' OSS folder read-only" if weights is not None and weights.source_kind == "oss" else
-           "; the checkpoint bucket's folder holding trainstack-weights read-only" if weights is not None else ""))))
+                              or "none", _datasets_reason(sources)))
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
     decisions.append(Decision("image", image, (
         "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
@@ -287,6 +286,20 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
                prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
                weights_script_key=dlc_weights.script_key(ckpt.prefix)
                if weights is not None and weights.source_kind == "modelscope" else "")
+
+
+def _datasets_reason(sources: list[DlcDataSource]) -> str:
+    """Why the job mounts what it mounts, naming only the datasets the plan has."""
+    if not sources:
+        return "no shared file system, OSS data, checkpoints or base weights: the job mounts no dataset"
+    what = {"dataset_shared_id": "the shared file system read-write",
+            "dataset_data_id": "the OSS training data read-only (DLC mounts OSS directly, no import needed)",
+            "dataset_checkpoints_id": "the checkpoint prefix read-write",
+            dlc_weights.WEIGHTS_OUTPUT: "the base weights' OSS folder read-only",
+            dlc_weights.TOOLS_OUTPUT: "the checkpoint bucket's folder holding trainstack-weights read-only"}
+    parts = [what[d.output_key] for d in sources]
+    return ("each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by "
+            "id (CreateJob DataSources): " + ", ".join(parts))
 
 
 def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
