@@ -507,6 +507,10 @@ def _tag_key(v: Any) -> Any:
     if isinstance(v, str) and v.lower().startswith(("aliyun", "acs:")):
         raise spec_error(f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
                          "rename the key, e.g. team or cost-center")
+    # checked per key, beside the values' checks, so a reserved key is reported with every other tag problem at once
+    if isinstance(v, str) and (v == "managed-by" or v.startswith("trainstack-")):
+        raise spec_error(f"tag key {v[:40]!r} is reserved for trainstack's own tags (managed-by, trainstack-*)",
+                         "rename the key, e.g. team or cost-center; trainstack sets its own tags on every resource")
     return v
 
 
@@ -551,9 +555,6 @@ class Spec(_Strict):
     def _tags(cls, v: dict[str, str]) -> dict[str, str]:
         if len(v) > 15:
             raise ValueError(f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)")
-        for key in v:
-            if key == "managed-by" or key.startswith("trainstack-"):
-                raise ValueError(f"tag key '{key}' is reserved for trainstack's own tags")
         return v
 
 
