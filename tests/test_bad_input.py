@@ -100,6 +100,7 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "tag_control_character": ("tags.team", "tab (U+0009)", "NUL (U+0000)", "tags.wiki", "https://"),
     "tag_key_too_long_for_bucket": ("65 characters", "at most 64", "'@'", "checkpoint bucket"),
     "tag_key_too_long": ("129 characters", "at most 128", "tags.aliyun-team", "tags.cost-center", "acs:"),
+    "tags_too_many_and_bad": ("16 tags; at most 15", "tags.a", "https://", "tags.trainstack-x", "3 problems found"),
     "tags_every_problem_at_once": ("tags.team", "https://", "tags.trainstack-k'ey", "tags.managed-by",
                                    "reserved for trainstack's own tags", "3 problems found"),
     "deep_nesting": ("nests deeper than 50 levels", "...", "bracket"),

@@ -19,12 +19,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
@@ -550,12 +552,34 @@ class Spec(_Strict):
                                  "pattern": limits.NO_CONTROL_RE}})] = {}
     waivers: tuple[Waiver, ...] = ()
 
-    @field_validator("tags")
+    @field_validator("tags", mode="wrap")
     @classmethod
-    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
-        if len(v) > 15:
-            raise ValueError(f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)")
-        return v
+    def _tags(cls, v: Any, handler: ValidatorFunctionWrapHandler) -> dict[str, str]:
+        """The tag count, reported together with the problems of single tags (a plain after-validator would run only
+        once every key and value is valid)."""
+        count = [InitErrorDetails(type=spec_error(
+            f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)",
+            "drop the tags you can do without"), loc=(), input=v)] if isinstance(v, dict) and len(v) > 15 else []
+        try:
+            out = handler(v)
+        except ValidationError as e:
+            if not count:
+                raise
+            raise ValidationError.from_exception_data("tags", [*count, *_error_details(e)]) from None
+        if count:
+            raise ValidationError.from_exception_data("tags", count)
+        return out
+
+
+def _error_details(error: ValidationError) -> list[InitErrorDetails]:
+    """``error``'s problems as details a new ValidationError can carry (trainstack's own keep message and hint)."""
+    out: list[InitErrorDetails] = []
+    for e in error.errors(include_url=False):
+        ctx = e.get("ctx") or {}
+        kind = (PydanticCustomError("trainstack", "{message}", ctx) if e["type"] == "trainstack" else
+                PydanticCustomError(e["type"], e["msg"].replace("{", "{{").replace("}", "}}"), ctx or None))
+        out.append(InitErrorDetails(type=kind, loc=e["loc"], input=e["input"]))
+    return out
 
 
 def json_schema() -> dict[str, Any]:
