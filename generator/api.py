@@ -179,9 +179,15 @@ def _stack_name(stack: Path) -> str:
 
 
 def schema() -> dict:
+    """The spec's JSON Schema, with ``model.preset`` an enum of the presets sizing knows (the spec stage cannot import
+    sizing, so the enum is added here)."""
+    from generator.sizing import PRESETS
     from generator.spec.model import json_schema
 
-    return json_schema()
+    out = json_schema()
+    preset = out["$defs"]["ModelSpec"]["properties"]["preset"]
+    preset["anyOf"] = [{"type": "string", "enum": list(PRESETS)}, {"type": "null"}]
+    return out
 
 
 __all__ = ["load", "plan", "plan_located", "lint_target", "render_files", "render_stack", "preview", "schema",

@@ -348,3 +348,21 @@ def test_dlc_plans_are_consistent(data: dict[str, Any]) -> None:
     vpc = ipaddress.ip_network(plan.network.vpc_cidr)
     assert all(ipaddress.ip_network(v.cidr).subnet_of(vpc) for v in plan.network.vswitches)
     assert not plan.network.admin_cidrs
+
+
+# ------------------------------------------------------------------------------------------------ quota (P2-13)
+def test_quota_warning_names_the_jobs_gpus_and_vcpus_against_the_default() -> None:
+    from generator.plan.dlc import quota_warning
+    assert quota_warning(1, 2, 8) == ""  # exactly the default: no warning
+    w = quota_warning(1, 8, 128)
+    assert "1 x 8 = 8 GPU(s)" in w and "1 x 128 = 128 vCPU(s)" in w and "GPUs and CPU cores" in w
+    w = quota_warning(2, 1, 8)  # two 1-GPU workers: within the GPUs, over the cores (per job, not per worker)
+    assert "2 x 1 = 2 GPU(s)" in w and "2 x 8 = 16 vCPU(s)" in w and "over the default in CPU cores:" in w
+
+
+def test_the_plan_warns_with_the_workers_vcpus(tmp_path: Path) -> None:
+    plan = api.plan(Path(__file__).resolve().parents[1] / "examples" / "finetune-dlc.yaml")
+    (w,) = [w for w in plan.warnings if "DLC public resources" in w]
+    t = plan.dlc.worker_instance_type
+    vcpu = next(x.vcpu for x in load_catalog().instance_types if x.name == t)
+    assert f"{plan.dlc.worker_count} x {vcpu} = {plan.dlc.worker_count * vcpu} vCPU(s)" in w

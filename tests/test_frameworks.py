@@ -5,6 +5,7 @@ tie-break, LoRA/QLoRA as trainers run them (paged optimizers, the QLoRA 65B-on-4
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -146,6 +147,11 @@ def test_13b_plan_leaves_the_79_5_gib_edge() -> None:
     # even the paper's accounting with no headroom no longer picks the edge: the tie-break prefers room
     paper = plan({**doc, "parallelism": {"framework": "zero-paper", "memory_headroom": 0}})
     assert paper.compute.tp > 1 and paper.sizing.total < 0.9 * paper.sizing.gpu_memory
+    # docs/sizing.md section 2c quotes this plan: keep its figures those of the tool (review P3-16)
+    sizing_doc = (Path(__file__).resolve().parents[1] / "docs" / "sizing.md").read_text()
+    quoted = f"t = {p.compute.tp}, N_d = {p.compute.dp} on {p.compute.nodes} nodes at {p.sizing.total / GiB:.1f} GiB"
+    assert quoted in sizing_doc, quoted
+    assert paper.compute.tp == p.compute.tp and f"picks t = {paper.compute.tp}" in sizing_doc
 
 
 def test_headroom_is_applied_and_configurable() -> None:

@@ -5,6 +5,7 @@ layout MFU, the pipeline bubble, checkpoint writes, rework and restores, the fas
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +65,9 @@ def test_foundation_1t_writes_checkpoints_to_cpfs_and_counts_every_overhead() ->
                                          + s.expected_rework_hours + s.restore_hours, abs=0.05)
     assert s.wall_hours <= 90 * 24 and plan.cost.run_total == pytest.approx(
         plan.cost.total_per_hour * s.wall_hours, rel=1e-3)
+    # docs/sizing.md section 8 quotes these figures: keep them the tool's (review P3-16)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "sizing.md").read_text()
+    assert f"on CPFS {s.wall_hours / 24:.1f}" in doc and f"takes {round(k.write_seconds / 60)} minutes to CPFS" in doc
     data = json.loads(plan.to_json())["schedule"]
     assert {"compute_hours", "pipeline_bubble_hours", "checkpoint_write_hours", "expected_rework_hours",
             "restore_hours", "wall_hours"} <= set(data)

@@ -280,3 +280,25 @@ def test_schema_rejects_what_the_loader_rejects() -> None:
     for data in bad:
         assert list(validator.iter_errors(data)), data
 
+
+
+def test_doc_lists_every_preset_sizing_accepts(doc: str) -> None:
+    """model.preset's row lists exactly sizing.PRESETS, in order (review P3-15)."""
+    from generator.sizing import PRESETS
+
+    row = next(line for line in doc.splitlines() if line.startswith("| `model.preset` |"))
+    allowed = row.split("|")[2]
+    assert re.findall(r"`([^`]+)`", allowed) == list(PRESETS)
+
+
+def test_trainstack_schema_gives_presets_as_an_enum() -> None:
+    from generator import api
+    from generator.sizing import PRESETS
+
+    preset = api.schema()["$defs"]["ModelSpec"]["properties"]["preset"]
+    assert {"type": "string", "enum": list(PRESETS)} in preset["anyOf"] and {"type": "null"} in preset["anyOf"]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator.check_schema(api.schema())
+    validator = jsonschema.Draft202012Validator(api.schema())
+    assert not list(validator.iter_errors({"name": "demo", "region": "cn-hangzhou", "model": {"preset": "llama-3-405b"}}))
+    assert list(validator.iter_errors({"name": "demo", "region": "cn-hangzhou", "model": {"preset": "llama-9"}}))

@@ -90,7 +90,7 @@ def test_catalog_gpu_answers_in_text_and_json() -> None:
     result = CliRunner().invoke(main, ["catalog", "--gpu", "ascend-910b", "--region", "cn-hangzhou"])
     assert result.exit_code == 0, result.output
     assert "not offered by Alibaba Cloud (checked 2026-11-30)" in result.output
-    assert "[HW-MA-ASCEND]" in result.output and "nearest GPUs in cn-hangzhou" in result.output
+    assert "[HW-MA-ASCEND]" in result.output and "nearest generally available GPUs in cn-hangzhou" in result.output
     result = CliRunner().invoke(main, ["catalog", "--gpu", "910B", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -112,3 +112,31 @@ def test_a_dlc_spec_gets_the_gpus_dlc_offers(tmp_path: Path) -> None:
     hint = next(line for line in result.stderr.splitlines() if "hint: nearest GPUs" in line)
     named = [g for g in (x.name for x in cat.gpus) if f" {g} (" in hint]
     assert named and set(named) <= dlc_gpus
+
+
+def test_catalog_gpu_names_the_peak_each_gpu_has_and_the_closer_gpus_left_out() -> None:
+    """Review P3-17: V100s rank by the FP16 peak they have (no BF16) and say so; B-PRO-72G and H20, closer to the
+    Ascend 910B than the last GPU listed, are named as left out because they are not generally available."""
+    from generator.catalog.unavailable import distance, has_bf16, left_out, nearest_gpus
+
+    cat = load_catalog()
+    v100 = cat.gpu("V100-32G")
+    assert not has_bf16(v100) and has_bf16(cat.gpu("A100-80G"))
+    result = CliRunner().invoke(main, ["catalog", "--gpu", "Ascend-910B"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any("V100-32G" in line and "125 TFLOPS FP16 (no BF16)" in line for line in lines)
+    assert any("A100-80G" in line and "312 TFLOPS BF16" in line for line in lines)
+    (skipped,) = [line for line in lines if "left out, though closer" in line]
+    assert "B-PRO-72G (72 GB, 268 TFLOPS BF16; invite)" in skipped and "H20 (96 GB" in skipped
+    acc = cat.unavailable_accelerator("Ascend-910B")
+    ga = [g for g in cat.gpus if any(t.gpu == g.name and t.availability == "ga" for t in cat.instance_types)]
+    shown = nearest_gpus(acc, ga, limit=5)
+    far = distance(acc.memory_gib, acc.bf16_tflops, shown[-1].memory_gib, shown[-1].bf16_tflops)
+    closer = left_out(acc, shown, list(cat.gpus))
+    assert {"B-PRO-72G", "H20"} <= {g.name for g in closer}
+    for g in closer:  # closer than the farthest GPU shown, and not one of them
+        assert distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib, g.bf16_tflops) < far and g not in shown
+    data = json.loads(CliRunner().invoke(main, ["catalog", "--gpu", "Ascend-910B", "--json"]).output)
+    assert {x["gpu"] for x in data["left_out"]} >= {"B-PRO-72G", "H20"}
+    assert next(x for x in data["nearest"] if x["gpu"] == "V100-32G")["bf16"] is False

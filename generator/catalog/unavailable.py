@@ -2,7 +2,8 @@
 
 A spec that names one (``gpu: Ascend-910B``) gets a sourced answer instead of "unknown GPU": who offers it, the
 sources checked and when, and the nearest GPUs the catalog has in the spec's region, ranked by how close their memory
-and BF16 peak are (:func:`nearest_gpus`). Standard library only; :mod:`generator.catalog.load` parses the file.
+and 16-bit tensor peak are (:func:`nearest_gpus`; BF16, or FP16 on a GPU without it: :func:`peak_label`), and the
+closer ones left out as not generally available (:func:`left_out`). Standard library only; :mod:`generator.catalog.load` parses the file.
 """
 
 from __future__ import annotations
@@ -60,3 +61,28 @@ def nearest_gpus(accelerator: UnavailableAccelerator, gpus, limit: int = 3) -> l
     scored = sorted(gpus, key=lambda g: (round(distance(accelerator.memory_gib, accelerator.bf16_tflops,
                                                         g.memory_gib, g.bf16_tflops), 6), g.name))
     return scored[:limit]
+
+
+def has_bf16(gpu) -> bool:
+    """Whether a catalog GPU has BF16 tensor cores: the ``bf16`` column when the catalog has one, else its notes
+    (gpus.csv says "V100 has NO bf16" on the Volta rows, whose ``bf16_tflops`` carries the FP16 tensor peak)."""
+    flag = getattr(gpu, "bf16", None)
+    return bool(flag) if flag is not None else "no bf16" not in gpu.notes.lower()
+
+
+def peak_label(gpu) -> str:
+    """The 16-bit peak a GPU actually has, named: "312 TFLOPS BF16", or "125 TFLOPS FP16 (no BF16)" for a GPU
+    without BF16. Nearest GPUs are ranked by this peak against the accelerator's FP16/BF16 figure."""
+    return f"{gpu.bf16_tflops:g} TFLOPS " + ("BF16" if has_bf16(gpu) else "FP16 (no BF16)")
+
+
+def left_out(accelerator: UnavailableAccelerator, shown: list, every: list) -> list:
+    """The GPUs of ``every`` (offered in the scope at any availability) that are not in ``shown`` (the generally
+    available nearest) yet closer to ``accelerator`` than the farthest one shown, nearest first: the ones left out
+    because they are not generally available (invitation or contact-sales only)."""
+    if not shown:
+        return nearest_gpus(accelerator, every, limit=len(every))
+    far = distance(accelerator.memory_gib, accelerator.bf16_tflops, shown[-1].memory_gib, shown[-1].bf16_tflops)
+    names = {g.name for g in shown}
+    return [g for g in nearest_gpus(accelerator, every, limit=len(every)) if g.name not in names
+            and distance(accelerator.memory_gib, accelerator.bf16_tflops, g.memory_gib, g.bf16_tflops) < far]

@@ -255,18 +255,28 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bo
     import dataclasses
 
     from generator.catalog import source_tags
-    from generator.catalog.unavailable import distance, nearest_gpus
+    from generator.catalog.unavailable import distance, has_bf16, left_out, nearest_gpus, peak_label
     from generator.plan.check import offered_gpus
 
     r = cat.region(region) if region else None
     near = nearest_gpus(acc, offered_gpus(cat, r, lingjun=lingjun, dlc=dlc), limit=5)
+    types = (cat.instance_types if r is None else cat.dlc_types_in_region(r.id) if dlc else
+             cat.lingjun_types_in_region(r.id) if lingjun else cat.types_in_region(r.id))
+    availability: dict[str, set[str]] = {}
+    for t in types:
+        availability.setdefault(t.gpu, set()).add(t.availability)
+    skipped = [g for g in left_out(acc, near, [g for g in cat.gpus if g.name in availability])
+               if "ga" not in availability[g.name]]
     sources = [s for t in source_tags(acc.source) if (s := cat.source(t)) is not None]
     if as_json:
         click.echo(json.dumps({"version": cat.version, "date": cat.date, "unavailable": dataclasses.asdict(acc),
                                "sources": [dataclasses.asdict(s) for s in sources],
                                "nearest": [{"gpu": g.name, "memory_gib": g.memory_gib, "bf16_tflops": g.bf16_tflops,
+                                            "bf16": has_bf16(g),
                                             "distance": round(distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib,
                                                                        g.bf16_tflops), 3)} for g in near],
+                               "left_out": [{"gpu": g.name, "availability": sorted(availability[g.name])}
+                                            for g in skipped],
                                "region": region}, indent=2, sort_keys=True))
         return
     click.echo(f"{acc.name} ({acc.vendor}, {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS FP16/BF16): "
@@ -278,10 +288,14 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bo
     for s in sources:
         click.echo(f"    [{s.tag}] {s.description}" + (f" {s.url}" if s.url else ""))
     where = f"in {region}" if region else "in the catalog (pass --region for one region)"
-    click.echo(f"  nearest GPUs {where}, by memory and BF16 peak:")
+    click.echo(f"  nearest generally available GPUs {where}, by memory and 16-bit tensor peak (BF16, or FP16 on a "
+               "GPU without BF16):")
     for g in near:
-        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {g.bf16_tflops:>6g} TFLOPS   "
-                   f"trainstack catalog --gpu {g.name}")
+        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {peak_label(g):<26} trainstack catalog --gpu {g.name}")
+    if skipped:
+        click.echo("  left out, though closer, because they are not generally available: " + ", ".join(
+            f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)}; {' or '.join(sorted(availability[g.name]))})"
+            for g in skipped))
 
 
 @main.command()

@@ -319,8 +319,10 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
     p = spec.parallelism
     parts.append("tp and pp as the spec asks" if isinstance(p.tensor, int) and isinstance(p.pipeline, int) else
-                 "at the fewest nodes, the layout that leaves 10% of usable memory free, splits the layers evenly "
-                 "and uses the least pipeline, then tensor, parallelism (docs/sizing.md)")
+                 "at the fewest nodes, the layout that leaves 10% of usable memory free, " + (
+                     "splits the layers evenly" if arch.layers % fit.pp == 0 else
+                     "splits the layers as evenly as it can (no pipeline degree dividing them fit)")
+                 + " and uses the least pipeline, then tensor, parallelism (docs/sizing.md)")
     framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
     keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
     if spec.model.finetune.method != "full":

@@ -53,6 +53,7 @@ IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
 # public resources: at most 2 GPU cards and 8 CPU cores; to exceed them contact your business manager [DOC-DLC-JOB]
 # (confirmed 2026-11-30 on https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task)
 PUBLIC_MAX_GPUS = 2
+PUBLIC_MAX_CPUS = 8
 SPOT_STRATEGY = "SpotWithPriceLimit"  # the only SpotSpec.SpotStrategy value the API reference lists [API-DLC-SPOT]
 MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
 DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
@@ -150,10 +151,14 @@ def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> N
                              hi - 3 - lo, "the DLC workers' network interfaces: DLC picks the addresses when a job "
                              "starts (no fixed address per rank)"))
     ranges += [r for r in ecs_ranges if r.vswitch != "compute"]
+    above = [(key, what) for key, what in (("storage", "the file system's mount target"),
+                                           ("egress", "the NAT gateway")) if any(v.key == key for v in vswitches)]
     decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), (
         f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
-        "the security group); the storage and egress vSwitches sit at the top of the VPC as on ECS, so the file "
-        "system's mount target and the NAT gateway never take a worker's address")))
+        "the security group)"
+        + (f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
+           f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
+           "a worker's address" if above else "; no other vSwitch: no shared file system and no NAT gateway"))))
     egress = spec.network.egress
     decisions.append(Decision("egress", egress, (
         "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
@@ -195,6 +200,20 @@ def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decisi
     return spot, DlcSpot(SPOT_STRATEGY, limit, None)
 
 
+def quota_warning(workers: int, gpus: int, vcpus: int) -> str:
+    """The warning for a job over DLC's default public-resource quota (PUBLIC_MAX_GPUS GPU cards and PUBLIC_MAX_CPUS
+    CPU cores per job [DOC-DLC-JOB]), naming both of the job's figures; "" when the job keeps within it."""
+    job_gpus, job_cpus = workers * gpus, workers * vcpus
+    if job_gpus <= PUBLIC_MAX_GPUS and job_cpus <= PUBLIC_MAX_CPUS:
+        return ""
+    over = " and ".join(what for what, bad in (("GPUs", job_gpus > PUBLIC_MAX_GPUS),
+                                              ("CPU cores", job_cpus > PUBLIC_MAX_CPUS)) if bad)
+    return (f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and {PUBLIC_MAX_CPUS} CPU cores per job unless "
+            f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {workers} x {gpus} = {job_gpus} "
+            f"GPU(s) and {workers} x {vcpus} = {job_cpus} vCPU(s), over the default in {over}: ask for the raise (or "
+            "buy a resource quota) before submitting")
+
+
 def workspace_name(spec: Spec) -> str:
     """A PAI workspace name (3-23 letters, digits and '_', starting with a letter) from the spec's name."""
     name = spec.name.replace("-", "_")
@@ -228,12 +247,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
     if weights is not None:  # the OSS weights folder, or the folder holding trainstack-weights (ModelScope)
         sources.append(dlc_weights.data_source(spec.name, weights, ckpt.bucket, ckpt.prefix))
     decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
-                              or "none", (
-        "each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by id "
-        "(CreateJob DataSources): the shared file system read-write, the OSS training data read-only (DLC mounts OSS "
-        "directly, no import needed), and the checkpoint prefix read-write"
-        + ("; the base weights' OSS folder read-only" if weights is not None and weights.source_kind == "oss" else
-           "; the checkpoint bucket's folder holding trainstack-weights read-only" if weights is not None else ""))))
+                              or "none", _datasets_reason(sources)))
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
     decisions.append(Decision("image", image, (
         "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
@@ -254,12 +268,15 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
             f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
             f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
             "(CreateJob JobMaxRunningTimeMinutes)")))
-    if t.gpus > PUBLIC_MAX_GPUS:
-        warnings.append(f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and 8 CPU cores per job unless "
-                        f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {fit.nodes} x {t.gpus} "
-                        "GPUs: ask for the raise (or buy a resource quota) before submitting")
+    warning = quota_warning(fit.nodes, t.gpus, t.vcpu)
+    if warning:
+        warnings.append(warning)
+    oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
     warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
-                    "role) before the first job, and DLC's stock of the worker type is not checked by trainstack")
+                    "role) before the first job"
+                    + (f"; that role, not the job's, mounts the read-only OSS datasets, so it must be able "
+                       f"to read bucket(s) {', '.join(oss)}" if oss else "")
+                    + "; DLC's stock of the worker type is not checked by trainstack")
     return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
                image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]", tp=fit.tp,
@@ -269,6 +286,20 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
                prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
                weights_script_key=dlc_weights.script_key(ckpt.prefix)
                if weights is not None and weights.source_kind == "modelscope" else "")
+
+
+def _datasets_reason(sources: list[DlcDataSource]) -> str:
+    """Why the job mounts what it mounts, naming only the datasets the plan has."""
+    if not sources:
+        return "no shared file system, OSS data, checkpoints or base weights: the job mounts no dataset"
+    what = {"dataset_shared_id": "the shared file system read-write",
+            "dataset_data_id": "the OSS training data read-only (DLC mounts OSS directly, no import needed)",
+            "dataset_checkpoints_id": "the checkpoint prefix read-write",
+            dlc_weights.WEIGHTS_OUTPUT: "the base weights' OSS folder read-only",
+            dlc_weights.TOOLS_OUTPUT: "the checkpoint bucket's folder holding trainstack-weights read-only"}
+    parts = [what[d.output_key] for d in sources]
+    return ("each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by "
+            "id (CreateJob DataSources): " + ", ".join(parts))
 
 
 def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,

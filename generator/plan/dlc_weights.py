@@ -2,8 +2,9 @@
 since DLC runs no node bootstrap (no node-init, no trainstack-launch).
 
 * ``oss://BUCKET/PREFIX/``: nothing is copied. The folder is registered as a read-only OSS workspace dataset
-  (``pai.WorkspaceDataset``) that DLC mounts in every worker at :data:`WEIGHTS_MOUNT`; the job's RAM role may read
-  that folder and list that prefix, nothing else of the bucket (``weights_policy``).
+  (``pai.WorkspaceDataset``) that DLC mounts in every worker at :data:`WEIGHTS_MOUNT`. As for the training data, the
+  job's RAM role gets no grant for it: DLC mounts datasets with PAI's service role (docs/platforms.md, "Who reads the
+  mounted OSS datasets").
 * ``modelscope://ORG/NAME@REVISION``: the weights land once on the shared file system dataset. The fetch logic
   (``trainstack-weights``, ``templates/stack/weights.sh.j2`` rendered for DLC) rides with the job: the stack writes it
   beside the program (``weights.sh``) and publishes it as one private object of the checkpoint bucket,

@@ -96,7 +96,10 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     # Extreme NAS
     cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes, weights_bytes)
     if weights_bytes and not isinstance(s.capacity, int):
-        why += f"; {cap} GiB holds the base weights (about {human_bytes(weights_bytes)}) with 30% to spare"
+        why += (f"; {cap} GiB holds the base weights (about {human_bytes(weights_bytes)}) with 30% to spare"
+                if cap > EXTREME_NAS_DEFAULT_GIB else
+                f"; the default {cap} GiB already holds the base weights (about {human_bytes(weights_bytes)}) with "
+                "30% to spare, so they do not raise it")
     decisions.append(Decision("shared storage", f"Extreme NAS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                               f"{why}; throughput by capacity [{source}]"))
     return Storage("extreme-nas", cap, storage_type, throughput, s.mount_path, zone, "compute", None, "storage")

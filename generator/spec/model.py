@@ -19,12 +19,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
@@ -507,6 +509,10 @@ def _tag_key(v: Any) -> Any:
     if isinstance(v, str) and v.lower().startswith(("aliyun", "acs:")):
         raise spec_error(f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
                          "rename the key, e.g. team or cost-center")
+    # checked per key, beside the values' checks, so a reserved key is reported with every other tag problem at once
+    if isinstance(v, str) and (v == "managed-by" or v.startswith("trainstack-")):
+        raise spec_error(f"tag key {v[:40]!r} is reserved for trainstack's own tags (managed-by, trainstack-*)",
+                         "rename the key, e.g. team or cost-center; trainstack sets its own tags on every resource")
     return v
 
 
@@ -546,15 +552,34 @@ class Spec(_Strict):
                                  "pattern": limits.NO_CONTROL_RE}})] = {}
     waivers: tuple[Waiver, ...] = ()
 
-    @field_validator("tags")
+    @field_validator("tags", mode="wrap")
     @classmethod
-    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
-        if len(v) > 15:
-            raise ValueError(f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)")
-        for key in v:
-            if key == "managed-by" or key.startswith("trainstack-"):
-                raise ValueError(f"tag key '{key}' is reserved for trainstack's own tags")
-        return v
+    def _tags(cls, v: Any, handler: ValidatorFunctionWrapHandler) -> dict[str, str]:
+        """The tag count, reported together with the problems of single tags (a plain after-validator would run only
+        once every key and value is valid)."""
+        count = [InitErrorDetails(type=spec_error(
+            f"{len(v)} tags; at most 15 (a resource holds 20 and trainstack adds 5 of its own)",
+            "drop the tags you can do without"), loc=(), input=v)] if isinstance(v, dict) and len(v) > 15 else []
+        try:
+            out = handler(v)
+        except ValidationError as e:
+            if not count:
+                raise
+            raise ValidationError.from_exception_data("tags", [*count, *_error_details(e)]) from None
+        if count:
+            raise ValidationError.from_exception_data("tags", count)
+        return out
+
+
+def _error_details(error: ValidationError) -> list[InitErrorDetails]:
+    """``error``'s problems as details a new ValidationError can carry (trainstack's own keep message and hint)."""
+    out: list[InitErrorDetails] = []
+    for e in error.errors(include_url=False):
+        ctx = e.get("ctx") or {}
+        kind = (PydanticCustomError("trainstack", "{message}", ctx) if e["type"] == "trainstack" else
+                PydanticCustomError(e["type"], e["msg"].replace("{", "{{").replace("}", "}}"), ctx or None))
+        out.append(InitErrorDetails(type=kind, loc=e["loc"], input=e["input"]))
+    return out
 
 
 def json_schema() -> dict[str, Any]:

@@ -131,7 +131,11 @@ alicloud.ecs.SecurityGroupRule(
 # Alibaba Cloud service", https://www.alibabacloud.com/help/en/pai/user-guide/configure-the-dlc-ram-role; PAI's role
 # pages name the trusted service "Platform for AI"). The principal name pai.aliyuncs.com is as seen in third-party DLC
 # setups, not printed on an Alibaba page found on 2026-11-30 (unverified).
-# Besides, it reads the one object holding trainstack-weights (weights_script_policy below).
+# It gets no grant for the read-only OSS datasets the job mounts (training data, base weights, the folder holding
+# trainstack-weights): DLC mounts workspace datasets itself, with the PAI service role, not with the job's role (PAI
+# does the storage operations on OSS and NAS in the background, and the DLC service role AliyunPAIDLCDefaultRole is
+# the one granted OSS access: https://www.alibabacloud.com/help/en/pai/user-guide/grant-the-permissions-that-are-required-to-use-dlc).
+# The job's role is what code inside the containers uses (STS credentials), so read-only mounts need nothing here.
 job_role = alicloud.ram.Role(
     "job-role",
     role_name=f"{NAME}-dlc-job",
@@ -175,30 +179,6 @@ alicloud.ram.RolePolicyAttachment(
     "checkpoint-policy-attachment",
     role_name=job_role.role_name,
     policy_name=checkpoint_policy.policy_name,
-    policy_type="Custom",
-)
-
-# trainstack-weights (weights.sh beside this program), which every worker runs before the job's command to fetch the
-# base weights from ModelScope once to the shared file system: read-only, one key outside the checkpoint prefix (the
-# program writes it, the job cannot change it).
-WEIGHTS_SCRIPT_KEY = "trainstack/weights.sh"
-weights_script_policy = alicloud.ram.Policy(
-    "weights-script-policy",
-    policy_name=f"{NAME}-weights-script",
-    description="trainstack: read trainstack-weights in the checkpoint bucket, nothing else",
-    policy_document=json.dumps({
-        "Version": "1",
-        "Statement": [{
-            "Effect": "Allow",
-            "Action": ["oss:GetObject"],
-            "Resource": [f"acs:oss:*:*:{BUCKET}/{WEIGHTS_SCRIPT_KEY}"],
-        }],
-    }, sort_keys=True),
-)
-alicloud.ram.RolePolicyAttachment(
-    "weights-script-policy-attachment",
-    role_name=job_role.role_name,
-    policy_name=weights_script_policy.policy_name,
     policy_type="Custom",
 )
 
@@ -317,6 +297,8 @@ workspace = alicloud.pai.WorkspaceWorkspace(
 # trainstack-weights: weights.sh beside this program, published as one private object outside the checkpoint prefix
 # and mounted read-only by the tools dataset below. The job's prelude runs it in every worker before the job's command
 # (bash /mnt/trainstack/weights.sh); the worker that takes the mkdir lock on the shared file system fetches the weights.
+# The job cannot change it: the key lies outside the checkpoint prefix, the only one the job's role may write.
+WEIGHTS_SCRIPT_KEY = "trainstack/weights.sh"
 weights_script = alicloud.oss.BucketObject(
     "weights-script",
     bucket=checkpoint_bucket.bucket,

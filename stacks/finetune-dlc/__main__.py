@@ -131,6 +131,11 @@ alicloud.ecs.SecurityGroupRule(
 # Alibaba Cloud service", https://www.alibabacloud.com/help/en/pai/user-guide/configure-the-dlc-ram-role; PAI's role
 # pages name the trusted service "Platform for AI"). The principal name pai.aliyuncs.com is as seen in third-party DLC
 # setups, not printed on an Alibaba page found on 2026-11-30 (unverified).
+# It gets no grant for the read-only OSS datasets the job mounts (training data, base weights, the folder holding
+# trainstack-weights): DLC mounts workspace datasets itself, with the PAI service role, not with the job's role (PAI
+# does the storage operations on OSS and NAS in the background, and the DLC service role AliyunPAIDLCDefaultRole is
+# the one granted OSS access: https://www.alibabacloud.com/help/en/pai/user-guide/grant-the-permissions-that-are-required-to-use-dlc).
+# The job's role is what code inside the containers uses (STS credentials), so read-only mounts need nothing here.
 job_role = alicloud.ram.Role(
     "job-role",
     role_name=f"{NAME}-dlc-job",
