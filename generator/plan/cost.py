@@ -91,8 +91,8 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                 after_month = one * kept
             notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} "
                          + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]; "
-                         + (f"the run writes {kept:,} checkpoints and keeps every one (nothing expires current "
-                            f"objects), {kept / 2:,.1f} on average over the run" if kept else
+                         + ("every checkpoint the run writes is kept (nothing expires current objects), priced at "
+                            "the run's average, half the final count" if kept else
                             "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
                             "current objects)"))
     if spot_nodes:
