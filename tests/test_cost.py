@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import load_catalog
-from generator.plan.cost import HOURS_PER_MONTH
+from generator.plan.cost import HOURS_PER_MONTH, checkpoint_hours
 from generator.plan.diagram import flowchart
 from generator.plan.estimate import cost_report, cost_text
 from generator.plan.pipeline import load, plan_located
@@ -58,14 +58,19 @@ def test_the_bucket_keeps_every_checkpoint_the_run_writes_and_the_cost_counts_th
     assert s is not None and k.enabled
     written = int((s.compute_hours + s.pipeline_bubble_hours) * 3600 // k.interval_seconds)
     assert c.checkpoints_kept == written > 900  # one per interval of progress, none expired (P1-1: not ~3)
-    oss = CATALOG.storage_price("oss-standard")
-    one_month = oss.price_cny * k.size_bytes / 1e9  # OSS bills per GB (10^9 bytes)
-    assert c.object_storage_per_hour == pytest.approx(one_month * written / 2 / HOURS_PER_MONTH, abs=0.01)
-    assert c.object_storage_after_run_per_month == pytest.approx(one_month * written, abs=0.01)
-    assert c.object_storage_run == pytest.approx(c.object_storage_per_hour * s.wall_hours, rel=1e-3)
+    std = CATALOG.storage_price("oss-standard").price_cny * k.size_bytes / 1e9  # per GB (10^9 bytes) and month
+    ia = CATALOG.storage_price("oss-ia").price_cny * k.size_bytes / 1e9
+    assert k.transition_ia_days == 14 < s.wall_hours / 24  # the example moves old checkpoints to IA mid-run
+    # the bucket grows from 0 to `written` over the run: between all-IA and all-Standard at the average count
+    average = written / 2 / HOURS_PER_MONTH
+    assert ia * average * 0.99 < c.object_storage_per_hour < std * average
+    std_h, ia_h = checkpoint_hours(written, s.wall_hours, 14)
+    assert std_h + ia_h == pytest.approx(s.wall_hours * (written - 1) / 2)
+    assert c.object_storage_run == pytest.approx((std * std_h + ia * ia_h) / HOURS_PER_MONTH, rel=1e-4)
+    assert c.object_storage_after_run_per_month == pytest.approx(ia * written, abs=0.01)  # all in IA by then
     warning = next(w for w in plan.warnings if w.startswith("the checkpoint bucket keeps every checkpoint"))
     assert f"{written:,} x" in warning and "TiB by the end of the run" in warning
-    assert "retention_days (30)" in warning
+    assert "retention_days (30)" in warning and "transition_ia_days: 14" in warning
     report = cost_report(plan, CATALOG)
     obj = next(ln for ln in report["lines"] if ln["item"] == "object_storage")
     assert f"{written:,} (" in obj["quantity"] and "kept at the end" in obj["quantity"]

@@ -52,6 +52,19 @@ def checkpoints_written(best: Scored, ckpt: Checkpoints) -> int:
     return max(1, int(progress_s // ckpt.interval_seconds))
 
 
+def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None) -> tuple[float, float]:
+    """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
+    at i/kept of the wall-clock time and kept to the end; it moves to IA ``ia_days`` after it is written."""
+    std = ia = 0.0
+    limit = None if ia_days is None else ia_days * 24.0
+    for i in range(1, kept + 1):
+        life = wall_hours * (1.0 - i / kept)
+        in_std = life if limit is None else min(life, limit)
+        std += in_std
+        ia += life - in_std
+    return std, ia
+
+
 def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt: Checkpoints,
               network: Network | None = None) -> Cost:
     t = best.fit.itype
@@ -81,20 +94,29 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     after_month = None
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
+        ia = catalog.storage_price("oss-ia") if ckpt.transition_ia_days else None
         if sp is not None:
             per_unit = 10**9 if "/GB" in sp.unit else 2**30  # OSS is billed per GB (10^9 bytes)
-            one = sp.price_cny * ckpt.size_bytes / per_unit  # one checkpoint, per month
-            # The bucket grows by one checkpoint per interval and nothing deletes them, so over the run it holds
-            # half the final count on average; without a run length, one checkpoint (the cost grows from there).
-            obj = one * (kept / 2 if kept else 1) / HOURS_PER_MONTH
-            if kept:
-                after_month = one * kept
+            one = sp.price_cny * ckpt.size_bytes / per_unit  # one checkpoint in Standard, per month
+            one_ia = one if ia is None else ia.price_cny * ckpt.size_bytes / per_unit
+            if kept and wall:
+                # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
+                # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
+                std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None)
+                obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
+                after_month = one_ia * kept  # once every checkpoint is past the IA transition (or all Standard)
+            else:  # no run length: one checkpoint (the cost grows from there)
+                obj = one / HOURS_PER_MONTH
             notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} "
                          + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]; "
-                         + ("every checkpoint the run writes is kept (nothing expires current objects), priced at "
-                            "the run's average, half the final count" if kept else
+                         + ("every checkpoint the run writes is kept (nothing expires current objects), priced over "
+                            "the run as the bucket grows" if kept else
                             "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
                             "current objects)"))
+            if ia is not None and kept:
+                notes.append(f"oss-ia: {ia.price_cny:g} {ia.unit} " + ("ESTIMATE" if ia.estimated else "list price")
+                             + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
+                             "(checkpoints.transition_ia_days), retrieval fees not counted")
     if spot_nodes:
         notes.append(f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)")
     od = on_demand_nodes * t.price.cny_per_hour
@@ -131,6 +153,8 @@ def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
     return [f"the checkpoint bucket keeps every checkpoint: about {cost.checkpoints_kept:,} x "
             f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} by the end of the run"
             + (f", about {cost.object_storage_after_run_per_month:,.0f} CNY per month after it"
+               + (f" once in Infrequent Access (checkpoints.transition_ia_days: {ckpt.transition_ia_days})"
+                  if ckpt.transition_ia_days else "")
                if cost.object_storage_after_run_per_month is not None else "")
             + f" (an ESTIMATE). Only noncurrent versions (overwritten or deleted) expire, after "
             f"checkpoints.retention_days ({ckpt.retention_days}); delete the step folders you no longer need under "
@@ -176,7 +200,7 @@ def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoint
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
         items.append(CostItem("object_storage", "checkpoint bucket", "the checkpoints written so far, in OSS "
-                              "Standard (priced as the run's average; nothing expires current checkpoints)",
+                              "(priced as the run's average; nothing expires current checkpoints)",
                               object_per_hour if sp else None, round(object_per_hour * 24, 2) if sp else None,
                               "ESTIMATE"))
     if network is not None and network.egress == "nat":

@@ -473,6 +473,7 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
         "run_hours": c.run_hours, "expected_rework_hours": c.expected_rework_hours,
         "subscription_months": c.subscription_months, "checkpoints_kept": c.checkpoints_kept,
         "object_storage_after_run_per_month": c.object_storage_after_run_per_month,
+        "checkpoints_ia_days": plan.checkpoints.transition_ia_days if plan.checkpoints.enabled else None,
         "price_notes": list(c.price_notes),
         "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
         "runners_up": [x for x in fitting if x["verdict"] != "chosen"],
@@ -485,7 +486,7 @@ def _object_quantity(plan: Plan) -> str:
     k, n = plan.checkpoints, plan.cost.checkpoints_kept
     if not n:
         return f"1 checkpoint of {human_bytes(k.size_bytes)} in OSS (grows by one per interval; none expire)"
-    return (f"{n / 2:,.1f} checkpoints of {human_bytes(k.size_bytes)} on average; {n:,} "
+    return (f"about {n / 2:,.0f} checkpoints of {human_bytes(k.size_bytes)} on average; {n:,} "
             f"({human_bytes(n * k.size_bytes)}) kept at the end")
 
 
@@ -547,8 +548,10 @@ def cost_text(report: dict[str, Any]) -> str:
                          "figure is the prepaid amount, not per hour x hours")
     if report.get("object_storage_after_run_per_month") is not None:
         lines.append(f"after the run the bucket still holds {report['checkpoints_kept']:,} checkpoints, about "
-                     f"{report['object_storage_after_run_per_month']:,.2f} {cur}/month until you delete them "
-                     "(only noncurrent versions expire)")
+                     f"{report['object_storage_after_run_per_month']:,.2f} {cur}/month"
+                     + (f" once in Infrequent Access (after {report['checkpoints_ia_days']} days)"
+                        if report.get("checkpoints_ia_days") else "")
+                     + " until you delete them (only noncurrent versions expire)")
     lines += ["", "Price data"]
     for ln in report["lines"]:
         p = ln["price"]

@@ -289,8 +289,8 @@ class Cost:
     object_storage_per_hour: float
     total_per_hour: float
     total_per_day: float
-    run_hours: float | None
-    expected_rework_hours: float | None
+    run_hours: float | None  # progress: compute, pipeline bubble and checkpoint writes
+    expected_rework_hours: float | None  # what interruptions cost: the schedule's rework AND its restores
     run_total: float | None
     price_notes: tuple[str, ...]
     paused: PausedCost | None = None  # set only when compute.paused: the total then is what a resume costs
