@@ -77,7 +77,8 @@ def test_doubling_the_nodes_shows_the_delta_from_the_plans_own_costs(doubled: di
     assert (rows["object_storage"].old, rows["object_storage"].new) == (old.object_storage_per_hour,
                                                                         new.object_storage_per_hour)
     hours = old.run_hours + old.expected_rework_hours
-    assert {r.key: r.old for r in cost.rows("run")}["compute_spot"] == round(old.compute_spot_per_hour * hours, 2)
+    assert {r.key: r.old for r in cost.rows("run")}["compute_spot"] == old.compute_spot_run  # from unrounded hours
+    assert old.compute_spot_run == pytest.approx(old.compute_spot_per_hour * hours, rel=1e-3)
 
 
 def test_doubling_the_nodes_in_all_three_formats(doubled: dict) -> None:

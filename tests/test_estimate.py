@@ -209,10 +209,13 @@ def test_cost_lines_add_up_and_match_the_plan(name: str) -> None:
     hours = c.run_hours + c.expected_rework_hours
     for ln in lines.values():
         assert ln["per_day"] == pytest.approx(ln["per_hour"] * 24, abs=0.01)
-        assert ln["run"] == pytest.approx(ln["per_hour"] * hours, abs=0.01)
+        # the planner's figure from unrounded hours (per hour x rounded hours differs by cents to dollars)
+        assert ln["run"] == getattr(c, f"{ln['item']}_run")
+        assert ln["run"] == pytest.approx(ln["per_hour"] * hours, rel=1e-3, abs=0.005 * hours + 0.01)  # per_hour is rounded
         if ln["per_hour"] > 0:  # every line that costs money names its price, date and source
             p = ln["price"]
             assert p["date"] and p["source"] and p["region"] and isinstance(p["estimated"], bool)
+    assert sum(ln["run"] for ln in lines.values()) == pytest.approx(c.run_total, abs=0.03)
     assert data["total"] == {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total}
     # The planner's own notes name the same catalog rows (keeps the item mapping here in step with it).
     notes = " ".join(c.price_notes).replace("-", "_")
@@ -221,6 +224,9 @@ def test_cost_lines_add_up_and_match_the_plan(name: str) -> None:
             assert ln["price"]["what"].replace("-", "_") in notes
     fitting = [x for x in plan.candidates if x.nodes]
     assert data["chosen"]["instance_type"] == plan.compute.instance_type
+    # the chosen type's compute costs the same in the cost table and the runners-up table (P2-11)
+    assert data["chosen"]["compute_run"] == pytest.approx(
+        lines["compute_on_demand"]["run"] + lines["compute_spot"]["run"], abs=0.02)
     assert len(data["runners_up"]) == len(fitting) - 1
     assert all(r["compute_per_hour"] > 0 and r["verdict"] != "chosen" for r in data["runners_up"])
 

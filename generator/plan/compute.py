@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
+from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
 from generator.plan.model import (
@@ -247,6 +248,8 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         run_hours = sched.compute_hours + sched.pipeline_bubble_hours + sched.checkpoint_write_hours
         rework = sched.expected_rework_hours + sched.restore_hours
         run_cost = per_hour * sched.wall_hours
+        if is_subscription(spec, catalog, t.name):  # Lingjun Subscription: the prepaid months, whatever the length
+            run_cost = prepaid(fit.nodes, t.price.cny_per_hour, subscription_months(sched.wall_hours))
         # equal cost (within 0.5%) -> the faster run wins
         key = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
     else:
@@ -371,6 +374,7 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
     assert b.total is not None
     costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
-    return Problem(("budget", "total"), f"the cheapest plan is expected to cost {cheapest.run_cost or 0:,.0f} CNY "
-                   f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.total:,.0f} CNY",
+    return Problem(("budget", "total"), f"the cheapest plan's compute alone is expected to cost "
+                   f"{cheapest.run_cost or 0:,.0f} CNY ({cheapest.fit.nodes}x {cheapest.fit.itype.name}; storage and "
+                   f"checkpoint objects come on top), over the budget of {b.total:,.0f} CNY",
                    "raise budget.total, train on fewer tokens, or enable spot")

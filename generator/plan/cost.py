@@ -9,19 +9,67 @@ checkpoint objects) and names what it keeps without a catalog price (NAT gateway
 
 from __future__ import annotations
 
+import math
+
 from generator.catalog import Catalog
+from generator.errors import Problem
 from generator.plan.fit import Scored
 from generator.plan.model import Checkpoints, Cost, CostItem, Network, PausedCost, Storage
 from generator.plan.spot import spot_split
 from generator.spec.model import Spec
+from generator.spec.units import human_bytes
 
 HOURS_PER_MONTH = 730
+
+
+def subscription_months(wall_hours: float | None) -> int:
+    """The prepaid months a Lingjun Subscription needs to cover ``wall_hours`` (one month without a run length)."""
+    return 1 if wall_hours is None else max(1, math.ceil(wall_hours / HOURS_PER_MONTH))
+
+
+def prepaid(nodes: int, cny_per_hour: float, months: int) -> float:
+    """What ``nodes`` Subscription nodes cost for ``months``, paid up front whatever the run's length."""
+    return nodes * cny_per_hour * months * HOURS_PER_MONTH
+
+
+def is_subscription(spec: Spec, catalog: Catalog, name: str) -> bool:
+    """Whether a Lingjun machine type is sold by subscription only (then the plan buys a prepaid period)."""
+    lj = catalog.lingjun_type(name) if spec.compute.platform == "lingjun" else None
+    return lj is not None and "PayAsYouGo" not in lj.payment_types
+
+
+def checkpoints_written(best: Scored, ckpt: Checkpoints) -> int:
+    """Checkpoints the run writes: one per interval of progress (compute and bubble), at least one.
+
+    Each goes to its own step folder, and neither the program nor the OSS copy deletes one, so this is what the
+    bucket holds at the end (0 without a run length). Rework after an interruption rewrites step folders that
+    already exist; the versions it overwrites are noncurrent and expire after checkpoints.retention_days.
+    """
+    s = best.schedule
+    if not ckpt.enabled or s is None or ckpt.interval_seconds <= 0:
+        return 0
+    progress_s = (s.compute_hours + s.pipeline_bubble_hours) * 3600.0
+    return max(1, int(progress_s // ckpt.interval_seconds))
+
+
+def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None) -> tuple[float, float]:
+    """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
+    at i/kept of the wall-clock time and kept to the end; it moves to IA ``ia_days`` after it is written."""
+    std = ia = 0.0
+    limit = None if ia_days is None else ia_days * 24.0
+    for i in range(1, kept + 1):
+        life = wall_hours * (1.0 - i / kept)
+        in_std = life if limit is None else min(life, limit)
+        std += in_std
+        ia += life - in_std
+    return std, ia
 
 
 def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt: Checkpoints,
               network: Network | None = None) -> Cost:
     t = best.fit.itype
     on_demand_nodes, spot_nodes = spot_split(spec, best.fit.nodes)
+    wall = None if best.run_hours is None else best.run_hours + (best.rework_hours or 0.0)
     notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
              + ("ESTIMATE" if t.price.estimated else "list price")
              + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
@@ -42,29 +90,92 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
         else:
             notes.append(f"{item}: no price in the catalog; not counted")
     obj = 0.0
+    kept = checkpoints_written(best, ckpt)
+    after_month = None
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
+        ia = catalog.storage_price("oss-ia") if ckpt.transition_ia_days else None
         if sp is not None:
-            # a few checkpoints kept: the current one plus noncurrent versions within retention (assume 3)
             per_unit = 10**9 if "/GB" in sp.unit else 2**30  # OSS is billed per GB (10^9 bytes)
-            obj = sp.price_cny * ckpt.size_bytes * 3 / per_unit / HOURS_PER_MONTH
-            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} for ~3 checkpoints "
-                         + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]")
+            one = sp.price_cny * ckpt.size_bytes / per_unit  # one checkpoint in Standard, per month
+            one_ia = one if ia is None else ia.price_cny * ckpt.size_bytes / per_unit
+            if kept and wall:
+                # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
+                # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
+                std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None)
+                obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
+                after_month = one_ia * kept  # once every checkpoint is past the IA transition (or all Standard)
+            else:  # no run length: one checkpoint (the cost grows from there)
+                obj = one / HOURS_PER_MONTH
+            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} "
+                         + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]; "
+                         + ("every checkpoint the run writes is kept (nothing expires current objects), priced over "
+                            "the run as the bucket grows" if kept else
+                            "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
+                            "current objects)"))
+            if ia is not None and kept:
+                notes.append(f"oss-ia: {ia.price_cny:g} {ia.unit} " + ("ESTIMATE" if ia.estimated else "list price")
+                             + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
+                             "(checkpoints.transition_ia_days), retrieval fees not counted")
     if spot_nodes:
         notes.append(f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)")
     od = on_demand_nodes * t.price.cny_per_hour
     sp_h = spot_nodes * best.spot_per_hour
     total = od + sp_h + shared + obj
-    run_total = None
-    if best.run_hours is not None:
-        run_total = total * (best.run_hours + (best.rework_hours or 0.0))
+    months = None
+    od_run = None if wall is None else od * wall
+    if is_subscription(spec, catalog, t.name):
+        months = subscription_months(wall)
+        od_run = prepaid(best.fit.nodes, t.price.cny_per_hour, months) if wall is not None else None
+        notes.append(f"{t.name} is sold by subscription only: the compute is prepaid for {months} month(s) "
+                     f"({months * HOURS_PER_MONTH:,} h) whatever the run's length; the whole run counts the prepaid "
+                     "amount")
+    lines = None
+    if wall is not None and od_run is not None:
+        lines = (od_run, sp_h * wall, shared * wall, obj * wall)
+    run_total = None if lines is None else sum(lines)
     paused = None
     if spec.compute.paused:
         paused = paused_cost(spec, catalog, storage, ckpt, network, round(shared, 2), round(obj, 2))
     return Cost("CNY", round(od, 2), round(sp_h, 2), round(shared, 2), round(obj, 2), round(total, 2),
                 round(total * 24, 2), None if best.run_hours is None else round(best.run_hours, 2),
                 None if best.rework_hours is None else round(best.rework_hours, 2),
-                None if run_total is None else round(run_total, 2), tuple(notes), paused)
+                None if run_total is None else round(run_total, 2), tuple(notes), paused,
+                *((None,) * 4 if lines is None else tuple(round(x, 2) for x in lines)),
+                kept, None if after_month is None else round(after_month, 2), months)
+
+
+def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
+    """The bucket's projected size at the end of the run: every checkpoint stays until someone deletes it."""
+    if not ckpt.enabled or not cost.checkpoints_kept:
+        return []
+    size = cost.checkpoints_kept * ckpt.size_bytes
+    return [f"the checkpoint bucket keeps every checkpoint: about {cost.checkpoints_kept:,} x "
+            f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} by the end of the run"
+            + (f", about {cost.object_storage_after_run_per_month:,.0f} CNY per month after it"
+               + (f" once in Infrequent Access (checkpoints.transition_ia_days: {ckpt.transition_ia_days})"
+                  if ckpt.transition_ia_days else "")
+               if cost.object_storage_after_run_per_month is not None else "")
+            + f" (an ESTIMATE). Only noncurrent versions (overwritten or deleted) expire, after "
+            f"checkpoints.retention_days ({ckpt.retention_days}); delete the step folders you no longer need under "
+            f"oss://{ckpt.bucket}/{ckpt.prefix} and they are gone {ckpt.retention_days} days later"]
+
+
+def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
+    """The budget against the plan's own figures (compute, storage and checkpoint objects, a prepaid
+    subscription at its prepaid amount), so an accepted plan never costs more than the budget it names."""
+    b, out = spec.budget, []
+    if b.total is not None and cost.run_total is not None and cost.run_total > b.total:
+        out.append(Problem(("budget", "total"), (
+            f"the plan is expected to cost {cost.run_total:,.0f} CNY for the whole run (compute "
+            f"{(cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0):,.0f}, shared storage "
+            f"{cost.shared_storage_run or 0:,.0f}, checkpoint objects {cost.object_storage_run or 0:,.0f}), over the "
+            f"budget of {b.total:,.0f} CNY"), "raise budget.total, train on fewer tokens, or use less storage"))
+    if b.per_hour is not None and cost.total_per_hour > b.per_hour:
+        out.append(Problem(("budget", "per_hour"), (
+            f"the plan costs {cost.total_per_hour:,.2f} CNY/h with storage, over the budget of {b.per_hour:,.2f} "
+            "CNY/h"), "raise budget.per_hour, or use less storage"))
+    return out
 
 
 def _basis(estimated: bool) -> str:
@@ -88,8 +199,8 @@ def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoint
                               _basis(sp.estimated) if sp else "not priced"))
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
-        items.append(CostItem("object_storage", "checkpoint bucket", "~3 checkpoints kept in OSS Standard (an "
-                              "assumption: retention and versions decide the real amount)",
+        items.append(CostItem("object_storage", "checkpoint bucket", "the checkpoints written so far, in OSS "
+                              "(priced as the run's average; nothing expires current checkpoints)",
                               object_per_hour if sp else None, round(object_per_hour * 24, 2) if sp else None,
                               "ESTIMATE"))
     if network is not None and network.egress == "nat":

@@ -134,8 +134,12 @@ def flowchart(plan: Plan) -> str:
             add("      end")
         add("    end")
     if k.enabled:
-        kept = f"kept {k.retention_days} days, versioned, encrypted"
-        add(f"    ckpt[({_box(f'OSS bucket {k.bucket}', f'checkpoints under {k.prefix}', kept)})]")
+        # what the lifecycle rules do: current checkpoints never expire, replaced or deleted versions do
+        count = plan.cost.checkpoints_kept
+        kept = f"every checkpoint kept (about {count:,} by the end)" if count else "every checkpoint kept"
+        box = _box(f"OSS bucket {k.bucket}", f"checkpoints under {k.prefix}", kept,
+                   f"old versions expire after {k.retention_days} days", "versioned, encrypted")
+        add(f"    ckpt[({box})]")
     dl = plan.dlc
     oss_data = s.dataset.source if s.dataset is not None else next(
         (d.uri for d in (dl.data_sources if dl else ()) if d.kind == "oss" and d.read_only), "")

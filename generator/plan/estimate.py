@@ -395,7 +395,7 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
 # cost
 
 # Storage items the planner prices (generator/plan/cost.py, plan_cost): shared file systems by kind and class,
-# checkpoints as ~3 copies in OSS Standard. Kept in step with the planner by tests/test_estimate.py.
+# checkpoints in OSS Standard (every one the run writes stays). Kept in step with the planner by tests/test_estimate.py.
 _SHARED_ITEM = {"cpfs": "cpfs-{cls}", "extreme-nas": "nas-extreme-{cls}"}
 _OBJECT_ITEM = "oss-standard"
 
@@ -405,8 +405,9 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
 
     The money figures are the planner's (``plan.cost``), so ``trainstack cost`` and ``trainstack plan``
     never disagree; the catalog is read only to say, for each line, which price it rests on, its date and
-    source, and whether the catalog marks it as an estimate. Whole-run cost = hourly cost x (training hours
-    + expected rework hours), as in the planner; it is ``None`` when the spec gives no ``model.tokens``.
+    source, and whether the catalog marks it as an estimate. Each line's whole-run figure is the planner's (hourly
+    cost x wall-clock hours, a Lingjun subscription's compute at its prepaid amount); ``None`` when the spec gives
+    no ``model.tokens``.
     """
     c, compute = plan.cost, plan.compute
     hours = None if c.run_hours is None else c.run_hours + (c.expected_rework_hours or 0.0)
@@ -414,9 +415,9 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
     on_demand_nodes, spot_nodes = len(plan.spot.on_demand_ranks), len(plan.spot.spot_ranks)
 
     def line(key: str, label: str, per_hour: float, quantity: str, price: dict[str, Any] | None) -> dict[str, Any]:
+        run = getattr(c, f"{key}_run")  # the planner's figure, from unrounded hours (as the runners-up's)
         return {"item": key, "label": label, "per_hour": per_hour, "per_day": round(per_hour * 24, 2),
-                "run": None if hours is None else round(per_hour * hours, 2), "quantity": quantity,
-                "price": price}
+                "run": None if hours is None else run, "quantity": quantity, "price": price}
 
     node_price: dict[str, Any] | None = None
     if itype is not None:
@@ -432,7 +433,9 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                                  f"GPU spot prices vary by zone and hour) x {node_price['source']}")
     lines = [
         line("compute_on_demand", "compute on demand", c.compute_on_demand_per_hour,
-             f"{on_demand_nodes} x {compute.instance_type}", node_price if on_demand_nodes else None),
+             f"{on_demand_nodes} x {compute.instance_type}"
+             + (f", Subscription prepaid {c.subscription_months} month(s)" if c.subscription_months else ""),
+             node_price if on_demand_nodes else None),
         line("compute_spot", "compute spot", c.compute_spot_per_hour,
              f"{spot_nodes} x {compute.instance_type}" if plan.spot.enabled else "spot off",
              spot_price if spot_nodes else None),
@@ -447,7 +450,7 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
                       if storage.kind != "none" else "none", shared_price))
     ckpt = plan.checkpoints
     lines.append(line("object_storage", "object storage", c.object_storage_per_hour,
-                      f"~3 checkpoints of {human_bytes(ckpt.size_bytes)} in OSS" if ckpt.enabled else "checkpoints off",
+                      _object_quantity(plan) if ckpt.enabled else "checkpoints off",
                       _storage_price(catalog, _OBJECT_ITEM) if ckpt.enabled else None))
     # Candidates carry compute cost only (the planner ranks instance types on compute); storage does not
     # depend on the instance type, so the chosen type's compute figures are what the runners-up compare to.
@@ -468,12 +471,23 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             "lines": [{"item": i.item, "label": i.label, "per_hour": i.per_hour, "per_day": i.per_day,
                        "quantity": i.quantity, "basis": i.basis} for i in c.paused.items]},
         "run_hours": c.run_hours, "expected_rework_hours": c.expected_rework_hours,
+        "subscription_months": c.subscription_months, "checkpoints_kept": c.checkpoints_kept,
+        "object_storage_after_run_per_month": c.object_storage_after_run_per_month,
+        "checkpoints_ia_days": plan.checkpoints.transition_ia_days if plan.checkpoints.enabled else None,
         "price_notes": list(c.price_notes),
         "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
         "runners_up": [x for x in fitting if x["verdict"] != "chosen"],
         "not_usable": [{"instance_type": x.instance_type, "reason": x.verdict}
                        for x in plan.candidates if not x.nodes],
     }
+
+
+def _object_quantity(plan: Plan) -> str:
+    k, n = plan.checkpoints, plan.cost.checkpoints_kept
+    if not n:
+        return f"1 checkpoint of {human_bytes(k.size_bytes)} in OSS (grows by one per interval; none expire)"
+    return (f"about {n / 2:,.0f} checkpoints of {human_bytes(k.size_bytes)} on average; {n:,} "
+            f"({human_bytes(n * k.size_bytes)}) kept at the end")
 
 
 def _storage_price(catalog: Catalog, item: str) -> dict[str, Any] | None:
@@ -527,7 +541,17 @@ def cost_text(report: dict[str, Any]) -> str:
         hours = report["run_hours"] + (report["expected_rework_hours"] or 0.0)
         lines.append(("whole run once resumed (time paused not counted) = " if paused is not None else "whole run = ")
                      + f"{report['run_hours']:,.1f} h training + {report['expected_rework_hours'] or 0:,.1f} h "
-                     f"expected rework after interruptions = {hours:,.1f} h ({hours / 24:,.1f} days)")
+                     f"expected rework and restores after interruptions = {hours:,.1f} h ({hours / 24:,.1f} days)")
+        if report.get("subscription_months"):
+            lines.append(f"compute: Subscription prepaid for {report['subscription_months']} month(s) "
+                         f"({report['subscription_months'] * 730:,} h) whatever the run's length; its whole-run "
+                         "figure is the prepaid amount, not per hour x hours")
+    if report.get("object_storage_after_run_per_month") is not None:
+        lines.append(f"after the run the bucket still holds {report['checkpoints_kept']:,} checkpoints, about "
+                     f"{report['object_storage_after_run_per_month']:,.2f} {cur}/month"
+                     + (f" once in Infrequent Access (after {report['checkpoints_ia_days']} days)"
+                        if report.get("checkpoints_ia_days") else "")
+                     + " until you delete them (only noncurrent versions expire)")
     lines += ["", "Price data"]
     for ln in report["lines"]:
         p = ln["price"]

@@ -8,11 +8,10 @@ Which Lingjun machine types are eligible is decided with the ECS types, in :mod:
 from __future__ import annotations
 
 import ipaddress
-import math
 
 from generator.catalog import LingjunMachineType
 from generator.errors import Problem
-from generator.plan.cost import HOURS_PER_MONTH
+from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.model import Checkpoints, Decision, Lingjun, LingjunSubnet, Network, Node, VSwitch
 from generator.spec.model import Spec
@@ -139,15 +138,16 @@ def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, v
                 "leave compute.paused false and stop the job instead, or choose a PayAsYouGo machine type "
                 "(compute.instance_types)")])
         hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
-        period = max(1, math.ceil(hours / HOURS_PER_MONTH)) if best.run_hours is not None else 1
-        prepaid = nodes * lj.price.cny_per_hour * period * HOURS_PER_MONTH
+        period = subscription_months(hours if best.run_hours is not None else None)
+        amount = prepaid(nodes, lj.price.cny_per_hour, period)  # the cost part prices the run at this amount too
         decisions.append(Decision("billing", f"Subscription, {period} month(s)", (
             f"the sources show {lj.name} by subscription only [{lj.source}]; the period covers "
             + (f"the expected {hours:,.0f} h of training" if best.run_hours is not None else
                "one month (give model.tokens to size it to the run)")
             + ", renewal is manual")))
         warnings.append(f"Subscription nodes are prepaid: {nodes} x {lj.name} for {period} month(s) is about "
-                        f"{prepaid:,.0f} CNY at the estimated rate, whatever the run's length")
+                        f"{amount:,.0f} CNY at the estimated rate, whatever the run's length (the plan's whole-run "
+                        "cost and budget.total count this amount)")
         warnings.append("Subscription nodes are never destroyed by Pulumi: `pulumi destroy` or removing a node only "
                         "drops it from the state; release or refund it in the Lingjun console")
     warnings.append(f"Lingjun capacity is ordered, not on demand: confirm stock of {nodes} x {lj.name} in {zone} "

@@ -289,11 +289,20 @@ class Cost:
     object_storage_per_hour: float
     total_per_hour: float
     total_per_day: float
-    run_hours: float | None
-    expected_rework_hours: float | None
+    run_hours: float | None  # progress: compute, pipeline bubble and checkpoint writes
+    expected_rework_hours: float | None  # what interruptions cost: the schedule's rework AND its restores
     run_total: float | None
     price_notes: tuple[str, ...]
     paused: PausedCost | None = None  # set only when compute.paused: the total then is what a resume costs
+    # each line's whole-run amount (None without model.tokens): per hour x wall-clock hours, except a prepaid
+    # Lingjun subscription, whose compute is the prepaid amount; the lines sum to run_total
+    compute_on_demand_run: float | None = None
+    compute_spot_run: float | None = None
+    shared_storage_run: float | None = None
+    object_storage_run: float | None = None
+    checkpoints_kept: int = 0  # checkpoints in the bucket at the end of the run (nothing deletes them); 0: unknown
+    object_storage_after_run_per_month: float | None = None  # what the bucket costs each month after the run
+    subscription_months: int | None = None  # Lingjun Subscription: the prepaid period the compute run is priced at
 
 
 @dataclass(frozen=True, slots=True)

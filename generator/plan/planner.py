@@ -20,7 +20,7 @@ from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
 from generator.plan.compute import (choose, elastic_minimum, model_summary, pause_decision, plan_compute,
                                       plan_sizing, run_warnings)
-from generator.plan.cost import plan_cost
+from generator.plan.cost import bucket_warning, budget_problems, plan_cost
 from generator.plan.dlc import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
 from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
@@ -92,6 +92,10 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     # a DLC job runs a fixed worker count (CreateJob PodCount) and DLC restarts it whole: no elastic launch
     min_nodes = fit.nodes if dlc else elastic_minimum(spec, choice, decisions)
     cost = plan_cost(spec, catalog, best, storage, checkpoints, network)
+    over = budget_problems(spec, cost)
+    if over:
+        raise PlanningError(over)
+    warnings.extend(bucket_warning(checkpoints, cost))
     lingjun_plan: Lingjun | None = None
     if lj is not None:
         lingjun_plan = plan_lingjun(spec, lj, zone, hpn_zone, vpd_cidr, subnets, best, checkpoints, decisions, warnings)

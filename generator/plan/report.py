@@ -120,7 +120,9 @@ def plan_text(plan: Plan) -> str:
     if cost.run_total is not None:
         lines.append(("whole run once resumed (time paused not counted): " if c.paused else "whole run: ")
                      + f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h wall-clock "
-                     f"= {cost.run_total:,.0f} CNY")
+                     f"= {cost.run_total:,.0f} CNY"
+                     + (f" (compute prepaid for {cost.subscription_months} month(s))" if cost.subscription_months
+                        else ""))
     if plan.schedule is not None:
         lines += ["", "Schedule (hours)", schedule_table(plan)]
     lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]

@@ -94,7 +94,9 @@ def _summary(plan: Plan) -> list[str]:
                      + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else "")])
     if cost.run_total is not None:
         rows.append(["whole run", md.text(f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h "
-                                          f"wall-clock = {cost.run_total:,.0f} {cost.currency}")
+                                          f"wall-clock = {cost.run_total:,.0f} {cost.currency}"
+                                          + (f" (compute prepaid for {cost.subscription_months} month(s))"
+                                             if cost.subscription_months else ""))
                      + (" (ESTIMATE)" if estimated else "")])
     return [md.table(["", "plan"], rows)]
 

@@ -351,7 +351,8 @@ def _state_lines(delta: CostDelta) -> list[str]:
     if delta.base.run_hours is not None or delta.head.run_hours is not None:
         hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
         out.append(f"whole run: {hours} (wall-clock: compute, pipeline bubble, checkpoint writes, rework and "
-                   "restores); each line is its hourly cost x these hours, the total is the planner's own figure")
+                   "restores); each line is the planner's whole-run figure (its hourly cost x these hours, a prepaid Lingjun "
+                   "subscription at its prepaid amount), the total their sum")
     return out
 
 
