@@ -99,3 +99,17 @@ def test_resizing_the_cluster_never_changes_the_file_system():
              for p in (plan(compute={"nodes": n, "instance_types": ["ecs.ebmgn7ex.32xlarge"]}, storage=storage)
                        for n in (2, 8, 64, 200))}
     assert len(sizes) == 1
+
+
+def test_gpu_auto_leaves_out_gpus_without_bf16_with_a_reason():
+    # review P1-3: V100 (no bf16) came out as a fitting runner-up of a bf16 run
+    model = {"preset": "llama-2-7b", "tokens": "1B", "finetune": {"method": "lora"}}
+    p = plan(region="cn-hangzhou", model=model, compute={"nodes": 1})
+    v100 = [c for c in p.candidates if c.instance_type.startswith(("ecs.gn6", "ecs.ebmgn6"))]
+    assert v100 and all(not c.nodes and c.verdict.startswith("no bf16 support") for c in v100)
+    assert "V100" not in p.compute.gpu
+    # the bf16 exclusions come after the types rejected for the run itself
+    verdicts = [c.verdict for c in p.candidates if not c.nodes]
+    assert verdicts == sorted(verdicts, key=lambda v: v.startswith("no bf16 support"))
+    fp16 = plan(region="cn-hangzhou", model={**model, "precision": "fp16"}, compute={"nodes": 1})
+    assert not any(c.verdict.startswith("no bf16") for c in fp16.candidates)

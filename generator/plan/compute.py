@@ -15,7 +15,15 @@ from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError, Scored
-from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
+from generator.plan.layout import (
+    architecture,
+    memory_minimum,
+    nothing_fits,
+    rejection_order,
+    search,
+    shape_problems,
+    usable_bytes,
+)
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -78,7 +86,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
-    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items())][:12]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",

@@ -101,6 +101,9 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         if not _wanted(c, t, wanted_gpu):
             continue
+        if not _precision_ok(spec, catalog, t):
+            rejected[t.name] = no_bf16_reason(t.gpu)
+            continue
         if t.availability == "invite" and t.name not in allow:
             rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
             continue
@@ -122,6 +125,23 @@ def _wanted(c: ComputeSpec, t: InstanceType | LingjunMachineType, wanted_gpu: Gp
     return not (isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node)
 
 
+def _precision_ok(spec: Spec, catalog: Catalog, t: InstanceType | LingjunMachineType) -> bool:
+    """bf16 training needs bf16 tensor cores (gpus.csv column ``bf16``: V100 has none)."""
+    gpu = catalog.gpu(t.gpu)
+    return spec.model.precision != "bf16" or gpu is None or gpu.bf16
+
+
+def no_bf16_reason(gpu: str) -> str:
+    return f"no bf16 support ({gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would allow it"
+
+
+def rejection_order(item: tuple[str, str]) -> tuple[int, str]:
+    """Rejected types in the order a reader learns most from: those that fail on the run itself first, types of a
+    GPU without bf16 (excluded before any sizing) last; by name within each."""
+    name, why = item
+    return (1 if why.startswith("no bf16 support") else 0, name)
+
+
 def _eligible_lingjun(spec: Spec, catalog: Catalog,
                       region: Region) -> tuple[list[InstanceType], dict[str, str]]:
     """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
@@ -138,6 +158,9 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
                 rejected[t.name] = f"not offered in {region.id} per the catalog"
             continue
         if not _wanted(c, t, wanted_gpu):
+            continue
+        if not _precision_ok(spec, catalog, t):
+            rejected[t.name] = no_bf16_reason(t.gpu)
             continue
         if c.bare_metal == "avoid":
             rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"
@@ -331,7 +354,7 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
                  "set network.rdma: false to accept TCP"]
         if c.gpu != "auto":
             fixes.append("set compute.gpu: auto (another GPU may have eRDMA types here)")
-    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:2])
+    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items(), key=rejection_order)[:2])
     if len(rejected) > 2:
         details += f"; and {len(rejected) - 2} more like these"
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
