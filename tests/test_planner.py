@@ -113,3 +113,34 @@ def test_gpu_auto_leaves_out_gpus_without_bf16_with_a_reason():
     assert verdicts == sorted(verdicts, key=lambda v: v.startswith("no bf16 support"))
     fp16 = plan(region="cn-hangzhou", model={**model, "precision": "fp16"}, compute={"nodes": 1})
     assert not any(c.verdict.startswith("no bf16") for c in fp16.candidates)
+
+
+def test_a_run_that_never_finishes_is_an_error_naming_the_spot_fields():
+    # review P2-6: 64 all-spot nodes at 5 reclaims a node-day planned a 1e9 h (sentinel) run for 48 trillion CNY
+    doc = {"model": {"preset": "llama-2-70b", "tokens": "300B"}, "compute": {"gpu": "A100-80G", "nodes": 64},
+           "storage": {"shared": "none"}}
+    with pytest.raises(PlanningError) as e:
+        plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": 5})
+    (problem,) = e.value.problems
+    assert problem.dotted == "spot.interruptions_per_node_day" and "never finishes" in problem.message
+    assert "spot.on_demand_base" in problem.hint and "spot.enabled: false" in problem.hint
+    assert "1,000,000,000" not in problem.message + problem.hint
+    # at the rate the hint names, the run plans, with figures that add up
+    rate = float(problem.hint.split("at ")[1].split(" ")[0])
+    ok = plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": rate})
+    s = ok.schedule
+    assert s.wall_hours < 10 * s.compute_hours
+    assert s.expected_rework_hours < s.wall_hours
+
+
+def test_spot_rationale_with_no_on_demand_base_says_rank_0_can_be_reclaimed():
+    # review P2-7: "ranks none stay on demand so the job's rendezvous (rank 0) survives reclaims"
+    doc = {"model": {"parameters": "13B", "tokens": "20B"}, "compute": {"nodes": 2}}
+    p = plan(**doc, spot={"enabled": True, "on_demand_base": 0})
+    reason = next(d.reason for d in p.decisions if d.topic == "spot")
+    assert "survives reclaims" not in reason and "rank 0" in reason and "can be reclaimed" in reason
+    assert any("spot.on_demand_base: 1" in w for w in p.warnings)
+    p = plan(**doc, spot={"enabled": True})
+    reason = next(d.reason for d in p.decisions if d.topic == "spot")
+    assert "rank 0 stays on demand so the job's rendezvous (rank 0) survives reclaims" in reason
+    assert not any("rank 0 included" in w for w in p.warnings)

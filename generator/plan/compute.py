@@ -36,7 +36,7 @@ from generator.plan.model import (
     Sizing,
 )
 from generator.plan.reasons import nodes_reason
-from generator.plan.schedule import fit_schedule
+from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
@@ -72,6 +72,17 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
         raise PlanningError([nothing_fits(spec, rejected, arch, catalog)])
 
     ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
+    finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
+    if not finishing:
+        f = ranked[0].fit
+        raise PlanningError([never_finishes(spec, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
+                                            ranked[0].schedule)])
+    for s in ranked:
+        if s not in finishing:
+            rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
+                                          "than the run makes between them")
+    ranked = finishing
     within = [s for s in ranked if _within_budget(spec, s)]
     if not within:
         raise PlanningError([_over_budget(spec, ranked)])
