@@ -144,3 +144,66 @@ def test_spot_rationale_with_no_on_demand_base_says_rank_0_can_be_reclaimed():
     reason = next(d.reason for d in p.decisions if d.topic == "spot")
     assert "rank 0 stays on demand so the job's rendezvous (rank 0) survives reclaims" in reason
     assert not any("rank 0 included" in w for w in p.warnings)
+
+
+def _rejected(p, name):
+    return next(c.verdict for c in p.candidates if c.instance_type == name)
+
+
+def test_rejections_name_the_constraint_that_binds():
+    # review P2-8: only n = max_nodes was checked, so divisibility at 1000 nodes hid the memory limit
+    with pytest.raises(PlanningError) as e:
+        plan(zones=["cn-wulanchabu-c"], model={"preset": "llama-3-405b", "tokens": "100B", "sequence_length": 8192,
+                                               "global_batch_tokens": "16Mi"},
+             parallelism={"tensor": 8, "pipeline": 16}, compute={"max_nodes": 1000})
+    message = e.value.problems[0].message
+    assert "ecs.ebmgn7ex.32xlarge: needs 91.13 GiB per GPU even at 992 node(s) with tp=8 pp=16" in message
+    assert "does not divide the 8000 GPUs" not in message
+    # a type without RDMA is kept to one node: that, not divisibility, is why tp x pp = 32 cannot run on it
+    p = plan(zones=["cn-wulanchabu-c"], model={"architecture": {"layers": 32, "hidden": 8192, "heads": 64,
+                                                                "kv_heads": 8}, "tokens": "10B"},
+             parallelism={"tensor": 8, "pipeline": 4}, compute={"gpu": "A100-80G"}, storage={"shared": "none"})
+    assert _rejected(p, "ecs.gn7e-c16g1.32xlarge") == (
+        "tp=8 x pp=4 = 32 GPUs per model replica needs 4 node(s); it trains on one node only: no eRDMA or RoCE for "
+        "multi-node training")
+    # the deadline: the nodes it needs against compute.max_nodes, or no count at all, never both at once
+    p = plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+             compute={"gpu": "A100-80G", "max_nodes": 16}, budget={"max_days": 200})
+    assert p.compute.nodes <= 16
+    with pytest.raises(PlanningError) as e:
+        plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+             compute={"gpu": "A100-80G", "max_nodes": 16}, budget={"max_days": 60})
+    (problem,) = e.value.problems
+    assert "needs 32 nodes with tp=8 pp=1, over compute.max_nodes (16)" in problem.message
+    assert "interruptions allow" not in problem.message
+    assert problem.hint.startswith("to fix: raise compute.max_nodes (now 16) to at least 32")
+    assert plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+                compute={"gpu": "A100-80G", "max_nodes": 32}, budget={"max_days": 60}).compute.nodes <= 32
+
+
+def test_deadline_failures_get_deadline_hints_not_memory_hints():
+    # review P2-9: every 8-GPU type fits memory but misses 0.5 days; "recompute: full" would only slow it down
+    with pytest.raises(PlanningError) as e:
+        plan(region="cn-hangzhou", model={"preset": "llama-2-7b", "tokens": "2B", "global_batch_tokens": "1Mi"},
+             parallelism={"zero_stage": 3}, compute={"gpu": "A100-80G"}, storage={"shared": "none"},
+             budget={"max_days": 0.5})
+    (problem,) = e.value.problems
+    assert problem.dotted == "budget.max_days"
+    assert "budget.max_days, now 0.5" in problem.hint and "model.tokens" in problem.hint
+    assert "recompute" not in problem.hint and "more memory" not in problem.hint
+
+
+def test_budget_hints_do_not_say_enable_spot_when_spot_is_on():
+    doc = {"zones": ["cn-wulanchabu-c"], "model": {"preset": "llama-2-13b", "tokens": "200B",
+                                                   "global_batch_tokens": "4Mi"},
+           "compute": {"gpu": "A100-80G"}, "storage": {"shared": "none"}}
+    for spot, says in (({"enabled": True, "on_demand_base": 1}, None),
+                       ({"enabled": True, "on_demand_base": 4}, "spot.on_demand_base: 1, now 4"),
+                       ({"enabled": False}, "enable spot")):
+        for budget in ({"total": 500_000}, {"per_hour": 10}):
+            with pytest.raises(PlanningError) as e:
+                plan(**doc, spot=spot, budget=budget)
+            hint = e.value.problems[0].hint
+            assert ("enable spot" in hint) == (says == "enable spot"), hint
+            if says:
+                assert says in hint, hint

@@ -384,10 +384,22 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
         cheapest = min(ranked, key=lambda s: s.per_hour)
         return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
                        f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
-                       "raise budget.per_hour, enable spot, relax budget.max_days, or shrink the model or sequence length")
+                       "raise budget.per_hour, " + _spot_hint(spec) + ("relax budget.max_days (fewer nodes), "
+                                                                       if b.max_days is not None else "")
+                       + "or shrink the model or sequence length")
     assert b.total is not None
     costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
     return Problem(("budget", "total"), f"the cheapest plan is expected to cost {cheapest.run_cost or 0:,.0f} CNY "
                    f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.total:,.0f} CNY",
-                   "raise budget.total, train on fewer tokens, or enable spot")
+                   "raise budget.total, " + _spot_hint(spec) + "or train on fewer tokens (model.tokens)")
+
+
+def _spot_hint(spec: Spec) -> str:
+    """The spot lever a budget hint may name: enable spot, or move the on-demand base to spot; nothing when every
+    node already is spot."""
+    if not spec.spot.enabled:
+        return "enable spot (spot.enabled: true), "
+    if spec.spot.on_demand_base > 1:
+        return f"run more nodes on spot (spot.on_demand_base: 1, now {spec.spot.on_demand_base}), "
+    return ""
