@@ -240,9 +240,10 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
                          f" at {ok:g} or less the run finishes")
         base = next((b for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
                      if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
-        fixes.append(f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
-                     if base is not None else
-                     f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})")
+        if spec.compute.platform != "pai-dlc":  # a DLC job's workers are all spot or all on demand
+            fixes.append(f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
+                         if base is not None else
+                         f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})")
         fixes.append("set spot.enabled: false")
     else:
         path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
