@@ -127,6 +127,14 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "weights_bad_revision": ("model.weights", "the revision '--local_dir=/etc'", "@master"),
     "weights_shell_injection": ("model.weights", "contains ';'", "shell or YAML characters are refused"),
     "weights_bad_bucket": ("model.weights", "'My_Models' is not an OSS bucket name", "bucket-naming-conventions"),
+    # bf16 needs Ampere or newer (review P1-3)
+    "bf16_on_v100": ("model.precision", "V100-32G (from compute.gpu) has no", "model.precision: fp16",
+                     "compute.gpu: auto"),
+    "bf16_on_v100_instance_types": ("model", "V100-16G (from compute.instance_types)", "model.precision: fp16"),
+    # a run that never finishes is an error, not a sentinel (review P2-6)
+    "spot_never_finishes": ("spot.interruptions_per_node_day", "never finishes", "spot.on_demand_base",
+                            "checkpoint", "spot.enabled: false"),
+    "interval_never_finishes": ("checkpoints.interval", "never finishes", "checkpoints.interval: auto"),
     "weights_shared_none_multinode": ("storage.shared", "on 4 nodes needs a shared file system",
                                       "storage.shared: auto"),
 }

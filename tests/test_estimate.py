@@ -140,10 +140,42 @@ def test_lora_and_qlora() -> None:
     assert qlora["setup"]["finetune"] == "qlora"
 
 
-def test_preset_wins_over_params_with_a_note() -> None:
-    data = estimate(params=70_000_000_000, preset="llama-2-7b")
-    assert data["architecture"]["parameters"] == 6_740_000_000
-    assert any("--params" in w and "ignored" in w for w in data["warnings"])
+def test_params_with_a_preset_or_a_shape_is_a_usage_error() -> None:
+    # as in a spec, where model.parameters with model.preset is exit 2 (review P2-10)
+    with pytest.raises(EstimateError, match="one way"):
+        estimate(params=70_000_000_000, preset="llama-2-7b")
+    with pytest.raises(EstimateError, match="drop --params"):
+        estimate(params=70_000_000_000, layers=4, hidden=512, heads=8)
+    code, out = run("estimate", "--params", "70B", "--preset", "llama-2-7b")
+    assert code == 2 and "drop --params" in out, out
+
+
+def test_the_gpu_hours_name_the_flops_they_rest_on() -> None:
+    # review P2-10: "6 x N x D = 8.28e+23" sat next to GPU-hours computed from the executed FLOPs
+    code, out = run("estimate", "--preset", "llama-2-70b", "--gpus", "128", "--tp", "8", "--pp", "4",
+                    "--gpu", "A100-80G", "--tokens", "2T")
+    assert code == 0, out
+    data = estimate(preset="llama-2-70b", gpus=128, tp=8, pp=4, gpu="A100-80G", tokens=2 * 10**12)
+    executed = f"{data['executed_flops']:.3g} executed FLOPs / (312 TFLOP/s x 40% MFU on A100-80G) = " \
+               f"{data['gpu_hours']:,.0f} GPU-hours"
+    assert executed in out, out
+    assert data["executed_flops"] / (312e12 * 0.40) / 3600 == pytest.approx(data["gpu_hours"])
+    assert data["training_flops"] < data["model_flops"] < data["executed_flops"]
+
+
+def test_an_unavailable_accelerator_gets_the_sourced_answer() -> None:
+    code, out = run("estimate", "--params", "7B", "--gpu", "Ascend-910B")
+    assert code == 2, out
+    assert "offered by no Alibaba Cloud product as of" in out and "Huawei Cloud ModelArts" in out
+    assert "nearest GPUs in the catalog" in out and "trainstack catalog --gpu Ascend-910B" in out
+    assert "unknown GPU" not in out
+
+
+def test_bf16_on_a_gpu_without_bf16_warns() -> None:
+    data = estimate(params=7_000_000_000, gpu="V100-32G")
+    assert any("V100-32G has no bf16 support" in w and "--precision fp16" in w for w in data["warnings"])
+    assert not any("bf16" in w for w in estimate(params=7_000_000_000, gpu="V100-32G", precision="fp16")["warnings"])
+    assert not any("no bf16" in w for w in estimate(params=7_000_000_000, gpu="A100-80G")["warnings"])
 
 
 def test_partial_shape_overrides_the_preset() -> None:

@@ -99,3 +99,111 @@ def test_resizing_the_cluster_never_changes_the_file_system():
              for p in (plan(compute={"nodes": n, "instance_types": ["ecs.ebmgn7ex.32xlarge"]}, storage=storage)
                        for n in (2, 8, 64, 200))}
     assert len(sizes) == 1
+
+
+def test_gpu_auto_leaves_out_gpus_without_bf16_with_a_reason():
+    # review P1-3: V100 (no bf16) came out as a fitting runner-up of a bf16 run
+    model = {"preset": "llama-2-7b", "tokens": "1B", "finetune": {"method": "lora"}}
+    p = plan(region="cn-hangzhou", model=model, compute={"nodes": 1})
+    v100 = [c for c in p.candidates if c.instance_type.startswith(("ecs.gn6", "ecs.ebmgn6"))]
+    assert v100 and all(not c.nodes and c.verdict.startswith("no bf16 support") for c in v100)
+    assert "V100" not in p.compute.gpu
+    # the bf16 exclusions come after the types rejected for the run itself
+    verdicts = [c.verdict for c in p.candidates if not c.nodes]
+    assert verdicts == sorted(verdicts, key=lambda v: v.startswith("no bf16 support"))
+    fp16 = plan(region="cn-hangzhou", model={**model, "precision": "fp16"}, compute={"nodes": 1})
+    assert not any(c.verdict.startswith("no bf16") for c in fp16.candidates)
+
+
+def test_a_run_that_never_finishes_is_an_error_naming_the_spot_fields():
+    # review P2-6: 64 all-spot nodes at 5 reclaims a node-day planned a 1e9 h (sentinel) run for 48 trillion CNY
+    doc = {"model": {"preset": "llama-2-70b", "tokens": "300B"}, "compute": {"gpu": "A100-80G", "nodes": 64},
+           "storage": {"shared": "none"}}
+    with pytest.raises(PlanningError) as e:
+        plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": 5})
+    (problem,) = e.value.problems
+    assert problem.dotted == "spot.interruptions_per_node_day" and "never finishes" in problem.message
+    assert "spot.on_demand_base" in problem.hint and "spot.enabled: false" in problem.hint
+    assert "1,000,000,000" not in problem.message + problem.hint
+    # at the rate the hint names, the run plans, with figures that add up
+    rate = float(problem.hint.split("at ")[1].split(" ")[0])
+    ok = plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": rate})
+    s = ok.schedule
+    assert s.wall_hours < 10 * s.compute_hours
+    assert s.expected_rework_hours < s.wall_hours
+
+
+def test_spot_rationale_with_no_on_demand_base_says_rank_0_can_be_reclaimed():
+    # review P2-7: "ranks none stay on demand so the job's rendezvous (rank 0) survives reclaims"
+    doc = {"model": {"parameters": "13B", "tokens": "20B"}, "compute": {"nodes": 2}}
+    p = plan(**doc, spot={"enabled": True, "on_demand_base": 0})
+    reason = next(d.reason for d in p.decisions if d.topic == "spot")
+    assert "survives reclaims" not in reason and "rank 0" in reason and "can be reclaimed" in reason
+    assert any("spot.on_demand_base: 1" in w for w in p.warnings)
+    p = plan(**doc, spot={"enabled": True})
+    reason = next(d.reason for d in p.decisions if d.topic == "spot")
+    assert "rank 0 stays on demand so the job's rendezvous (rank 0) survives reclaims" in reason
+    assert not any("rank 0 included" in w for w in p.warnings)
+
+
+def _rejected(p, name):
+    return next(c.verdict for c in p.candidates if c.instance_type == name)
+
+
+def test_rejections_name_the_constraint_that_binds():
+    # review P2-8: only n = max_nodes was checked, so divisibility at 1000 nodes hid the memory limit
+    with pytest.raises(PlanningError) as e:
+        plan(zones=["cn-wulanchabu-c"], model={"preset": "llama-3-405b", "tokens": "100B", "sequence_length": 8192,
+                                               "global_batch_tokens": "16Mi"},
+             parallelism={"tensor": 8, "pipeline": 16}, compute={"max_nodes": 1000})
+    message = e.value.problems[0].message
+    assert "ecs.ebmgn7ex.32xlarge: needs 91.13 GiB per GPU even at 992 node(s) with tp=8 pp=16" in message
+    assert "does not divide the 8000 GPUs" not in message
+    # a type without RDMA is kept to one node: that, not divisibility, is why tp x pp = 32 cannot run on it
+    p = plan(zones=["cn-wulanchabu-c"], model={"architecture": {"layers": 32, "hidden": 8192, "heads": 64,
+                                                                "kv_heads": 8}, "tokens": "10B"},
+             parallelism={"tensor": 8, "pipeline": 4}, compute={"gpu": "A100-80G"}, storage={"shared": "none"})
+    assert _rejected(p, "ecs.gn7e-c16g1.32xlarge") == (
+        "tp=8 x pp=4 = 32 GPUs per model replica needs 4 node(s); it trains on one node only: no eRDMA or RoCE for "
+        "multi-node training")
+    # the deadline: the nodes it needs against compute.max_nodes, or no count at all, never both at once
+    p = plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+             compute={"gpu": "A100-80G", "max_nodes": 16}, budget={"max_days": 200})
+    assert p.compute.nodes <= 16
+    with pytest.raises(PlanningError) as e:
+        plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+             compute={"gpu": "A100-80G", "max_nodes": 16}, budget={"max_days": 60})
+    (problem,) = e.value.problems
+    assert "needs 32 nodes with tp=8 pp=1, over compute.max_nodes (16)" in problem.message
+    assert "interruptions allow" not in problem.message
+    assert problem.hint.startswith("to fix: raise compute.max_nodes (now 16) to at least 32")
+    assert plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+                compute={"gpu": "A100-80G", "max_nodes": 32}, budget={"max_days": 60}).compute.nodes <= 32
+
+
+def test_deadline_failures_get_deadline_hints_not_memory_hints():
+    # review P2-9: every 8-GPU type fits memory but misses 0.5 days; "recompute: full" would only slow it down
+    with pytest.raises(PlanningError) as e:
+        plan(region="cn-hangzhou", model={"preset": "llama-2-7b", "tokens": "2B", "global_batch_tokens": "1Mi"},
+             parallelism={"zero_stage": 3}, compute={"gpu": "A100-80G"}, storage={"shared": "none"},
+             budget={"max_days": 0.5})
+    (problem,) = e.value.problems
+    assert problem.dotted == "budget.max_days"
+    assert "budget.max_days, now 0.5" in problem.hint and "model.tokens" in problem.hint
+    assert "recompute" not in problem.hint and "more memory" not in problem.hint
+
+
+def test_budget_hints_do_not_say_enable_spot_when_spot_is_on():
+    doc = {"zones": ["cn-wulanchabu-c"], "model": {"preset": "llama-2-13b", "tokens": "200B",
+                                                   "global_batch_tokens": "4Mi"},
+           "compute": {"gpu": "A100-80G"}, "storage": {"shared": "none"}}
+    for spot, says in (({"enabled": True, "on_demand_base": 1}, None),
+                       ({"enabled": True, "on_demand_base": 4}, "spot.on_demand_base: 1, now 4"),
+                       ({"enabled": False}, "enable spot")):
+        for budget in ({"total": 500_000}, {"per_hour": 10}):
+            with pytest.raises(PlanningError) as e:
+                plan(**doc, spot=spot, budget=budget)
+            hint = e.value.problems[0].hint
+            assert ("enable spot" in hint) == (says == "enable spot"), hint
+            if says:
+                assert says in hint, hint

@@ -54,6 +54,7 @@ def test_checkpoint_writes_rework_and_restores_add_up_to_the_wall_time() -> None
     assert s.wall_hours == pytest.approx(total)
     never = sizing.schedule(1e24, 2048, 312, mfu, 1, 8, 14 * 10**12, TIER, 10.0)  # interruptions outpace progress
     assert never.wall_hours == NEVER_HOURS
+    assert s.finishes and not never.finishes
 
 
 def test_foundation_1t_writes_checkpoints_to_cpfs_and_counts_every_overhead() -> None:

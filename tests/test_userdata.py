@@ -35,7 +35,11 @@ def _spec(folder: Path, nodes: int, extra: str = "") -> Path:
     text = PRETRAIN.read_text()
     assert NODES_LINE in text
     spec = folder / f"pretrain-{nodes}.yaml"
-    spec.write_text(text.replace(NODES_LINE, f"  nodes: {nodes}\n  max_nodes: {max(nodes, 512)}\n") + extra)
+    text = text.replace(NODES_LINE, f"  nodes: {nodes}\n  max_nodes: {max(nodes, 512)}\n")
+    if nodes > 512:  # thousands of spot nodes at the default 0.1 reclaims a node-day never finish: an error
+        assert "  protection_hours: 1\n" in text
+        text = text.replace("  protection_hours: 1\n", "  protection_hours: 1\n  interruptions_per_node_day: 0.001\n")
+    spec.write_text(text + extra)
     return spec
 
 

@@ -147,7 +147,7 @@ def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., 
 
 
 _SOURCE_COLS = ("tag", "description", "url")
-_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "mfu", "interconnect", "source",
+_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "bf16", "mfu", "interconnect", "source",
              "notes")
 _REGION_COLS = ("region", "name", "zones", "gpu_families", "cpfs", "lingjun", "oss_upload_gbps",
                 "oss_download_gbps", "verified", "source")
@@ -174,6 +174,7 @@ def _gpu(f) -> GpuModel:
         vendor=f("vendor"),
         memory_gib=f("memory_gib", _float),
         bf16_tflops=f("bf16_tflops", _float),
+        bf16=f("bf16", _bool),
         mfu=f("mfu", _float),
         interconnect=f("interconnect"),
         source=f("source"),

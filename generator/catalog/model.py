@@ -35,6 +35,7 @@ class GpuModel:
     vendor: str
     memory_gib: float
     bf16_tflops: float  # dense peak; V100 rows carry the fp16 tensor peak (see notes)
+    bf16: bool  # has bf16 tensor cores (Ampere and newer); False for V100, which trains in fp16 only
     mfu: float  # model-FLOPs utilisation the planner assumes for this GPU
     interconnect: str  # "nvlink" | "pcie"
     source: str

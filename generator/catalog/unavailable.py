@@ -56,6 +56,43 @@ def distance(memory_gib: float, bf16_tflops: float, other_memory_gib: float, oth
     return abs(math.log(other_memory_gib / memory_gib)) + abs(math.log(other_bf16_tflops / bf16_tflops))
 
 
+def offered_gpus(catalog, region=None, lingjun: bool = False, dlc: bool = False) -> list:
+    """The GPUs (catalog :class:`GpuModel` rows) the region offers generally available (ECS types, Lingjun machine
+    types, or DLC worker specs), or every generally available GPU of the catalog when ``region`` (a catalog
+    :class:`Region`) is None; GPUs only offered by invitation or through sales count when nothing else is."""
+    if region is None:
+        ga = {t.gpu for t in catalog.instance_types if t.availability == "ga"}
+        return [g for g in catalog.gpus if g.name in ga] or list(catalog.gpus)
+    if dlc:
+        types = catalog.dlc_types_in_region(region.id)
+    elif lingjun:
+        types = catalog.lingjun_types_in_region(region.id)
+    else:
+        types = catalog.types_in_region(region.id)
+    names = {t.gpu for t in types}
+    ga = {t.gpu for t in types if t.availability == "ga"}
+    return [g for g in catalog.gpus if g.name in (ga or names)]
+
+
+def unavailable_text(acc: UnavailableAccelerator, catalog, region=None, lingjun: bool = False,
+                     dlc: bool = False) -> tuple[str, str]:
+    """What to tell someone who asks for ``acc`` (a spec's ``compute.gpu``, ``estimate --gpu``): the message (no
+    Alibaba Cloud product offers it as of the date the sources were read, with the first Alibaba Cloud source, and
+    who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and BF16 peak)."""
+    where = f"in {region.id}" if region is not None else "in the catalog"
+    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
+    listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {g.bf16_tflops:g} TFLOPS)" for g in near)
+    urls = [s.url for t in acc.source.split("|") if (s := catalog.source(t)) is not None and s.url]
+    alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]
+    other_urls = [u for u in urls if u not in alibaba_urls]
+    message = (f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
+               f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
+               f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else ""))
+    hint = (f"nearest GPUs {where} by memory and BF16 peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
+            f"{listed or 'none'}")
+    return message, hint
+
+
 def nearest_gpus(accelerator: UnavailableAccelerator, gpus, limit: int = 3) -> list:
     """The ``limit`` GPUs (catalog :class:`GpuModel` rows) closest to ``accelerator``, nearest first, ties by name."""
     scored = sorted(gpus, key=lambda g: (round(distance(accelerator.memory_gib, accelerator.bf16_tflops,

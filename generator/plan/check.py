@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from generator.catalog import Catalog, GpuModel, Region, source_tags
-from generator.catalog.unavailable import UnavailableAccelerator, nearest_gpus
+from generator.catalog import Catalog, GpuModel, Region
+from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, unavailable_text
 from generator.errors import Problem, did_you_mean
 from generator.plan.dlc import dlc_rules
 from generator.spec import limits
@@ -63,6 +63,8 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
                                     f"known GPUs: {', '.join(catalog.gpu_names())}"))
+        elif m.precision == "bf16" and not gpu.bf16:
+            problems.append(no_bf16_problem(gpu, catalog, region, ("compute", "gpu")))
         elif lingjun:
             if region is not None and region.lingjun and not any(
                     t.gpu == gpu.name for t in catalog.lingjun_types_in_region(region.id)):
@@ -103,6 +105,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     f"{name} has no eRDMA interface (ERI) or RoCE, but network.rdma is true",
                                     "choose an ERI type such as ecs.ebmgn7ex.32xlarge or ecs.gn8v-8x.48xlarge,"
                                     " or set network.rdma: auto"))
+    listed = [g for name in c.instance_types if (g := _gpu_of(catalog, name)) is not None]
+    if m.precision == "bf16" and listed and not any(g.bf16 for g in listed) and (c.gpu == "auto" or catalog.gpu(c.gpu)
+                                                                                  is None or catalog.gpu(c.gpu).bf16):
+        problems.append(no_bf16_problem(listed[0], catalog, region, ("compute", "instance_types")))
     if lingjun:
         problems.extend(_lingjun_rules(spec, catalog, region))
     elif c.platform == "pai-dlc":
@@ -255,41 +261,35 @@ def _lingjun_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[
     return problems
 
 
-def offered_gpus(catalog: Catalog, region: Region | None, lingjun: bool = False, dlc: bool = False) -> list[GpuModel]:
-    """The GPUs the region offers generally available (ECS types, Lingjun machine types, or DLC worker specs), or
-    every GPU of the catalog when the region is unknown; GPUs only offered by invitation or through sales count when
-    nothing else is."""
-    if region is None:
-        ga = {t.gpu for t in catalog.instance_types if t.availability == "ga"}
-        return [g for g in catalog.gpus if g.name in ga] or list(catalog.gpus)
-    if dlc:
-        names = {t.gpu for t in catalog.dlc_types_in_region(region.id)}
-        ga = {t.gpu for t in catalog.dlc_types_in_region(region.id) if t.availability == "ga"}
-    elif lingjun:
-        names = {t.gpu for t in catalog.lingjun_types_in_region(region.id)}
-        ga = {t.gpu for t in catalog.lingjun_types_in_region(region.id) if t.availability == "ga"}
-    else:
-        names = {t.gpu for t in catalog.types_in_region(region.id)}
-        ga = {t.gpu for t in catalog.types_in_region(region.id) if t.availability == "ga"}
-    return [g for g in catalog.gpus if g.name in (ga or names)]
+def _gpu_of(catalog: Catalog, name: str) -> GpuModel | None:
+    t = catalog.instance(name) or catalog.lingjun_type(name)
+    return None if t is None else catalog.gpu(t.gpu)
+
+
+def no_bf16_problem(gpu: GpuModel, catalog: Catalog, region: Region | None,
+                    where: tuple[str | int, ...]) -> Problem:
+    """``model.precision: bf16`` on a GPU without BF16 tensor cores (V100, Volta: fp16 and fp32 only; gpus.csv
+    column ``bf16``, source NV-V100). PyTorch refuses or emulates bf16 there, so the plan's speed would be fiction.
+    ``where`` is the field that names the GPU (compute.gpu or compute.instance_types); the message names both."""
+    near = sorted((g for g in offered_gpus(catalog, region) if g.bf16 and g.memory_gib >= gpu.memory_gib),
+                  key=lambda g: (g.memory_gib, g.name))[:3]
+    names = ", ".join(g.name for g in near)
+    alternatives = ((f"compute.instance_types of such a GPU, e.g. {names}" if near else "other compute.instance_types")
+                    if where[-1] == "instance_types" else "compute.gpu: auto" + (f", or {names}" if near else ""))
+    return Problem(("model", "precision"),
+                   f"bf16 needs a GPU with bf16 support, and {gpu.name} (from {'.'.join(map(str, where))}) has none: "
+                   "Volta tensor cores do fp16 and fp32 only; bf16 needs NVIDIA Ampere or newer",
+                   f"set model.precision: fp16 (mixed precision with loss scaling) to train on {gpu.name}, or choose "
+                   f"a GPU with bf16 ({alternatives})")
 
 
 def unavailable_problem(acc: UnavailableAccelerator, catalog: Catalog, region: Region | None,
                         lingjun: bool = False, dlc: bool = False) -> Problem:
     """``compute.gpu`` names an accelerator no Alibaba Cloud product offers: say so with the sources and the date
     they were read, who offers it, and the nearest GPUs of the region (by memory and BF16 peak)."""
-    where = f"in {region.id}" if region is not None else "in the catalog"
-    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
-    listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {g.bf16_tflops:g} TFLOPS)" for g in near)
-    urls = [s.url for t in source_tags(acc.source) if (s := catalog.source(t)) is not None and s.url]
-    alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]
-    other_urls = [u for u in urls if u not in alibaba_urls]
-    message = (f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
-               f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
-               f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else ""))
-    hint = (f"nearest GPUs {where} by memory and BF16 peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
-            f"{listed or 'none'}; set compute.gpu to one of them; every source: trainstack catalog --gpu {acc.name}")
-    return Problem(("compute", "gpu"), message, hint)
+    message, hint = unavailable_text(acc, catalog, region, lingjun, dlc)
+    return Problem(("compute", "gpu"), message,
+                   f"{hint}; set compute.gpu to one of them; every source: trainstack catalog --gpu {acc.name}")
 
 
 def _gpu_words(catalog: Catalog) -> list[str]:

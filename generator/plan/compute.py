@@ -16,7 +16,15 @@ from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineTyp
 from generator.errors import Problem
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
-from generator.plan.layout import architecture, memory_minimum, nothing_fits, search, shape_problems, usable_bytes
+from generator.plan.layout import (
+    architecture,
+    memory_minimum,
+    nothing_fits,
+    rejection_order,
+    search,
+    shape_problems,
+    usable_bytes,
+)
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -29,7 +37,7 @@ from generator.plan.model import (
     Sizing,
 )
 from generator.plan.reasons import nodes_reason
-from generator.plan.schedule import fit_schedule
+from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
@@ -65,6 +73,17 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
         raise PlanningError([nothing_fits(spec, rejected, arch, catalog)])
 
     ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
+    finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
+    if not finishing:
+        f = ranked[0].fit
+        raise PlanningError([never_finishes(spec, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
+                                            ranked[0].schedule)])
+    for s in ranked:
+        if s not in finishing:
+            rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
+                                          "than the run makes between them")
+    ranked = finishing
     within = [s for s in ranked if _within_budget(spec, s)]
     if not within:
         raise PlanningError([_over_budget(spec, ranked)])
@@ -79,7 +98,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
-    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items())][:12]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
@@ -370,11 +389,25 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
         cheapest = min(ranked, key=lambda s: s.per_hour)
         return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
                        f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
-                       "raise budget.per_hour, enable spot, relax budget.max_days, or shrink the model or sequence length")
+                       "raise budget.per_hour, " + _spot_hint(spec) + ("relax budget.max_days (fewer nodes), "
+                                                                       if b.max_days is not None else "")
+                       + "or shrink the model or sequence length")
     assert b.total is not None
     costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
     return Problem(("budget", "total"), f"the cheapest plan's compute alone is expected to cost "
                    f"{cheapest.run_cost or 0:,.0f} CNY ({cheapest.fit.nodes}x {cheapest.fit.itype.name}; storage and "
                    f"checkpoint objects come on top), over the budget of {b.total:,.0f} CNY",
-                   "raise budget.total, train on fewer tokens, or enable spot")
+                   "raise budget.total, " + _spot_hint(spec) + "or train on fewer tokens (model.tokens)")
+
+
+def _spot_hint(spec: Spec) -> str:
+    """The spot lever a budget hint may name: enable spot, or move the on-demand base to spot; nothing when every
+    node already is spot, and on Lingjun, which has no spot nodes."""
+    if spec.compute.platform == "lingjun":
+        return ""
+    if not spec.spot.enabled:
+        return "enable spot (spot.enabled: true), "
+    if spec.spot.on_demand_base > 1:
+        return f"run more nodes on spot (spot.on_demand_base: 1, now {spec.spot.on_demand_base}), "
+    return ""

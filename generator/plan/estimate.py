@@ -144,6 +144,11 @@ def estimate(
                         ("--lora-rank", lora_rank)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise EstimateError(f"{flag} must be a whole number >= 1, got {value!r}.")
+    full_shape = layers is not None and hidden is not None and heads is not None
+    if params is not None and (preset is not None or full_shape):
+        # as in a spec (model.parameters with model.preset or model.architecture is an error): one size only
+        raise EstimateError(f"give the model's size one way: --params, or --preset, or --layers/--hidden/--heads; "
+                            f"the {'shape' if full_shape else 'preset'} fixes the parameter count, so drop --params.")
     dp = data_parallel_degree(gpus, tp, pp)
     warnings: list[str] = []
     shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "vocab": vocab,
@@ -164,10 +169,6 @@ def estimate(
         warnings.append(f"pp={pp} does not divide the {arch.layers} layers: {pp - 2} middle stages of {m} layers and "
                         f"{ends // 2} + {ends - ends // 2} on the first and last (Megatron-LM --decoder-first/last-"
                         "pipeline-num-layers); memory is sized for the largest stage")
-    full_shape = layers is not None and hidden is not None and heads is not None
-    if params is not None and (preset is not None or full_shape):
-        warnings.append(f"--params {params:,} was ignored: the {'shape' if full_shape else 'preset'} fixes the "
-                        f"parameter count ({arch.parameters:,})")
     if zero and dp == 1:
         warnings.append(f"ZeRO-{zero} shards over the data-parallel group; with dp = 1 it saves nothing (give --gpus)")
 
@@ -201,14 +202,22 @@ def estimate(
                          "usable_bytes": usable, "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
+        if precision == "bf16" and not gpu_model.bf16:
+            warnings.append(f"{gpu_model.name} has no bf16 support (Volta tensor cores do fp16 and fp32 only): a bf16 "
+                            f"run cannot train on it, and a spec with precision bf16 and this GPU is refused; use "
+                            f"--precision fp16 (the same bytes per value, with loss scaling), or a GPU with bf16; the "
+                            f"peak used for its hours is its fp16 tensor peak")
     if tokens is not None:
         result["tokens"] = tokens
         result["training_flops"] = sizing.training_flops(arch.parameters, tokens)
+        # what the GPUs execute: model FLOPs with attention and logits, plus what recompute adds
+        # (generator/sizing/schedule.py); the GPU-hours rest on this figure, not on 6ND
+        result["model_flops"] = sizing.flops_per_token(arch, seq_len).total * tokens
+        result["executed_flops"] = sizing.executed_flops(arch, seq_len, tokens, recompute)
         if gpu_model is not None:
             try:
-                # model FLOPs with attention and logits (generator/sizing/schedule.py), at the GPU's rated MFU
-                gpu_hours = sizing.executed_flops(arch, seq_len, tokens, recompute) / (
-                    gpu_model.bf16_tflops * 1e12 * gpu_model.mfu) / 3600
+                # executed FLOPs at the GPU's rated MFU, as the planner's schedule counts them
+                gpu_hours = result["executed_flops"] / (gpu_model.bf16_tflops * 1e12 * gpu_model.mfu) / 3600
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
                 raise EstimateError(f"{gpu_model.name}: {e}") from None
             result["gpu_hours"] = gpu_hours
@@ -225,6 +234,13 @@ def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
 
         catalog = load_catalog()
     found = catalog.gpu(name)
+    unavailable = catalog.unavailable_accelerator(name) if found is None else None
+    if unavailable is not None:
+        from generator.catalog.unavailable import unavailable_text
+
+        message, hint = unavailable_text(unavailable, catalog)
+        raise EstimateError(f"{message}.\n{hint}; give one of them to --gpu; every source: trainstack catalog --gpu "
+                            f"{unavailable.name}")
     if found is None:
         words = [w for g in catalog.gpus for w in (g.name, *g.aliases)]
         close = did_you_mean(name, words)
@@ -348,11 +364,16 @@ def estimate_text(result: dict[str, Any]) -> str:
     if "training_flops" in result:
         lines.append(f"Compute  6 x N x D = 6 x {a['parameters']:,} x {result['tokens']:,} tokens = "
                      f"{result['training_flops']:.3g} FLOPs   [Kaplan et al. 2020]")
+        recompute = {"full": "one more forward for full recompute (x8/6)",
+                     "selective": "the attention core's forward again for selective recompute",
+                     "none": "no recompute"}[s["recompute"]]
+        lines.append(f"         with attention and logits {result['model_flops']:.3g} model FLOPs [PaLM App. B]; "
+                     f"executed {result['executed_flops']:.3g} FLOPs with {recompute}")
         if "gpu_hours" in result:
             g = result["gpu"]
-            extra = " (x8/6 for full recompute)" if s["recompute"] == "full" else ""
-            lines.append(f"         {result['gpu_hours']:,.0f} GPU-hours on {g['name']} at {g['mfu']:.0%} of "
-                         f"{g['peak_tflops']:g} TFLOP/s{extra} = {result['hours']:,.1f} h on {s['gpus']} GPU(s)")
+            lines.append(f"         {result['executed_flops']:.3g} executed FLOPs / ({g['peak_tflops']:g} TFLOP/s x "
+                         f"{g['mfu']:.0%} MFU on {g['name']}) = {result['gpu_hours']:,.0f} GPU-hours = "
+                         f"{result['hours']:,.1f} h on {s['gpus']} GPU(s)")
         else:
             lines.append("         give --gpu to turn this into GPU-hours at that GPU's assumed MFU")
         lines.append("")

@@ -9,11 +9,14 @@ smallest node count is found by binary search. Which fit wins is decided in :mod
 
 from __future__ import annotations
 
+import math
+import re
+
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
-from generator.plan.schedule import deadline_nodes, first_meeting, meets_deadline
+from generator.plan.schedule import deadline_nodes, first_meeting, fit_schedule, meets_deadline
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -101,6 +104,9 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         if not _wanted(c, t, wanted_gpu):
             continue
+        if not _precision_ok(spec, catalog, t):
+            rejected[t.name] = no_bf16_reason(t.gpu)
+            continue
         if t.availability == "invite" and t.name not in allow:
             rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
             continue
@@ -122,6 +128,23 @@ def _wanted(c: ComputeSpec, t: InstanceType | LingjunMachineType, wanted_gpu: Gp
     return not (isinstance(c.gpus_per_node, int) and t.gpus != c.gpus_per_node)
 
 
+def _precision_ok(spec: Spec, catalog: Catalog, t: InstanceType | LingjunMachineType) -> bool:
+    """bf16 training needs bf16 tensor cores (gpus.csv column ``bf16``: V100 has none)."""
+    gpu = catalog.gpu(t.gpu)
+    return spec.model.precision != "bf16" or gpu is None or gpu.bf16
+
+
+def no_bf16_reason(gpu: str) -> str:
+    return f"no bf16 support ({gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would allow it"
+
+
+def rejection_order(item: tuple[str, str]) -> tuple[int, str]:
+    """Rejected types in the order a reader learns most from: those that fail on the run itself first, types of a
+    GPU without bf16 (excluded before any sizing) last; by name within each."""
+    name, why = item
+    return (1 if why.startswith("no bf16 support") else 0, name)
+
+
 def _eligible_lingjun(spec: Spec, catalog: Catalog,
                       region: Region) -> tuple[list[InstanceType], dict[str, str]]:
     """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
@@ -138,6 +161,9 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
                 rejected[t.name] = f"not offered in {region.id} per the catalog"
             continue
         if not _wanted(c, t, wanted_gpu):
+            continue
+        if not _precision_ok(spec, catalog, t):
+            rejected[t.name] = no_bf16_reason(t.gpu)
             continue
         if c.bare_metal == "avoid":
             rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"
@@ -194,7 +220,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             if best is not None:
                 break
         if best is None:
-            rejected[t.name] = _why_not_fit(spec, catalog, arch, lora_rank, t, tps, pps, max_nodes)
+            rejected[t.name] = _why_not_fit(spec, catalog, arch, lora_rank, t, tps, pps, max_nodes, multi_ok)
             continue
         if best.nodes > 1 and not multi_ok:
             rejected[t.name] = "needs more than one node but has no eRDMA/RoCE or fewer than 8 GPUs"
@@ -217,17 +243,7 @@ def layout_key(fit: Fit, arch: sizing.Architecture, usable: int) -> tuple[int, i
 def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
               tp: int, pp: int, max_nodes: int, gpu_bytes: int) -> Fit | None:
     """Smallest node count for this (tp, pp), using that memory never grows with the data-parallel degree."""
-    p = spec.parallelism
-    per_node_models = t.gpus / (tp * pp)
-    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
-    if isinstance(spec.compute.nodes, int):
-        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
-    if isinstance(p.data, int):
-        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
-    batch_seqs = _batch_sequences(spec)
-    if batch_seqs is not None:
-        node_options = [n for n in node_options
-                        if batch_seqs % (int(n * per_node_models) * spec.model.micro_batch_size) == 0]
+    node_options = _node_options(spec, t, tp, pp, max_nodes)
     if not node_options:
         return None
     try:
@@ -254,6 +270,23 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
 
 
+def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
+    """The node counts up to ``max_nodes`` (or the spec's fixed count) whose GPUs ``tp`` x ``pp`` splits evenly into
+    whole replicas, at the spec's fixed data-parallel degree, and (``batch``) giving a data-parallel degree that
+    divides the global batch."""
+    p = spec.parallelism
+    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
+    if isinstance(spec.compute.nodes, int):
+        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
+    if isinstance(p.data, int):
+        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+    batch_seqs = _batch_sequences(spec)
+    if batch and batch_seqs is not None:
+        node_options = [n for n in node_options
+                        if batch_seqs % (n * t.gpus // (tp * pp) * spec.model.micro_batch_size) == 0]
+    return node_options
+
+
 def _batch_sequences(spec: Spec) -> int | None:
     g = spec.model.global_batch_tokens
     if g is None:
@@ -262,82 +295,173 @@ def _batch_sequences(spec: Spec) -> int | None:
 
 
 def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
-                 tps: list[int], pps: list[int], max_nodes: int) -> str:
+                 tps: list[int], pps: list[int], max_nodes: int, multi_ok: bool = True) -> str:
+    """The constraint that binds for a type no layout fits, checked in order over every (tp, pp) it could use: the
+    layout cannot split the GPUs of any allowed node count; memory, even at the largest count a layout can use; the
+    deadline (the nodes it needs, against compute.max_nodes, or no count at all once interruptions are counted);
+    the global batch. A type without RDMA (or 8 GPUs) that ``nodes: auto`` keeps to one node says so."""
     if not tps:
         return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
-    n = max_nodes
-    tp = max(tps)
-    if len(pps) == 1 and (n * t.gpus) % (tp * pps[0]):
-        return (f"tp={tp} x pp={pps[0]} = {tp * pps[0]} GPUs per model replica does not divide the "
-                f"{n * t.gpus} GPUs of {n} node(s); choose a pipeline degree whose product with tp divides them")
-    pp = max((d for d in pps if tp * d <= n * t.gpus and (n * t.gpus) % (tp * d) == 0), default=pps[0])
-    dp = max(1, n * t.gpus // (tp * pp))
-    try:
-        need = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total
-    except sizing.SizingError as e:
-        return str(e)
+    c = spec.compute
+    one_node = (max_nodes == 1 and not isinstance(c.nodes, int) and c.max_nodes > 1 and not multi_ok)
+    only_one = (f"; it trains on one node only: {t.gpus} GPUs per node, and multi-node training uses 8-GPU nodes"
+                if t.gpus != MULTI_NODE_GPUS else "; it trains on one node only: no eRDMA or RoCE for multi-node "
+                "training") if one_node else ""
+    layouts = [(tp, pp, opts) for tp in tps if t.gpus % tp == 0 for pp in pps
+               if (opts := _node_options(spec, t, tp, pp, max_nodes, batch=False))]
+    if not layouts:
+        tp, pp = max(tps), min(pps)
+        per_replica = tp * pp
+        if isinstance(c.nodes, int):
+            return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica does not divide the "
+                    f"{c.nodes * t.gpus} GPUs of {c.nodes} node(s); choose a pipeline degree whose product with tp "
+                    "divides them")
+        step = per_replica // math.gcd(per_replica, t.gpus)
+        if isinstance(spec.parallelism.data, int):
+            return (f"parallelism.data {spec.parallelism.data} x tp={tp} x pp={pp} needs "
+                    f"{spec.parallelism.data * per_replica} GPUs, which no node count up to {max_nodes} gives")
+        return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica needs {step} node(s)"
+                + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
+    needs = []
+    for tp, pp, opts in layouts:
+        n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
+        try:
+            needs.append((sizing.per_gpu_memory(_setup(spec, arch, tp, pp, n * t.gpus // (tp * pp), lora_rank)).total,
+                          tp, pp, opts))
+        except sizing.SizingError as e:
+            needs.append((math.inf, tp, pp, opts))
+            error = str(e)
+    need, tp, pp, opts = min(needs, key=lambda x: (x[0], x[2], x[1]))
+    if need == math.inf:
+        return error
     if need > usable:
-        return (f"needs {human_bytes(need)} per GPU even at {n} node(s) with tp={tp} pp={pp}; "
-                f"each {t.gpu} has {t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
-                f"{spec.parallelism.memory_headroom:.0%} headroom")
-    deadline = deadline_nodes(spec, catalog, arch, lora_rank, t, tp, pp)
-    if deadline is None or deadline > n:
-        return (f"fits in memory, but finishing {human_count(spec.model.tokens or 0)} tokens in "
-                f"{spec.budget.max_days:g} days (checkpoints and interruptions counted) needs "
-                + (f"{deadline} nodes" if deadline else "more nodes than interruptions allow") +
-                (f", over compute.max_nodes ({n})" if n > 1 else
-                 "; multi-node training uses 8-GPU nodes with RDMA"
-                 if t.gpus != MULTI_NODE_GPUS or not _rdma_capable(spec, t) else
-                 f", over compute.max_nodes ({n})"))
+        return (f"needs {human_bytes(need)} per GPU even at {opts[-1]} node(s) with tp={tp} pp={pp}; each {t.gpu} has "
+                f"{t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
+                f"{spec.parallelism.memory_headroom:.0%} headroom" + only_one)
+    fitting = [(tp, pp, opts) for m, tp, pp, opts in sorted(needs, key=lambda x: (x[2], x[1])) if m <= usable][:8]
+    deadlines = [(deadline_nodes(spec, catalog, arch, lora_rank, t, tp, pp), tp, pp, opts) for tp, pp, opts in fitting]
+    if all(d is None or d > opts[-1] for d, _, _, opts in deadlines):
+        days = f"{human_count(spec.model.tokens or 0)} tokens in {spec.budget.max_days:g} days"
+        counted = " (checkpoint writes, rework and restores after interruptions counted)"
+        known = [x for x in deadlines if x[0] is not None]
+        if known:
+            d, tp, pp, _ = min(known, key=lambda x: x[0])
+            # the first count from there that also splits the global batch evenly
+            d = next(iter(n for n in _node_options(spec, t, tp, pp, 4 * d + 64) if n >= d), d)
+            return (f"fits in memory, but finishing {days}{counted} needs {d} nodes with tp={tp} pp={pp}"
+                    + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
+        _, tp, pp, opts = deadlines[0]
+        s = fit_schedule(spec, catalog, arch, lora_rank, t, opts[-1], tp, pp)
+        at = ("interruptions outpace progress" if s is None or not s.finishes else
+              f"it takes about {s.wall_hours / 24:,.1f} days")
+        return (f"fits in memory, but no node count finishes {days}{counted}: at {opts[-1]} node(s) with tp={tp} "
+                f"pp={pp} {at}, and more nodes bring more interruptions" + only_one)
     batch = _batch_sequences(spec)
     if batch is not None:
-        return (f"fits in memory, but no node count up to {n} gives a data-parallel degree that divides the "
+        return (f"fits in memory, but no node count up to {max_nodes} gives a data-parallel degree that divides the "
                 f"global batch of {batch} sequences (x micro-batch {spec.model.micro_batch_size})")
-    return f"no layout of tp in {tps} and pp in {pps} fits up to {n} node(s)"
+    return f"no layout of tp in {tps} and pp in {pps} fits up to {max_nodes} node(s)"
+
+
+def rejection_kind(why: str) -> str:
+    """What bound a rejected type, from the reason :func:`_why_not_fit` or the filters gave: ``deadline``,
+    ``memory``, ``batch``, ``layout`` (tp x pp cannot split the GPUs), ``fabric`` (no RDMA, or not 8 GPUs, for
+    multi-node), ``bf16`` (a GPU without bf16) or ``filter`` (not offered, invitation-only, a spec filter)."""
+    if why.startswith("no bf16 support"):
+        return "bf16"
+    if why.startswith(("fits in memory, but finishing", "fits in memory, but no node count finishes")):
+        return "deadline"
+    if why.startswith("fits in memory, but no node count up to"):
+        return "batch"
+    if why.startswith("needs ") and " per GPU" in why:
+        return "memory"
+    if why.startswith(("tp=", "tensor parallelism", "no tensor-parallel", "parallelism.data", "no layout")):
+        return "layout"
+    if "eRDMA" in why or "RoCE" in why or "RDMA" in why or "multi-node training uses 8-GPU nodes" in why:
+        return "fabric"
+    return "filter"
+
+
+_KIND_ORDER = ("deadline", "memory", "batch", "layout", "fabric", "filter", "bf16")
 
 
 def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture,
                  catalog: Catalog | None = None) -> Problem:
+    """No type fits: the problem lists the first rejections (the most telling kinds first) and hints at what
+    would fix the constraints that bound, not at others (more memory does not meet a deadline)."""
     c, p = spec.compute, spec.parallelism
+    kinds = {rejection_kind(why) for why in rejected.values()}
     fixes = []
     if isinstance(c.nodes, int):
         fixes.append("set compute.nodes: auto (or more nodes)")
-    elif c.max_nodes < 512:
-        fixes.append("raise compute.max_nodes")
-    # Only suggest memory savings that can help: with every GPU allowed, ZeRO-3 model states alone
-    # (2 + 2 + K bytes per parameter, sharded over all GPUs) must fit the largest GPU in the catalog.
-    gpus = (c.nodes if isinstance(c.nodes, int) else c.max_nodes) * MULTI_NODE_GPUS
-    biggest = max((g.memory_gib for g in catalog.gpus), default=80.0) * 2**30 if catalog else 80.0 * 2**30
-    states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer, spec.model.precision)) / gpus
-    if states < biggest:
-        if p.zero_stage < 3:
-            fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states"
-                         + (" (with framework: deepspeed or fsdp; Megatron's distributed optimizer is ZeRO-1)"
-                            if p.framework == "megatron" else ""))
-        if p.recompute != "full":
-            fixes.append("use parallelism.recompute: full to trade compute for activation memory")
-        if spec.model.micro_batch_size > 1:
-            fixes.append("lower model.micro_batch_size")
-    if c.gpu != "auto":
-        fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if "deadline" in kinds:
+        needs = [int(m[1]) for why in rejected.values() if rejection_kind(why) == "deadline"
+                 and (m := re.search(r"needs (\d+) nodes", why)) and "one node only" not in why]
+        if needs and not isinstance(c.nodes, int):
+            fixes.append(f"raise compute.max_nodes (now {c.max_nodes}) to at least {min(needs)}")
+        if any(rejection_kind(why) == "deadline" and "no eRDMA or RoCE" in why for why in rejected.values()):
+            fixes.append("let the run use several nodes: a region with 8-GPU eRDMA types (see 'trainstack catalog "
+                         "--regions'), or network.rdma: false to accept TCP")
+        fixes.append(f"allow more days (budget.max_days, now {spec.budget.max_days:g})")
+        fixes.append("train on fewer tokens (model.tokens)")
+        fixes.append("choose a GPU with a higher BF16 peak (compute.gpu: auto, or see 'trainstack catalog')"
+                     if c.gpu != "auto" else
+                     "choose a region with faster GPUs (see 'trainstack catalog --regions')")
+        if spec.spot.enabled and any("no node count finishes" in why for why in rejected.values()):
+            fixes.append("cut interruptions: keep more nodes on demand (spot.on_demand_base) or set "
+                         "spot.enabled: false")
+    # more memory does not meet a deadline: the types that fit memory already miss it, and the others are smaller
+    if "memory" in kinds and "deadline" not in kinds:
+        if not isinstance(c.nodes, int) and c.max_nodes < 512 and not any("raise compute.max_nodes" in f
+                                                                           for f in fixes):
+            fixes.append("raise compute.max_nodes")
+        # Only suggest memory savings that can help: with every GPU allowed, ZeRO-3 model states alone
+        # (2 + 2 + K bytes per parameter, sharded over all GPUs) must fit the largest GPU in the catalog.
+        gpus = (c.nodes if isinstance(c.nodes, int) else c.max_nodes) * MULTI_NODE_GPUS
+        biggest = max((g.memory_gib for g in catalog.gpus), default=80.0) * 2**30 if catalog else 80.0 * 2**30
+        states = arch.parameters * (4 + sizing.optimizer_bytes_per_param(spec.model.optimizer,
+                                                                         spec.model.precision)) / gpus
+        if states < biggest:
+            if p.zero_stage < 3:
+                fixes.append("use parallelism.zero_stage: 3 to shard weights, gradients and optimizer states"
+                             + (" (with framework: deepspeed or fsdp; Megatron's distributed optimizer is ZeRO-1)"
+                                if p.framework == "megatron" else ""))
+            if p.recompute != "full":
+                fixes.append("use parallelism.recompute: full to trade compute for activation memory")
+            if spec.model.micro_batch_size > 1:
+                fixes.append("lower model.micro_batch_size")
+        if c.gpu != "auto":
+            fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if "batch" in kinds:
+        fixes.append("choose a model.global_batch_tokens whose sequences divide by more data-parallel degrees "
+                     "(a power of two)")
     if c.instance_types:
         fixes.append("widen compute.instance_types")
-    if isinstance(p.tensor, int) or isinstance(p.pipeline, int):
+    if (isinstance(p.tensor, int) or isinstance(p.pipeline, int)) and kinds & {"memory", "layout"}:
         fixes.append("let parallelism.tensor / pipeline be auto")
-    if rejected and all("eRDMA" in why or "RoCE" in why or "RDMA" in why for why in rejected.values()):
+    if kinds and kinds <= {"fabric", "filter", "bf16"} and "fabric" in kinds:
         # memory is not the problem: only a fabric (another region or GPU) or TCP helps
         fixes = ["choose a region with 8-GPU eRDMA types (see 'trainstack catalog --regions')",
                  "set network.rdma: false to accept TCP"]
         if c.gpu != "auto":
             fixes.append("set compute.gpu: auto (another GPU may have eRDMA types here)")
-    details = "; ".join(f"{k}: {v}" for k, v in sorted(rejected.items())[:2])
+    if "bf16" in kinds:
+        fixes.append("set model.precision: fp16 to allow the GPUs without bf16")
+    if not fixes:
+        fixes.append("set compute.gpu: auto and widen the spec's filters (compute.instance_types, bare_metal, "
+                     "gpus_per_node)")
+    shown = sorted(rejected.items(), key=lambda kv: ("one node only" in kv[1],
+                                                     _KIND_ORDER.index(rejection_kind(kv[1])), kv[0]))
+    details = "; ".join(f"{k}: {v}" for k, v in shown[:2])
     if len(rejected) > 2:
         details += f"; and {len(rejected) - 2} more like these"
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
+    if "deadline" in kinds and not kinds & {"layout", "batch"} and not isinstance(c.nodes, int):
+        path = ("budget", "max_days")
     what = "Lingjun machine type" if c.platform == "lingjun" else "instance type"
     return Problem(path, f"no {what} in the region can train this {human_count(arch.parameters)}-parameter model"
-                   + (f" ({details})" if details else ""), "to fix: " + "; or ".join(fixes))
+                   + (f" ({details})" if details else ""), "to fix: " + "; or ".join(dict.fromkeys(fixes)))
 
 
 def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, fit: Fit) -> int:

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
+from generator.errors import Problem
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
 from generator.spec.model import Spec
+from generator.spec.units import human_seconds
 
 NODE_MTBF_HOURS = sizing.DEFAULT_NODE_MTBF_HOURS  # the assumption of generator/sizing/checkpoint.py
 # Checkpoints go to the shared file system only when it holds two of them beside the dataset (the one being written
@@ -190,3 +192,66 @@ def first_meeting(options: list[int], start: int, ok: Callable[[int], bool]) -> 
         else:
             lo = mid + 1
     return hi
+
+
+def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
+                   nodes: int, tp: int, pp: int, s: sizing.Schedule) -> Problem:
+    """A run whose interruptions cost more time than it makes between them (``s.finishes`` is False): which
+    fields set that, their values, and values that let it finish within twice its uninterrupted time. No figure
+    of the capped schedule is quoted: its wall time is a cap, not an estimate."""
+    k, spot = spec.checkpoints, spec.spot
+    on_demand, spot_nodes = spot_split(spec, nodes)
+    rate = interruptions_per_hour(spec, nodes)
+    per_interrupt = s.interval_hours / 2 + s.restore_seconds / 3600 + sizing.RELAUNCH_HOURS
+    causes = f"{nodes} node(s) failing at an assumed MTBF of {NODE_MTBF_HOURS:,.0f} h each"
+    if spot_nodes:
+        causes += (f" and {spot_nodes} spot node(s) reclaimed at an assumed {spot.interruptions_per_node_day:g} per "
+                   "node-day")
+    what = "a restart from the beginning" if not k.enabled else (
+        f"the work since the last checkpoint (half the {human_seconds(s.interval_hours * 3600)} interval on "
+        f"average), a restore of "
+        f"{human_seconds(s.restore_seconds)} and a {sizing.RELAUNCH_HOURS * 60:.0f}-minute relaunch")
+    message = (f"the run never finishes on {nodes} x {t.name}: it is interrupted every "
+               f"{human_seconds(3600 / rate)} on average ({causes}), and each interruption costs {what}, about "
+               f"{human_seconds(per_interrupt * 3600)}: more time is lost than the run makes between interruptions")
+
+    def finishes(**changes: object) -> bool:
+        sections = {name: getattr(spec, name).model_copy(update=v) for name, v in changes.items()}
+        x = fit_schedule(spec.model_copy(update=sections), catalog, arch, lora_rank, t, nodes, tp, pp)
+        return x is None or (x.finishes and x.wall_hours <= 2 * (x.compute_hours + x.pipeline_bubble_hours
+                                                                   + x.checkpoint_write_hours))
+
+    fixes = []
+    fixed_interval = k.enabled and isinstance(k.interval, int)
+    if fixed_interval and finishes(checkpoints={"interval": "auto"}):
+        path: tuple[str | int, ...] = ("checkpoints", "interval")
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+                     "loses the least to interruptions)")
+        fixed_interval = False
+    elif not k.enabled:
+        path = ("checkpoints", "enabled")
+        fixes.append("set checkpoints.enabled: true so an interruption loses only the work since the last checkpoint")
+    elif spot_nodes:
+        path = ("spot", "interruptions_per_node_day")
+        rates = [r for r in (2, 1, 0.5, 0.25, 0.1, 0.05, 0.01) if r < spot.interruptions_per_node_day]
+        ok = next((r for r in rates if finishes(spot={"interruptions_per_node_day": r})), None)
+        if ok is not None:
+            fixes.append(f"check spot.interruptions_per_node_day ({spot.interruptions_per_node_day:g}, an assumption):"
+                         f" at {ok:g} or less the run finishes")
+        base = next((b for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
+                     if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
+        if spec.compute.platform != "pai-dlc":  # a DLC job's workers are all spot or all on demand
+            fixes.append(f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
+                         if base is not None else
+                         f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})")
+        fixes.append("set spot.enabled: false")
+    else:
+        path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
+        fixes.append("train on fewer nodes (each one adds failures)")
+    if fixed_interval:
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+                     "loses the least to interruptions)")
+    elif k.enabled and path != ("checkpoints", "interval") and spec.storage.shared == "none":
+        fixes.append("write checkpoints faster: set storage.shared: auto, so they go to a shared file system "
+                     "faster than OSS")
+    return Problem(path, message, "to fix: " + "; or ".join(fixes))

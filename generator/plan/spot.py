@@ -41,8 +41,7 @@ def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decis
                                   f"{s.strategy}" + (f" with a limit of {limit:g} CNY/h (price x {s.max_price_ratio:g}"
                                                      f"{', an estimated price' if fit.itype.price.estimated else ''})"
                                                      if limit else "") +
-                                  f"; ranks {', '.join(map(str, on_demand)) or 'none'} stay on demand so the job's "
-                                  f"rendezvous (rank 0) survives reclaims; a watcher on each spot node polls the "
+                                  f"; {_on_demand_text(on_demand)}; a watcher on each spot node polls the "
                                   f"metadata service and asks training to checkpoint on the 5-minute notice"
                                   f" [DOC-SPOT-HANDLE]"))
         warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate "
@@ -50,5 +49,20 @@ def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decis
                         "vary by zone and hour (unverified)")
         if not spot:
             warnings.append("spot is enabled but every node is in the on-demand base")
+        if not on_demand:
+            warnings.append("every node is spot, rank 0 included (spot.on_demand_base: 0): rank 0 hosts the job's "
+                            "torchrun rendezvous, so a reclaim of rank 0 stops training until a new rank 0 is "
+                            "deployed; set spot.on_demand_base: 1 to keep it on demand")
     return Spot(s.enabled, s.strategy if s.enabled else "NoSpot", limit, s.protection_hours, s.interruption,
                 on_demand, spot, s.price_ratio, s.interruptions_per_node_day)
+
+
+def _on_demand_text(on_demand: tuple[int, ...]) -> str:
+    """What the on-demand base buys: rank 0, which hosts the c10d rendezvous, outlives reclaims only if on demand."""
+    if not on_demand:
+        return ("no rank stays on demand (spot.on_demand_base: 0), so rank 0, which hosts the job's rendezvous, can "
+                "be reclaimed too, and training stops until it is back")
+    ranks = ", ".join(map(str, on_demand)) if len(on_demand) <= 4 else f"0-{on_demand[-1]}"
+    many = len(on_demand) > 1
+    return (f"rank{'s' if many else ''} {ranks} stay{'' if many else 's'} on demand so the job's rendezvous (rank 0) "
+            "survives reclaims")

@@ -74,6 +74,7 @@ from generator.sizing.memory import (
     validate_setup,
 )
 from generator.sizing.schedule import (
+    RELAUNCH_HOURS,
     FlopsPerToken,
     LayoutMfu,
     Schedule,
@@ -121,6 +122,7 @@ __all__ = [
     "DEFAULT_NODE_MTBF_HOURS",
     "DEFAULT_RESERVE_MIN_BYTES",
     "DEFAULT_RESERVE_FRACTION",
+    "RELAUNCH_HOURS",
     "FlopsPerToken",
     "LayoutMfu",
     "Schedule",

@@ -127,6 +127,12 @@ class Schedule:
     restore_seconds: float
     notes: tuple[str, ...]
 
+    @property
+    def finishes(self) -> bool:
+        """False when interruptions cost more time than the run makes between them (``wall_hours`` is then the
+        NEVER_HOURS cap, and the rework and restores figured from it mean nothing)."""
+        return self.wall_hours < NEVER_HOURS
+
 
 def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
              tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None) -> Schedule:
