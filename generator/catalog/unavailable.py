@@ -78,17 +78,17 @@ def unavailable_text(acc: UnavailableAccelerator, catalog, region=None, lingjun:
                      dlc: bool = False) -> tuple[str, str]:
     """What to tell someone who asks for ``acc`` (a spec's ``compute.gpu``, ``estimate --gpu``): the message (no
     Alibaba Cloud product offers it as of the date the sources were read, with the first Alibaba Cloud source, and
-    who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and BF16 peak)."""
+    who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and 16-bit peak)."""
     where = f"in {region.id}" if region is not None else "in the catalog"
     near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
-    listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {g.bf16_tflops:g} TFLOPS)" for g in near)
+    listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)})" for g in near)
     urls = [s.url for t in acc.source.split("|") if (s := catalog.source(t)) is not None and s.url]
     alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]
     other_urls = [u for u in urls if u not in alibaba_urls]
     message = (f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
                f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
                f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else ""))
-    hint = (f"nearest GPUs {where} by memory and BF16 peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
+    hint = (f"nearest GPUs {where} by memory and 16-bit peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
             f"{listed or 'none'}")
     return message, hint
 
@@ -101,10 +101,9 @@ def nearest_gpus(accelerator: UnavailableAccelerator, gpus, limit: int = 3) -> l
 
 
 def has_bf16(gpu) -> bool:
-    """Whether a catalog GPU has BF16 tensor cores: the ``bf16`` column when the catalog has one, else its notes
-    (gpus.csv says "V100 has NO bf16" on the Volta rows, whose ``bf16_tflops`` carries the FP16 tensor peak)."""
-    flag = getattr(gpu, "bf16", None)
-    return bool(flag) if flag is not None else "no bf16" not in gpu.notes.lower()
+    """Whether a catalog GPU has BF16 tensor cores: gpus.csv's ``bf16`` column (false on the Volta rows, whose
+    ``bf16_tflops`` carries the FP16 tensor peak)."""
+    return bool(gpu.bf16)
 
 
 def peak_label(gpu) -> str:
