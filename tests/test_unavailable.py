@@ -140,3 +140,18 @@ def test_catalog_gpu_names_the_peak_each_gpu_has_and_the_closer_gpus_left_out() 
     data = json.loads(CliRunner().invoke(main, ["catalog", "--gpu", "Ascend-910B", "--json"]).output)
     assert {x["gpu"] for x in data["left_out"]} >= {"B-PRO-72G", "H20"}
     assert next(x for x in data["nearest"] if x["gpu"] == "V100-32G")["bf16"] is False
+
+
+def test_a_bf16_run_is_pointed_only_at_gpus_with_bf16() -> None:
+    """The nearest GPUs suggested to a bf16 spec all have bf16 (a V100 would be refused for it); an fp16 run may
+    still be pointed at a V100."""
+    from generator.catalog.unavailable import has_bf16, unavailable_text
+
+    catalog = load_catalog()
+    acc = catalog.unavailable_accelerator("Ascend-910B")
+    region = catalog.region("cn-hangzhou")
+    _, bf16_hint = unavailable_text(acc, catalog, region, bf16=True)
+    _, any_hint = unavailable_text(acc, catalog, region, bf16=False)
+    no_bf16 = [g.name for g in catalog.gpus if not has_bf16(g)]
+    assert no_bf16 and not any(f"{name} (" in bf16_hint for name in no_bf16)
+    assert any(f"{name} (" in any_hint for name in no_bf16)

@@ -75,12 +75,16 @@ def offered_gpus(catalog, region=None, lingjun: bool = False, dlc: bool = False)
 
 
 def unavailable_text(acc: UnavailableAccelerator, catalog, region=None, lingjun: bool = False,
-                     dlc: bool = False) -> tuple[str, str]:
+                     dlc: bool = False, bf16: bool = False) -> tuple[str, str]:
     """What to tell someone who asks for ``acc`` (a spec's ``compute.gpu``, ``estimate --gpu``): the message (no
     Alibaba Cloud product offers it as of the date the sources were read, with the first Alibaba Cloud source, and
-    who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and 16-bit peak)."""
+    who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and 16-bit peak; with
+    ``bf16`` only GPUs that have bf16)."""
     where = f"in {region.id}" if region is not None else "in the catalog"
-    near = nearest_gpus(acc, offered_gpus(catalog, region, lingjun, dlc))
+    offered = offered_gpus(catalog, region, lingjun, dlc)
+    if bf16:  # a bf16 run: suggest only GPUs it could use (model.precision: bf16 is refused on the others)
+        offered = [g for g in offered if has_bf16(g)] or offered
+    near = nearest_gpus(acc, offered)
     listed = ", ".join(f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)})" for g in near)
     urls = [s.url for t in acc.source.split("|") if (s := catalog.source(t)) is not None and s.url]
     alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]

@@ -58,7 +58,8 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         gpu = catalog.gpu(c.gpu)
         unavailable = catalog.unavailable_accelerator(c.gpu) if gpu is None else None
         if unavailable is not None:
-            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc"))
+            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc",
+                                                spec.model.precision == "bf16"))
         elif gpu is None:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
@@ -284,10 +285,11 @@ def no_bf16_problem(gpu: GpuModel, catalog: Catalog, region: Region | None,
 
 
 def unavailable_problem(acc: UnavailableAccelerator, catalog: Catalog, region: Region | None,
-                        lingjun: bool = False, dlc: bool = False) -> Problem:
+                        lingjun: bool = False, dlc: bool = False, bf16: bool = False) -> Problem:
     """``compute.gpu`` names an accelerator no Alibaba Cloud product offers: say so with the sources and the date
-    they were read, who offers it, and the nearest GPUs of the region (by memory and BF16 peak)."""
-    message, hint = unavailable_text(acc, catalog, region, lingjun, dlc)
+    they were read, who offers it, and the nearest GPUs of the region (by memory and 16-bit peak; for a bf16 run only
+    GPUs with bf16)."""
+    message, hint = unavailable_text(acc, catalog, region, lingjun, dlc, bf16)
     return Problem(("compute", "gpu"), message,
                    f"{hint}; set compute.gpu to one of them; every source: trainstack catalog --gpu {acc.name}")
 
