@@ -148,10 +148,18 @@ def lint_target(target: str | Path):  # -> lint.LintReport
     path = Path(target)
     if path.is_dir() and not stackdir.is_stack_dir(path):
         raise lint.LintInputError(not_a_stack_folder(path))
-    result = preview(path)
-    waivers = lint.waivers_of(result.plan.waivers) if result.plan is not None else lint.stack_waivers(path)
+    return lint_preview(preview(path))
+
+
+def lint_preview(result: PreviewResult):  # -> lint.LintReport
+    """Lint what :func:`preview` already ran, so a command that needs the plan too (``validate``) plans, renders
+    and runs the program once. Waivers come from the plan, or from a stack folder's plan.json."""
+    from generator.preview import lint
+
+    plan_ = result.plan
+    waivers = lint.waivers_of(plan_.waivers) if plan_ is not None else lint.stack_waivers(Path(result.source))
     graph: Any = result.graph
-    return lint.LintReport(str(target), tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources))
+    return lint.LintReport(result.source, tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources))
 
 
 def _project_name(stack: Path) -> str:
@@ -190,5 +198,5 @@ def schema() -> dict:
     return out
 
 
-__all__ = ["load", "plan", "plan_located", "lint_target", "render_files", "render_stack", "preview", "schema",
+__all__ = ["load", "plan", "plan_located", "lint_target", "lint_preview", "render_files", "render_stack", "preview", "schema",
            "RenderResult", "PreviewResult", "Problem", "SpecErrors", "TrainstackError", "load_catalog"]

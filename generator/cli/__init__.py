@@ -31,8 +31,10 @@ def validate(spec: str) -> None:
     from generator import api
     from generator.plan.report import warning_lines
 
-    p = api.plan(spec)
-    report = api.lint_target(spec)
+    result = api.preview(spec)  # plans, renders and runs once; the lint reads the same graph
+    p = result.plan
+    assert p is not None  # a spec file, not a stack folder
+    report = api.lint_preview(result)
     click.echo(report.text(), nl=False)
     for line in warning_lines(p):
         click.echo(line)
