@@ -157,3 +157,19 @@ def oss_prefix_problem(prefix: str) -> str | None:
         return (f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
                 f"{OSS_PREFIX_MAX_BYTES:,}")
     return None
+
+
+# Invisible format characters: bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069),
+# marks (U+200E, U+200F, U+061C), zero-width characters (U+200B-U+200D, U+2060, U+FEFF), the soft hyphen and
+# every other character of Unicode category Cf, and the line and paragraph separators (U+2028, U+2029). They
+# reorder or hide text in editors, terminals and review tools ("Trojan Source", CVE-2021-42574), so no spec text
+# may hold them: they would reach the generated program, plan.json and the pull-request comment.
+_INVISIBLE_CATEGORIES = ("Cf", "Zl", "Zp", "Cs")
+
+
+def invisible_character(text: str) -> str | None:
+    """The first invisible format character in ``text``, as ``U+202E (RIGHT-TO-LEFT OVERRIDE)``, or None."""
+    for ch in text:
+        if ord(ch) > 0x7F and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+            return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
+    return None
