@@ -234,7 +234,7 @@ def placement_problem(dest: str | Path) -> str | None:
         real, home = Path(os.path.realpath(dest)), Path(os.path.realpath(root))
         if real != home and home not in real.parents:
             return (
-                f"{dest} is (or is inside) a symbolic link that leaves the repository {shown(root)}; trainstack "
+                f"{dest} is (or is inside) a symbolic link that leaves the repository at {root}; trainstack "
                 "writes stack folders inside the repository only: replace the link with a folder"
             )
     marker = dest / MARKER

@@ -142,6 +142,12 @@ _NAMES = {"\x00": "NUL (U+0000)", "\t": "a tab (U+0009)", "\n": "a line feed (U+
           "\r": "a carriage return (U+000D)", "\x1b": "ESC (U+001B)", "\x7f": "DEL (U+007F)"}
 
 
+def dot_segment(prefix: str) -> bool:
+    """True when an object-key prefix has a '.' or '..' segment (``../../``, ``a/./b/``): tools that treat keys as
+    paths (ossutil, mounts, RAM resource patterns read by people) would take it outside the prefix it names."""
+    return any(seg in (".", "..") for seg in prefix.split("/"))
+
+
 def oss_prefix_problem(prefix: str) -> str | None:
     """Why an OSS object prefix (the part after ``oss://bucket/``) is refused, or None."""
     ctrl = control_character(prefix)
@@ -153,6 +159,8 @@ def oss_prefix_problem(prefix: str) -> str | None:
                 + " ".join(OSS_PREFIX_CHARS[9:]))
     if "//" in prefix or prefix.startswith("/"):
         return "the object prefix has an empty segment ('//')"
+    if dot_segment(prefix):
+        return "the object prefix has a '.' or '..' segment; object-key prefixes stay inside the bucket's namespace"
     if len(prefix.encode()) > OSS_PREFIX_MAX_BYTES:
         return (f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
                 f"{OSS_PREFIX_MAX_BYTES:,}")

@@ -431,6 +431,10 @@ class CheckpointSpec(_Strict):
     def _prefix(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/", v):
             raise ValueError("a prefix is a path without a leading '/' that ends in '/', e.g. checkpoints/")
+        if limits.dot_segment(v):
+            raise spec_error(f"{v[:60]!r} has a '.' or '..' segment, which would reach outside the run's own prefix "
+                             "(the nodes' RAM policy and the copy to OSS name the prefix as written)",
+                             "e.g. checkpoints/ or runs/llama-70b/checkpoints/")
         return v
 
 
