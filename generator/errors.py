@@ -55,7 +55,7 @@ class Problem:
         return Problem(self.path, self.message, self.hint, file, line, column)
 
     def headline(self) -> str:
-        where = clip(self.file or "<spec>", MAX_MESSAGE_CHARS)
+        where = clip(_visible(self.file) or "<spec>", MAX_MESSAGE_CHARS)
         if self.line:
             where = f"{where}:{self.line}:{self.column or 1}"
         field_ = f" {self.dotted}:" if self.path else ""
@@ -86,6 +86,11 @@ def excerpt(value: object, width: int = EXCERPT_CHARS) -> str:
             return repr(value)
         return f"{value[:width]!r}... ({len(value):,} characters)"
     return clip(_EXCERPT.repr(value), width + 20)
+
+
+def _visible(text: str) -> str:
+    """A file name as the terminal should show it: invisible and control characters as escapes, never raw."""
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def clip(text: str, width: int) -> str:
