@@ -446,3 +446,13 @@ def test_preview_and_the_live_commands_agree_on_the_stack(tmp_path: Path) -> Non
     target = live.target_for(folder, env={})
     assert (target.project, target.stack) == ("ident-run", "prod")
     assert api.preview(folder).digest == live.stack_digest(folder) == live.stack_digest(folder, target.stack)
+
+
+def test_a_hand_made_folder_is_named_only_when_unambiguous(tmp_path: Path) -> None:
+    (tmp_path / "plan.json").write_text('{"name": "hand-made"}\n')
+    (tmp_path / "Pulumi.yaml").write_text("name: hand-made\nruntime: python\n")
+    (tmp_path / "Pulumi.prod.yaml").write_text("config: {}\n")
+    assert stackdir.stack_identity(tmp_path) == stackdir.StackIdentity("hand-made", "prod")
+    (tmp_path / "Pulumi.aaa.yaml").write_text("config: {}\n")
+    with pytest.raises(stackdir.StackDirError, match="does not name a project and a stack"):
+        stackdir.stack_identity(tmp_path)

@@ -195,21 +195,41 @@ class StackIdentity:
 def stack_identity(folder: str | Path) -> StackIdentity:
     """The one answer to "which stack is this folder": plan.json's ``name`` and ``stack``.
 
-    ``preview``'s digest, ``up``, ``refresh``, ``destroy`` and the live preview all ask this, never the
-    ``Pulumi.*.yaml`` files (a folder may hold several, Pulumi's and the user's)."""
-    plan_file = Path(folder) / "plan.json"
+    ``preview``'s digest, ``up``, ``refresh``, ``destroy`` and the live preview all ask this, never the first of the
+    ``Pulumi.*.yaml`` files (a folder may hold several, Pulumi's and the user's). A hand-made folder whose plan.json
+    does not name them is answered from ``Pulumi.yaml``'s ``name`` and its one ``Pulumi.<stack>.yaml``; with several
+    and no plan.json to choose, the folder is refused rather than guessed."""
+    folder = Path(folder)
+    plan_file = folder / "plan.json"
+    data: object = None
     try:
-        if not ours(plan_file, "plan.json"):
-            raise ValueError
-        data = json.loads(plan_file.read_text(encoding="utf-8"))
+        st = os.lstat(plan_file)
+        if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PLAN_JSON_BYTES:
+            data = json.loads(plan_file.read_bytes())
     except (OSError, ValueError):
-        raise StackDirError(
-            f"{folder} has no readable plan.json: is it a stack folder rendered by trainstack?"
-        ) from None
+        data = None
+    if not isinstance(data, dict):
+        raise StackDirError(f"{folder} has no readable plan.json: is it a stack folder rendered by trainstack?")
     name, stack = data.get("name"), data.get("stack")
-    if not isinstance(name, str) or not name or not isinstance(stack, str) or not stack:
+    if not isinstance(name, str) or not name:
+        name = _pulumi_project(folder)
+    if not isinstance(stack, str) or not stack:
+        configs = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+        stack = configs[0] if len(configs) == 1 else None
+    if not name or not stack:
         raise StackDirError(f"{folder}/plan.json does not name a project and a stack; re-render the folder.")
     return StackIdentity(name, stack)
+
+
+def _pulumi_project(folder: Path) -> str | None:
+    try:
+        lines = (folder / "Pulumi.yaml").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        if line.startswith("name:"):
+            return line.split(":", 1)[1].strip().strip("'\"") or None
+    return None
 
 
 def _real_root(dest: Path) -> Path | None:
