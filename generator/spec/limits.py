@@ -124,7 +124,10 @@ OSS_TAG_KEY_MAX = 64
 OSS_TAG_KEY_RE = r"[A-Za-z0-9 +=._:/-]+"
 
 
-NO_CONTROL_RE = r"^[^\u0000-\u001f\u007f-\u009f]*$"  # the same rule for the JSON Schema (ECMA-262 and Python agree)
+# No control character and no invisible format character (below): the same rule for the JSON Schema, so an editor
+# flags them too (ECMA-262 and Python agree on this syntax)
+NO_CONTROL_RE = (r"^[^\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029"
+                 r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]*$")
 MOUNT_PATH_RE = r"^/[A-Za-z0-9._/-]*$"
 FILESET_PATH_RE = r"^/[A-Za-z0-9._/-]*/$"
 OSS_SOURCE_RE = rf"^oss://[a-z0-9][a-z0-9-]{{1,61}}[a-z0-9](/[/{OSS_PREFIX_CHARS}]*)?$"  # no nested quantifier
