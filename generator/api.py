@@ -38,7 +38,7 @@ def render_files(the_plan: Plan, spec_path: str = "") -> dict[str, str]:
 
 def default_stack_dir(the_plan: Plan, spec_path: str | Path) -> Path:
     """``stacks/<name>`` at the top of the spec's repository (beside the spec outside one), whatever the cwd."""
-    return stackdir.default_stack_dir(spec_path, the_plan.name)
+    return stackdir.default_stack_dir(spec_path, the_plan.name, the_plan.stack)
 
 
 class LintFailed(TrainstackError):
@@ -62,21 +62,89 @@ class RenderResult:
         return [c for c in self.changes if c.action == "kept"]
 
 
-def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
-                 catalog: Catalog | None = None) -> RenderResult:
-    """Render a spec into its stack folder (or, with ``check``, only report what would change)."""
+@dataclass(frozen=True)
+class PreparedRender:
+    """A spec planned, rendered (in memory) and linted, with the folder it goes to: nothing written yet."""
+
+    spec: Path
+    plan: Plan
+    files: dict[str, str]
+    dest: Path
+    lint: object = None  # lint.LintReport
+
+
+def prepare_render(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
+                   catalog: Catalog | None = None) -> PreparedRender:
+    """Plan, render and (unless ``check``) lint one spec; raise on any problem. Writes nothing."""
     the_plan = plan(spec_path, catalog)
     files = render_files(the_plan, spec_record(spec_path))
     dest = Path(out_dir) if out_dir else default_stack_dir(the_plan, spec_path)
     if check:
-        stackdir.settle(dest)
-        files = stackdir.keep_stack_config(files, dest, the_plan.stack)
-        return RenderResult(the_plan, dest, stackdir.compare(files, dest))
+        return PreparedRender(Path(spec_path), the_plan, files, dest)
     report = lint_files(the_plan, files)
     if report.failed:
         raise LintFailed(f"{spec_path}: the generated program breaks secure-by-default rules; "
                          f"nothing was written.\n{report.text().rstrip()}")
-    return RenderResult(the_plan, dest, stackdir.write(files, dest, stack=the_plan.stack), report)
+    return PreparedRender(Path(spec_path), the_plan, files, dest, report)
+
+
+def render_stacks(spec_paths: list[str | Path] | tuple[str | Path, ...], out_dir: str | Path | None = None,
+                  check: bool = False, catalog: Catalog | None = None) -> list[RenderResult]:
+    """Render several specs: every spec is planned, rendered and linted, and every folder checked (one folder per
+    stack, none outside the repository, no user file in the way), before the first is written; so a bad spec
+    leaves every folder as it was. With ``check``, only report what would change."""
+    import os
+
+    prepared: list[PreparedRender] = []
+    by_folder: dict[str, PreparedRender] = {}
+    for spec in spec_paths:
+        item = prepare_render(spec, out_dir, check, catalog)
+        key = os.path.realpath(item.dest)
+        first = by_folder.get(key)
+        if first is not None:
+            if os.path.realpath(first.spec) == os.path.realpath(item.spec):
+                continue  # the same spec named twice
+            raise stackdir.collision(first.spec, item.spec, item.dest)
+        by_folder[key] = item
+        prepared.append(item)
+    for item in prepared:
+        stackdir.check_placement(item.dest)
+        stackdir.check_claim(item.files, item.dest, item.spec)
+        if not check:
+            stackdir.check_user_files(item.files, item.dest)
+    results = []
+    for item in prepared:
+        if check:
+            stackdir.settle(item.dest)
+            files = stackdir.keep_stack_config(item.files, item.dest, item.plan.stack)
+            results.append(RenderResult(item.plan, item.dest, stackdir.compare(files, item.dest)))
+        else:
+            changes = stackdir.write(item.files, item.dest, stack=item.plan.stack)
+            results.append(RenderResult(item.plan, item.dest, changes, item.lint))
+    return results
+
+
+def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
+                 catalog: Catalog | None = None) -> RenderResult:
+    """Render a spec into its stack folder (or, with ``check``, only report what would change)."""
+    return render_stacks([spec_path], out_dir, check, catalog)[0]
+
+
+def stack_folder_conflicts(spec_paths: list[str | Path] | tuple[str | Path, ...]) -> None:
+    """Raise :class:`~generator.render.stackdir.UnsafeStackDir` (exit 2, naming both files) when two of the specs,
+    or one of them and the spec a folder records, render to one stack folder. For callers that read several specs
+    without rendering them (the pull-request diff)."""
+    import os
+
+    seen: dict[str, Path] = {}
+    for spec in spec_paths:
+        dest = stackdir.spec_folder(Path(spec))
+        if dest is None:
+            continue
+        key = os.path.realpath(dest)
+        if key in seen and os.path.realpath(seen[key]) != os.path.realpath(spec):
+            raise stackdir.collision(seen[key], spec, dest)
+        seen.setdefault(key, Path(spec))
 
 
 def run_files(the_plan: Plan, files: dict[str, str]) -> object:
@@ -127,9 +195,10 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
         from generator import live
 
-        graph = cache.run_program(target, project=_project_name(target), stack=_stack_name(target),
-                                    config=_folder_config(target, _stack_name(target)))
-        return PreviewResult(None, graph, str(target), live.stack_digest(target, _stack_name(target)))
+        ident = stack_identity(target)
+        graph = cache.run_program(target, project=ident.project, stack=ident.stack,
+                                    config=_folder_config(target, ident.stack))
+        return PreviewResult(None, graph, str(target), live.stack_digest(target, ident.stack))
     the_plan = plan(target, catalog)
     graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
     return PreviewResult(the_plan, graph, str(target), digest)
@@ -162,13 +231,6 @@ def lint_preview(result: PreviewResult):  # -> lint.LintReport
     return lint.LintReport(result.source, tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources))
 
 
-def _project_name(stack: Path) -> str:
-    for line in (stack / "Pulumi.yaml").read_text().splitlines():
-        if line.startswith("name:"):
-            return line.split(":", 1)[1].strip()
-    return stack.name
-
-
 def _folder_config(stack: Path, name: str) -> dict[str, str]:
     """The CPFS mount address a folder's stack config holds once `trainstack up` has set it; without one the mock
     run uses its placeholder (:data:`generator.preview.mockrun.PLACEHOLDER_SHARED_FS_ADDRESS`)."""
@@ -181,9 +243,10 @@ def _folder_config(stack: Path, name: str) -> dict[str, str]:
     return {SHARED_FS_ADDRESS_KEY: address} if isinstance(address, str) and address else {}
 
 
-def _stack_name(stack: Path) -> str:
-    names = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stack.glob("Pulumi.*.yaml"))
-    return names[0] if names else "dev"
+def stack_identity(folder: str | Path) -> stackdir.StackIdentity:
+    """The project and stack a rendered folder deploys (plan.json): the one answer preview, its digest and the live
+    commands share (:func:`generator.render.stackdir.stack_identity`)."""
+    return stackdir.stack_identity(folder)
 
 
 def schema() -> dict:
@@ -198,5 +261,6 @@ def schema() -> dict:
     return out
 
 
-__all__ = ["load", "plan", "plan_located", "lint_target", "lint_preview", "render_files", "render_stack", "preview", "schema",
+__all__ = ["load", "plan", "plan_located", "lint_target", "lint_preview", "render_files", "render_stack", "render_stacks",
+           "prepare_render", "stack_folder_conflicts", "stack_identity", "preview", "schema",
            "RenderResult", "PreviewResult", "Problem", "SpecErrors", "TrainstackError", "load_catalog"]

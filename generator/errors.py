@@ -7,6 +7,7 @@ Stages collect all the problems they find and raise one :class:`SpecErrors`; onl
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -54,11 +55,47 @@ class Problem:
         return Problem(self.path, self.message, self.hint, file, line, column)
 
     def headline(self) -> str:
-        where = self.file or "<spec>"
+        where = clip(_visible(self.file) or "<spec>", MAX_MESSAGE_CHARS)
         if self.line:
             where = f"{where}:{self.line}:{self.column or 1}"
         field_ = f" {self.dotted}:" if self.path else ""
-        return f"{where}:{field_} {self.message}"
+        return f"{where}:{field_} {clip(self.message, MAX_MESSAGE_CHARS)}"
+
+
+# Bounds on what an error prints, so no input makes a failing command print more than a few screens: a value is
+# quoted as an excerpt of at most EXCERPT_CHARS characters, a message or hint is cut at MAX_MESSAGE_CHARS, and
+# at most MAX_PROBLEMS_SHOWN problems are listed (the count of all of them is still printed). docs/spec.md, "Limits".
+EXCERPT_CHARS = 40
+MAX_MESSAGE_CHARS = 1200
+MAX_PROBLEMS_SHOWN = 50
+
+_EXCERPT = reprlib.Repr()
+_EXCERPT.maxstring = EXCERPT_CHARS + 2  # the quotes
+_EXCERPT.maxother = EXCERPT_CHARS
+_EXCERPT.maxlist = _EXCERPT.maxtuple = _EXCERPT.maxset = 4
+_EXCERPT.maxdict = 3
+_EXCERPT.maxlevel = 2
+
+
+def excerpt(value: object, width: int = EXCERPT_CHARS) -> str:
+    """A value quoted for an error message: its repr, cut to about ``width`` characters (with '...' and, for long
+    text, its length), so a pasted blob or an alias of one never fills the terminal. Invisible and control
+    characters are spelt as escapes (repr does), so the excerpt cannot reorder or hide the line it is in."""
+    if isinstance(value, str):
+        if len(value) <= width:
+            return repr(value)
+        return f"{value[:width]!r}... ({len(value):,} characters)"
+    return clip(_EXCERPT.repr(value), width + 20)
+
+
+def _visible(text: str) -> str:
+    """A file name as the terminal should show it: invisible and control characters as escapes, never raw."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters, with '...' where it was cut."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def dotted(path: Sequence[str | int]) -> str:
@@ -86,7 +123,10 @@ class SpecErrors(TrainstackError):
         super().__init__(self.render(show_source=False))
 
     def render(self, show_source: bool = True) -> str:
-        blocks = [render_problem(p, self.source_lines if show_source else ()) for p in self.problems]
+        shown = self.problems[:MAX_PROBLEMS_SHOWN]
+        blocks = [render_problem(p, self.source_lines if show_source else ()) for p in shown]
+        if len(self.problems) > len(shown):
+            blocks.append(f"... and {len(self.problems) - len(shown):,} more problems not shown; fix these first")
         return "\n".join(blocks)
 
 
@@ -103,7 +143,7 @@ def render_problem(p: Problem, source_lines: Sequence[str] = ()) -> str:
         out.append(gutter + text)
         out.append(" " * (len(gutter) + caret) + "^")
     if p.hint:
-        out.append(f"  hint: {p.hint}")
+        out.append(f"  hint: {clip(p.hint, MAX_MESSAGE_CHARS)}")
     return "\n".join(out)
 
 
@@ -141,7 +181,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     lowered: dict[str, str] = {}
     for c in choices:
         lowered.setdefault(c.lower(), c)  # the first spelling wins: a canonical name before its aliases
-    match = difflib.get_close_matches(str(word).lower(), list(lowered), n=1, cutoff=0.6)
+    match = difflib.get_close_matches(str(word)[:100].lower(), list(lowered), n=1, cutoff=0.6)
     if match:
         return f"did you mean '{lowered[match[0]]}'?"
     return ""

@@ -43,7 +43,14 @@ def _non_utf8() -> bytes:
     return "name: non-utf8\nregion: cn-hangzhou\ntags:\n  owner: Ren\xe9\nmodel:\n  parameters: 7B\n".encode("latin-1")
 
 
-GENERATED = {"binary_file": _binary, "large_file": _large, "non_utf8": _non_utf8}
+def _alias_long_text() -> bytes:
+    # one 400 KB anchor referenced 200 times (issue 26): it used to make every command print 161 MB
+    big = "x" * 400_000
+    return ("name: alias-long\nregion: cn-hangzhou\nmodel: {parameters: 7B}\nzones: [&a " + big + ", "
+            + ", ".join(["*a"] * 200) + "]\n").encode()
+
+
+GENERATED = {"binary_file": _binary, "large_file": _large, "non_utf8": _non_utf8, "alias_long_text": _alias_long_text}
 
 # For every case: fragments the message must contain (the field it names, and what to change).
 MUST_SAY: dict[str, tuple[str, ...]] = {
@@ -137,6 +144,13 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
     "interval_never_finishes": ("checkpoints.interval", "never finishes", "checkpoints.interval: auto"),
     "weights_shared_none_multinode": ("storage.shared", "on 4 nodes needs a shared file system",
                                       "storage.shared: auto"),
+    # hostile input, round 3 (issue 26)
+    "alias_long_text": ("expands to over 2,097,152 characters", "anchor"),
+    "tag_invisible_characters": ("tags.team", "U+202E (RIGHT-TO-LEFT OVERRIDE)", "tags['own\\u2066er']",
+                                 "U+2066 (LEFT-TO-RIGHT ISOLATE)", "tags.cost-center", "U+200D", "3 problems"),
+    "waiver_reason_invisible": ("waivers[0].reason", "U+202E", "invisible formatting character"),
+    "checkpoint_prefix_dotdot": ("checkpoints.prefix", "'..' segment", "checkpoints/"),
+    "dataset_source_dotdot": ("storage.dataset.source", "'..' segment", "bucket's namespace"),
 }
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))

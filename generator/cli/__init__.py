@@ -84,8 +84,7 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
     if output and len(specs) > 1:
         raise click.UsageError("-o takes one spec")
     stale = False
-    for spec in specs:
-        result = api.render_stack(spec, output, check=check)
+    for result in api.render_stacks(specs, output, check=check):  # all validated before any is written
         for ch in result.changes:
             if ch.changed:
                 click.echo(f"{ch.action:>9}  {result.dest / ch.path}")

@@ -30,14 +30,16 @@ PULUMI_BOOKKEEPING_KEYS = ("encryptionsalt", "secretsprovider", "encryptedkey") 
 
 
 def _read_plan_json(stack_dir: Path) -> dict[str, Any]:
+    """plan.json, once :func:`stackdir.stack_identity` (the one home of "which stack is this folder") accepts it."""
+    _identity(stack_dir)
+    return json.loads((stack_dir / "plan.json").read_text(encoding="utf-8"))
+
+
+def _identity(stack_dir: Path) -> stackdir.StackIdentity:
     try:
-        data = json.loads((stack_dir / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise BadTarget(f"{stack_dir} has no readable plan.json: is it a stack folder rendered by trainstack?"
-                        ) from None
-    if not isinstance(data, dict) or not data.get("name") or not data.get("stack"):
-        raise BadTarget(f"{stack_dir}/plan.json does not name a project and a stack; re-render the folder.")
-    return data
+        return stackdir.stack_identity(stack_dir)
+    except stackdir.StackDirError as e:
+        raise BadTarget(str(e)) from None
 
 
 def default_backend(stack_dir: Path) -> str:
@@ -62,9 +64,10 @@ def target_for(stack_dir: str | Path, backend: str | None = None, env: Mapping[s
     stackdir.settle(stack_dir)
     if not stackdir.is_stack_dir(stack_dir):
         raise BadTarget(f"{stack_dir} is not a stack folder rendered by trainstack (no __main__.py and {MARKER}/).")
+    identity = _identity(stack_dir)
     data = _read_plan_json(stack_dir)
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(stack_dir))
-    return Target(stack_dir=stack_dir, project=str(data["name"]), stack=str(data["stack"]), backend=url,
+    return Target(stack_dir=stack_dir, project=identity.project, stack=identity.stack, backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
                   spec_digest=str(data.get("spec_digest", "")), shared_fs=_shared_fs(data),
                   platform=_platform(data))
@@ -124,7 +127,7 @@ def stack_digest(stack_dir: str | Path, stack: str | None = None) -> str:
     ``--expect-digest`` applies byte for byte the folder that was reviewed.
     """
     stack_dir = Path(stack_dir)
-    stack = stack or str(_read_plan_json(stack_dir)["stack"])
+    stack = stack or _identity(stack_dir).stack
     h = hashlib.sha256()
     for rel, data in _digest_files(stack_dir, stack):
         raw = rel.encode()
@@ -205,7 +208,7 @@ def locate(arg: str | Path, backend: str | None = None, env: Mapping[str, str] |
     if not _is_spec(p):
         raise BadTarget(f"{arg}: no such spec file or stack folder")
     the_plan = pipeline.plan_file(p)
-    dest = stackdir.default_stack_dir(p, the_plan.name)
+    dest = stackdir.default_stack_dir(p, the_plan.name, the_plan.stack)
     if not stackdir.is_stack_dir(dest):
         raise BadTarget(f"{arg} has no stack folder at {dest}: run `trainstack up {arg}` (or render it) first.")
     return target_for(dest, backend, env)
@@ -218,7 +221,7 @@ def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str
     if p.is_dir() or not _is_spec(p):
         return locate(p, backend, env)
     the_plan = pipeline.plan_file(p)
-    dest = stackdir.default_stack_dir(p, the_plan.name)
+    dest = stackdir.default_stack_dir(p, the_plan.name, the_plan.stack)
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(dest))
     return Target(stack_dir=dest, project=the_plan.name, stack=the_plan.stack, backend=url,
                   secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
@@ -241,6 +244,7 @@ def other_state_folders(dest: Path, spec: Path, project: str, stack: str) -> lis
     for base in (Path.cwd(), Path(os.path.abspath(spec)).parent):
         for folder in (base, *base.parents):
             places.append(folder / stackdir.STACKS_DIR / project)
+            places.append(folder / stackdir.STACKS_DIR / stackdir.stack_folder_name(project, stack))
     found = []
     for place in dict.fromkeys(places):
         if place != here and place.is_dir() and has_state(place, project, stack):
@@ -252,7 +256,7 @@ def render_for_up(spec: Path) -> tuple[Path, tuple[stackdir.FileChange, ...]]:
     """Render a spec into its stack folder like ``trainstack render``, keeping Pulumi's and the user's settings."""
     the_plan = pipeline.plan_file(spec)
     files = dict(stack_files.render(the_plan, stackdir.spec_record(spec)))
-    dest = stackdir.default_stack_dir(spec, the_plan.name)
+    dest = stackdir.default_stack_dir(spec, the_plan.name, the_plan.stack)
     if stackdir.is_stack_dir(dest) and not stale_files(files, dest, the_plan.stack):
         return dest, ()  # already what the spec renders; leave Pulumi's additions untouched
     try:

@@ -9,7 +9,7 @@ import re
 
 from generator.catalog import Catalog, GpuModel, Region
 from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, unavailable_text
-from generator.errors import Problem, did_you_mean
+from generator.errors import Problem, clip, did_you_mean, excerpt
 from generator.plan.dlc import dlc_rules
 from generator.spec import limits
 from generator.spec.limits import (  # noqa: F401
@@ -33,7 +33,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                 f"{m.sequence_length * 256} (256 sequences)"))
     region = catalog.region(spec.region)
     if region is None:
-        problems.append(Problem(("region",), f"unknown region '{spec.region}'",
+        problems.append(Problem(("region",), f"unknown region {excerpt(spec.region)}",
                                 did_you_mean(spec.region, catalog.region_ids()) or
                                 "run 'trainstack catalog --regions' to list the regions trainstack knows"))
     else:
@@ -41,7 +41,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             if zone not in region.zones:
                 hint = did_you_mean(zone, region.zones) or f"zones of {region.id}: {', '.join(region.zones)}"
                 other = next((r.id for r in catalog.regions if zone in r.zones), None)
-                msg = f"zone '{zone}' is not in region {region.id}"
+                msg = f"zone {excerpt(zone)} is not in region {region.id}"
                 if other:
                     msg += f" (it is in {other})"
                     hint = f"set region: {other}, or use zones of {region.id}: {', '.join(region.zones)}"
@@ -50,7 +50,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         from generator.sizing import PRESETS
 
         if spec.model.preset not in PRESETS:
-            problems.append(Problem(("model", "preset"), f"unknown preset '{spec.model.preset}'",
+            problems.append(Problem(("model", "preset"), f"unknown preset {excerpt(spec.model.preset)}",
                                     did_you_mean(spec.model.preset, PRESETS) or "presets: " + ", ".join(sorted(PRESETS))))
     c = spec.compute
     lingjun = c.platform == "lingjun"
@@ -61,7 +61,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc",
                                                 spec.model.precision == "bf16"))
         elif gpu is None:
-            problems.append(Problem(("compute", "gpu"), f"unknown GPU '{c.gpu}'",
+            problems.append(Problem(("compute", "gpu"), f"unknown GPU {excerpt(c.gpu)}",
                                     did_you_mean(c.gpu, _gpu_words(catalog)) or
                                     f"known GPUs: {', '.join(catalog.gpu_names())}"))
         elif m.precision == "bf16" and not gpu.bf16:
@@ -88,7 +88,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                 known = catalog.instance(name) is not None
                 problems.append(Problem(("compute", "instance_types", i),
                                         f"{name} is an ECS instance type, not a Lingjun machine type" if known else
-                                        f"unknown Lingjun machine type '{name}'",
+                                        f"unknown Lingjun machine type {excerpt(name)}",
                                         (None if known else did_you_mean(name, lj_names)) or
                                         "Lingjun machine types in the catalog: " + ", ".join(lj_names)))
             continue
@@ -98,7 +98,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             continue
         t = catalog.instance(name)
         if t is None:
-            problems.append(Problem(("compute", "instance_types", i), f"unknown instance type '{name}'",
+            problems.append(Problem(("compute", "instance_types", i), f"unknown instance type {excerpt(name)}",
                                     did_you_mean(name, [x.name for x in catalog.instance_types]) or
                                     "run 'trainstack catalog' to list GPU instance types"))
         elif spec.network.rdma is True and not t.rdma:
@@ -139,7 +139,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     k = spec.checkpoints
     if k.region is not None and k.region != spec.region:
         problems.append(Problem(("checkpoints", "region"), f"the checkpoint bucket must be in the compute region"
-                                f" {spec.region}, not {k.region}",
+                                f" {spec.region}, not {excerpt(k.region)}",
                                 "cross-region writes are slow and billed; remove checkpoints.region"))
     if spec.spot.enabled and not k.enabled:
         problems.append(Problem(("spot", "enabled"), "spot instances need checkpoints: a reclaimed node loses its work"
@@ -176,7 +176,7 @@ def _repeats(spec: Spec) -> list[Problem]:
         first: dict[str, int] = {}
         for i, item in enumerate(items):
             if item in first:
-                problems.append(Problem((*path, i), f"{what} {item} is listed twice (also as item {first[item]})",
+                problems.append(Problem((*path, i), f"{what} {clip(str(item), 60)} is listed twice (also as item {first[item]})",
                                         "remove the repeated item; each may appear once"))
             else:
                 first[item] = i

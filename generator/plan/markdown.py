@@ -27,11 +27,34 @@ def nonprintable(text: str, keep: str = "") -> str:
     return "".join(out)
 
 
+# What GitHub turns into a live link or a notification in plain text, whatever backslashes say (it finds them in
+# the rendered text, after Markdown's escapes are gone): @mentions (users, teams), URLs and www. autolinks, e-mail
+# addresses, and issue references (#12, GH-12, owner/repo#12). Outside a code span GitHub links none of them.
+_LIVE = re.compile(
+    r"(?i)(?:https?|ftp|mailto|xmpp|file)://[^\s`|<>]*"  # URLs
+    r"|(?<![\w.-])www\.[^\s`|<>]*"  # GFM's www. autolinks
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail autolinks
+    r"|(?<![\w`])@[\w-]+(?:/[\w.-]+)?"  # mentions of users and teams
+    r"|(?<![\w`])(?:[\w.-]+/[\w.-]+)?#[0-9]+\b|(?<![\w`])GH-[0-9]+\b"  # issue and pull-request references
+)
+
+
 def text(value: Any) -> str:
-    """Inline Markdown text (also safe in a table cell): no markup, HTML, links or line breaks get through."""
-    out = re.sub(r"[\r\n]+", " ", str(value))
-    out = _MD_SPECIAL.sub(r"\\\1", out).replace("&", "&amp;")
-    return nonprintable(out)
+    """Inline Markdown text (also safe in a table cell): no markup, HTML, links, mentions, references or line breaks
+    get through. Mentions, URLs, ``www.`` names, e-mail addresses and issue references are set in code spans, the
+    one place GitHub leaves them inert."""
+    raw = re.sub(r"[\r\n]+", " ", str(value))
+    out, at = [], 0
+    for m in _LIVE.finditer(raw):
+        out.append(_plain(raw[at:m.start()]))
+        out.append(code(m.group()))
+        at = m.end()
+    out.append(_plain(raw[at:]))
+    return "".join(out)
+
+
+def _plain(value: str) -> str:
+    return nonprintable(_MD_SPECIAL.sub(r"\\\1", value).replace("&", "&amp;"))
 
 
 def code(value: Any, cell: bool = False) -> str:

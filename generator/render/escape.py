@@ -49,12 +49,22 @@ def _py(value: Any) -> str:
         return repr(value)
     if isinstance(value, str):
         # JSON's string syntax is a subset of Python's; surrogates and separators are escaped, quotes too.
-        return json.dumps(value, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        # Every character that is not printable (separators, bidi and zero-width format characters) as a \\u escape,
+        # so the program reads as it runs (no Trojan Source, CVE-2021-42574).
+        return _py_escaped(json.dumps(value, ensure_ascii=False))
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_py(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in sorted(value.items())) + "}"
     raise TypeError(f"cannot render {type(value).__name__} as a Python literal")
+
+
+def _py_escaped(text: str) -> str:
+    """A JSON string literal as a Python one, with every non-printable character a ``\\u``/``\\U`` escape."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+                   for ch in text)
 
 
 def py_docstring(value: Any) -> Escaped:

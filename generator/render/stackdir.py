@@ -13,6 +13,8 @@ A stack folder holds the only local copy of a deployed cluster's Pulumi state (`
 - **Only trainstack's files are written or removed.** Files it does not own (notes, scripts, other stacks'
   ``Pulumi.<stack>.yaml``) are kept and reported as ``kept``.
 - Folders left by trainstack 0.1's rename-based writer (``.NAME.old-PID``, ``.NAME.XXXX.tmp``) are recovered.
+- **Never outside its place, never over a user's file, never another spec's folder:** the rules of
+  :mod:`generator.render.stackfolder` (placement, ownership headers, claims) are checked before anything is written.
 
 Filesystem failures raise :class:`StackDirError` with one sentence that names the path.
 """
@@ -34,8 +36,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.errors import TrainstackError
 from generator.render.files import MARKER
+from generator.render.stackfolder import (  # noqa: F401 - re-exported: where folders live is asked of stackdir too
+    CONDITIONAL,
+    DEFAULT_STACK,
+    STACKS_DIR,
+    ConfigNotCarried,
+    StackDirError,
+    StackIdentity,
+    UnsafeStackDir,
+    check_claim,
+    check_placement,
+    check_user_files,
+    claimed_by,
+    collision,
+    default_stack_dir,
+    ours,
+    placement_problem,
+    recorded,
+    repository_root,
+    same_folder,
+    shown,
+    spec_candidates,
+    spec_folder,
+    spec_record,
+    stack_folder_name,
+    stack_identity,
+    user_files,
+)
 
 PENDING = f"{MARKER}/pending"  # the journal of an update in progress
 STATE = f"{MARKER}/state"  # trainstack's default file:// Pulumi backend
@@ -43,23 +71,7 @@ COMMITTED = "COMMITTED"
 # Files earlier versions of trainstack wrote and this one no longer does: removed on the next render. Anything
 # else that a render does not produce is the user's (or Pulumi's) and is kept.
 RETIRED: tuple[str, ...] = ()
-# Files this version writes only for some plans (a DLC stack has no node-init.sh; weights.sh exists only with
-# ModelScope weights on PAI-DLC), with the header line trainstack puts at their top. A file of that name that a
-# render no longer produces is removed when it still starts with trainstack's header (ours, left from an earlier
-# render), and kept otherwise (the user's own file of that name).
-CONDITIONAL: dict[str, bytes] = {
-    "node-init.sh": b"#!/bin/bash\n# trainstack node bootstrap for ",
-    "weights.sh": b"#!/bin/bash\n# trainstack-weights: ",
-}
 LOCK_TIMEOUT_SECONDS = 60.0
-
-
-class StackDirError(TrainstackError):
-    """A stack folder cannot be written or read (not ours, not writable, busy)."""
-
-
-class ConfigNotCarried(StackDirError):
-    """The folder's ``Pulumi.<stack>.yaml`` holds settings a re-render cannot carry over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +102,11 @@ def _ignored(rel: str, files: Mapping[str, str]) -> bool:
 
 def _left_over(path: Path, rel: str) -> bool:
     """A file this version writes for some plans only, written by an earlier render (its header is trainstack's)."""
-    header = CONDITIONAL.get(rel)
-    if header is None:
-        return False
-    with open(path, "rb") as f:
-        return f.read(len(header)) == header
+    return rel in CONDITIONAL and ours(path, rel)
 
 
+# How trainstack recognises a file it wrote, for every path it writes (its header, or its shape). A file at one of
+# these paths that does not match is the user's and is never overwritten or removed (write refuses instead).
 def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
     """What writing ``files`` to ``dest`` would change, without writing anything."""
     dest = Path(dest)
@@ -104,9 +114,9 @@ def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
     try:
         for rel, text in sorted(files.items()):
             target = dest / rel
-            if not target.is_file():
+            if not os.path.lexists(target):
                 changes.append(FileChange(rel, "create"))
-            elif target.read_bytes() != text.encode():
+            elif os.path.islink(target) or not target.is_file() or target.read_bytes() != text.encode():
                 changes.append(FileChange(rel, "update"))
             else:
                 changes.append(FileChange(rel, "identical"))
@@ -130,66 +140,6 @@ def is_stack_dir(path: Path) -> bool:
     path = Path(path)
     return path.is_dir() and (path / MARKER).is_dir() and (
         (path / "__main__.py").is_file() or (path / PENDING / COMMITTED).is_file())
-
-
-# ----------------------------------------------------------------------------- where folders live
-STACKS_DIR = "stacks"
-
-
-def repository_root(path: str | Path) -> Path | None:
-    """The work tree of the git repository that holds ``path`` (a ``.git`` folder or worktree file), if any."""
-    here = Path(os.path.abspath(path))
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
-def spec_record(spec_path: str | Path) -> str:
-    """How a spec's path is recorded in its stack: relative to its repository (the file name outside one).
-
-    The same from any working folder, with relative or absolute paths, on any machine that has the checkout.
-    """
-    spec = Path(os.path.abspath(spec_path))
-    root = repository_root(spec.parent)
-    if root is None:
-        return spec.name
-    return spec.relative_to(root).as_posix()
-
-
-def default_stack_dir(spec_path: str | Path, name: str) -> Path:
-    """``stacks/<name>`` at the top of the spec's repository (beside the spec outside one), whatever the cwd."""
-    spec = Path(os.path.abspath(spec_path))
-    root = repository_root(spec.parent) or spec.parent
-    return shown(root / STACKS_DIR / name)
-
-
-def shown(path: Path) -> Path:
-    """Paths under the working folder are shown relative to it (``stacks/x``), others absolute."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
-
-
-def spec_candidates(stack_dir: Path, recorded: str) -> list[Path]:
-    """Where the spec recorded in a stack folder may be: its repository, the folder's ancestors, the cwd."""
-    if not recorded:
-        return []
-    rec = Path(recorded)
-    if rec.is_absolute():
-        return [rec]
-    here = Path(os.path.abspath(stack_dir))
-    roots = [here.parent.parent]
-    repo = repository_root(here)
-    if repo is not None:
-        roots.insert(0, repo)
-    roots += list(here.parents) + [Path.cwd()]
-    seen: list[Path] = []
-    for root in roots:
-        if root / rec not in seen:
-            seen.append(root / rec)
-    return seen
 
 
 # ----------------------------------------------------------------------------- locking and signals
@@ -279,6 +229,7 @@ def write(files: Mapping[str, str], dest: str | Path, *, stack: str | None = Non
     """
     dest = Path(dest)
     parent = dest.parent
+    check_placement(dest)
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -290,6 +241,8 @@ def write(files: Mapping[str, str], dest: str | Path, *, stack: str | None = Non
         if dest.is_dir() and any(dest.iterdir()) and not (dest / MARKER).is_dir():
             raise StackDirError(f"{dest} exists and was not created by trainstack (no {MARKER}/ inside); "
                                 "refusing to write into it. Choose another folder with -o, or remove it yourself.")
+        check_claim(files, dest)
+        check_user_files(files, dest)
         if stack is not None:
             files = keep_stack_config(files, dest, stack)
         changes = compare(files, dest)
@@ -393,6 +346,7 @@ def needs_settling(dest: Path) -> bool:
 def settle(dest: str | Path) -> None:
     """Finish or roll back whatever an interrupted write left in or beside ``dest``; wait for a running writer."""
     dest = Path(dest)
+    check_placement(dest)
     if not dest.parent.is_dir() or not needs_settling(dest):
         return
     try:

@@ -124,7 +124,10 @@ OSS_TAG_KEY_MAX = 64
 OSS_TAG_KEY_RE = r"[A-Za-z0-9 +=._:/-]+"
 
 
-NO_CONTROL_RE = r"^[^\u0000-\u001f\u007f-\u009f]*$"  # the same rule for the JSON Schema (ECMA-262 and Python agree)
+# No control character and no invisible format character (below): the same rule for the JSON Schema, so an editor
+# flags them too (ECMA-262 and Python agree on this syntax)
+NO_CONTROL_RE = (r"^[^\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029"
+                 r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]*$")
 MOUNT_PATH_RE = r"^/[A-Za-z0-9._/-]*$"
 FILESET_PATH_RE = r"^/[A-Za-z0-9._/-]*/$"
 OSS_SOURCE_RE = rf"^oss://[a-z0-9][a-z0-9-]{{1,61}}[a-z0-9](/[/{OSS_PREFIX_CHARS}]*)?$"  # no nested quantifier
@@ -142,6 +145,12 @@ _NAMES = {"\x00": "NUL (U+0000)", "\t": "a tab (U+0009)", "\n": "a line feed (U+
           "\r": "a carriage return (U+000D)", "\x1b": "ESC (U+001B)", "\x7f": "DEL (U+007F)"}
 
 
+def dot_segment(prefix: str) -> bool:
+    """True when an object-key prefix has a '.' or '..' segment (``../../``, ``a/./b/``): tools that treat keys as
+    paths (ossutil, mounts, RAM resource patterns read by people) would take it outside the prefix it names."""
+    return any(seg in (".", "..") for seg in prefix.split("/"))
+
+
 def oss_prefix_problem(prefix: str) -> str | None:
     """Why an OSS object prefix (the part after ``oss://bucket/``) is refused, or None."""
     ctrl = control_character(prefix)
@@ -153,7 +162,25 @@ def oss_prefix_problem(prefix: str) -> str | None:
                 + " ".join(OSS_PREFIX_CHARS[9:]))
     if "//" in prefix or prefix.startswith("/"):
         return "the object prefix has an empty segment ('//')"
+    if dot_segment(prefix):
+        return "the object prefix has a '.' or '..' segment; object-key prefixes stay inside the bucket's namespace"
     if len(prefix.encode()) > OSS_PREFIX_MAX_BYTES:
         return (f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
                 f"{OSS_PREFIX_MAX_BYTES:,}")
+    return None
+
+
+# Invisible format characters: bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069),
+# marks (U+200E, U+200F, U+061C), zero-width characters (U+200B-U+200D, U+2060, U+FEFF), the soft hyphen and
+# every other character of Unicode category Cf, and the line and paragraph separators (U+2028, U+2029). They
+# reorder or hide text in editors, terminals and review tools ("Trojan Source", CVE-2021-42574), so no spec text
+# may hold them: they would reach the generated program, plan.json and the pull-request comment.
+_INVISIBLE_CATEGORIES = ("Cf", "Zl", "Zp", "Cs")
+
+
+def invisible_character(text: str) -> str | None:
+    """The first invisible format character in ``text``, as ``U+202E (RIGHT-TO-LEFT OVERRIDE)``, or None."""
+    for ch in text:
+        if ord(ch) > 0x7F and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+            return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
     return None

@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from generator.errors import Problem, SpecErrors, did_you_mean, one_of
+from generator.errors import Problem, SpecErrors, clip, did_you_mean, excerpt, one_of
+from generator.spec import limits, source
 from generator.spec.model import Spec
-
-MAX_SPEC_BYTES = 1 << 20  # a spec is a page of YAML; anything over 1 MiB is a mistake
+from generator.spec.source import MAX_SPEC_BYTES
 
 
 @dataclass(frozen=True)
@@ -56,22 +56,14 @@ def locate_value(p: Problem, file: str, positions: Mapping[tuple[str | int, ...]
 
 
 def read_text(path: Path) -> str:
-    """The spec's text; a missing, huge or binary file is a problem, not a traceback."""
-    name = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecErrors([Problem((), "no such file", file=name)]) from None
-    except IsADirectoryError:
-        raise SpecErrors([Problem((), "is a folder, not a spec file", file=name)]) from None
-    except OSError as e:
-        raise SpecErrors([Problem((), f"cannot read the file ({e.strerror})", file=name)]) from None
-    return decode(raw, name)
+    """The spec's text; a missing, huge, binary or non-regular file, or a link out of the repository, is a problem
+    that quotes none of its bytes (:func:`generator.spec.source.read_bytes`), not a traceback."""
+    return decode(source.read_bytes(path), str(path))
 
 
 def decode(raw: bytes, name: str) -> str:
     if len(raw) > MAX_SPEC_BYTES:
-        raise SpecErrors([Problem((), f"the file is {len(raw):,} bytes; a spec must be under {MAX_SPEC_BYTES:,}",
+        raise SpecErrors([Problem((), f"the file holds more than {MAX_SPEC_BYTES:,} bytes (1 MiB), the most a spec may hold",
                                   hint="is this the right file?", file=name, line=1, column=1)])
     if b"\x00" in raw:
         raise SpecErrors([Problem((), "this is a binary file, not YAML text", file=name, line=1, column=1)])
@@ -163,24 +155,55 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], t
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
         # ruamel's constructors raise plain exceptions on some explicit tags: '!!int x', '!!bool maybe', '!!set' on a scalar
         line = next((i + 1 for i, t in enumerate(lines) if "!" in t.split("#")[0]), 1)
-        raise SpecErrors([Problem((), f"invalid YAML: a value does not match its explicit tag ({type(e).__name__}: {e})",
+        raise SpecErrors([Problem((), f"invalid YAML: a value does not match its explicit tag ({type(e).__name__}: {clip(str(e), 80)})",
                                   hint="remove the '!!' tags; a spec needs none", file=file, line=line, column=1)],
                          lines) from None
     positions: dict[tuple[str | int, ...], tuple[int, int]] = {(): (1, 1)}
     try:
-        data = _plain(doc, (), positions, depth=0, budget=[MAX_VALUES])
+        data = _plain(doc, (), positions, depth=0, budget=[MAX_VALUES, MAX_EXPANDED_CHARS])
     except _TooDeep:
         raise SpecErrors([Problem((), f"the YAML nests too deeply (over {MAX_DEPTH} levels)",
                                   hint="anchors (&) and aliases (*) nested inside each other add up", file=file,
                                   line=1, column=1)], lines) from None
+    except _TooLong:
+        raise SpecErrors([Problem((), f"the YAML expands to over {MAX_EXPANDED_CHARS:,} characters of text",
+                                  hint="an anchor (&) of long text is repeated by its aliases (*); a spec's text is "
+                                  "a few kilobytes", file=file, line=1, column=1)], lines) from None
     except _TooBig:
         raise SpecErrors([Problem((), f"the YAML expands to over {MAX_VALUES:,} values",
                                   hint="anchors (&) and aliases (*) repeated inside each other multiply; a spec needs "
                                   "a few hundred values", file=file, line=1, column=1)], lines) from None
+    hidden = list(_invisible(data, ()))
+    if hidden:
+        problems = []
+        for where, is_key, char in hidden:
+            p = Problem(where, f"the {'key' if is_key else 'text'} contains {char}, an invisible formatting character",
+                        hint="invisible and bidirectional characters can make text read differently from what "
+                        "it is; retype the text without them (an editor that shows invisibles finds them)")
+            problems.append(locate(p, file, positions) if is_key else locate_value(p, file, positions))
+        raise SpecErrors(problems, lines)
     return data, positions
 
 
+def _invisible(data: Any, path: tuple[str | int, ...]) -> Any:
+    """(path, is_key, character) for every key and text value holding an invisible format character."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            char = limits.invisible_character(key) if isinstance(key, str) else None
+            if char:
+                yield (*path, key), True, char
+            yield from _invisible(value, (*path, key))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            yield from _invisible(item, (*path, i))
+    elif isinstance(data, str):
+        char = limits.invisible_character(data)
+        if char:
+            yield path, False, char
+
+
 MAX_VALUES = 100_000  # a spec has a few hundred values; aliases nested in aliases can expand to billions
+MAX_EXPANDED_CHARS = 2 * MAX_SPEC_BYTES  # text after aliases; one long anchor repeated would make every error huge
 MAX_DEPTH = 50  # a spec nests about four levels; ruamel takes seconds (and Python's stack) on thousands of '['
 
 
@@ -219,6 +242,16 @@ class _TooBig(Exception):
     pass
 
 
+class _TooLong(Exception):
+    pass
+
+
+def _spend(budget: list[int], text: str) -> None:
+    budget[1] -= len(text)
+    if budget[1] < 0:
+        raise _TooLong
+
+
 def _has_tab(lines: list[str], index: int) -> bool:
     return 0 <= index < len(lines) and "\t" in lines[index]
 
@@ -244,6 +277,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
         for key in node:
             k = key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
             k = str(k) if not isinstance(k, str) else k
+            _spend(budget, k)
             child = (*path, k)
             try:
                 kl, kc = node.lc.key(key)
@@ -273,6 +307,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
     if type(node).__name__ in ("ScalarBoolean",):
         return bool(node)
     if isinstance(node, str):
+        _spend(budget, node)
         return str(node)
     if isinstance(node, int) and not isinstance(node, bool):
         return int(node)
@@ -314,7 +349,7 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
             expected = err.get("ctx", {}).get("expected", "")
             got = err.get("input")
             choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ", ").split(",") if c.strip()]
-            message = f"{'an empty value' if got is None else repr(got)} is not allowed; expected {expected}"
+            message = f"{'an empty value' if got is None else excerpt(got)} is not allowed; expected {expected}"
             hint = did_you_mean(str(got), choices) if isinstance(got, str) else ""
         elif kind == "model_type" or kind == "dict_type":
             message = f"expected a mapping of fields, got {_kind(err.get('input'))}"
@@ -334,9 +369,9 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
                     message = message[len(prefix):]
             message = _friendlier(message, err.get("input"))
         if kind == "string_pattern_mismatch" and loc and loc[0] in PATTERN_HELP and len(loc) == 1:
-            message = f"{err.get('input')!r} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
+            message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
-            message = f"{err.get('input')!r} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
+            message = f"{excerpt(err.get('input'))} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
         key = (loc, message)
         if key in seen:
             continue
@@ -369,23 +404,23 @@ def _merge_auto(problems: list[Problem]) -> list[Problem]:
 
 def _friendlier(message: str, value: Any) -> str:
     if message.startswith("Input should be greater than"):
-        return f"{value!r} is too small: it must be " + message[len("Input should be "):]
+        return f"{excerpt(value)} is too small: it must be " + message[len("Input should be "):]
     if message.startswith("Input should be less than"):
-        return f"{value!r} is too large: it must be " + message[len("Input should be "):]
+        return f"{excerpt(value)} is too large: it must be " + message[len("Input should be "):]
     if message.startswith("String should have at least"):
-        return f"{value!r} is too short: use at least " + message[len("String should have at least "):]
+        return f"{excerpt(value)} is too short: use at least " + message[len("String should have at least "):]
     if message.startswith("String should have at most"):
-        return f"{value!r} is too long: use at most " + message[len("String should have at most "):]
+        return f"{excerpt(value)} is too long: use at most " + message[len("String should have at most "):]
     if message.startswith("Input should be a valid integer"):
-        return f"expected a whole number, got {value!r}"
+        return f"expected a whole number, got {excerpt(value)}"
     if message.startswith("Input should be a valid boolean"):
-        return f"expected true or false, got {value!r}"
+        return f"expected true or false, got {excerpt(value)}"
     if message.startswith("Input should be a valid string"):
-        return f"expected text, got {value!r}"
+        return f"expected text, got {excerpt(value)}"
     if message.startswith("Input should be a valid number"):
-        return f"expected a number, got {value!r}"
+        return f"expected a number, got {excerpt(value)}"
     if message.startswith("String should match pattern"):
-        return f"{value!r} has the wrong form ({message[len('String should '):]})"
+        return f"{excerpt(value)} has the wrong form ({message[len('String should '):]})"
     return message
 
 

@@ -28,6 +28,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from generator.errors import clip, excerpt
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
 
@@ -307,7 +308,8 @@ def _cidr(value: str) -> str:
     try:
         net = ipaddress.ip_network(value, strict=True)
     except ValueError as e:
-        raise ValueError(f"'{value}' is not a network in CIDR form such as 10.0.0.0/16 ({e})") from None
+        raise ValueError(f"{excerpt(value)} is not a network in CIDR form such as 10.0.0.0/16 ({clip(str(e), 120)})"
+                         ) from None
     if net.version != 4:
         raise ValueError("only IPv4 networks are supported")
     return str(net)
@@ -370,7 +372,7 @@ class DatasetSpec(_Strict):
                              "'/', e.g. /datasets/")
         segments = v.strip("/").split("/")
         if any(seg in (".", "..") for seg in segments):
-            raise spec_error(f"{v!r} has a '.' or '..' segment; a fileset path is written from the file system's root",
+            raise spec_error(f"{excerpt(v, 80)} has a '.' or '..' segment; a fileset path is written from the file system's root",
                              "e.g. /datasets/ or /datasets/corpus-2026/")
         kept = [seg for seg in segments if seg]
         if not kept:
@@ -399,12 +401,12 @@ class StorageSpec(_Strict):
         norm = limits.normalize_abs_path(v)
         system = limits.system_dir(norm)
         if system == "/":
-            raise spec_error(f"{v!r} is the root directory" + (f" (it normalizes to {norm})" if v != "/" else "")
+            raise spec_error(f"{excerpt(v, 80)} is the root directory" + (f" (it normalizes to {norm})" if v != "/" else "")
                              + "; mounting over it would hide the whole system", "use e.g. /mnt/shared")
         if system is not None:
             where = "is" if norm == system else "is under"
             normalized = f" (it normalizes to {norm})" if norm != v else ""
-            raise spec_error(f"{v!r}{normalized} {where} {system}, a system directory; mounting the shared file "
+            raise spec_error(f"{excerpt(v, 80)}{normalized} {where} {system}, a system directory; mounting the shared file "
                              "system there would hide the operating system's files", "use e.g. /mnt/shared")
         return norm
 
@@ -431,6 +433,10 @@ class CheckpointSpec(_Strict):
     def _prefix(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/", v):
             raise ValueError("a prefix is a path without a leading '/' that ends in '/', e.g. checkpoints/")
+        if limits.dot_segment(v):
+            raise spec_error(f"{v[:60]!r} has a '.' or '..' segment, which would reach outside the run's own prefix "
+                             "(the nodes' RAM policy and the copy to OSS name the prefix as written)",
+                             "e.g. checkpoints/ or runs/llama-70b/checkpoints/")
         return v
 
 

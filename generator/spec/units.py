@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from generator.errors import excerpt
+
 _COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15,
                  "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
 _BYTES_SUFFIX = {
@@ -21,6 +23,12 @@ class UnitError(ValueError):
     """A quantity that does not parse; the message says what form is expected."""
 
 
+def _brief(value: object) -> str:
+    """A value as written when short; an excerpt (with its length) when it is a pasted blob."""
+    text = str(value)
+    return text if len(text) <= 40 else excerpt(value)
+
+
 def parse_count(value: object, what: str = "count") -> int:
     """``70B`` -> 70_000_000_000, ``7.5e9`` -> 7_500_000_000, ``4M`` -> 4_000_000."""
     if isinstance(value, bool):
@@ -34,16 +42,16 @@ def parse_count(value: object, what: str = "count") -> int:
     elif isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*([KMBGTP]?|[KMGT]I)", value.strip().upper().replace("_", ""))
         if not m:
-            raise UnitError(f"'{value}' is not a {what}: write a number with an optional suffix K, M, B, T "
+            raise UnitError(f"{excerpt(value)} is not a {what}: write a number with an optional suffix K, M, B, T "
                             "(powers of 1000) or Ki, Mi, Gi (powers of 1024), e.g. 70B, 7.5e9, 4Mi")
         x = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
         if not math.isfinite(x):
-            raise UnitError(f"expected a finite {what}, got {value}")
+            raise UnitError(f"expected a finite {what}, got {_brief(value)}")
         n = round(x)
     else:
         raise UnitError(f"expected a {what} such as 70B or 7.5e9")
     if n <= 0:
-        raise UnitError(f"{what} must be positive, got {value}")
+        raise UnitError(f"{what} must be positive, got {_brief(value)}")
     return n
 
 
@@ -53,18 +61,18 @@ def parse_bytes(value: object, what: str = "size") -> int:
         raise UnitError(f"expected a {what} such as 12TiB or 500GiB")
     if isinstance(value, (int, float)):
         if value <= 0 or (isinstance(value, float) and not math.isfinite(value)):
-            raise UnitError(f"{what} must be positive, got {value}")
+            raise UnitError(f"{what} must be positive, got {_brief(value)}")
         return round(value * 2**30)
     if isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*([KMGTP]?I?B)", value.strip().upper().replace("_", ""))
         if not m:
-            raise UnitError(f"'{value}' is not a {what}: write e.g. 500GiB, 12TiB or 2TB")
+            raise UnitError(f"{excerpt(value)} is not a {what}: write e.g. 500GiB, 12TiB or 2TB")
         x = float(m.group(1)) * _BYTES_SUFFIX[m.group(2)]
         if not math.isfinite(x):
-            raise UnitError(f"expected a finite {what}, got {value}")
+            raise UnitError(f"expected a finite {what}, got {_brief(value)}")
         n = round(x)
         if n <= 0:
-            raise UnitError(f"{what} must be positive, got {value}")
+            raise UnitError(f"{what} must be positive, got {_brief(value)}")
         return n
     raise UnitError(f"expected a {what} such as 12TiB or 500GiB")
 
@@ -75,20 +83,20 @@ def parse_seconds(value: object, what: str = "duration") -> int:
         raise UnitError(f"expected a {what} such as 30m or 2h")
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
-            raise UnitError(f"expected a finite {what}, got {value}")
+            raise UnitError(f"expected a finite {what}, got {_brief(value)}")
         secs = round(value * 60)
     elif isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*(s|sec|m|min|h|d)", value.strip().lower())
         if not m:
-            raise UnitError(f"'{value}' is not a {what}: write e.g. 45m, 2h or 1d")
+            raise UnitError(f"{excerpt(value)} is not a {what}: write e.g. 45m, 2h or 1d")
         x = float(m.group(1)) * _SECONDS[m.group(2)]
         if not math.isfinite(x):
-            raise UnitError(f"expected a finite {what}, got {value}")
+            raise UnitError(f"expected a finite {what}, got {_brief(value)}")
         secs = round(x)
     else:
         raise UnitError(f"expected a {what} such as 30m or 2h")
     if secs <= 0:
-        raise UnitError(f"{what} must be positive, got {value}")
+        raise UnitError(f"{what} must be positive, got {_brief(value)}")
     return secs
 
 

@@ -44,7 +44,7 @@ def stack_target(spec: str | Path, plan: Plan, backend: str | None = None,
     """The engine target of the spec's stack folder, or None when the folder or (in its default ``file://`` state)
     the stack does not exist yet: then there are no outputs, and no engine or passphrase is needed to say so."""
     env = os.environ if env is None else env
-    dest = stackdir.default_stack_dir(Path(spec), plan.name)
+    dest = stackdir.default_stack_dir(Path(spec), plan.name, plan.stack)
     if not stackdir.is_stack_dir(dest):
         return None
     target = target_for(dest, backend, env)

@@ -88,12 +88,29 @@ def _read_git(ref: str, path: str, cwd: Path) -> Side:
             continue
         if kind.stdout.decode().strip() != "blob":
             raise DiffError(f"cannot read {what}: '{candidate}' is a folder in {ref}, not a spec file")
+        _check_blob(ref, candidate, what, cwd)
         shown = _git(["show", f"{ref}:{candidate}"], cwd)
         if shown.returncode != 0:
             raise DiffError(f"cannot read {what}: {shown.stderr.decode(errors='replace').strip()}")
         label = f"{ref}:{candidate}"
         return Side(label, loader.decode(shown.stdout, label), candidate)
     raise DiffError(f"cannot read {what}: '{path}' does not exist in {ref}")
+
+
+def _check_blob(ref: str, candidate: str, what: str, cwd: Path) -> None:
+    """A committed spec is read like a file on disk: a symbolic link is refused (its target is not read) and a blob
+    over the spec size limit is refused before ``git show`` reads it (docs/spec.md, "Limits")."""
+    from generator.spec.source import MAX_SPEC_BYTES
+
+    listed = _git(["ls-tree", "-z", ref, "--", candidate], cwd)
+    mode = listed.stdout.decode(errors="replace").split(" ", 1)[0] if listed.returncode == 0 else ""
+    if mode == "120000":
+        raise DiffError(f"cannot read {what}: it is a symbolic link in {ref}; trainstack reads specs from regular "
+                        "files only")
+    size = _git(["cat-file", "-s", f"{ref}:{candidate}"], cwd)
+    if size.returncode == 0 and int(size.stdout.decode().strip() or 0) > MAX_SPEC_BYTES:
+        raise DiffError(f"cannot read {what}: it holds more than {MAX_SPEC_BYTES:,} bytes (1 MiB), the most a spec "
+                        "may hold")
 
 
 @dataclass(frozen=True)
