@@ -75,6 +75,10 @@ class Graph:
     resources: list[Resource] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # "type::name" -> the registration's key (generator.preview.memo), for resources whose inputs it could digest;
+    # what later runs of the same stack reuse. Not part of what the program declares, so not compared.
+    keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    reused: int = field(default=0, compare=False, repr=False)  # resources answered from earlier runs
 
     def of_type(self, token: str) -> list[Resource]:
         """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
@@ -103,6 +107,8 @@ def _mock_classes() -> tuple[Any, Any]:
     import pulumi
     from pulumi.runtime import mocks
 
+    from generator.preview import memo
+
     class Recorder(pulumi.runtime.Mocks):
         def __init__(self) -> None:
             self.seen: list[tuple[str, str, dict[str, Any]]] = []
@@ -111,7 +117,7 @@ def _mock_classes() -> tuple[Any, Any]:
             inputs = dict(args.inputs)
             self.seen.append((args.typ, args.name, inputs))
             outputs = dict(inputs)
-            rid = f"{args.name}-id"
+            rid = memo.mock_id(args.name)
             # a few computed attributes the programs read back
             if args.typ == "alicloud:vpc/natGateway:NatGateway":
                 outputs.setdefault("snatTableIds", f"stb-{args.name}")
@@ -233,22 +239,50 @@ def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
-                config: Mapping[str, str] | None = None) -> Graph:
+                config: Mapping[str, str] | None = None, *, memo_salt: str = "",
+                reuse: Mapping[str, Resource] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
 
     ``config`` is the stack config the program sees. Unless it names ``trainstack:sharedFsAddress`` (an empty value
     included), that key is :data:`PLACEHOLDER_SHARED_FS_ADDRESS`, so a CPFS program declares its nodes as it will
     after ``trainstack up``; a run that used the placeholder says so in :attr:`Graph.warnings`.
+
+    With ``memo_salt`` (:func:`generator.preview.memo.salt`) every registration is keyed (:attr:`Graph.keys`), and
+    one whose key is in ``reuse`` (key -> resource, from earlier graphs) is answered from there instead of the
+    runtime (:mod:`generator.preview.memo`). If the program reads an output of a reused resource, the run is
+    repeated without reusing that type; the graph is always the one a run without ``reuse`` gives.
     """
+    program_dir = Path(program_dir).resolve()
+    main = program_dir / "__main__.py"
+    if not main.is_file():
+        raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    skip: frozenset[str] = frozenset()
+    known = dict(reuse or {}) if memo_salt else {}
+    for _attempt in range(3):
+        read: set[str] = set()
+        try:
+            graph = _run_once(main, project, stack, config, memo_salt, known, skip, read)
+        except ProgramError:
+            if not read:
+                raise
+            graph = None
+        if not read:
+            assert graph is not None
+            return graph
+        skip |= frozenset(read)  # an output of a reused resource was read: run again, registering that type
+    return _run_once(main, project, stack, config, memo_salt, {}, skip, set())
+
+
+def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | None, memo_salt: str,
+              known: Mapping[str, Resource], skip: frozenset[str], read: set[str]) -> Graph:
     import pulumi
     from pulumi.runtime import mocks, settings
     from pulumi.runtime import stack as stack_mod
     from pulumi.runtime.sync_await import _sync_await
 
-    program_dir = Path(program_dir).resolve()
-    main = program_dir / "__main__.py"
-    if not main.is_file():
-        raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    from generator.preview.memo import Memo
+
+    program_dir = main.parent
     recorder_cls, monitor_cls = _mock_classes()
     recorder = recorder_cls()
     monitor = monitor_cls(recorder)
@@ -265,19 +299,30 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     settings.SETTINGS.outputs.clear()
     root = settings.get_root_resource()
     graph = Graph()
+    memo = Memo(memo_salt, known, skip) if memo_salt else None
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
-            with tuned_gc(gc_mode()):
+            with tuned_gc(gc_mode()), (memo or contextlib.nullcontext()):
                 _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
                 graph.outputs = _resolve_outputs(root, _sync_await)
     except TrainstackError:
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
+        if memo is not None:
+            read.update(memo.read_types)
         raise ProgramError(_explain(e, recorder)) from e
-    for typ, name, inputs in sorted(recorder.seen, key=lambda x: (x[0], x[1])):
+    if memo is not None:
+        read.update(memo.read_types)
+        graph.keys, graph.reused = memo.keys, len(memo.reused)
+    recorded = [(typ, name, _strip_unknowns(inputs)) for typ, name, inputs in recorder.seen]
+    for typ, name, inputs in sorted(recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])],
+                                    key=lambda x: (x[0], x[1])):
+        if isinstance(inputs, Resource):
+            graph.resources.append(inputs)
+            continue
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
-        graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent, first_delete))
+        graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
