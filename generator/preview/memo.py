@@ -84,9 +84,13 @@ class ReusedOutputRead(Exception):
 class Memo:
     """Keys every registration of one run and answers those found in ``known`` (key -> recorded resource)."""
 
-    def __init__(self, run_salt: str, known: Mapping[str, Any], skip_types: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, run_salt: str, known: Mapping[str, Any], skip_types: frozenset[str] = frozenset()
+    ) -> None:
         self.salt, self.known, self.skip_types = run_salt, known, skip_types
-        self.keys: dict[str, str] = {}  # "type::name" -> key, for every resource registered for real with a key
+        self.keys: dict[
+            str, str
+        ] = {}  # "type::name" -> key, for every resource registered for real with a key
         self.reused: list[Any] = []  # recorded resources answered from the memo
         self.read_types: set[str] = set()  # types of reused resources whose outputs the program read
         self._origin: dict[int, tuple[Any, str]] = {}  # id(Output) -> (the Output, its digest)
@@ -94,7 +98,7 @@ class Memo:
         self._original: Callable[..., None] | None = None
 
     # ------------------------------------------------------------------------------------------ install
-    def __enter__(self) -> Memo:
+    def __enter__(self) -> Memo:  # noqa: PYI034 (a final class in practice)
         import pulumi.resource as resource_mod
 
         self._original = resource_mod.register_resource
@@ -109,8 +113,19 @@ class Memo:
         self._origin.clear()
 
     # ------------------------------------------------------------------------------------------ the hook
-    def _register(self, res: Any, ty: str, name: str, custom: bool, remote: bool, new_dependency: Any,
-                  props: Mapping[str, Any], opts: Any, typ: Any = None, package_ref: Any = None) -> None:
+    def _register(
+        self,
+        res: Any,
+        ty: str,
+        name: str,
+        custom: bool,
+        remote: bool,
+        new_dependency: Any,
+        props: Mapping[str, Any],
+        opts: Any,
+        typ: Any = None,
+        package_ref: Any = None,
+    ) -> None:
         assert self._original is not None
         first = ty not in self._types_seen
         self._types_seen.add(ty)
@@ -122,8 +137,14 @@ class Memo:
             except _Undigestable:
                 key = None
         hit = self.known.get(key) if key is not None else None
-        if hit is not None and custom and not first and ty not in self.skip_types and \
-                hit.type == ty and hit.name == name:
+        if (
+            hit is not None
+            and custom
+            and not first
+            and ty not in self.skip_types
+            and hit.type == ty
+            and hit.name == name
+        ):
             self._answer(res, ty, name, props, hit)
             self.reused.append(hit)
             self.keys[f"{ty}::{name}"] = key
@@ -140,7 +161,9 @@ class Memo:
             h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
 
-    def _remember(self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None) -> None:
+    def _remember(
+        self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None
+    ) -> None:
         """Where each output of a resource registered for real comes from, for the digests of later inputs."""
         d = res.__dict__
         for attr, tag in (("urn", "u"), ("id", "i")):
@@ -183,8 +206,7 @@ class Memo:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
     def _walk(self, value: Any, out: list[str]) -> None:
-        from pulumi import Output
-        from pulumi import _types
+        from pulumi import Output, _types
 
         kind = type(value)
         if kind in _PLAIN:
@@ -241,7 +263,7 @@ def _urn(parent: str, type_: str, name: str) -> str:
 
     if parent:
         type_ = parent.split("::")[2].split("$").pop() + "$" + type_
-    return "urn:pulumi:" + "::".join([get_stack(), get_project(), type_, name])
+    return f"urn:pulumi:{get_stack()}::{get_project()}::{type_}::{name}"
 
 
 __all__ = ["Memo", "ReusedOutputRead", "mock_id", "salt"]
