@@ -51,7 +51,7 @@ def _run(folder: Path, plan: Any, reuse: dict[str, mockrun.Resource] | None = No
 
 def _bytes(graph: mockrun.Graph) -> str:
     """Everything a graph declares, in its order (what preview, lint and diff read)."""
-    return json.dumps({k: v for k, v in cache._to_json(graph).items() if k != "keys"})
+    return json.dumps({k: v for k, v in cache._to_json(graph).items() if k != "keys"}, sort_keys=True)
 
 
 def _reusable(graph: mockrun.Graph) -> dict[str, mockrun.Resource]:

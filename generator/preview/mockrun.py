@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import io
 import logging
@@ -173,6 +174,7 @@ def _program_context(program_dir: Path) -> Iterator[None]:
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
+RAN = False  # a mock run happened in this process (the CLI then skips interpreter teardown, generator/cli)
 _THREAD_LOOPS: list[asyncio.AbstractEventLoop] = []
 _THREAD_LOOPS_LOCK = threading.Lock()
 
@@ -282,6 +284,8 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
 
     from generator.preview.memo import Memo
 
+    global RAN
+    RAN = True
     program_dir = main.parent
     recorder_cls, monitor_cls = _mock_classes()
     recorder = recorder_cls()
@@ -303,7 +307,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
-            with tuned_gc(gc_mode()), (memo or contextlib.nullcontext()):
+            with tuned_gc(gc_mode()), light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
                 _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
                 graph.outputs = _resolve_outputs(root, _sync_await)
     except TrainstackError:
@@ -328,6 +332,89 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
+
+
+# Two more runtime costs the mock monitor never uses. Each registration asks for the program's stack trace
+# (`_get_stack_trace`: every frame's source position, turned into protobuf) and its source position, which the
+# engine shows in its diagnostics; the mock monitor ignores both fields. And every registration and invoke crosses
+# `loop.run_in_executor` to a worker thread, where the mock monitor answers at once: a thread hand-off, a second
+# event loop and a futures wrap per call. "inline" answers it in the calling thread (the monitor is synchronous; its
+# own `_sync_await` runs nested on the running loop, as Pulumi's synchronous invokes do). Neither changes a request
+# the mock monitor records (tests/test_runtime.py compares the graphs). `TRAINSTACK_MOCK_STACK_TRACES=on` and
+# `TRAINSTACK_MOCK_INLINE=off` restore Pulumi's behaviour; measured in benchmarks/README.md.
+STACK_TRACES_ENV = "TRAINSTACK_MOCK_STACK_TRACES"
+INLINE_ENV = "TRAINSTACK_MOCK_INLINE"
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value not in ("off", "0", "no", "false")
+
+
+def light_settings() -> dict[str, bool]:
+    """The runtime settings of mock runs from the environment: stack traces off, inline monitor calls on."""
+    return {"stack_traces": _flag(STACK_TRACES_ENV, False), "inline": _flag(INLINE_ENV, True)}
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """Runs each submitted call at once, in the caller's thread (the mock monitor's calls return immediately); no
+    thread is ever started (asyncio accepts only ThreadPoolExecutor subclasses as a loop's default executor)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 handed to the awaiting coroutine, as a worker thread would
+            done.set_exception(e)
+        return done
+
+
+@contextlib.contextmanager
+def light_runtime(stack_traces: bool = False, inline: bool = True) -> Iterator[None]:
+    """Run the body without the stack traces (unless ``stack_traces``) and with inline monitor calls (if ``inline``);
+    Pulumi's functions and the loop's executor come back after."""
+    from pulumi.runtime import resource as runtime_resource
+
+    loop = asyncio.get_event_loop()
+    saved = runtime_resource._get_stack_trace, runtime_resource._get_source_position
+    executor = getattr(loop, "_default_executor", None)
+    if not stack_traces:
+        from pulumi.runtime.proto import source_pb2
+
+        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()  # type: ignore[assignment]
+        runtime_resource._get_source_position = lambda *_a, **_k: None  # type: ignore[assignment]
+    from pulumi.runtime import mocks
+
+    nested = mocks._sync_await
+    if inline:
+        loop.set_default_executor(_InlineExecutor())
+        mocks._sync_await = _drive  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        runtime_resource._get_stack_trace, runtime_resource._get_source_position = saved
+        if inline:
+            loop._default_executor = executor  # type: ignore[attr-defined]
+            mocks._sync_await = nested  # type: ignore[assignment]
+
+
+def _drive(awaitable: Any) -> Any:
+    """The mock monitor's ``_sync_await`` when it answers inline: run the coroutine (serializing plain values, which
+    never waits) to its end in place. Pumping the running loop instead, as Pulumi's ``_sync_await`` does, would run
+    the next registration inside this one, and so on: a recursion as deep as the cluster. If the coroutine does
+    wait on a future, that one future is awaited the Pulumi way and the coroutine goes on."""
+    from pulumi.runtime.sync_await import _sync_await
+
+    if not asyncio.iscoroutine(awaitable):
+        return _sync_await(awaitable)
+    while True:
+        try:
+            waited = awaitable.send(None)
+        except StopIteration as done:
+            return done.value
+        if waited is not None:
+            waited._asyncio_future_blocking = False
+            _sync_await(waited)
 
 
 # The cyclic garbage collector costs a quarter to over a third of a large mock run: Pulumi's runtime allocates
