@@ -192,11 +192,12 @@ class Memo:
         res.__dict__["id"] = resolved(mock_id(name))
         self._origin[id(res.__dict__["urn"])] = (res.__dict__["urn"], f"u\0{ty}\0{name}")
         self._origin[id(res.__dict__["id"])] = (res.__dict__["id"], f"i\0{ty}\0{name}")
+        unread = _Unread(self, ty)  # one per resource: reading any of its properties repeats the run alike
         for prop in props:
             if prop in ("urn", "id"):
                 continue
             out = object.__new__(Output)
-            out._data = _Unread(self, ty)  # type: ignore[attr-defined]
+            out._data = unread  # type: ignore[attr-defined]
             res.__dict__[prop] = out
 
     # ------------------------------------------------------------------------------------------ digests
@@ -206,8 +207,6 @@ class Memo:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
     def _walk(self, value: Any, out: list[str]) -> None:
-        from pulumi import Output, _types
-
         kind = type(value)
         if kind in _PLAIN:
             out.append(f"{kind.__name__}:{value!r}")
@@ -226,12 +225,12 @@ class Memo:
                 out.append(f"k:{k!r}")
                 self._walk(v, out)
             out.append("]")
-        elif isinstance(value, Output):
+        elif isinstance(value, _pulumi().Output):
             origin = self._origin.get(id(value))
             if origin is None or origin[0] is not value:
                 raise _Undigestable("an Output of unknown origin")
             out.append(f"out:{origin[1]}")
-        elif _types.is_input_type(kind):
+        elif _pulumi()._types.is_input_type(kind):
             out.append(f"input:{kind.__module__}.{kind.__qualname__}")
             self._walk(dict(value.__dict__), out)
         else:
@@ -255,6 +254,20 @@ class Memo:
             else:
                 raise _Undigestable(k)
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+_PULUMI: Any = None
+
+
+def _pulumi() -> Any:
+    """The ``pulumi`` package, imported once (the digests run for every input of every registration)."""
+    global _PULUMI
+    if _PULUMI is None:
+        import pulumi
+        import pulumi._types
+
+        _PULUMI = pulumi
+    return _PULUMI
 
 
 def _urn(parent: str, type_: str, name: str) -> str:
