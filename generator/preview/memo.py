@@ -50,6 +50,8 @@ class _Undigestable(Exception):
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_ID_OUTPUTS = {"urn": "\0urn", "id": "\0id"}  # marks that cannot be a property name
+_ID_VALUES = frozenset(_ID_OUTPUTS.values())
 
 
 class _Unread(asyncio.Future):  # type: ignore[type-arg]
@@ -93,7 +95,7 @@ class Memo:
         ] = {}  # "type::name" -> key, for every resource registered for real with a key
         self.reused: list[Any] = []  # recorded resources answered from the memo
         self.read_types: set[str] = set()  # types of reused resources whose outputs the program read
-        self._origin: dict[int, tuple[Any, str]] = {}  # id(Output) -> (the Output, its digest)
+        self._origin: dict[int, tuple[Any, tuple[str, str, str | None], str]] = {}  # id(Output) -> origin
         self._types_seen: set[str] = set()
         self._original: Callable[..., None] | None = None
 
@@ -161,20 +163,20 @@ class Memo:
             h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
 
-    def _remember(
-        self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None
-    ) -> None:
-        """Where each output of a resource registered for real comes from, for the digests of later inputs."""
+    def _remember(self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None) -> None:
+        """Where each output of a resource registered for real comes from, for the digests of later inputs (one
+        shared record per resource and one small tuple per output: thousands of nodes have tens of outputs each)."""
         d = res.__dict__
-        for attr, tag in (("urn", "u"), ("id", "i")):
+        info = (ty, name, props_digest)
+        for attr in ("urn", "id"):
             if attr in d:
-                self._origin[id(d[attr])] = (d[attr], f"{tag}\0{ty}\0{name}")
+                self._origin[id(d[attr])] = (d[attr], info, _ID_OUTPUTS[attr])
         if props_digest is None:
             return
         for prop in props:
             out = d.get(prop)
-            if out is not None and prop not in ("urn", "id"):
-                self._origin[id(out)] = (out, f"o\0{ty}\0{name}\0{prop}\0{props_digest}")
+            if out is not None and prop not in _ID_OUTPUTS:
+                self._origin[id(out)] = (out, info, prop)
 
     def _answer(self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any) -> None:
         """Give ``res`` what registering it would: its urn and id resolved, its other outputs unread."""
@@ -190,8 +192,9 @@ class Memo:
         urn = _urn(hit.parent, ty, name)
         res.__dict__["urn"] = resolved(urn)
         res.__dict__["id"] = resolved(mock_id(name))
-        self._origin[id(res.__dict__["urn"])] = (res.__dict__["urn"], f"u\0{ty}\0{name}")
-        self._origin[id(res.__dict__["id"])] = (res.__dict__["id"], f"i\0{ty}\0{name}")
+        info = (ty, name, None)
+        self._origin[id(res.__dict__["urn"])] = (res.__dict__["urn"], info, _ID_OUTPUTS["urn"])
+        self._origin[id(res.__dict__["id"])] = (res.__dict__["id"], info, _ID_OUTPUTS["id"])
         unread = _Unread(self, ty)  # one per resource: reading any of its properties repeats the run alike
         for prop in props:
             if prop in ("urn", "id"):
@@ -229,7 +232,11 @@ class Memo:
             origin = self._origin.get(id(value))
             if origin is None or origin[0] is not value:
                 raise _Undigestable("an Output of unknown origin")
-            out.append(f"out:{origin[1]}")
+            (ty, name, props_digest), prop = origin[1], origin[2]
+            if prop in _ID_VALUES:  # the urn and the id follow from the type and name alone
+                out.append(f"out:{prop}\0{ty}\0{name}")
+            else:  # a property: the producer's inputs fix it (the mock answers from them)
+                out.append(f"out:o\0{ty}\0{name}\0{prop}\0{props_digest}")
         elif _pulumi()._types.is_input_type(kind):
             out.append(f"input:{kind.__module__}.{kind.__qualname__}")
             self._walk(dict(value.__dict__), out)

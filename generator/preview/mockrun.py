@@ -319,7 +319,12 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     if memo is not None:
         read.update(memo.read_types)
         graph.keys, graph.reused = memo.keys, len(memo.reused)
-    recorded = [(typ, name, _strip_unknowns(inputs)) for typ, name, inputs in recorder.seen]
+    monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
+    seen, recorder.seen = recorder.seen, []
+    recorded = []
+    while seen:  # each request's inputs are dropped as their stripped copy is made: never two copies of the graph
+        typ, name, inputs = seen.pop()
+        recorded.append((typ, name, _strip_unknowns(inputs)))
     for typ, name, inputs in sorted(recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])],
                                     key=lambda x: (x[0], x[1])):
         if isinstance(inputs, Resource):
@@ -328,6 +333,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
         graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    monitor.options.clear()
     if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
         graph.warnings.append(PLACEHOLDER_NOTE)
