@@ -7,7 +7,6 @@ and :func:`lint_target` (mock runtime) or :mod:`generator.live`. No stage import
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,12 +157,9 @@ def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
     from generator import live
     from generator.preview import cache
 
-    with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
-        dest = Path(tmp) / the_plan.name
-        stackdir.write(files, dest, durable=False)
-        graph = cache.run_program(dest, project=the_plan.name, stack=the_plan.stack,
-                                    config={"alicloud:region": the_plan.region})
-        return graph, live.stack_digest(dest, the_plan.stack)
+    graph, digest = cache.run_files(files, project=the_plan.name, stack=the_plan.stack, region=the_plan.region,
+                                    inspect=lambda dest: live.stack_digest(dest, the_plan.stack))
+    return graph, digest or ""
 
 
 def lint_files(the_plan: Plan, files: dict[str, str]):  # -> lint.LintReport

@@ -92,3 +92,74 @@ def test_a_lean_run_declares_what_a_full_run_does_with_fewer_modules(stack: str)
     assert out["on"]["graph"] == out["off"]["graph"] and out["on"]["outputs"] == out["off"]["outputs"]
     assert out["on"]["warnings"] == out["off"]["warnings"]
     assert out["on"]["modules"] < out["off"]["modules"] * 0.6
+
+
+# Issue #28, 1: each runtime setting that the mock monitor never observes is applied, and none changes the graph.
+LIGHT = [{"stack_traces": st, "inline": inline} for st in (False, True) for inline in (True, False)]
+
+
+@pytest.mark.parametrize("settings", LIGHT, ids=lambda s: f"traces-{s['stack_traces']}-inline-{s['inline']}")
+@pytest.mark.parametrize("stack", ["pretrain-70b", "finetune-dlc"])
+def test_light_runtime_settings_declare_the_same_graph(stack: str, settings: dict[str, bool],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(mockrun.STACK_TRACES_ENV, "on")
+    monkeypatch.setenv(mockrun.INLINE_ENV, "off")
+    assert mockrun.light_settings() == {"stack_traces": True, "inline": False}  # Pulumi's own behaviour
+    reference = _run(stack)
+    monkeypatch.setenv(mockrun.STACK_TRACES_ENV, "on" if settings["stack_traces"] else "off")
+    monkeypatch.setenv(mockrun.INLINE_ENV, "on" if settings["inline"] else "off")
+    assert mockrun.light_settings() == settings
+    graph = _run(stack)
+    assert graph == reference
+    assert json.dumps(graph.outputs, sort_keys=True) == json.dumps(reference.outputs, sort_keys=True)
+
+
+def test_the_defaults_skip_stack_traces_and_answer_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(mockrun.STACK_TRACES_ENV, raising=False)
+    monkeypatch.delenv(mockrun.INLINE_ENV, raising=False)
+    assert mockrun.light_settings() == {"stack_traces": False, "inline": True}
+
+
+def test_light_runtime_restores_pulumi() -> None:
+    import asyncio
+
+    from pulumi.runtime import mocks
+    from pulumi.runtime import resource as runtime_resource
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        before = (runtime_resource._get_stack_trace, runtime_resource._get_source_position, mocks._sync_await,
+                  getattr(loop, "_default_executor", None))
+        with mockrun.light_runtime(stack_traces=False, inline=True):
+            assert runtime_resource._get_stack_trace().frames == []  # an empty trace: the monitor never reads it
+            assert isinstance(loop._default_executor, mockrun._InlineExecutor)  # type: ignore[attr-defined]
+        after = (runtime_resource._get_stack_trace, runtime_resource._get_source_position, mocks._sync_await,
+                 getattr(loop, "_default_executor", None))
+        assert after == before
+    finally:
+        loop.close()
+
+
+def test_inline_calls_run_in_the_calling_thread() -> None:
+    import threading
+
+    done = mockrun._InlineExecutor().submit(threading.get_ident)
+    assert done.result() == threading.get_ident()
+    failed = mockrun._InlineExecutor().submit(lambda: 1 / 0)
+    assert isinstance(failed.exception(), ZeroDivisionError)
+
+
+@pytest.mark.parametrize("args", [["preview", "stacks/pretrain-70b"], ["validate", "examples/finetune-7b.yaml"],
+                                  ["preview", "stacks/no-such-folder"]])
+def test_skipping_teardown_keeps_output_and_exit_code(args: list[str], tmp_path: Path) -> None:
+    """`trainstack` skips interpreter teardown after a mock run (generator.cli.entry): same output, same code."""
+    seen = []
+    for fast in ("on", "off"):
+        env = {**os.environ, "TRAINSTACK_FAST_EXIT": fast, "TRAINSTACK_GRAPH_CACHE": "off",
+               "XDG_CACHE_HOME": str(tmp_path)}
+        proc = subprocess.run([sys.executable, "-m", "generator.cli", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, check=False)
+        seen.append((proc.returncode, proc.stdout, proc.stderr))
+    assert seen[0] == seen[1]
+    assert (seen[0][0] == 0) == ("no-such" not in args[1])  # a failure still fails

@@ -1,5 +1,5 @@
 """``python -m generator.cli``: the trainstack command."""
 
-from generator.cli import main
+from generator.cli import entry
 
-main()
+entry()

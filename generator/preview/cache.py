@@ -15,6 +15,12 @@ replaces it. Writes go to a temporary file in the same folder and are renamed in
 concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
 file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
 runs no program and imports no SDK.
+
+A miss still reuses what it can: each entry also holds the key of every registration (:mod:`generator.preview.memo`),
+and ``memo/<salt>`` lists the newest entries of each project and stack (:data:`MEMO_ENTRIES`). A run whose program
+changed loads those entries and registers under the mock runtime only the resources whose inputs are new, so a
+change to a few nodes of a large cluster costs those nodes, not the cluster. ``TRAINSTACK_INCREMENTAL=off`` runs
+every registration (the graph is the same either way).
 """
 
 from __future__ import annotations
@@ -25,22 +31,29 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from generator.preview import mockrun, sdkload
+from generator.preview import memo, mockrun, sdkload
 from generator.preview.mockrun import Graph, Resource
 
-GRAPH_SCHEMA = 1  # bump when Graph or Resource changes shape
+GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
 HEADER = b"trainstack-graph"
 MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
-_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(__file__))
+T = TypeVar("T")
+MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
+_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(memo.__file__), Path(__file__))
 
 
 def enabled() -> bool:
     return os.environ.get("TRAINSTACK_GRAPH_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def incremental() -> bool:
+    """Whether a changed program reuses the registrations of earlier runs (``TRAINSTACK_INCREMENTAL``, on)."""
+    return os.environ.get("TRAINSTACK_INCREMENTAL", "on").strip().lower() not in ("off", "0", "no", "false")
 
 
 def cache_dir() -> Path:
@@ -105,13 +118,34 @@ def _entry(digest: str) -> Path:
 def _to_json(graph: Graph) -> dict[str, Any]:
     return {"resources": [[r.type, r.name, r.inputs, r.protect, r.retain_on_delete, r.parent, r.delete_before_replace]
                           for r in graph.resources],
-            "outputs": graph.outputs, "warnings": graph.warnings}
+            "outputs": graph.outputs, "warnings": graph.warnings, "keys": graph.keys}
 
 
 def _from_json(data: Mapping[str, Any]) -> Graph:
     resources = [Resource(t, n, i, bool(p), bool(k), str(parent), bool(d)) for t, n, i, p, k, parent, d in
                  data["resources"]]
-    return Graph(resources, dict(data["outputs"]), list(data["warnings"]))
+    return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
+
+
+def _json_exact(value: Any) -> bool:
+    """Whether JSON gives ``value`` back as it is (str-keyed dicts, lists, str, bool, None, int, finite float): the
+    check that a stored graph reads back equal, made without decoding a second copy of a graph of gigabytes."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(k) is not str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if item != item or item in (float("inf"), float("-inf")):
+                return False
+        elif kind not in (str, int, bool, type(None)):
+            return False
+    return True
 
 
 def load(digest: str) -> Graph | None:
@@ -137,9 +171,9 @@ def load(digest: str) -> Graph | None:
 def store(digest: str, graph: Graph) -> bool:
     """Write ``graph`` under ``digest`` atomically; False (and nothing written) if it does not survive JSON exactly."""
     data = _to_json(graph)
-    body = json.dumps(data, separators=(",", ":")).encode()  # insertion order kept: a hit prints what a run does
-    if _from_json(json.loads(body)) != graph:
+    if not _json_exact(data):
         return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
+    body = json.dumps(data, separators=(",", ":")).encode()  # insertion order kept: a hit prints what a run does
     path = _entry(digest)
     with _ignored():  # a read-only or full cache folder only costs the next run its time
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -198,9 +232,70 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
         with _ignored():
             os.utime(_entry(digest))  # most recently used
         return graph
-    graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config)
-    store(digest, graph)
+    run_salt = memo.salt(environment(), project, stack)
+    graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
+                                reuse=reusable(run_salt) if incremental() else None)
+    if store(digest, graph):
+        _remember(run_salt, digest)
     return graph
 
 
-__all__ = ["GRAPH_SCHEMA", "cache_dir", "enabled", "key", "load", "program_files", "run_program", "store"]
+def run_files(files: Mapping[str, str], *, project: str, stack: str, region: str,
+              inspect: Callable[[Path], T] | None = None) -> tuple[Graph, T | None]:
+    """The one way trainstack runs rendered files under the mocks (``preview``, ``validate``, ``lint``, each side of
+    ``diff``): they are written to a temporary folder and run through :func:`run_program` with the region as the
+    stack's config. ``inspect`` is called on that folder before it is removed (e.g. to digest it)."""
+    from generator.render import stackdir
+
+    with tempfile.TemporaryDirectory(prefix="trainstack-run-") as tmp:
+        dest = Path(tmp) / project
+        stackdir.write(dict(files), dest, durable=False)
+        graph = run_program(dest, project=project, stack=stack, config={"alicloud:region": region})
+        return graph, (inspect(dest) if inspect is not None else None)
+
+
+def _memo_index(run_salt: str) -> Path:
+    return cache_dir() / "memo" / run_salt
+
+
+def reusable(run_salt: str) -> dict[str, Resource]:
+    """key -> resource, from the newest entries stored for this salt (a missing or corrupt entry gives nothing)."""
+    try:
+        digests = _memo_index(run_salt).read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out: dict[str, Resource] = {}
+    for digest in digests[:MEMO_ENTRIES]:
+        graph = load(digest) if len(digest) == 64 else None
+        if graph is None:
+            continue
+        for r in graph.resources:
+            k = graph.keys.get(r.urn_key)
+            if k is not None:
+                out.setdefault(k, r)
+    return out
+
+
+def _remember(run_salt: str, digest: str) -> None:
+    """Put ``digest`` first in the salt's list of newest entries (written atomically, like an entry)."""
+    index = _memo_index(run_salt)
+    with _ignored():
+        try:
+            old = index.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            old = []
+        kept = [digest] + [d for d in old if d != digest and len(d) == 64][: MEMO_ENTRIES - 1]
+        index.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{run_salt[:16]}.", suffix=".tmp", dir=index.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write("\n".join(kept) + "\n")
+            os.replace(tmp, index)
+        except BaseException:
+            with _ignored():
+                os.unlink(tmp)
+            raise
+
+
+__all__ = ["GRAPH_SCHEMA", "MEMO_ENTRIES", "cache_dir", "enabled", "incremental", "key", "load", "program_files",
+           "reusable", "run_files", "run_program", "store"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import io
 import logging
@@ -75,6 +76,10 @@ class Graph:
     resources: list[Resource] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # "type::name" -> the registration's key (generator.preview.memo), for resources whose inputs it could digest;
+    # what later runs of the same stack reuse. Not part of what the program declares, so not compared.
+    keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    reused: int = field(default=0, compare=False, repr=False)  # resources answered from earlier runs
 
     def of_type(self, token: str) -> list[Resource]:
         """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
@@ -103,6 +108,8 @@ def _mock_classes() -> tuple[Any, Any]:
     import pulumi
     from pulumi.runtime import mocks
 
+    from generator.preview import memo
+
     class Recorder(pulumi.runtime.Mocks):
         def __init__(self) -> None:
             self.seen: list[tuple[str, str, dict[str, Any]]] = []
@@ -111,7 +118,7 @@ def _mock_classes() -> tuple[Any, Any]:
             inputs = dict(args.inputs)
             self.seen.append((args.typ, args.name, inputs))
             outputs = dict(inputs)
-            rid = f"{args.name}-id"
+            rid = memo.mock_id(args.name)
             # a few computed attributes the programs read back
             if args.typ == "alicloud:vpc/natGateway:NatGateway":
                 outputs.setdefault("snatTableIds", f"stb-{args.name}")
@@ -167,6 +174,7 @@ def _program_context(program_dir: Path) -> Iterator[None]:
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
+RAN = False  # a mock run happened in this process (the CLI then skips interpreter teardown, generator/cli)
 _THREAD_LOOPS: list[asyncio.AbstractEventLoop] = []
 _THREAD_LOOPS_LOCK = threading.Lock()
 
@@ -233,22 +241,52 @@ def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
-                config: Mapping[str, str] | None = None) -> Graph:
+                config: Mapping[str, str] | None = None, *, memo_salt: str = "",
+                reuse: Mapping[str, Resource] | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
 
     ``config`` is the stack config the program sees. Unless it names ``trainstack:sharedFsAddress`` (an empty value
     included), that key is :data:`PLACEHOLDER_SHARED_FS_ADDRESS`, so a CPFS program declares its nodes as it will
     after ``trainstack up``; a run that used the placeholder says so in :attr:`Graph.warnings`.
+
+    With ``memo_salt`` (:func:`generator.preview.memo.salt`) every registration is keyed (:attr:`Graph.keys`), and
+    one whose key is in ``reuse`` (key -> resource, from earlier graphs) is answered from there instead of the
+    runtime (:mod:`generator.preview.memo`). If the program reads an output of a reused resource, the run is
+    repeated without reusing that type; the graph is always the one a run without ``reuse`` gives.
     """
+    program_dir = Path(program_dir).resolve()
+    main = program_dir / "__main__.py"
+    if not main.is_file():
+        raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    skip: frozenset[str] = frozenset()
+    known = dict(reuse or {}) if memo_salt else {}
+    for _attempt in range(3):
+        read: set[str] = set()
+        try:
+            graph = _run_once(main, project, stack, config, memo_salt, known, skip, read)
+        except ProgramError:
+            if not read:
+                raise
+            graph = None
+        if not read:
+            assert graph is not None
+            return graph
+        skip |= frozenset(read)  # an output of a reused resource was read: run again, registering that type
+    return _run_once(main, project, stack, config, memo_salt, {}, skip, set())
+
+
+def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | None, memo_salt: str,
+              known: Mapping[str, Resource], skip: frozenset[str], read: set[str]) -> Graph:
     import pulumi
     from pulumi.runtime import mocks, settings
     from pulumi.runtime import stack as stack_mod
     from pulumi.runtime.sync_await import _sync_await
 
-    program_dir = Path(program_dir).resolve()
-    main = program_dir / "__main__.py"
-    if not main.is_file():
-        raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    from generator.preview.memo import Memo
+
+    global RAN
+    RAN = True
+    program_dir = main.parent
     recorder_cls, monitor_cls = _mock_classes()
     recorder = recorder_cls()
     monitor = monitor_cls(recorder)
@@ -265,24 +303,124 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     settings.SETTINGS.outputs.clear()
     root = settings.get_root_resource()
     graph = Graph()
+    memo = Memo(memo_salt, known, skip) if memo_salt else None
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
-            with tuned_gc(gc_mode()):
+            with tuned_gc(gc_mode()), light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
                 _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
                 graph.outputs = _resolve_outputs(root, _sync_await)
     except TrainstackError:
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
+        if memo is not None:
+            read.update(memo.read_types)
         raise ProgramError(_explain(e, recorder)) from e
-    for typ, name, inputs in sorted(recorder.seen, key=lambda x: (x[0], x[1])):
+    if memo is not None:
+        read.update(memo.read_types)
+        graph.keys, graph.reused = memo.keys, len(memo.reused)
+    monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
+    seen, recorder.seen = recorder.seen, []
+    recorded = []
+    while seen:  # each request's inputs are dropped as their stripped copy is made: never two copies of the graph
+        typ, name, inputs = seen.pop()
+        recorded.append((typ, name, _strip_unknowns(inputs)))
+    for typ, name, inputs in sorted(recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])],
+                                    key=lambda x: (x[0], x[1])):
+        if isinstance(inputs, Resource):
+            graph.resources.append(inputs)
+            continue
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
-        graph.resources.append(Resource(typ, name, _strip_unknowns(inputs), protect, retain, parent, first_delete))
+        graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    monitor.options.clear()
     if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
+
+
+# Two more runtime costs the mock monitor never uses. Each registration asks for the program's stack trace
+# (`_get_stack_trace`: every frame's source position, turned into protobuf) and its source position, which the
+# engine shows in its diagnostics; the mock monitor ignores both fields. And every registration and invoke crosses
+# `loop.run_in_executor` to a worker thread, where the mock monitor answers at once: a thread hand-off, a second
+# event loop and a futures wrap per call. "inline" answers it in the calling thread (the monitor is synchronous; its
+# own `_sync_await` runs nested on the running loop, as Pulumi's synchronous invokes do). Neither changes a request
+# the mock monitor records (tests/test_runtime.py compares the graphs). `TRAINSTACK_MOCK_STACK_TRACES=on` and
+# `TRAINSTACK_MOCK_INLINE=off` restore Pulumi's behaviour; measured in benchmarks/README.md.
+STACK_TRACES_ENV = "TRAINSTACK_MOCK_STACK_TRACES"
+INLINE_ENV = "TRAINSTACK_MOCK_INLINE"
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value not in ("off", "0", "no", "false")
+
+
+def light_settings() -> dict[str, bool]:
+    """The runtime settings of mock runs from the environment: stack traces off, inline monitor calls on."""
+    return {"stack_traces": _flag(STACK_TRACES_ENV, False), "inline": _flag(INLINE_ENV, True)}
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """Runs each submitted call at once, in the caller's thread (the mock monitor's calls return immediately); no
+    thread is ever started (asyncio accepts only ThreadPoolExecutor subclasses as a loop's default executor)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 handed to the awaiting coroutine, as a worker thread would
+            done.set_exception(e)
+        return done
+
+
+@contextlib.contextmanager
+def light_runtime(stack_traces: bool = False, inline: bool = True) -> Iterator[None]:
+    """Run the body without the stack traces (unless ``stack_traces``) and with inline monitor calls (if ``inline``);
+    Pulumi's functions and the loop's executor come back after."""
+    from pulumi.runtime import resource as runtime_resource
+
+    loop = asyncio.get_event_loop()
+    saved = runtime_resource._get_stack_trace, runtime_resource._get_source_position
+    executor = getattr(loop, "_default_executor", None)
+    if not stack_traces:
+        from pulumi.runtime.proto import source_pb2
+
+        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()  # type: ignore[assignment]
+        runtime_resource._get_source_position = lambda *_a, **_k: None  # type: ignore[assignment]
+    from pulumi.runtime import mocks
+
+    nested = mocks._sync_await
+    if inline:
+        loop.set_default_executor(_InlineExecutor())
+        mocks._sync_await = _drive  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        runtime_resource._get_stack_trace, runtime_resource._get_source_position = saved
+        if inline:
+            loop._default_executor = executor  # type: ignore[attr-defined]
+            mocks._sync_await = nested  # type: ignore[assignment]
+
+
+def _drive(awaitable: Any) -> Any:
+    """The mock monitor's ``_sync_await`` when it answers inline: run the coroutine (serializing plain values, which
+    never waits) to its end in place. Pumping the running loop instead, as Pulumi's ``_sync_await`` does, would run
+    the next registration inside this one, and so on: a recursion as deep as the cluster. If the coroutine does
+    wait on a future, that one future is awaited the Pulumi way and the coroutine goes on."""
+    from pulumi.runtime.sync_await import _sync_await
+
+    if not asyncio.iscoroutine(awaitable):
+        return _sync_await(awaitable)
+    while True:
+        try:
+            waited = awaitable.send(None)
+        except StopIteration as done:
+            return done.value
+        if waited is not None:
+            waited._asyncio_future_blocking = False
+            _sync_await(waited)
 
 
 # The cyclic garbage collector costs a quarter to over a third of a large mock run: Pulumi's runtime allocates

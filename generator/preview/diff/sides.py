@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -134,16 +133,11 @@ def _plan_side(side: Side, catalog: Catalog) -> _Planned:
 
 
 def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
-    """Write the rendered program to a temporary folder and run it under the mock runtime."""
+    """Run the rendered program under the mock runtime (:func:`generator.preview.cache.run_files`)."""
     from generator.preview import cache
-    from generator.render import stackdir
 
     plan = planned.plan
-    with tempfile.TemporaryDirectory(prefix="trainstack-diff-") as tmp:
-        dest = Path(tmp) / plan.name
-        stackdir.write(planned.files, dest, durable=False)
-        graph = cache.run_program(dest, project=plan.name, stack=plan.stack,
-                                    config={"alicloud:region": plan.region})
+    graph, _ = cache.run_files(planned.files, project=plan.name, stack=plan.stack, region=plan.region)
     return graph, SideInfo(planned.side.label, plan.name, plan.stack, plan.region, len(graph.resources))
 
 
@@ -179,12 +173,15 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
     head_planned = _plan_side(head_side, catalog)
     base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None
+    # BASE runs first: HEAD's run then registers only what changed and reuses the rest from BASE's graph
+    # (generator/preview/memo.py), whose result is byte for byte a full run's
+    base_run = _run_side(base_planned) if base_planned is not None else None
     head_graph, head_info = _run_side(head_planned)
-    if base_planned is None:  # the spec path only appears in comments of the rendered files
+    if base_run is None:  # the spec path only appears in comments of the rendered files
         base_graph, base_info = head_graph, SideInfo(base_side.label, head_info.project, head_info.stack,
                                                      head_info.region, head_info.resources)
     else:
-        base_graph, base_info = _run_side(base_planned)
+        base_graph, base_info = base_run
     result = diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
     base_plan = (base_planned or head_planned).plan
     return replace(result, cost=cost_delta(base_plan, head_planned.plan, catalog),
