@@ -7,7 +7,7 @@ for, so the real Pulumi CLI deploys trainstack's programs against it. It speaks 
 Configure, Check, Diff, Create, Read, Update, Delete, Invoke, Cancel; for any ``alicloud:*`` resource type.
 
 * **State**: the "cloud" is ``$FAKE_ALICLOUD_STATE`` (JSON, written atomically under a file lock): one entry per
-  resource id with its type, name, inputs and outputs. Ids look like Alibaba's (``i-...``, ``vpc-...``); computed
+  resource (type and id) with its type, name, inputs and outputs. Ids look like Alibaba's (``i-...``, ``vpc-...``); computed
   outputs the programs read are filled in (an instance's ``status``, an export's ``exportId``, ...).
 * **Update or replace** comes from the replacement data the offline diff uses
   (``generator/preview/data/replacement/*.csv``, ForceNew from the Terraform provider's schema): a changed input
@@ -99,19 +99,24 @@ def _locked_state(path: Path) -> Iterator[dict[str, Any]]:
         os.replace(tmp, path)
 
 
+def _key(type_: str, rid: str) -> str:
+    """Resources are kept by type and id: an OSS bucket, its ACL and its public access block share one id."""
+    return f"{type_}::{rid}"
+
+
 def read_state(path: Path) -> dict[str, Any]:
-    """The fake cloud's resources by id (for tests)."""
+    """The fake cloud's resources by id (for tests); only ids of one type are unique."""
     with _locked_state(path) as state:
-        return dict(state["resources"])
+        return {res["id"]: res for res in state["resources"].values()}
 
 
 def lose(path: Path, name: str, type_: str = "alicloud:ecs/instance:Instance") -> str:
     """Take the resource ``name`` out of the fake cloud, as a spot reclaim releases an instance; its id."""
     with _locked_state(path) as state:
-        for rid, res in list(state["resources"].items()):
+        for key, res in list(state["resources"].items()):
             if res["name"] == name and res["type"] == type_:
-                del state["resources"][rid]
-                return rid
+                del state["resources"][key]
+                return str(res["id"])
     raise KeyError(f"no {type_} named {name} in {path}")
 
 
@@ -306,8 +311,8 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         with _locked_state(_state_path()) as state:
             rid = _new_id(state, type_, _name(request.urn), inputs)
             outputs = {**inputs, **_computed(type_, rid, inputs)}
-            state["resources"][rid] = {"type": type_, "name": _name(request.urn), "urn": request.urn,
-                                       "inputs": inputs, "outputs": outputs}
+            state["resources"][_key(type_, rid)] = {"id": rid, "type": type_, "name": _name(request.urn),
+                                                    "urn": request.urn, "inputs": inputs, "outputs": outputs}
         _log("Create:done", request.urn, id=rid)
         return provider_pb2.CreateResponse(id=rid, properties=_struct(outputs))
 
@@ -315,7 +320,7 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         _log("Read", request.urn, id=request.id)
         _faults("Read", request.urn, context)
         with _locked_state(_state_path()) as state:
-            res = state["resources"].get(request.id)
+            res = state["resources"].get(_key(_type(request.urn), request.id))
         if res is None:
             _log("Read:gone", request.urn, id=request.id)
             return provider_pb2.ReadResponse(id="")
@@ -330,7 +335,7 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
             return provider_pb2.UpdateResponse(properties=request.news)
         _faults("Update", request.urn, context)
         with _locked_state(_state_path()) as state:
-            res = state["resources"].get(request.id)
+            res = state["resources"].get(_key(type_, request.id))
             if res is None:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"fake alicloud: {type_} {request.id} does not exist")
             res["inputs"] = news
@@ -343,7 +348,7 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         _log("Delete", request.urn, id=request.id)
         _faults("Delete", request.urn, context)
         with _locked_state(_state_path()) as state:
-            state["resources"].pop(request.id, None)
+            state["resources"].pop(_key(_type(request.urn), request.id), None)
         return empty_pb2.Empty()
 
     def Cancel(self, request: Any, context: Any) -> Any:
