@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
-import fake_alicloud  # noqa: E402
-from fake_openapi import FakeOpenApi  # noqa: E402
+import fake_alicloud
+from fake_openapi import FakeOpenApi
 
 PULUMI_VERSION = "3.260.0"
 # the user's cache folder, read before the suite's autouse fixture points XDG_CACHE_HOME at a temporary one
@@ -52,9 +52,20 @@ def pulumi_bin(pulumi_home: Path) -> Path:
     go = os.environ.get("GO", "/usr/local/go/bin/go")
     if not cached.exists() and not Path(go).exists() and os.environ.get("CI") != "true":
         pytest.skip("no Pulumi CLI built by tests/live/install-pulumi.sh and no Go to build it")
-    env = {**os.environ, "XDG_CACHE_HOME": USER_CACHE, "PULUMI_HOME": str(pulumi_home), "PYTHON": sys.executable}
-    out = subprocess.run(["bash", str(HERE / "install-pulumi.sh")], env=env, capture_output=True, text=True,
-                         timeout=3600, check=False)
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": USER_CACHE,
+        "PULUMI_HOME": str(pulumi_home),
+        "PYTHON": sys.executable,
+    }
+    out = subprocess.run(
+        ["bash", str(HERE / "install-pulumi.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     if out.returncode != 0:
         pytest.fail(f"tests/live/install-pulumi.sh failed ({out.returncode}):\n{out.stderr[-3000:]}")
     return Path(out.stdout.strip().splitlines()[-1])
@@ -72,8 +83,11 @@ def program_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One virtual environment with the program's packages, shared by the stacks that do not test `pulumi install`."""
     venv = tmp_path_factory.mktemp("program") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *PROGRAM_PACKAGES],
-                   check=True, timeout=900)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *PROGRAM_PACKAGES],
+        check=True,
+        timeout=900,
+    )
     return venv
 
 
@@ -95,14 +109,20 @@ class Live:
         constraints.write_text(f"pulumi=={PULUMI_VERSION}\n")
         self.env = {
             "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
-            "HOME": os.environ.get("HOME", str(root)), "LANG": "C.UTF-8",
-            "PULUMI_HOME": str(pulumi_home), "PIP_CONSTRAINT": str(constraints),
-            "FAKE_ALICLOUD_STATE": str(self.cloud_file), "FAKE_ALICLOUD_LOG": str(self.log_file),
-            "FAKE_ALICLOUD_CONTROL": str(self.control_file), "FAKE_OPENAPI_CONTROL": str(self.openapi_control),
+            "HOME": os.environ.get("HOME", str(root)),
+            "LANG": "C.UTF-8",
+            "PULUMI_HOME": str(pulumi_home),
+            "PIP_CONSTRAINT": str(constraints),
+            "FAKE_ALICLOUD_STATE": str(self.cloud_file),
+            "FAKE_ALICLOUD_LOG": str(self.log_file),
+            "FAKE_ALICLOUD_CONTROL": str(self.control_file),
+            "FAKE_OPENAPI_CONTROL": str(self.openapi_control),
             "TRAINSTACK_ALIBABA_ENDPOINT": openapi.url,
-            "ALIBABA_CLOUD_ACCESS_KEY_ID": "LTAI5tFakeKeyForTests", "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "fake-secret",
+            "ALIBABA_CLOUD_ACCESS_KEY_ID": "LTAI5tFakeKeyForTests",
+            "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "fake-secret",
             "PULUMI_CONFIG_PASSPHRASE": "correct horse battery staple",
-            "XDG_CACHE_HOME": str(root / "cache"), "CI": "true",
+            "XDG_CACHE_HOME": str(root / "cache"),
+            "CI": "true",
         }
         for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CACHE_DIR"):
             if name in os.environ:
@@ -113,26 +133,51 @@ class Live:
     def command(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "generator.cli", *args]
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+    ) -> subprocess.CompletedProcess:
         full = {**self.env, "PYTHONPATH": str(REPO), **(env or {})}
-        return subprocess.run(self.command(*args), cwd=self.root, env={k: v for k, v in full.items() if v is not None},
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            self.command(*args),
+            cwd=self.root,
+            env={k: v for k, v in full.items() if v is not None},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def ok(self, *args: str, **kw: Any) -> subprocess.CompletedProcess:
         out = self.run(*args, **kw)
-        assert out.returncode == 0, f"trainstack {' '.join(args)} exited {out.returncode}:\n{out.stdout}\n{out.stderr}"
+        assert out.returncode == 0, (
+            f"trainstack {' '.join(args)} exited {out.returncode}:\n{out.stdout}\n{out.stderr}"
+        )
         return out
 
     def start(self, *args: str) -> subprocess.Popen:
         """A command in its own process group (so a test can kill it and everything it started)."""
-        return subprocess.Popen(self.command(*args), cwd=self.root, env={**self.env, "PYTHONPATH": str(REPO)},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        return subprocess.Popen(
+            self.command(*args),
+            cwd=self.root,
+            env={**self.env, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
 
     def pulumi(self, *args: str) -> subprocess.CompletedProcess:
         """The pulumi CLI by hand in the stack folder, as docs/live.md tells a user to."""
         env = {**self.env, "PULUMI_BACKEND_URL": f"file://{self.stack_dir}/.trainstack/state"}
-        return subprocess.run(["pulumi", *args], cwd=self.stack_dir, env=env, capture_output=True, text=True,
-                              timeout=300, check=False)
+        return subprocess.run(
+            ["pulumi", *args],
+            cwd=self.stack_dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     # ------------------------------------------------------------------------------------------ the spec
     def edit(self, old: str, new: str) -> None:
@@ -156,13 +201,15 @@ class Live:
     def calls(self, *methods: str) -> list[dict[str, Any]]:
         if not self.log_file.exists():
             return []
-        lines = self.log_file.read_text().splitlines()[self._mark:]
+        lines = self.log_file.read_text().splitlines()[self._mark :]
         entries = [json.loads(line) for line in lines if line.strip()]
         return [e for e in entries if not methods or e["method"] in methods]
 
     def changes(self) -> list[tuple[str, str]]:
         """(method, name) of every Create, Update and Delete since the mark, and of every replacing Diff."""
-        out = [(e["method"], e["name"]) for e in self.calls("Create", "Update", "Delete") if not e.get("preview")]
+        out = [
+            (e["method"], e["name"]) for e in self.calls("Create", "Update", "Delete") if not e.get("preview")
+        ]
         out += [("Replace", e["name"]) for e in self.calls("Diff") if e.get("replaces")]
         return out
 

@@ -44,21 +44,30 @@ from pulumi.runtime.proto import plugin_pb2, provider_pb2, provider_pb2_grpc
 
 VERSION = "4.0.0"  # overwritten by nothing: the plugin folder's version is what the engine asks for
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's "computed, not known yet" sentinel
-REPLACEMENT_DATA = Path(__file__).resolve().parent.parent.parent / "generator" / "preview" / "data" / "replacement"
+REPLACEMENT_DATA = (
+    Path(__file__).resolve().parent.parent.parent / "generator" / "preview" / "data" / "replacement"
+)
 
 # id prefixes, as Alibaba Cloud's APIs return them
 PREFIX = {
-    "alicloud:ecs/instance:Instance": "i-", "alicloud:vpc/network:Network": "vpc-",
-    "alicloud:vpc/switch:Switch": "vsw-", "alicloud:ecs/securityGroup:SecurityGroup": "sg-",
-    "alicloud:vpc/natGateway:NatGateway": "ngw-", "alicloud:ecs/eipAddress:EipAddress": "eip-",
-    "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet": "ds-", "alicloud:ecs/hpcCluster:HpcCluster": "hpc-",
-    "alicloud:nas/fileSystem:FileSystem": "cpfs-", "alicloud:pai/workspaceWorkspace:WorkspaceWorkspace": "",
+    "alicloud:ecs/instance:Instance": "i-",
+    "alicloud:vpc/network:Network": "vpc-",
+    "alicloud:vpc/switch:Switch": "vsw-",
+    "alicloud:ecs/securityGroup:SecurityGroup": "sg-",
+    "alicloud:vpc/natGateway:NatGateway": "ngw-",
+    "alicloud:ecs/eipAddress:EipAddress": "eip-",
+    "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet": "ds-",
+    "alicloud:ecs/hpcCluster:HpcCluster": "hpc-",
+    "alicloud:nas/fileSystem:FileSystem": "cpfs-",
+    "alicloud:pai/workspaceWorkspace:WorkspaceWorkspace": "",
 }
 # ids that are a name the program chose (Terraform's d.SetId(name))
 ID_FROM = {
-    "alicloud:oss/bucket:Bucket": "bucket", "alicloud:oss/bucketAcl:BucketAcl": "bucket",
+    "alicloud:oss/bucket:Bucket": "bucket",
+    "alicloud:oss/bucketAcl:BucketAcl": "bucket",
     "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock": "bucket",
-    "alicloud:ram/role:Role": "roleName", "alicloud:ram/policy:Policy": "policyName",
+    "alicloud:ram/role:Role": "roleName",
+    "alicloud:ram/policy:Policy": "policyName",
     "alicloud:ram/user:User": "name",
 }
 
@@ -144,8 +153,12 @@ def _computed(type_: str, rid: str, inputs: Mapping[str, Any]) -> dict[str, Any]
     """The outputs Alibaba Cloud computes that trainstack's programs read or show."""
     out: dict[str, Any] = {}
     if type_ == "alicloud:ecs/instance:Instance":
-        out = {"status": "Running", "instanceName": inputs.get("instanceName", ""),
-               "privateIp": inputs.get("privateIp") or "192.168.0.10", "publicIp": ""}
+        out = {
+            "status": "Running",
+            "instanceName": inputs.get("instanceName", ""),
+            "privateIp": inputs.get("privateIp") or "192.168.0.10",
+            "publicIp": "",
+        }
     elif type_ == "alicloud:vpc/network:Network":
         out = {"routeTableId": "vtb-" + rid[4:], "routerId": "vrt-" + rid[4:], "status": "Available"}
     elif type_ == "alicloud:nas/protocolService:ProtocolService":
@@ -158,8 +171,10 @@ def _computed(type_: str, rid: str, inputs: Mapping[str, Any]) -> dict[str, Any]
         out = {"filesetId": "fset-" + rid[-12:]}
     elif type_ == "alicloud:ram/role:Role":
         out = {"arn": f"acs:ram::1234567890123456:role/{rid}", "roleId": "3" + rid[-8:]}
-    elif type_ in ("alicloud:pai/workspaceWorkspace:WorkspaceWorkspace",
-                   "alicloud:pai/workspaceDataset:WorkspaceDataset"):
+    elif type_ in (
+        "alicloud:pai/workspaceWorkspace:WorkspaceWorkspace",
+        "alicloud:pai/workspaceDataset:WorkspaceDataset",
+    ):
         out = {"status": "ENABLED"}
     return {k: v for k, v in out.items() if k not in inputs or inputs[k] in (None, "", UNKNOWN)}
 
@@ -204,8 +219,13 @@ def _rules_for(method: str, urn: str, kind: str) -> list[dict[str, Any]]:
         control = json.loads(path.read_text() or "{}")
     except ValueError:
         return []
-    return [r for r in control.get(kind, []) if r.get("method", method) == method
-            and r.get("name", _name(urn)) == _name(urn) and r.get("type", _type(urn)) == _type(urn)]
+    return [
+        r
+        for r in control.get(kind, [])
+        if r.get("method", method) == method
+        and r.get("name", _name(urn)) == _name(urn)
+        and r.get("type", _type(urn)) == _type(urn)
+    ]
 
 
 def _faults(method: str, urn: str, context: Any) -> None:
@@ -213,18 +233,24 @@ def _faults(method: str, urn: str, context: Any) -> None:
         time.sleep(float(rule.get("seconds", 5)))
     for rule in _rules_for(method, urn, "fail"):
         _log(method + ":failed", urn, message=rule.get("message", ""))
-        context.abort(grpc.StatusCode.UNKNOWN, rule.get("message") or f"fake alicloud: {method} failed as told")
+        context.abort(
+            grpc.StatusCode.UNKNOWN, rule.get("message") or f"fake alicloud: {method} failed as told"
+        )
 
 
 def _changed(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
     keys = sorted(set(olds) | set(news))
-    return [k for k in keys if olds.get(k) != news.get(k) and not (k not in news and olds.get(k) in (None, ""))]
+    return [
+        k for k in keys if olds.get(k) != news.get(k) and not (k not in news and olds.get(k) in (None, ""))
+    ]
 
 
 def _state_path() -> Path:
     path = _env_path("FAKE_ALICLOUD_STATE")
     if path is None:
-        raise RuntimeError("FAKE_ALICLOUD_STATE is not set: the fake alicloud provider has no cloud to talk to")
+        raise RuntimeError(
+            "FAKE_ALICLOUD_STATE is not set: the fake alicloud provider has no cloud to talk to"
+        )
     return path
 
 
@@ -252,25 +278,43 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
 
     def Configure(self, request: Any, context: Any) -> Any:
         variables = dict(request.variables)
-        _log("Configure", inputs={k: v for k, v in variables.items() if "ecret" not in k and "ccessKey" not in k})
-        has_key = ("alicloud:config:accessKey" in variables or os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_ID")
-                   or os.environ.get("ALICLOUD_ACCESS_KEY") or os.environ.get("ALIBABA_CLOUD_PROFILE")
-                   or os.environ.get("ALICLOUD_PROFILE"))
+        _log(
+            "Configure",
+            inputs={k: v for k, v in variables.items() if "ecret" not in k and "ccessKey" not in k},
+        )
+        has_key = (
+            "alicloud:config:accessKey" in variables
+            or os.environ.get("ALIBABA_CLOUD_ACCESS_KEY_ID")
+            or os.environ.get("ALICLOUD_ACCESS_KEY")
+            or os.environ.get("ALIBABA_CLOUD_PROFILE")
+            or os.environ.get("ALICLOUD_PROFILE")
+        )
         if not has_key:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          "[ERROR] Configuring Terraform Alicloud Provider: no valid credential sources found")
-        return provider_pb2.ConfigureResponse(acceptSecrets=False, supportsPreview=True, acceptResources=False,
-                                              acceptOutputs=False)
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "[ERROR] Configuring Terraform Alicloud Provider: no valid credential sources found",
+            )
+        return provider_pb2.ConfigureResponse(
+            acceptSecrets=False, supportsPreview=True, acceptResources=False, acceptOutputs=False
+        )
 
     def Invoke(self, request: Any, context: Any) -> Any:
         args = _dict(request.args)
         _log("Invoke", inputs={"tok": request.tok, **args})
         if request.tok == "alicloud:ecs/getImages:getImages":
-            image = {"id": "m-fakeimage00000001", "name": "aliyun_3_x64_20G_alibase_20260101.vhd",
-                     "imageId": "m-fakeimage00000001", "osType": "linux", "status": "Available"}
-            return provider_pb2.InvokeResponse(**{"return": _struct({**args, "ids": [image["id"]],
-                                                                     "images": [image], "id": "fake"})})
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"the fake alicloud provider has no function {request.tok}")
+            image = {
+                "id": "m-fakeimage00000001",
+                "name": "aliyun_3_x64_20G_alibase_20260101.vhd",
+                "imageId": "m-fakeimage00000001",
+                "osType": "linux",
+                "status": "Available",
+            }
+            return provider_pb2.InvokeResponse(
+                **{"return": _struct({**args, "ids": [image["id"]], "images": [image], "id": "fake"})}
+            )
+        context.abort(
+            grpc.StatusCode.UNIMPLEMENTED, f"the fake alicloud provider has no function {request.tok}"
+        )
 
     def Check(self, request: Any, context: Any) -> Any:
         news = _dict(request.news)
@@ -298,8 +342,12 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
             detailed[k] = provider_pb2.PropertyDiff(kind=kind, inputDiff=True)
         return provider_pb2.DiffResponse(
             changes=provider_pb2.DiffResponse.DIFF_SOME if changes else provider_pb2.DiffResponse.DIFF_NONE,
-            replaces=replaces, diffs=changes, detailedDiff=detailed, hasDetailedDiff=True,
-            deleteBeforeReplace=False)
+            replaces=replaces,
+            diffs=changes,
+            detailedDiff=detailed,
+            hasDetailedDiff=True,
+            deleteBeforeReplace=False,
+        )
 
     def Create(self, request: Any, context: Any) -> Any:
         inputs = _dict(request.properties)
@@ -311,8 +359,14 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         with _locked_state(_state_path()) as state:
             rid = _new_id(state, type_, _name(request.urn), inputs)
             outputs = {**inputs, **_computed(type_, rid, inputs)}
-            state["resources"][_key(type_, rid)] = {"id": rid, "type": type_, "name": _name(request.urn),
-                                                    "urn": request.urn, "inputs": inputs, "outputs": outputs}
+            state["resources"][_key(type_, rid)] = {
+                "id": rid,
+                "type": type_,
+                "name": _name(request.urn),
+                "urn": request.urn,
+                "inputs": inputs,
+                "outputs": outputs,
+            }
         _log("Create:done", request.urn, id=rid)
         return provider_pb2.CreateResponse(id=rid, properties=_struct(outputs))
 
@@ -324,8 +378,9 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         if res is None:
             _log("Read:gone", request.urn, id=request.id)
             return provider_pb2.ReadResponse(id="")
-        return provider_pb2.ReadResponse(id=request.id, properties=_struct(res["outputs"]),
-                                         inputs=_struct(res["inputs"]))
+        return provider_pb2.ReadResponse(
+            id=request.id, properties=_struct(res["outputs"]), inputs=_struct(res["inputs"])
+        )
 
     def Update(self, request: Any, context: Any) -> Any:
         news = _dict(request.news)
@@ -337,10 +392,15 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
         with _locked_state(_state_path()) as state:
             res = state["resources"].get(_key(type_, request.id))
             if res is None:
-                context.abort(grpc.StatusCode.NOT_FOUND, f"fake alicloud: {type_} {request.id} does not exist")
+                context.abort(
+                    grpc.StatusCode.NOT_FOUND, f"fake alicloud: {type_} {request.id} does not exist"
+                )
             res["inputs"] = news
-            res["outputs"] = {**news, **_computed(type_, request.id, news),
-                              **{k: v for k, v in res["outputs"].items() if k == "status"}}
+            res["outputs"] = {
+                **news,
+                **_computed(type_, request.id, news),
+                **{k: v for k, v in res["outputs"].items() if k == "status"},
+            }
             outputs = res["outputs"]
         return provider_pb2.UpdateResponse(properties=_struct(outputs))
 
@@ -357,8 +417,10 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
 
 
 def main() -> None:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
-                         options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=16),
+        options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)],
+    )
     provider_pb2_grpc.add_ResourceProviderServicer_to_server(FakeAlicloud(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()

@@ -101,9 +101,13 @@ class FakeOpenApi:
         return f"{prefix}{next(self._ids):012x}"
 
     # ------------------------------------------------------------------------------------------ dispatch
-    def handle(self, method: str, path: str, action: str, params: dict[str, str], body: Any) -> dict[str, Any]:
+    def handle(
+        self, method: str, path: str, action: str, params: dict[str, str], body: Any
+    ) -> dict[str, Any]:
         with self._lock:
-            self.calls.append({"action": action, "method": method, "path": path, "params": params, "body": body})
+            self.calls.append(
+                {"action": action, "method": method, "path": path, "params": params, "body": body}
+            )
         if path.startswith("/api/v1/"):
             return self._dlc(method, path, params, body)
         handler = getattr(self, "_" + action, None)
@@ -112,18 +116,41 @@ class FakeOpenApi:
         return handler(params)
 
     # ------------------------------------------------------------------------------------------ ECS stock
-    def _DescribeAvailableResource(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _DescribeAvailableResource(self, p: Mapping[str, str]) -> dict[str, Any]:
         zone, itype = p.get("ZoneId", ""), p.get("InstanceType", "")
         sold_out = zone in self._control().get("sold_out", [])
         status, category = ("SoldOut", "WithoutStock") if sold_out else ("Available", "WithStock")
-        resource = {"Value": itype, "Status": status, "StatusCategory": category, "Min": 0, "Max": 0, "Unit": ""}
-        return {"AvailableZones": {"AvailableZone": [{
-            "ZoneId": zone, "RegionId": p.get("RegionId", ""), "Status": status, "StatusCategory": category,
-            "AvailableResources": {"AvailableResource": [
-                {"Type": "InstanceType", "SupportedResources": {"SupportedResource": [resource]}}]}}]}}
+        resource = {
+            "Value": itype,
+            "Status": status,
+            "StatusCategory": category,
+            "Min": 0,
+            "Max": 0,
+            "Unit": "",
+        }
+        return {
+            "AvailableZones": {
+                "AvailableZone": [
+                    {
+                        "ZoneId": zone,
+                        "RegionId": p.get("RegionId", ""),
+                        "Status": status,
+                        "StatusCategory": category,
+                        "AvailableResources": {
+                            "AvailableResource": [
+                                {
+                                    "Type": "InstanceType",
+                                    "SupportedResources": {"SupportedResource": [resource]},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
 
     # ------------------------------------------------------------------------------------------ NAS
-    def _DescribeProtocolMountTarget(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _DescribeProtocolMountTarget(self, p: Mapping[str, str]) -> dict[str, Any]:
         wanted = {v for k, v in p.items() if k.startswith("Filters.") and k.endswith(".Value")}
         targets = []
         for rid, res in _cloud().items():
@@ -132,10 +159,18 @@ class FakeOpenApi:
             export = res["outputs"].get("exportId", "")
             if wanted and not any(export in w.split(",") for w in wanted):
                 continue
-            targets.append({"ExportId": export, "ProtocolServiceId": res["inputs"].get("protocolServiceId", ""),
-                            "ProtocolMountTargetDomain": f"{rid[-10:]}.cn-hangzhou.cpfs.aliyuncs.com",
-                            "Status": "AVAILABLE", "ProtocolType": "NFS", "Path": "/",
-                            "VpcId": res["inputs"].get("vpcId", ""), "VSwitchId": res["inputs"].get("vswitchId", "")})
+            targets.append(
+                {
+                    "ExportId": export,
+                    "ProtocolServiceId": res["inputs"].get("protocolServiceId", ""),
+                    "ProtocolMountTargetDomain": f"{rid[-10:]}.cn-hangzhou.cpfs.aliyuncs.com",
+                    "Status": "AVAILABLE",
+                    "ProtocolType": "NFS",
+                    "Path": "/",
+                    "VpcId": res["inputs"].get("vpcId", ""),
+                    "VSwitchId": res["inputs"].get("vswitchId", ""),
+                }
+            )
         return {"NextToken": "", "ProtocolMountTargets": targets}
 
     # ------------------------------------------------------------------------------------------ Cloud Assistant
@@ -146,7 +181,9 @@ class FakeOpenApi:
         known = {rid for rid, res in _cloud().items() if res["type"] == INSTANCE}
         missing = [i for i in wanted if i not in known]
         if missing:
-            raise ApiError(404, "InvalidInstance.NotFound", f"The specified instance does not exist: {missing[0]}")
+            raise ApiError(
+                404, "InvalidInstance.NotFound", f"The specified instance does not exist: {missing[0]}"
+            )
         return wanted
 
     def _invoke(self, command_id: str, content: str, name: str, instances: list[str]) -> str:
@@ -156,28 +193,48 @@ class FakeOpenApi:
         for iid in instances:
             spec = commands.get(iid) or commands.get("*") or {}
             status = spec.get("status", "Success" if int(spec.get("exit_code", 0)) == 0 else "Failed")
-            results.append({"InstanceId": iid, "InvokeId": invoke_id, "CommandId": command_id,
-                            "ExitCode": int(spec.get("exit_code", 0)), "InvocationStatus": status,
-                            "InvokeRecordStatus": "Finished" if status != "Running" else "Running",
-                            "Output": base64.b64encode(spec.get("output", "").encode()).decode(),
-                            "ErrorCode": "" if status == "Success" else "NonZeroExitCode", "ErrorInfo": "",
-                            "StartTime": "2026-12-01T00:00:00Z", "FinishedTime": "2026-12-01T00:00:01Z",
-                            "Dropped": 0, "Repeats": 1})
-        overall = "Success" if all(r["InvocationStatus"] == "Success" for r in results) else (
-            "Running" if any(r["InvocationStatus"] == "Running" for r in results) else "Failed")
-        self.invocations[invoke_id] = {"InvokeId": invoke_id, "CommandId": command_id, "CommandName": name,
-                                       "CommandContent": content, "CommandType": "RunShellScript",
-                                       "InvocationStatus": overall, "InvokeStatus": "Finished",
-                                       "CreationTime": "2026-12-01T00:00:00Z", "results": results}
+            results.append(
+                {
+                    "InstanceId": iid,
+                    "InvokeId": invoke_id,
+                    "CommandId": command_id,
+                    "ExitCode": int(spec.get("exit_code", 0)),
+                    "InvocationStatus": status,
+                    "InvokeRecordStatus": "Finished" if status != "Running" else "Running",
+                    "Output": base64.b64encode(spec.get("output", "").encode()).decode(),
+                    "ErrorCode": "" if status == "Success" else "NonZeroExitCode",
+                    "ErrorInfo": "",
+                    "StartTime": "2026-12-01T00:00:00Z",
+                    "FinishedTime": "2026-12-01T00:00:01Z",
+                    "Dropped": 0,
+                    "Repeats": 1,
+                }
+            )
+        overall = (
+            "Success"
+            if all(r["InvocationStatus"] == "Success" for r in results)
+            else ("Running" if any(r["InvocationStatus"] == "Running" for r in results) else "Failed")
+        )
+        self.invocations[invoke_id] = {
+            "InvokeId": invoke_id,
+            "CommandId": command_id,
+            "CommandName": name,
+            "CommandContent": content,
+            "CommandType": "RunShellScript",
+            "InvocationStatus": overall,
+            "InvokeStatus": "Finished",
+            "CreationTime": "2026-12-01T00:00:00Z",
+            "results": results,
+        }
         return invoke_id
 
-    def _RunCommand(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _RunCommand(self, p: Mapping[str, str]) -> dict[str, Any]:
         instances = self._instances(p)
         command_id = self._id("c-")
         invoke_id = self._invoke(command_id, p.get("CommandContent", ""), p.get("Name", ""), instances)
         return {"CommandId": command_id, "InvokeId": invoke_id}
 
-    def _InvokeCommand(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _InvokeCommand(self, p: Mapping[str, str]) -> dict[str, Any]:
         if not p.get("CommandId"):
             raise ApiError(400, "MissingParameter.CommandId", "CommandId is mandatory for this action.")
         return {"InvokeId": self._invoke(p["CommandId"], "", "", self._instances(p))}
@@ -188,27 +245,50 @@ class FakeOpenApi:
             raise ApiError(404, "InvalidInvokeId.NotFound", "The specified InvokeId does not exist.")
         return invocation
 
-    def _DescribeInvocations(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _DescribeInvocations(self, p: Mapping[str, str]) -> dict[str, Any]:
         found = [self._find(p)] if p.get("InvokeId") else list(self.invocations.values())
         out = []
         for inv in found:
-            instances = [{"InstanceId": r["InstanceId"], "InvocationStatus": r["InvocationStatus"],
-                          "InstanceInvokeStatus": r["InvokeRecordStatus"], "ExitCode": r["ExitCode"],
-                          "Output": r["Output"], "ErrorCode": r["ErrorCode"], "Dropped": 0, "Repeats": 1,
-                          "StartTime": r["StartTime"], "FinishTime": r["FinishedTime"]} for r in inv["results"]]
-            out.append({k: v for k, v in inv.items() if k != "results"} | {"InvokeInstances": {
-                "InvokeInstance": instances}})
-        return {"TotalCount": len(out), "PageNumber": 1, "PageSize": max(len(out), 10),
-                "Invocations": {"Invocation": out}}
+            instances = [
+                {
+                    "InstanceId": r["InstanceId"],
+                    "InvocationStatus": r["InvocationStatus"],
+                    "InstanceInvokeStatus": r["InvokeRecordStatus"],
+                    "ExitCode": r["ExitCode"],
+                    "Output": r["Output"],
+                    "ErrorCode": r["ErrorCode"],
+                    "Dropped": 0,
+                    "Repeats": 1,
+                    "StartTime": r["StartTime"],
+                    "FinishTime": r["FinishedTime"],
+                }
+                for r in inv["results"]
+            ]
+            out.append(
+                {k: v for k, v in inv.items() if k != "results"}
+                | {"InvokeInstances": {"InvokeInstance": instances}}
+            )
+        return {
+            "TotalCount": len(out),
+            "PageNumber": 1,
+            "PageSize": max(len(out), 10),
+            "Invocations": {"Invocation": out},
+        }
 
-    def _DescribeInvocationResults(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _DescribeInvocationResults(self, p: Mapping[str, str]) -> dict[str, Any]:
         results = self._find(p)["results"]
         if p.get("InstanceId"):
             results = [r for r in results if r["InstanceId"] == p["InstanceId"]]
-        return {"Invocation": {"TotalCount": len(results), "PageNumber": 1, "PageSize": max(len(results), 10),
-                               "InvocationResults": {"InvocationResult": results}}}
+        return {
+            "Invocation": {
+                "TotalCount": len(results),
+                "PageNumber": 1,
+                "PageSize": max(len(results), 10),
+                "InvocationResults": {"InvocationResult": results},
+            }
+        }
 
-    def _StopInvocation(self, p: Mapping[str, str]) -> dict[str, Any]:  # noqa: N802
+    def _StopInvocation(self, p: Mapping[str, str]) -> dict[str, Any]:
         inv = self._find(p)
         for r in inv["results"]:
             if r["InvocationStatus"] == "Running":
@@ -221,16 +301,30 @@ class FakeOpenApi:
         if parts == ["jobs"] and method == "POST":
             job_id = "dlc" + uuid.uuid4().hex[:13]
             spec = body if isinstance(body, dict) else {}
-            pods = [{"PodId": f"{job_id}-{'master' if i == 0 else 'worker'}-{max(i - 1, 0)}",
-                     "Type": "master" if i == 0 else "worker", "Status": "Running", "Ip": f"10.0.1.{10 + i}",
-                     "GmtCreateTime": "2026-12-01T00:00:10Z"}
-                    for i in range(sum(int(s.get("PodCount", 1)) for s in spec.get("JobSpecs", [{}])))]
-            self.jobs[job_id] = {**spec, "JobId": job_id, "Status": "Running", "Pods": pods,
-                                 "GmtCreateTime": "2026-12-01T00:00:00Z"}
+            pods = [
+                {
+                    "PodId": f"{job_id}-{'master' if i == 0 else 'worker'}-{max(i - 1, 0)}",
+                    "Type": "master" if i == 0 else "worker",
+                    "Status": "Running",
+                    "Ip": f"10.0.1.{10 + i}",
+                    "GmtCreateTime": "2026-12-01T00:00:10Z",
+                }
+                for i in range(sum(int(s.get("PodCount", 1)) for s in spec.get("JobSpecs", [{}])))
+            ]
+            self.jobs[job_id] = {
+                **spec,
+                "JobId": job_id,
+                "Status": "Running",
+                "Pods": pods,
+                "GmtCreateTime": "2026-12-01T00:00:00Z",
+            }
             return {"JobId": job_id}
         if parts == ["jobs"]:
-            jobs = [j for j in self.jobs.values()
-                    if not params.get("WorkspaceId") or j.get("WorkspaceId") == params["WorkspaceId"]]
+            jobs = [
+                j
+                for j in self.jobs.values()
+                if not params.get("WorkspaceId") or j.get("WorkspaceId") == params["WorkspaceId"]
+            ]
             return {"Jobs": jobs, "TotalCount": len(jobs)}
         if len(parts) >= 2 and parts[0] == "jobs":
             job = self.jobs.get(parts[1])
@@ -249,7 +343,7 @@ class FakeOpenApi:
 class _Handler(BaseHTTPRequestHandler):
     api: FakeOpenApi
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _serve(self) -> None:
@@ -268,8 +362,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if not (params.get("AccessKeyId") or self.headers.get("Authorization")):
                 raise ApiError(400, "MissingAccessKeyId", "AccessKeyId is mandatory for this action.")
-            status, out = 200, {"RequestId": request_id, **self.api.handle(self.command, url.path, action, params,
-                                                                            body)}
+            status, out = (
+                200,
+                {"RequestId": request_id, **self.api.handle(self.command, url.path, action, params, body)},
+            )
         except ApiError as e:
             status, out = e.status, {"RequestId": request_id, "Code": e.code, "Message": e.message}
         data = json.dumps(out).encode()
@@ -279,4 +375,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815
+    do_GET = do_POST = do_PUT = do_DELETE = _serve

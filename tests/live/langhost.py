@@ -89,8 +89,13 @@ def _plugins(info: Any, fallback: str = "") -> list[dict[str, str]]:
     python = _python(info, fallback)
     if not Path(python).exists() and os.sep in python:
         return []  # no venv yet: `pulumi install` will make it
-    out = subprocess.run([python, "-c", _LIST_PLUGINS], capture_output=True, text=True, check=False,
-                         env=_env(_venv(info, fallback)))
+    out = subprocess.run(
+        [python, "-c", _LIST_PLUGINS],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_env(_venv(info, fallback)),
+    )
     if out.returncode != 0:
         raise RuntimeError(f"listing the packages of {python} failed: {out.stderr.strip()}")
     return json.loads(out.stdout)
@@ -112,13 +117,21 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return plugin_pb2.PluginInfo(version=VERSION)
 
     def GetRequiredPackages(self, request: Any, context: Any) -> Any:
-        deps = [plugin_pb2.PackageDependency(name=p["name"], kind="resource", version=_version(p["version"]),
-                                             server=p["server"]) for p in _plugins(request.info)]
+        deps = [
+            plugin_pb2.PackageDependency(
+                name=p["name"], kind="resource", version=_version(p["version"]), server=p["server"]
+            )
+            for p in _plugins(request.info)
+        ]
         return language_pb2.GetRequiredPackagesResponse(packages=deps)
 
     def GetRequiredPlugins(self, request: Any, context: Any) -> Any:
-        deps = [plugin_pb2.PluginDependency(name=p["name"], kind="resource", version=_version(p["version"]),
-                                            server=p["server"]) for p in _plugins(request.info, request.pwd)]
+        deps = [
+            plugin_pb2.PluginDependency(
+                name=p["name"], kind="resource", version=_version(p["version"]), server=p["server"]
+            )
+            for p in _plugins(request.info, request.pwd)
+        ]
         return language_pb2.GetRequiredPluginsResponse(plugins=deps)
 
     def InstallDependencies(self, request: Any, context: Any) -> Any:
@@ -138,7 +151,9 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
             proc = subprocess.run(cmd, capture_output=True, cwd=root, env=_env(venv), check=False)
             yield language_pb2.InstallDependenciesResponse(stdout=proc.stdout, stderr=proc.stderr)
             if proc.returncode != 0:
-                context.abort(grpc.StatusCode.UNKNOWN, f"{' '.join(cmd)} failed with exit code {proc.returncode}")
+                context.abort(
+                    grpc.StatusCode.UNKNOWN, f"{' '.join(cmd)} failed with exit code {proc.returncode}"
+                )
 
     def Run(self, request: Any, context: Any) -> Any:
         info = request.info
@@ -151,10 +166,31 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         program = request.program or info.entry_point or "."
         if not os.path.isabs(program):
             program = str(Path(info.program_directory or request.pwd or root) / program)
-        cmd = [python, "-u", exec_, "--monitor", request.monitor_address, "--engine", self.engine,
-               "--project", request.project, "--stack", request.stack, "--pwd", request.pwd or str(root),
-               "--dry_run", "true" if request.dryRun else "false", "--parallel", str(request.parallel),
-               "--organization", request.organization, "--root_directory", str(root), program, *request.args]
+        cmd = [
+            python,
+            "-u",
+            exec_,
+            "--monitor",
+            request.monitor_address,
+            "--engine",
+            self.engine,
+            "--project",
+            request.project,
+            "--stack",
+            request.stack,
+            "--pwd",
+            request.pwd or str(root),
+            "--dry_run",
+            "true" if request.dryRun else "false",
+            "--parallel",
+            str(request.parallel),
+            "--organization",
+            request.organization,
+            "--root_directory",
+            str(root),
+            program,
+            *request.args,
+        ]
         env = _env(venv)
         env["PULUMI_CONFIG"] = json.dumps(dict(request.config))
         env["PULUMI_CONFIG_SECRET_KEYS"] = json.dumps(list(request.configSecretKeys))
@@ -162,8 +198,9 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         env["PULUMI_ORGANIZATION"] = request.organization
         env["PULUMI_DRY_RUN"] = "true" if request.dryRun else "false"
         if not Path(python).exists() and os.sep in python:
-            return language_pb2.RunResponse(error=f"the virtual environment {venv} does not exist: run "
-                                                  "`pulumi install`")
+            return language_pb2.RunResponse(
+                error=f"the virtual environment {venv} does not exist: run `pulumi install`"
+            )
         code = subprocess.run(cmd, cwd=request.pwd or str(root), env=env, check=False).returncode
         if code == 0:
             return language_pb2.RunResponse()
@@ -175,8 +212,10 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         return language_pb2.AboutResponse(executable=sys.executable, version=sys.version.split()[0])
 
     def GetProgramDependencies(self, request: Any, context: Any) -> Any:
-        deps = [language_pb2.DependencyInfo(name="pulumi-" + p["name"], version=p["version"])
-                for p in _plugins(request.info, request.pwd)]
+        deps = [
+            language_pb2.DependencyInfo(name="pulumi-" + p["name"], version=p["version"])
+            for p in _plugins(request.info, request.pwd)
+        ]
         return language_pb2.GetProgramDependenciesResponse(dependencies=deps)
 
     def RuntimeOptionsPrompts(self, request: Any, context: Any) -> Any:
@@ -188,8 +227,10 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
 
 def main() -> None:
     engine = sys.argv[-1] if len(sys.argv) > 1 else ""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
-                         options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)])
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8),
+        options=[("grpc.max_receive_message_length", 400 * 1024 * 1024)],
+    )
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageHost(engine), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()

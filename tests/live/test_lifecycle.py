@@ -9,22 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fake_alicloud
 import pytest
 from conftest import Live, make_live, names
 from fake_openapi import FakeOpenApi
 
-import fake_alicloud
-
 INSTANCE = "alicloud:ecs/instance:Instance"
-DATA_TYPES = ("alicloud:oss/bucket:Bucket", "alicloud:oss/bucketAcl:BucketAcl",
-              "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock")
+DATA_TYPES = (
+    "alicloud:oss/bucket:Bucket",
+    "alicloud:oss/bucketAcl:BucketAcl",
+    "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock",
+)
 FOUR = [f"live-4-node-00{i}" for i in range(4)]
 SIX = [f"live-4-node-00{i}" for i in range(6)]
 
 
 @pytest.fixture(scope="class")
-def live(tmp_path_factory: pytest.TempPathFactory, pulumi_bin: Path, pulumi_home: Path,
-         openapi: FakeOpenApi) -> Live:
+def live(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin: Path, pulumi_home: Path, openapi: FakeOpenApi
+) -> Live:
     return make_live(tmp_path_factory.mktemp("lifecycle"), pulumi_bin, pulumi_home, openapi, "live-4.yaml")
 
 
@@ -111,7 +114,11 @@ class TestLifecycle:
         out = live.ok("destroy", str(live.spec), "--yes")
         deleted = names(live.changes(), "Delete")
         assert set(SIX) <= deleted
-        assert not deleted & {"checkpoint-bucket", "checkpoint-bucket-acl", "checkpoint-bucket-public-access-block"}
+        assert not deleted & {
+            "checkpoint-bucket",
+            "checkpoint-bucket-acl",
+            "checkpoint-bucket-public-access-block",
+        }
         assert live.nodes() == {}
         assert _data_ids(live) == data
         assert "Kept" in out.stdout and "checkpoint-bucket" in out.stdout
