@@ -107,7 +107,26 @@ class Live:
         self.openapi_control = root / "openapi-control.json"
         constraints = root / "constraints.txt"
         constraints.write_text(f"pulumi=={PULUMI_VERSION}\n")
+        # the user's shell (proxies, certificates, pip's settings), without any cloud or Pulumi setting of theirs
+        passed = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(
+                (
+                    "ALIBABA_",
+                    "ALICLOUD_",
+                    "PULUMI_",
+                    "TRAINSTACK_",
+                    "FAKE_",
+                    "AWS_ACCESS",
+                    "AWS_SECRET",
+                    "VIRTUAL_ENV",
+                    "PYTHONPATH",
+                )
+            )
+        }
         self.env = {
+            **passed,
             "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
             "HOME": os.environ.get("HOME", str(root)),
             "LANG": "C.UTF-8",
@@ -124,9 +143,6 @@ class Live:
             "XDG_CACHE_HOME": str(root / "cache"),
             "CI": "true",
         }
-        for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CACHE_DIR"):
-            if name in os.environ:
-                self.env[name] = os.environ[name]
         self._mark = 0
 
     # ------------------------------------------------------------------------------------------ running
