@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +72,6 @@ def pulumi_bin(pulumi_home: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def openapi() -> Iterator[FakeOpenApi]:
-    api = FakeOpenApi().start()
-    yield api
-    api.stop()
-
-
-@pytest.fixture(scope="session")
 def program_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One virtual environment with the program's packages, shared by the stacks that do not test `pulumi install`."""
     venv = tmp_path_factory.mktemp("program") / "venv"
@@ -94,9 +87,8 @@ def program_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Live:
     """A folder with a spec, its stack folder and its own fake cloud, and the environment of a user's shell."""
 
-    def __init__(self, root: Path, bin_dir: Path, pulumi_home: Path, openapi: FakeOpenApi, spec: str):
+    def __init__(self, root: Path, bin_dir: Path, pulumi_home: Path, spec: str):
         self.root = root
-        self.openapi = openapi
         shutil.copy(HERE / "specs" / spec, root / spec)
         self.spec = root / spec
         self.name = self.spec.stem
@@ -105,6 +97,7 @@ class Live:
         self.log_file = root / "calls.jsonl"
         self.control_file = root / "control.json"
         self.openapi_control = root / "openapi-control.json"
+        self.openapi = FakeOpenApi(self.cloud_file, self.openapi_control).start()
         constraints = root / "constraints.txt"
         constraints.write_text(f"pulumi=={PULUMI_VERSION}\n")
         # the user's shell (proxies, certificates, pip's settings), without any cloud or Pulumi setting of theirs
@@ -135,8 +128,7 @@ class Live:
             "FAKE_ALICLOUD_STATE": str(self.cloud_file),
             "FAKE_ALICLOUD_LOG": str(self.log_file),
             "FAKE_ALICLOUD_CONTROL": str(self.control_file),
-            "FAKE_OPENAPI_CONTROL": str(self.openapi_control),
-            "TRAINSTACK_ALIBABA_ENDPOINT": openapi.url,
+            "TRAINSTACK_ALIBABA_ENDPOINT": self.openapi.url,
             "ALIBABA_CLOUD_ACCESS_KEY_ID": "LTAI5tFakeKeyForTests",
             "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "fake-secret",
             "PULUMI_CONFIG_PASSPHRASE": "correct horse battery staple",
@@ -258,8 +250,8 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
-def make_live(tmp_path: Path, pulumi_bin: Path, pulumi_home: Path, openapi: FakeOpenApi, spec: str) -> Live:
-    return Live(tmp_path, pulumi_bin, pulumi_home, openapi, spec)
+def make_live(tmp_path: Path, pulumi_bin: Path, pulumi_home: Path, spec: str) -> Live:
+    return Live(tmp_path, pulumi_bin, pulumi_home, spec)
 
 
 def names(entries: Sequence[tuple[str, str]], method: str) -> set[str]:

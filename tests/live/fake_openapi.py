@@ -7,7 +7,7 @@ document:
 * ECS (2014-05-26, RPC style) ``DescribeAvailableResource``: every zone has stock of every instance type, except
   the zones the control file lists under ``sold_out``;
 * NAS (2017-06-26) ``DescribeProtocolMountTarget``: the exports the fake provider created
-  (``$FAKE_ALICLOUD_STATE``), ``AVAILABLE`` with a domain;
+  (its state file), ``AVAILABLE`` with a domain;
 * ECS Cloud Assistant ``RunCommand``, ``InvokeCommand``, ``DescribeInvocations``, ``DescribeInvocationResults``,
   ``StopInvocation`` (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-runcommand
   and its siblings): a command "runs" at once on every instance that exists in the fake cloud and finishes with
@@ -17,7 +17,8 @@ document:
 * PAI-DLC (2020-12-03, ROA style) ``CreateJob``, ``ListJobs``, ``GetJob``, ``GetPodLogs``, ``StopJob``, jobs kept in
   memory.
 
-The control file is ``$FAKE_OPENAPI_CONTROL`` (JSON, read at every request). Every request is appended to
+The fake cloud is the fake provider's state file and the control file a JSON file, both given to the constructor
+and read at every request. Every request is appended to
 ``self.calls`` (action and parameters) for the tests to read. Signatures are not checked; an AccessKeyId (or the
 ``Authorization`` header) must be present.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import re
 import threading
 import uuid
@@ -39,13 +39,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 EXPORT = "alicloud:nas/protocolMountTarget:ProtocolMountTarget"
-
-
-def _cloud() -> dict[str, Any]:
-    path = os.environ.get("FAKE_ALICLOUD_STATE")
-    if not path or not Path(path).exists():
-        return {}
-    return {r["id"]: r for r in json.loads(Path(path).read_text()).get("resources", {}).values()}
 
 
 class ApiError(Exception):
@@ -66,7 +59,8 @@ def _indexed(params: Mapping[str, str], name: str) -> list[str]:
 class FakeOpenApi:
     """The server; ``url`` is what TRAINSTACK_ALIBABA_ENDPOINT gets."""
 
-    def __init__(self) -> None:
+    def __init__(self, cloud_file: Path, control_file: Path) -> None:
+        self.cloud_file, self.control_file = cloud_file, control_file
         self.calls: list[dict[str, Any]] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         self.invocations: dict[str, dict[str, Any]] = {}
@@ -92,10 +86,15 @@ class FakeOpenApi:
         return [c["action"] for c in self.calls]
 
     def _control(self) -> dict[str, Any]:
-        path = os.environ.get("FAKE_OPENAPI_CONTROL")
-        if not path or not Path(path).exists():
+        if not self.control_file.exists():
             return {}
-        return json.loads(Path(path).read_text() or "{}")
+        return json.loads(self.control_file.read_text() or "{}")
+
+    def _cloud(self) -> dict[str, Any]:
+        """The fake provider's resources (its state file) by id."""
+        if not self.cloud_file.exists():
+            return {}
+        return {r["id"]: r for r in json.loads(self.cloud_file.read_text()).get("resources", {}).values()}
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):012x}"
@@ -153,7 +152,7 @@ class FakeOpenApi:
     def _DescribeProtocolMountTarget(self, p: Mapping[str, str]) -> dict[str, Any]:
         wanted = {v for k, v in p.items() if k.startswith("Filters.") and k.endswith(".Value")}
         targets = []
-        for rid, res in _cloud().items():
+        for rid, res in self._cloud().items():
             if res["type"] != EXPORT:
                 continue
             export = res["outputs"].get("exportId", "")
@@ -178,7 +177,7 @@ class FakeOpenApi:
         wanted = _indexed(p, "InstanceId")
         if not wanted:
             raise ApiError(400, "MissingParameter.InstanceId", "InstanceId is mandatory for this action.")
-        known = {rid for rid, res in _cloud().items() if res["type"] == INSTANCE}
+        known = {rid for rid, res in self._cloud().items() if res["type"] == INSTANCE}
         missing = [i for i in wanted if i not in known]
         if missing:
             raise ApiError(

@@ -12,17 +12,14 @@ from pathlib import Path
 
 import pytest
 from conftest import Live, kill_group, make_live
-from fake_openapi import FakeOpenApi
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 FOUR = [f"live-4-node-00{i}" for i in range(4)]
 
 
 @pytest.fixture
-def live(
-    tmp_path: Path, pulumi_bin: Path, pulumi_home: Path, openapi: FakeOpenApi, program_venv: Path
-) -> Live:
-    lv = make_live(tmp_path, pulumi_bin, pulumi_home, openapi, "live-4.yaml")
+def live(tmp_path: Path, pulumi_bin: Path, pulumi_home: Path, program_venv: Path) -> Live:
+    lv = make_live(tmp_path, pulumi_bin, pulumi_home, "live-4.yaml")
     lv.share_venv(program_venv)
     return lv
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import fake_alicloud
 import pytest
 from conftest import Live, make_live, names
-from fake_openapi import FakeOpenApi
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 DATA_TYPES = (
@@ -25,10 +24,8 @@ SIX = [f"live-4-node-00{i}" for i in range(6)]
 
 
 @pytest.fixture(scope="class")
-def live(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin: Path, pulumi_home: Path, openapi: FakeOpenApi
-) -> Live:
-    return make_live(tmp_path_factory.mktemp("lifecycle"), pulumi_bin, pulumi_home, openapi, "live-4.yaml")
+def live(tmp_path_factory: pytest.TempPathFactory, pulumi_bin: Path, pulumi_home: Path) -> Live:
+    return make_live(tmp_path_factory.mktemp("lifecycle"), pulumi_bin, pulumi_home, "live-4.yaml")
 
 
 class TestLifecycle:
