@@ -44,6 +44,7 @@ from pulumi.runtime.proto import plugin_pb2, provider_pb2, provider_pb2_grpc
 
 VERSION = "4.0.0"  # overwritten by nothing: the plugin folder's version is what the engine asks for
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's "computed, not known yet" sentinel
+INSTANCE = "alicloud:ecs/instance:Instance"
 REPLACEMENT_DATA = (
     Path(__file__).resolve().parent.parent.parent / "generator" / "preview" / "data" / "replacement"
 )
@@ -357,6 +358,20 @@ class FakeAlicloud(provider_pb2_grpc.ResourceProviderServicer):
             return provider_pb2.CreateResponse(id="", properties=request.properties)
         _faults("Create", request.urn, context)
         with _locked_state(_state_path()) as state:
+            if type_ == INSTANCE and inputs.get("privateIp"):
+                for other in state["resources"].values():
+                    if (
+                        other["type"] == INSTANCE
+                        and other["inputs"].get("privateIp") == inputs["privateIp"]
+                        and (other["inputs"].get("vswitchId") == inputs.get("vswitchId"))
+                    ):
+                        context.abort(
+                            grpc.StatusCode.UNKNOWN,
+                            (
+                                f"[ERROR] RunInstances: InvalidPrivateIpAddress.Duplicated: the private IP address "
+                                f"{inputs['privateIp']} is already used by {other['id']} ({other['name']})"
+                            ),
+                        )
             rid = _new_id(state, type_, _name(request.urn), inputs)
             outputs = {**inputs, **_computed(type_, rid, inputs)}
             state["resources"][_key(type_, rid)] = {

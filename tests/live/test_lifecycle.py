@@ -105,6 +105,20 @@ class TestLifecycle:
         assert {n: rid for n, rid in zip(SIX, _ids(live, SIX)) if n != "live-4-node-002"} == others
         assert "live-4-node-002" in out.stdout
 
+    def test_heal_replaces_a_stopped_node_in_place(self, live: Live) -> None:
+        stopped_id = live.nodes()["live-4-node-003"]["id"]
+        fake_alicloud.set_status(live.cloud_file, "live-4-node-003", "Stopped")
+        live.mark()
+        live.ok("heal", str(live.spec), "--yes")
+        changes = live.changes()
+        # deleted first, then created: the new instance takes the old one's fixed private IP
+        assert ("Delete", "live-4-node-003") in changes and ("Create", "live-4-node-003") in changes
+        assert changes.index(("Delete", "live-4-node-003")) < changes.index(("Create", "live-4-node-003"))
+        assert {n for _, n in changes} <= {"live-4-node-003", "live-4-node-003-role"}, changes
+        node = live.nodes()["live-4-node-003"]
+        assert node["id"] != stopped_id and node["inputs"]["privateIp"] == "10.0.0.13"
+        assert node["outputs"]["status"] == "Running"
+
     def test_destroy_keeps_the_data(self, live: Live) -> None:
         data = _data_ids(live)
         live.mark()
