@@ -124,3 +124,23 @@ def test_the_built_cli_is_the_version_of_the_pinned_sdk(pulumi_bin: Path) -> Non
         [str(pulumi_bin / "pulumi"), "version"], capture_output=True, text=True, check=True
     )
     assert printed.stdout.strip() == "v" + version("pulumi")
+
+
+def test_a_failed_create_is_exit_26_with_the_clouds_error_and_up_again_finishes(live: Live) -> None:
+    error = "InvalidResourceType.NotSupported: the instance type is not supported in this zone"
+    live.control(fail=[{"method": "Create", "name": "live-4-node-001", "message": error}])
+    out = live.run("up", str(live.spec), "--yes")
+    assert out.returncode == 26, out.stdout + out.stderr
+    assert "InvalidResourceType.NotSupported" in out.stderr and "live-4-node-001" in out.stdout + out.stderr
+    assert "live-4-node-001" not in live.nodes()
+    live.control()
+    live.mark()
+    live.ok("up", str(live.spec), "--yes")
+    assert sorted(live.nodes()) == FOUR
+    # what the failed run created stays: only node-001 and what Pulumi had not started yet are created now
+    touched = {n for _, n in live.changes()}
+    assert "live-4-node-001" in touched and not touched & {
+        "live-4-node-000",
+        "live-4-node-002",
+        "live-4-node-003",
+    }
