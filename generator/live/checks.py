@@ -6,8 +6,11 @@ They turn the usual first-run failures into a distinct exit code before anything
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +19,55 @@ from generator.live.errors import CredentialsMissing, PassphraseMissing, PulumiM
 from generator.render.stackdir import load_yaml as _load_yaml
 
 INSTALL_PULUMI = "install the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh, or see https://www.pulumi.com/docs/install/"
+
+
+# The pulumi CLI versions trainstack drives: 3.150.0 (the first with every flag it passes, such as
+# `destroy --exclude-protected`) up to, not including, 4.0.0 (the Automation API refuses another major version).
+# tests/live runs the CLI of the same version as the pulumi SDK that pyproject.toml pins.
+MIN_PULUMI = (3, 150, 0)
+TESTED_PULUMI = "3.260.0"
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?")
+
+
+def pulumi_version_problem(printed: str) -> str | None:
+    """What is wrong with the version ``pulumi version`` printed, in one sentence with the fix, or None."""
+    text = printed.strip()
+    match = _VERSION.fullmatch(text)
+    shown = text.splitlines()[0][:60] if text else "nothing"
+    want = f"{'.'.join(map(str, MIN_PULUMI))} or newer, below 4.0.0 (tested with {TESTED_PULUMI})"
+    if match is None:
+        return (f"`pulumi version` printed {shown!r}, which is not a version: the pulumi on PATH is not a working "
+                f"Pulumi CLI; trainstack needs {want}: {INSTALL_PULUMI}")
+    version = tuple(int(g) for g in match.groups())
+    if version < MIN_PULUMI:
+        return (f"the pulumi CLI is {text}, older than trainstack needs ({want}): upgrade it "
+                f"(pulumi self-update, or {INSTALL_PULUMI})")
+    if version[0] > MIN_PULUMI[0]:
+        return (f"the pulumi CLI is {text}, a newer major version than trainstack's pulumi SDK drives ({want}): "
+                f"install a 3.x CLI, e.g. curl -fsSL https://get.pulumi.com | sh -s -- --version {TESTED_PULUMI}")
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "version"], capture_output=True, text=True, timeout=120, check=False,
+                             env={**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"})
+    except OSError as e:
+        raise PulumiMissing(f"the pulumi CLI at {path} could not be started ({e.strerror}): {INSTALL_PULUMI}") from None
+    except subprocess.TimeoutExpired:
+        raise PulumiMissing(f"`{path} version` did not answer within 120 s: {INSTALL_PULUMI}") from None
+    if out.returncode != 0:
+        raise PulumiMissing(f"`{path} version` failed with exit code {out.returncode}: {INSTALL_PULUMI}")
+    problem = pulumi_version_problem(out.stdout)
+    if problem:
+        raise PulumiMissing(problem)
+    return out.stdout.strip()
+
+
+def require_pulumi_version() -> str:
+    """The version of the ``pulumi`` CLI on PATH, or :class:`PulumiMissing` saying why it cannot be used."""
+    return _checked_version(require_pulumi_cli())
 
 
 def require_pulumi_cli() -> str:

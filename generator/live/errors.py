@@ -9,9 +9,9 @@ from __future__ import annotations
 from generator.errors import EXIT_USAGE, TrainstackError
 from generator.live.redaction import redact
 
-EXIT_NO_PULUMI = 20  # the pulumi CLI is missing or too old
+EXIT_NO_PULUMI = 20  # the pulumi CLI is missing, does not start, or is of a version trainstack cannot drive
 EXIT_NO_CREDENTIALS = 21  # no Alibaba Cloud credentials in the environment or a profile
-EXIT_NO_PASSPHRASE = 22  # the passphrase secrets provider has no passphrase
+EXIT_NO_PASSPHRASE = 22  # the passphrase secrets provider has no passphrase, or a wrong one
 EXIT_LOCKED = 23  # another update holds the stack's lock
 EXIT_STALE = 24  # the stack folder is not what its spec renders
 EXIT_DIGEST = 25  # the stack folder is not the one --expect-digest names

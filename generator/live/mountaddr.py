@@ -94,8 +94,14 @@ class SdkMountAddressResolver:
         return response.body.to_map()
 
 
+ENDPOINT_OVERRIDE = "TRAINSTACK_ALIBABA_ENDPOINT"  # e.g. http://127.0.0.1:8080: every SDK call goes there
+
+
 def sdk_config(env: Mapping[str, str], region: str, endpoint: str | None = None) -> Any:
     """An OpenAPI client config for Alibaba Cloud's official SDKs (NAS here, ECS in :mod:`~generator.live.stock`).
+
+    ``TRAINSTACK_ALIBABA_ENDPOINT`` (``[http://|https://]HOST[:PORT]``) sends every call, of every product, to that
+    one endpoint instead of the product's regional one (docs/live.md, "Testing the live commands").
 
     Credentials come from ``alibabacloud-credentials``' default chain; the older ``ALICLOUD_ACCESS_KEY`` /
     ``ALICLOUD_SECRET_KEY`` names, which the alicloud provider also reads, are passed on as a static AccessKey.
@@ -114,6 +120,11 @@ def sdk_config(env: Mapping[str, str], region: str, endpoint: str | None = None)
     config.region_id = region
     if endpoint:
         config.endpoint = endpoint
+    override = env.get(ENDPOINT_OVERRIDE)
+    if override:  # one endpoint for every product: a test double (tests/live/fake_openapi.py) or a proxy
+        scheme, _, host = override.rpartition("://")
+        config.endpoint = host.rstrip("/")
+        config.protocol = scheme or "https"
     return config
 
 

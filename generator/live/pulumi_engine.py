@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generator.live.checks import INSTALL_PULUMI, require_pulumi_cli
+from generator.live.checks import INSTALL_PULUMI, require_pulumi_version
 from generator.live.engine import (
     ChangeSummary,
     Event,
@@ -22,7 +22,14 @@ from generator.live.engine import (
     _ignore,
     urn_name,
 )
-from generator.live.errors import EngineFailed, LiveError, PulumiMissing, StackLocked, StackNotDeployed
+from generator.live.errors import (
+    EngineFailed,
+    LiveError,
+    PassphraseMissing,
+    PulumiMissing,
+    StackLocked,
+    StackNotDeployed,
+)
 from generator.live.redaction import display_backend
 
 
@@ -55,10 +62,18 @@ def engine_error(e: BaseException, target: Target) -> LiveError:
         return StackNotDeployed(f"stack {target.stack} of {target.project} has no state in "
                                 f"{display_backend(target.backend)}: deploy it first with `trainstack up`, or pass "
                                 "the --backend it was deployed with.")
-    if isinstance(e, auto_errors.InvalidVersionError):
-        return PulumiMissing(f"the pulumi CLI is too old for the Automation API ({e}): {INSTALL_PULUMI}")
+    if isinstance(e, auto_errors.InvalidVersionError):  # the Automation API's own check (after trainstack's)
+        text = str(e)
+        what = ("its version cannot be parsed" if "Could not parse" in text else
+                "it is a newer major version than the pulumi SDK" if "Major version" in text else
+                "it is too old for the pulumi SDK")
+        return PulumiMissing(f"the Automation API refuses the pulumi CLI: {what} ({text}): {INSTALL_PULUMI}")
     if isinstance(e, FileNotFoundError) or (isinstance(e, subprocess.CalledProcessError) and "version" in e.cmd):
         return PulumiMissing(f"the pulumi CLI could not be started (`pulumi version` failed): {INSTALL_PULUMI}")
+    if isinstance(e, auto_errors.CommandError) and "incorrect passphrase" in str(e):
+        return PassphraseMissing(f"PULUMI_CONFIG_PASSPHRASE is not the passphrase the secrets of stack {target.stack} "
+                                 f"of {target.project} were encrypted with (Pulumi: incorrect passphrase): set the one "
+                                 "used when the stack was created; it cannot be recovered from the state.")
     if isinstance(e, auto_errors.CommandError):
         # CommandError carries only str(CommandResult): "\n code: N\n stdout: ...\n stderr: ..."
         text = str(e.args[0]) if e.args else ""
@@ -166,7 +181,7 @@ class PulumiEngine:
     def _session(self, target: Target, on_event: OnEvent = _ignore, create: bool = False,
                  program: bool = False) -> Iterator[Any]:
         """Open the stack, install the program's venv on first use, and translate every failure."""
-        require_pulumi_cli()
+        require_pulumi_version()
         try:
             stack = self._open(target, create)
             if program and not (target.stack_dir / "venv").exists():

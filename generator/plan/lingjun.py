@@ -14,6 +14,7 @@ from generator.errors import Problem
 from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.model import Checkpoints, Decision, Lingjun, LingjunSubnet, Network, Node, VSwitch
+from generator.plan.naming import node_name
 from generator.spec.model import Spec
 
 # eflo.Cluster cluster_type; the API's values are AckEdgePro, ExclusiveBareCluster and Lite [SDK-EFLO]
@@ -107,7 +108,7 @@ def lingjun_nodes(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) ->
         "advance; the node group names node i '<name>-node-<i>' and node-init.sh reads the rank from the hostname. "
         "trainstack-launch uses rank 0's hostname as MASTER_ADDR unless MASTER_ADDR is set (that the hostnames "
         "resolve between nodes is unverified; otherwise export MASTER_ADDR=<rank 0's address>)")))
-    return tuple(Node(rank=i, name=f"{spec.name}-node-{i:03d}" if fit.nodes < 1000 else f"{spec.name}-node-{i:04d}",
+    return tuple(Node(rank=i, name=node_name(spec.name, i),
                       zone=zone, vswitch="compute", private_ip="", spot=False, deployment_set=None)
                  for i in range(fit.nodes))
 

@@ -14,6 +14,7 @@ from generator.catalog import Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Decision, DeploymentSet, IpRange, Network, Node, VSwitch
+from generator.plan.naming import node_name
 from generator.plan.spot import spot_ranks
 from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
@@ -247,7 +248,7 @@ def plan_nodes(spec: Spec, zone: str, fit: Fit, network: Network,
                                   "[DOC-DS]; nodes share one zone and vSwitch"))
     by_rank = {r: d.key for d in dsets for r in d.ranks}
     spot_on = set(spot_ranks(spec, fit.nodes))
-    ranks = tuple(Node(rank=i, name=f"{spec.name}-node-{i:03d}" if fit.nodes < 1000 else f"{spec.name}-node-{i:04d}",
+    ranks = tuple(Node(rank=i, name=node_name(spec.name, i),
                        zone=zone, vswitch="compute", private_ip=str(ipaddress.ip_address(first + i)),
                        spot=i in spot_on, deployment_set=by_rank.get(i)) for i in range(fit.nodes))
     return ranks, tuple(dsets)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from generator.plan import diagram, dlc_weights
+from generator.plan import diagram, dlc_weights, naming
 from generator.plan.model import Plan, dumps
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
@@ -66,6 +66,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "hostfile": escape.quoted_heredoc_body(hostfile, "HOSTFILE"),
         "master_addr": master,
         "launch_env": launch_env(plan),
+        "node_rank_digits": naming.NODE_RANK_DIGITS,  # the hostfile printf of Lingjun nodes
         "facts": cluster_facts(plan),
         "diagram": escape.markdown_fence_body(diagram.flowchart(plan)),  # labels escaped for Mermaid
         "facts_inline": escape.quoted_heredoc_body(json.dumps(cluster_facts(plan), sort_keys=True, indent=1) + "\n",
