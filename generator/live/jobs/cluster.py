@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +65,20 @@ def cluster_of(stack_dir: Path, outputs: Mapping[str, Any]) -> Cluster:
     """The cluster of a rendered stack folder (plan.json) with the instance ids of its deployed stack's outputs."""
     try:
         data = json.loads((Path(stack_dir) / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise BadTarget(f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
+                        ) from None
+    return cluster_from_plan(data, outputs, str(stack_dir))
+
+
+def cluster_from_plan(data: Mapping[str, Any], outputs: Mapping[str, Any], where: str = "the plan") -> Cluster:
+    """The cluster of a plan's JSON (plan.json, or ``Plan.to_json()`` of a spec not rendered yet)."""
+    try:
         compute = data["compute"]
         ranks = sorted(compute["ranks"], key=lambda r: int(r["rank"]))
         platform = str(compute.get("platform") or "ecs")
-    except (OSError, ValueError, KeyError, TypeError):
-        raise BadTarget(f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
-                        ) from None
+    except (ValueError, KeyError, TypeError):
+        raise BadTarget(f"{where} lists no compute.ranks: re-render the folder with this trainstack.") from None
     ids = outputs.get("node_ids") or []
     if not isinstance(ids, list):
         ids = []
@@ -102,6 +110,13 @@ def parse_ranks(text: str, size: int) -> tuple[int, ...]:
             raise BadInput(f"--nodes {text!r}: the stack has ranks 0-{size - 1} only")
         out.update(range(lo, hi + 1))
     return tuple(sorted(out))
+
+
+def with_placeholders(cluster: Cluster, placeholder: str) -> Cluster:
+    """The cluster with ``placeholder.format(rank)`` for each node without an instance id (dry runs only)."""
+    nodes = tuple(n if n.instance_id else Node(n.rank, n.name, n.private_ip, placeholder.format(n.rank))
+                  for n in cluster.nodes)
+    return replace(cluster, nodes=nodes)
 
 
 def select(cluster: Cluster, ranks: Sequence[int] | None, quarantined: Iterable[int] = ()) -> tuple[

@@ -50,6 +50,8 @@ TAG_JOB = "trainstack-job"
 TAG_KIND = "trainstack-kind"  # "job" or "check"
 JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 INSTANCE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+PLACEHOLDER = "<unresolved:node_ids[{}]>"  # a dry run of a stack that is not deployed: no instance ids yet
+_PLACEHOLDER = re.compile(r"^<unresolved:node_ids\[[0-9]+\]>$")
 ENDPOINT = re.compile(r"^[a-z0-9.-]{1,253}$")
 BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 PREFIX = re.compile(r"^[A-Za-z0-9._/-]{0,512}$")
@@ -112,7 +114,7 @@ def _log_url(cluster: Cluster, job: str) -> str:
 
 def _rank_map(nodes: Sequence[Node]) -> str:
     for n in nodes:
-        if not INSTANCE_ID.fullmatch(n.instance_id):
+        if not INSTANCE_ID.fullmatch(n.instance_id) and not _PLACEHOLDER.fullmatch(n.instance_id):
             raise ValueError(f"instance id {n.instance_id!r} of rank {n.rank} is not an ECS instance id")
     return ",".join(f"{n.instance_id}:{n.rank}" for n in nodes)
 
