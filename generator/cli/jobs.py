@@ -30,7 +30,9 @@ def platform_of(target: str) -> str:
     p = Path(target)
     if p.is_dir():
         try:
-            return str(json.loads((p / "plan.json").read_text(encoding="utf-8"))["compute"].get("platform") or "ecs")
+            return str(
+                json.loads((p / "plan.json").read_text(encoding="utf-8"))["compute"].get("platform") or "ecs"
+            )
         except (OSError, ValueError, KeyError, TypeError):
             from generator.live import BadTarget
 
@@ -79,7 +81,9 @@ def _cluster(target: str, backend: str | None) -> tuple[Any, Any]:
     t = live.planned_target(target, backend)
     if t.platform == "lingjun" or (not t.platform and platform_of(str(t.stack_dir)) == "lingjun"):
         raise BadInput(f"{target}: {LINGJUN_SENTENCE}.")
-    if not (t.stack_dir / "plan.json").is_file():  # a spec never rendered: nothing deployed, the plan in memory
+    if not (
+        t.stack_dir / "plan.json"
+    ).is_file():  # a spec never rendered: nothing deployed, the plan in memory
         from generator import api
 
         return t, cluster_from_plan(json.loads(api.plan(target).to_json()), {}, target)
@@ -107,8 +111,10 @@ def _report(cluster: Any, reps: Any) -> None:
         node = cluster.node(r.rank)
         if r.healthy:
             unrun = [f.check for f in r.findings if f.ok is None]
-            _say(f"rank {r.rank:>3} {node.name} ({r.instance_id}): ok" + (f" (not run: {', '.join(unrun)})"
-                                                                             if unrun else ""))
+            _say(
+                f"rank {r.rank:>3} {node.name} ({r.instance_id}): ok"
+                + (f" (not run: {', '.join(unrun)})" if unrun else "")
+            )
         else:
             for f in r.failed:
                 _say(f"rank {r.rank:>3} {node.name} ({r.instance_id}): FAILED {f.check}: {f.detail}")
@@ -128,7 +134,9 @@ def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, 
     deadline = time.monotonic() + timeout
     while True:
         records = {str(r.get("InstanceId")): r for i in invoke_ids for r in ops.results(api, cluster, i)}
-        if all(str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ops.ACTIVE for n in nodes):
+        if all(
+            str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ops.ACTIVE for n in nodes
+        ):
             break
         if time.monotonic() >= deadline:
             break
@@ -140,15 +148,24 @@ def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, 
 
 @click.command()
 @click.argument("target", metavar="SPEC|STACK_DIR")
-@click.option("--level", type=click.Choice(["quick", "full"]), default="quick", show_default=True,
-              help="quick: GPUs, driver, XIDs, DCGM -r 1, fabric manager, eRDMA, bootstrap; full: also DCGM -r 3 "
-                   "and NCCL all-reduce inside and across the nodes.")
+@click.option(
+    "--level",
+    type=click.Choice(["quick", "full"]),
+    default="quick",
+    show_default=True,
+    help="quick: GPUs, driver, XIDs, DCGM -r 1, fabric manager, eRDMA, bootstrap; full: also DCGM -r 3 "
+    "and NCCL all-reduce inside and across the nodes.",
+)
 @click.option("--nodes", "ranks", metavar="RANKS", help="Only these ranks, e.g. 0-7,9 (default: every node).")
 @click.option("--dry-run", is_flag=True, help="Print the RunCommand request(s) without sending them.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report (or with --dry-run the requests) as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the report (or with --dry-run the requests) as JSON."
+)
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
-def check(target: str, level: str, ranks: str | None, dry_run: bool, as_json: bool, backend: str | None) -> None:
+def check(
+    target: str, level: str, ranks: str | None, dry_run: bool, as_json: bool, backend: str | None
+) -> None:
     """Check the health of every node of SPEC or STACK_DIR through Cloud Assistant, and quarantine the bad ones.
 
     Exit 1 when a node fails a check: the report names each failed node and check. A quarantined node is left
@@ -172,8 +189,10 @@ def check(target: str, level: str, ranks: str | None, dry_run: bool, as_json: bo
         if as_json:
             _print_requests(cluster.region, maps, {"dry_run": True})
         else:
-            _say(f"check {check_id} ({level}) on {len(nodes)} node(s) of {cluster.name}, in "
-                 f"{len(requests)} RunCommand call(s); dry run: nothing was sent")
+            _say(
+                f"check {check_id} ({level}) on {len(nodes)} node(s) of {cluster.name}, in "
+                f"{len(requests)} RunCommand call(s); dry run: nothing was sent"
+            )
         return
     nodes, _ = select(cluster, wanted)
     _cloud_ready(api)
@@ -184,15 +203,31 @@ def check(target: str, level: str, ranks: str | None, dry_run: bool, as_json: bo
     else:
         _report(cluster, reps)
         bad = [r for r in reps if not r.healthy]
-        _say(f"{len(reps) - len(bad)}/{len(reps)} node(s) healthy" + (
-            f"; quarantined rank(s) {', '.join(str(r.rank) for r in bad)} (left out of `trainstack submit`; "
-            f"`trainstack heal {target} --health` acts on them)" if bad else ""))
+        _say(
+            f"{len(reps) - len(bad)}/{len(reps)} node(s) healthy"
+            + (
+                f"; quarantined rank(s) {', '.join(str(r.rank) for r in bad)} (left out of `trainstack submit`; "
+                f"`trainstack heal {target} --health` acts on them)"
+                if bad
+                else ""
+            )
+        )
     if any(not r.healthy for r in reps):
         raise SystemExit(EXIT_FAILURE)
 
 
-def submit(target: str, command: tuple[str, ...], dry_run: bool, as_json: bool, name: str | None, yes: bool,
-           backend: str | None, ranks: str | None, no_check: bool, timeout_hours: int) -> None:
+def submit(
+    target: str,
+    command: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+    name: str | None,
+    yes: bool,
+    backend: str | None,
+    ranks: str | None,
+    no_check: bool,
+    timeout_hours: int,
+) -> None:
     from generator.errors import BadInput
     from generator.live.jobs import ops
     from generator.live.jobs.cluster import parse_ranks, quarantined_ranks, select, with_placeholders
@@ -207,7 +242,9 @@ def submit(target: str, command: tuple[str, ...], dry_run: bool, as_json: bool, 
     api = _api(cluster.region)
     say = (lambda s: _say(s, err=True)) if as_json else _say
     if dry_run:
-        nodes, left_out = select(with_placeholders(cluster, PLACEHOLDER), wanted, quarantined_ranks(t.stack_dir))
+        nodes, left_out = select(
+            with_placeholders(cluster, PLACEHOLDER), wanted, quarantined_ranks(t.stack_dir)
+        )
         try:
             requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
         except ValueError as e:
@@ -217,15 +254,19 @@ def submit(target: str, command: tuple[str, ...], dry_run: bool, as_json: bool, 
         if as_json:
             _print_requests(cluster.region, maps, {"dry_run": True})
             return
-        _say(f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
-             f"RunCommand call(s) (at most 100 instances each)")
+        _say(
+            f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
+            f"RunCommand call(s) (at most 100 instances each)"
+        )
         if left_out:
             _say(f"left out (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}")
         _say("dry run: nothing was sent, and the health gate was not run")
         return
     nodes, left_out = select(cluster, wanted, quarantined_ranks(t.stack_dir))
     try:
-        submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)  # bad input before the cloud
+        submit_requests(
+            cluster, nodes, job, command, timeout_hours=timeout_hours
+        )  # bad input before the cloud
     except ValueError as e:
         raise BadInput(str(e)) from None
     _cloud_ready(api)
@@ -240,19 +281,35 @@ def submit(target: str, command: tuple[str, ...], dry_run: bool, as_json: bool, 
             left_out = left_out + tuple(n for n in nodes if n.rank in bad)
             nodes = tuple(n for n in nodes if n.rank not in bad)
             if not nodes:
-                raise BadInput("every node failed the health gate, so no job was started: see `trainstack check`")
+                raise BadInput(
+                    "every node failed the health gate, so no job was started: see `trainstack check`"
+                )
     if left_out:
-        say(f"left out of the job (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}; the job "
-            f"runs on {len(nodes)} node(s), rendezvous at rank {nodes[0].rank} ({nodes[0].private_ip})")
+        say(
+            f"left out of the job (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}; the job "
+            f"runs on {len(nodes)} node(s), rendezvous at rank {nodes[0].rank} ({nodes[0].private_ip})"
+        )
     requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
     if not yes:
-        _confirm(f"Start {job} on {len(nodes)} node(s) of {cluster.name} (trainstack-launch "
-                 f"{' '.join(command)})?", err=as_json)
+        _confirm(
+            f"Start {job} on {len(nodes)} node(s) of {cluster.name} (trainstack-launch {' '.join(command)})?",
+            err=as_json,
+        )
     ids = ops.send(api, requests, say)
     ops.wait_started(api, cluster, ids, nodes, say, sleep=_sleep())
     if as_json:
-        _say(json.dumps({"job": job, "invoke_ids": ids, "ranks": [n.rank for n in nodes],
-                         "left_out": [n.rank for n in left_out]}, indent=2, sort_keys=True))
+        _say(
+            json.dumps(
+                {
+                    "job": job,
+                    "invoke_ids": ids,
+                    "ranks": [n.rank for n in nodes],
+                    "left_out": [n.rank for n in left_out],
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
     else:
         _say(f"started {job}; follow it with: trainstack logs {target} {job} --follow")
 
@@ -265,7 +322,9 @@ def _confirm(question: str, err: bool = False) -> None:
     except click.Abort:
         ok = False
     if not ok:
-        raise Declined("not confirmed, so nothing was changed (pass --yes to skip the question in pipelines).")
+        raise Declined(
+            "not confirmed, so nothing was changed (pass --yes to skip the question in pipelines)."
+        )
 
 
 def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
@@ -277,15 +336,35 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
     _cloud_ready(api)
     found = ops.stack_jobs(api, cluster, limit)
     if as_json:
-        _say(json.dumps([{"job": j.job, "status": j.status, "nodes": j.nodes, "created": j.created,
-                          "invoke_ids": j.invoke_ids} for j in found], indent=2, sort_keys=True))
+        _say(
+            json.dumps(
+                [
+                    {
+                        "job": j.job,
+                        "status": j.status,
+                        "nodes": j.nodes,
+                        "created": j.created,
+                        "invoke_ids": j.invoke_ids,
+                    }
+                    for j in found
+                ],
+                indent=2,
+                sort_keys=True,
+            )
+        )
     elif not found:
-        _say(f"no job of stack {cluster.stack} of {cluster.name} in Cloud Assistant's records; start one with: "
-             f"trainstack submit {target} -- COMMAND")
+        _say(
+            f"no job of stack {cluster.stack} of {cluster.name} in Cloud Assistant's records; start one with: "
+            f"trainstack submit {target} -- COMMAND"
+        )
     else:
-        click.echo(report.table(["job", "status", "nodes", "created", "invocations"],
-                                [[j.job, j.status, str(j.nodes), j.created, " ".join(j.invoke_ids)] for j in found]),
-                   nl=False)
+        click.echo(
+            report.table(
+                ["job", "status", "nodes", "created", "invocations"],
+                [[j.job, j.status, str(j.nodes), j.created, " ".join(j.invoke_ids)] for j in found],
+            ),
+            nl=False,
+        )
 
 
 def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, backend: str | None) -> None:
@@ -305,8 +384,17 @@ def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, b
             live.require_credentials(os.environ)
     if follow:
         try:
-            ops.follow(cluster, job, _say, api=api, store=store, rank=rank, interval=interval, sleep=_sleep(),
-                       rounds=_obj("rounds"))
+            ops.follow(
+                cluster,
+                job,
+                _say,
+                api=api,
+                store=store,
+                rank=rank,
+                interval=interval,
+                sleep=_sleep(),
+                rounds=_obj("rounds"),
+            )
         except KeyboardInterrupt:
             _say("stopped following; the job keeps running")
         return
@@ -331,8 +419,10 @@ def cancel(target: str, job: str, yes: bool, backend: str | None) -> None:
     if not yes:
         _confirm(f"Stop job {job} ({record.nodes} node(s), {record.status})?")
     stopped = ops.cancel(api, cluster, record)
-    _say(f"stop requested for {job} (StopInvocation {', '.join(stopped)}); `trainstack jobs {target}` shows when it "
-         "has stopped")
+    _say(
+        f"stop requested for {job} (StopInvocation {', '.join(stopped)}); `trainstack jobs {target}` shows when it "
+        "has stopped"
+    )
 
 
 COMMANDS = [check]

@@ -21,6 +21,8 @@ by trainstack yet.
 
 from __future__ import annotations
 
-LINGJUN_SENTENCE = ("jobs and checks run through ECS Cloud Assistant, and Lingjun nodes are not ECS instances: the "
-                    "EFLO controller has its own RunCommand API (2022-12-15) that trainstack does not drive yet, so "
-                    "start trainstack-launch on Lingjun nodes as docs/bootstrap.md shows")
+LINGJUN_SENTENCE = (
+    "jobs and checks run through ECS Cloud Assistant, and Lingjun nodes are not ECS instances: the "
+    "EFLO controller has its own RunCommand API (2022-12-15) that trainstack does not drive yet, so "
+    "start trainstack-launch on Lingjun nodes as docs/bootstrap.md shows"
+)

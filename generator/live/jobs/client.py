@@ -19,8 +19,16 @@ from generator.live.errors import EcsSdkMissing, EngineFailed, LiveError
 from generator.live.mountaddr import INSTALL_LIVE, sdk_config
 
 ECS_SDK_MODULES = ("alibabacloud_ecs20140526", "alibabacloud_tea_openapi", "alibabacloud_credentials")
-ACTIONS = ("RunCommand", "DescribeInvocations", "DescribeInvocationResults", "StopInvocation",
-           "DescribeInstancesFullStatus", "DescribeInstanceHistoryEvents", "RebootInstance", "RedeployInstance")
+ACTIONS = (
+    "RunCommand",
+    "DescribeInvocations",
+    "DescribeInvocationResults",
+    "StopInvocation",
+    "DescribeInstancesFullStatus",
+    "DescribeInstanceHistoryEvents",
+    "RebootInstance",
+    "RedeployInstance",
+)
 
 
 class EcsApiError(LiveError):
@@ -47,8 +55,10 @@ def require_ecs_sdk(what: str = "this command") -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise EcsSdkMissing(f"{what} calls the ECS API (Cloud Assistant) through Alibaba Cloud's SDK ({module} "
-                                f"is not installed): {INSTALL_LIVE}.") from None
+            raise EcsSdkMissing(
+                f"{what} calls the ECS API (Cloud Assistant) through Alibaba Cloud's SDK ({module} "
+                f"is not installed): {INSTALL_LIVE}."
+            ) from None
 
 
 def _snake(action: str) -> str:
@@ -79,8 +89,10 @@ def api_error(action: str, error: BaseException) -> EcsApiError:
     what = f"{code}: {message}" if code else f"{type(error).__name__}: {message}"
     hint = ""
     if code and any(k in str(code) for k in ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized")):
-        hint = (f"; grant the RAM user ecs:{action} (Cloud Assistant: AliyunECSAssistantFullAccess covers "
-                "RunCommand, DescribeInvocations, DescribeInvocationResults and StopInvocation)")
+        hint = (
+            f"; grant the RAM user ecs:{action} (Cloud Assistant: AliyunECSAssistantFullAccess covers "
+            "RunCommand, DescribeInvocations, DescribeInvocationResults and StopInvocation)"
+        )
     elif code and "Throttling" in str(code):
         hint = "; the API throttled the calls, try again in a minute"
     return EcsApiError(f"ECS {action} failed: {what}{hint}.")

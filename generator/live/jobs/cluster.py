@@ -58,7 +58,9 @@ class Cluster:
         for n in self.nodes:
             if n.rank == rank:
                 return n
-        raise BadInput(f"stack {self.stack} of {self.name} has no node of rank {rank} (ranks 0-{len(self.nodes) - 1})")
+        raise BadInput(
+            f"stack {self.stack} of {self.name} has no node of rank {rank} (ranks 0-{len(self.nodes) - 1})"
+        )
 
 
 def cluster_of(stack_dir: Path, outputs: Mapping[str, Any]) -> Cluster:
@@ -66,33 +68,53 @@ def cluster_of(stack_dir: Path, outputs: Mapping[str, Any]) -> Cluster:
     try:
         data = json.loads((Path(stack_dir) / "plan.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise BadTarget(f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
-                        ) from None
+        raise BadTarget(
+            f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
+        ) from None
     return cluster_from_plan(data, outputs, str(stack_dir))
 
 
-def cluster_from_plan(data: Mapping[str, Any], outputs: Mapping[str, Any], where: str = "the plan") -> Cluster:
+def cluster_from_plan(
+    data: Mapping[str, Any], outputs: Mapping[str, Any], where: str = "the plan"
+) -> Cluster:
     """The cluster of a plan's JSON (plan.json, or ``Plan.to_json()`` of a spec not rendered yet)."""
     try:
         compute = data["compute"]
         ranks = sorted(compute["ranks"], key=lambda r: int(r["rank"]))
         platform = str(compute.get("platform") or "ecs")
     except (ValueError, KeyError, TypeError):
-        raise BadTarget(f"{where} lists no compute.ranks: re-render the folder with this trainstack.") from None
+        raise BadTarget(
+            f"{where} lists no compute.ranks: re-render the folder with this trainstack."
+        ) from None
     ids = outputs.get("node_ids") or []
     if not isinstance(ids, list):
         ids = []
-    nodes = tuple(Node(int(r["rank"]), str(r["name"]), str(r.get("private_ip") or ""),
-                       str(ids[i]) if i < len(ids) and ids[i] else "") for i, r in enumerate(ranks))
+    nodes = tuple(
+        Node(
+            int(r["rank"]),
+            str(r["name"]),
+            str(r.get("private_ip") or ""),
+            str(ids[i]) if i < len(ids) and ids[i] else "",
+        )
+        for i, r in enumerate(ranks)
+    )
     ckpt = data.get("checkpoints") or {}
     enabled = bool(ckpt.get("enabled", True)) and bool(ckpt.get("bucket"))
     nccl = tuple((str(k), str(v)) for k, v in (data.get("network") or {}).get("nccl_env") or ())
-    return Cluster(name=str(data["name"]), stack=str(data["stack"]), region=str(data["region"]), platform=platform,
-                   instance_type=str(compute.get("instance_type") or ""),
-                   gpus_per_node=int(compute.get("gpus_per_node") or 0), rdma=str(compute.get("rdma") or ""),
-                   nodes=nodes, bucket=str(ckpt.get("bucket") or "") if enabled else "",
-                   prefix=str(ckpt.get("prefix") or "") if enabled else "",
-                   endpoint=str(ckpt.get("internal_endpoint") or "") if enabled else "", nccl_env=nccl)
+    return Cluster(
+        name=str(data["name"]),
+        stack=str(data["stack"]),
+        region=str(data["region"]),
+        platform=platform,
+        instance_type=str(compute.get("instance_type") or ""),
+        gpus_per_node=int(compute.get("gpus_per_node") or 0),
+        rdma="" if str(compute.get("rdma") or "none") == "none" else str(compute["rdma"]),
+        nodes=nodes,
+        bucket=str(ckpt.get("bucket") or "") if enabled else "",
+        prefix=str(ckpt.get("prefix") or "") if enabled else "",
+        endpoint=str(ckpt.get("internal_endpoint") or "") if enabled else "",
+        nccl_env=nccl,
+    )
 
 
 def parse_ranks(text: str, size: int) -> tuple[int, ...]:
@@ -101,7 +123,9 @@ def parse_ranks(text: str, size: int) -> tuple[int, ...]:
     for part in text.split(","):
         m = _RANKS.match(part)
         if not m:
-            raise BadInput(f"--nodes {text!r}: give ranks as N, N-M or a comma-separated list of them, e.g. 0-7,9")
+            raise BadInput(
+                f"--nodes {text!r}: give ranks as N, N-M or a comma-separated list of them, e.g. 0-7,9"
+            )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
@@ -114,13 +138,16 @@ def parse_ranks(text: str, size: int) -> tuple[int, ...]:
 
 def with_placeholders(cluster: Cluster, placeholder: str) -> Cluster:
     """The cluster with ``placeholder.format(rank)`` for each node without an instance id (dry runs only)."""
-    nodes = tuple(n if n.instance_id else Node(n.rank, n.name, n.private_ip, placeholder.format(n.rank))
-                  for n in cluster.nodes)
+    nodes = tuple(
+        n if n.instance_id else Node(n.rank, n.name, n.private_ip, placeholder.format(n.rank))
+        for n in cluster.nodes
+    )
     return replace(cluster, nodes=nodes)
 
 
-def select(cluster: Cluster, ranks: Sequence[int] | None, quarantined: Iterable[int] = ()) -> tuple[
-        tuple[Node, ...], tuple[Node, ...]]:
+def select(
+    cluster: Cluster, ranks: Sequence[int] | None, quarantined: Iterable[int] = ()
+) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
     """The nodes to run on (``ranks`` or all, minus the quarantined) and the quarantined ones that were left out.
 
     A node without an instance id (the stack outputs lack it) is an error: the job would wait for it forever.
@@ -131,19 +158,26 @@ def select(cluster: Cluster, ranks: Sequence[int] | None, quarantined: Iterable[
     chosen = tuple(n for n in wanted if n.rank not in bad)
     missing = [n for n in chosen if not n.instance_id]
     if not cluster.nodes or (missing and len(missing) == len(chosen)):
-        raise StackNotDeployed(f"stack {cluster.stack} of {cluster.name} has no node instances in its outputs "
-                               "(node_ids): run `trainstack up` first.")
+        raise StackNotDeployed(
+            f"stack {cluster.stack} of {cluster.name} has no node instances in its outputs "
+            "(node_ids): run `trainstack up` first."
+        )
     if missing:
-        raise StackNotDeployed(f"the stack outputs have no instance for rank(s) "
-                               f"{', '.join(str(n.rank) for n in missing)}: run `trainstack heal` (or pass --nodes "
-                               "without them).")
+        raise StackNotDeployed(
+            f"the stack outputs have no instance for rank(s) "
+            f"{', '.join(str(n.rank) for n in missing)}: run `trainstack heal` (or pass --nodes "
+            "without them)."
+        )
     if not chosen:
-        raise BadInput("every selected node is quarantined by the last `trainstack check`: run `trainstack heal` "
-                       "and `trainstack check` again, or pass --no-quarantine")
+        raise BadInput(
+            "every selected node is quarantined by the last `trainstack check`: run `trainstack heal` "
+            "and `trainstack check` again, or pass --no-quarantine"
+        )
     return chosen, left_out
 
 
 # -- the quarantine file ---------------------------------------------------------------------------------------------
+
 
 def quarantine_path(stack_dir: Path) -> Path:
     return Path(stack_dir) / QUARANTINE_FILE

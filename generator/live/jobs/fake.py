@@ -21,8 +21,13 @@ from generator.live.jobs.client import EcsApiError, sdk_request_map
 
 
 class RecordedEcsApi:
-    def __init__(self, folder: Path | str, *, errors: Mapping[str, EcsApiError] | None = None,
-                 missing_sdk: EcsSdkMissing | None = None):
+    def __init__(
+        self,
+        folder: Path | str,
+        *,
+        errors: Mapping[str, EcsApiError] | None = None,
+        missing_sdk: EcsSdkMissing | None = None,
+    ):
         self.folder = Path(folder)
         self.errors = dict(errors or {})
         self.missing_sdk = missing_sdk
@@ -68,8 +73,11 @@ class RecordedLogStore:
     def list(self, bucket: str, prefix: str) -> list[str]:
         self.calls.append(("list", prefix))
         base = self.folder
-        return sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()
-                      and str(p.relative_to(base)).startswith(prefix))
+        return sorted(
+            str(p.relative_to(base))
+            for p in base.rglob("*")
+            if p.is_file() and str(p.relative_to(base)).startswith(prefix)
+        )
 
     def get(self, bucket: str, key: str) -> bytes | None:
         self.calls.append(("get", key))

@@ -69,32 +69,50 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
     if t is not None and cluster.rdma == "erdma" and t.erdma_gbps:
         inter = t.erdma_gbps / 8.0 * INTER_FLOOR
     nvswitch = gpus == 8 and bool(row) and row["link"] == "nvlink" and gpu.startswith(NVSWITCH_GPUS)
-    return Expectation(gpus=gpus, nvswitch=nvswitch, rdma=cluster.rdma, eri=max(1, t.eri_count if t else 1),
-                       intra_floor_gbs=intra, inter_floor_gbs=inter,
-                       intra_source=row["source"] if row else "",
-                       inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "")
+    return Expectation(
+        gpus=gpus,
+        nvswitch=nvswitch,
+        rdma=cluster.rdma,
+        eri=max(1, t.eri_count if t else 1),
+        intra_floor_gbs=intra,
+        inter_floor_gbs=inter,
+        intra_source=row["source"] if row else "",
+        inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "",
+    )
 
 
 def check_script(cluster: Cluster, nodes: Sequence[Node], level: str, check_id: str, exp: Expectation) -> str:
     if level not in LEVELS:
         raise ValueError(f"--level {level}: give quick or full")
     nccl = base64.b64encode(script("nccl_allreduce.py").encode()).decode("ascii")
-    head = ["#!/bin/bash", f"# trainstack check {check_id} ({level}) of stack {cluster.stack} ({cluster.name})",
-            _assign("TRAINSTACK_CHECK_ID", check_id), _assign("TRAINSTACK_CHECK_LEVEL", level),
-            _assign("TRAINSTACK_CHECK_GPUS", str(exp.gpus)),
-            _assign("TRAINSTACK_CHECK_NVSWITCH", "true" if exp.nvswitch else "false"),
-            _assign("TRAINSTACK_CHECK_RDMA", exp.rdma), _assign("TRAINSTACK_CHECK_ERI", str(exp.eri)),
-            _assign("TRAINSTACK_CHECK_NNODES", str(len(nodes))),
-            _assign("TRAINSTACK_CHECK_MASTER_ADDR", nodes[0].private_ip),
-            _assign("TRAINSTACK_CHECK_NCCL_PY", nccl)]
+    head = [
+        "#!/bin/bash",
+        f"# trainstack check {check_id} ({level}) of stack {cluster.stack} ({cluster.name})",
+        _assign("TRAINSTACK_CHECK_ID", check_id),
+        _assign("TRAINSTACK_CHECK_LEVEL", level),
+        _assign("TRAINSTACK_CHECK_GPUS", str(exp.gpus)),
+        _assign("TRAINSTACK_CHECK_NVSWITCH", "true" if exp.nvswitch else "false"),
+        _assign("TRAINSTACK_CHECK_RDMA", exp.rdma),
+        _assign("TRAINSTACK_CHECK_ERI", str(exp.eri)),
+        _assign("TRAINSTACK_CHECK_NNODES", str(len(nodes))),
+        _assign("TRAINSTACK_CHECK_MASTER_ADDR", nodes[0].private_ip),
+        _assign("TRAINSTACK_CHECK_NCCL_PY", nccl),
+    ]
     return "\n".join(head) + "\n" + script("check.sh")
 
 
-def check_requests(cluster: Cluster, nodes: Sequence[Node], level: str, check_id: str,
-                   exp: Expectation) -> list[ApiRequest]:
-    return run_command_requests(cluster, nodes, check_id, check_script(cluster, nodes, level, check_id, exp),
-                                kind="check", timeout_seconds=600 if level == "quick" else 3600,
-                                description=f"trainstack check --level {level}")
+def check_requests(
+    cluster: Cluster, nodes: Sequence[Node], level: str, check_id: str, exp: Expectation
+) -> list[ApiRequest]:
+    return run_command_requests(
+        cluster,
+        nodes,
+        check_id,
+        check_script(cluster, nodes, level, check_id, exp),
+        kind="check",
+        timeout_seconds=600 if level == "quick" else 3600,
+        description=f"trainstack check --level {level}",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +138,14 @@ class NodeReport:
         return not self.failed
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "instance_id": self.instance_id, "healthy": self.healthy,
-                "failed": [f.check for f in self.failed], "hardware_xids": list(self.hardware_xids),
-                "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail} for f in self.findings]}
+        return {
+            "rank": self.rank,
+            "instance_id": self.instance_id,
+            "healthy": self.healthy,
+            "failed": [f.check for f in self.failed],
+            "hardware_xids": list(self.hardware_xids),
+            "checks": [{"check": f.check, "ok": f.ok, "detail": f.detail} for f in self.findings],
+        }
 
 
 def parse_lines(output: str) -> list[dict[str, Any]]:
@@ -130,7 +153,7 @@ def parse_lines(output: str) -> list[dict[str, Any]]:
     for line in output.splitlines():
         if line.startswith(PREFIX):
             try:
-                item = json.loads(line[len(PREFIX):])
+                item = json.loads(line[len(PREFIX) :])
             except ValueError:
                 continue
             if isinstance(item, dict) and item.get("check"):
@@ -141,8 +164,11 @@ def parse_lines(output: str) -> list[dict[str, Any]]:
 def classify_xids(xids: Iterable[int]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(hardware, application, other) XIDs."""
     xs = sorted(set(xids))
-    return (tuple(x for x in xs if x in HARDWARE_XIDS), tuple(x for x in xs if x in APPLICATION_XIDS),
-            tuple(x for x in xs if x not in HARDWARE_XIDS and x not in APPLICATION_XIDS))
+    return (
+        tuple(x for x in xs if x in HARDWARE_XIDS),
+        tuple(x for x in xs if x in APPLICATION_XIDS),
+        tuple(x for x in xs if x not in HARDWARE_XIDS and x not in APPLICATION_XIDS),
+    )
 
 
 def _judge(item: Mapping[str, Any], exp: Expectation) -> tuple[Finding, tuple[int, ...]]:
@@ -166,11 +192,21 @@ def _judge(item: Mapping[str, Any], exp: Expectation) -> tuple[Finding, tuple[in
         value = float(item.get("value") or 0.0)
         floor = exp.intra_floor_gbs if name == "nccl-intra" else exp.inter_floor_gbs
         if name == "nccl-inter" and exp.rdma and item.get("net") == "socket":
-            return Finding(name, False, f"NCCL fell back to plain TCP sockets (NET/Socket) where the plan has "
-                                        f"{exp.rdma}: {value:.1f} GB/s"), ()
+            return Finding(
+                name,
+                False,
+                f"NCCL fell back to plain TCP sockets (NET/Socket) where the plan has "
+                f"{exp.rdma}: {value:.1f} GB/s",
+            ), ()
         if floor is not None and value < floor:
-            return Finding(name, False, f"bus bandwidth {value:.1f} GB/s, below the expected {floor:.1f} GB/s"), ()
-        expected = f", expected at least {floor:.1f} GB/s" if floor is not None else ", no expectation in the catalog"
+            return Finding(
+                name, False, f"bus bandwidth {value:.1f} GB/s, below the expected {floor:.1f} GB/s"
+            ), ()
+        expected = (
+            f", expected at least {floor:.1f} GB/s"
+            if floor is not None
+            else ", no expectation in the catalog"
+        )
         return Finding(name, True, f"bus bandwidth {value:.1f} GB/s{expected}"), ()
     return Finding(name, ok if isinstance(ok, bool) else None, detail), ()
 
@@ -200,30 +236,50 @@ def node_report(node: Node, record: Mapping[str, Any] | None, exp: Expectation) 
     return report
 
 
-def reports(nodes: Sequence[Node], records: Mapping[str, Mapping[str, Any]], exp: Expectation) -> list[NodeReport]:
+def reports(
+    nodes: Sequence[Node], records: Mapping[str, Mapping[str, Any]], exp: Expectation
+) -> list[NodeReport]:
     return [node_report(n, records.get(n.instance_id), exp) for n in nodes]
 
 
-def summary_json(cluster: Cluster, level: str, check_id: str, node_reports: Sequence[NodeReport],
-                 exp: Expectation) -> dict[str, Any]:
-    return {"check": check_id, "level": level, "stack": cluster.stack, "project": cluster.name,
-            "instance_type": cluster.instance_type, "healthy": all(r.healthy for r in node_reports),
-            "failed_ranks": [r.rank for r in node_reports if not r.healthy],
-            "expected": {"gpus": exp.gpus, "nvswitch": exp.nvswitch, "rdma": exp.rdma,
-                         "nccl_intra_min_gbs": exp.intra_floor_gbs, "nccl_inter_min_gbs": exp.inter_floor_gbs,
-                         "nccl_intra_source": exp.intra_source, "nccl_inter_source": exp.inter_source},
-            "nodes": [r.to_json() for r in node_reports]}
+def summary_json(
+    cluster: Cluster, level: str, check_id: str, node_reports: Sequence[NodeReport], exp: Expectation
+) -> dict[str, Any]:
+    return {
+        "check": check_id,
+        "level": level,
+        "stack": cluster.stack,
+        "project": cluster.name,
+        "instance_type": cluster.instance_type,
+        "healthy": all(r.healthy for r in node_reports),
+        "failed_ranks": [r.rank for r in node_reports if not r.healthy],
+        "expected": {
+            "gpus": exp.gpus,
+            "nvswitch": exp.nvswitch,
+            "rdma": exp.rdma,
+            "nccl_intra_min_gbs": exp.intra_floor_gbs,
+            "nccl_inter_min_gbs": exp.inter_floor_gbs,
+            "nccl_intra_source": exp.intra_source,
+            "nccl_inter_source": exp.inter_source,
+        },
+        "nodes": [r.to_json() for r in node_reports],
+    }
 
 
-def update_quarantine(data: dict[str, Any], node_reports: Sequence[NodeReport], check_id: str) -> dict[str, Any]:
+def update_quarantine(
+    data: dict[str, Any], node_reports: Sequence[NodeReport], check_id: str
+) -> dict[str, Any]:
     """A failed node enters the quarantine (with its failed checks); a node that passed leaves it."""
     nodes = dict(data.get("nodes") or {})
     for r in node_reports:
         if r.healthy:
             nodes.pop(str(r.rank), None)
         else:
-            nodes[str(r.rank)] = {"instance_id": r.instance_id, "check": check_id,
-                                  "failed": [f.check for f in r.failed],
-                                  "details": [f"{f.check}: {f.detail}" for f in r.failed],
-                                  "hardware_xids": list(r.hardware_xids)}
+            nodes[str(r.rank)] = {
+                "instance_id": r.instance_id,
+                "check": check_id,
+                "failed": [f.check for f in r.failed],
+                "details": [f"{f.check}: {f.detail}" for f in r.failed],
+                "hardware_xids": list(r.hardware_xids),
+            }
     return {**data, "nodes": nodes}

@@ -63,7 +63,7 @@ def rank_logs(store: LogStore, bucket: str, prefix: str, job: str) -> list[RankL
 
 def job_names(store: LogStore, bucket: str, prefix: str) -> list[str]:
     """The jobs whose logs are in the bucket (newest name last: names end in a UTC stamp)."""
-    names = {k[len(prefix):].split("/", 1)[0] for k in store.list(bucket, prefix) if k.startswith(prefix)}
+    names = {k[len(prefix) :].split("/", 1)[0] for k in store.list(bucket, prefix) if k.startswith(prefix)}
     return sorted(n for n in names if n)
 
 
@@ -80,8 +80,10 @@ class OssLogStore:
             import alibabacloud_credentials  # noqa: F401
             import alibabacloud_oss_v2  # noqa: F401
         except ImportError as e:
-            raise EcsSdkMissing(f"reading job logs from OSS needs Alibaba Cloud's OSS SDK ({e.name} is not "
-                                f"installed): {INSTALL_LIVE}.") from None
+            raise EcsSdkMissing(
+                f"reading job logs from OSS needs Alibaba Cloud's OSS SDK ({e.name} is not "
+                f"installed): {INSTALL_LIVE}."
+            ) from None
 
     def client(self) -> Any:
         if self._client is None:
@@ -92,7 +94,9 @@ class OssLogStore:
 
             def credentials() -> Any:
                 c = chain.get_credential()
-                return oss.credentials.Credentials(c.access_key_id, c.access_key_secret, c.security_token or None)
+                return oss.credentials.Credentials(
+                    c.access_key_id, c.access_key_secret, c.security_token or None
+                )
 
             cfg = oss.config.load_default()
             cfg.credentials_provider = oss.credentials.CredentialsProviderFunc(credentials)

@@ -30,8 +30,20 @@ from generator.live.jobs.request import (
 
 Say = Callable[[str], None]
 ACTIVE = frozenset({"Pending", "Scheduled", "Running", "Stopping"})
-STARTED = frozenset({"Running", "Finished", "Success", "Failed", "Stopped", "Stopping", "Terminated", "Error",
-                     "Timeout", "Cancelled"})
+STARTED = frozenset(
+    {
+        "Running",
+        "Finished",
+        "Success",
+        "Failed",
+        "Stopped",
+        "Stopping",
+        "Terminated",
+        "Error",
+        "Timeout",
+        "Cancelled",
+    }
+)
 START_WAIT_SECONDS = 300.0
 
 
@@ -62,14 +74,20 @@ def send(api: EcsApi, requests: Sequence[ApiRequest], say: Say) -> list[str]:
             answer = api.call(r.action, r.request)
         except EcsApiError as e:
             if ids:
-                raise EcsApiError(f"{e} Batches 1-{len(ids)} already run ({', '.join(ids)}): `trainstack cancel` "
-                                  "stops them.") from None
+                raise EcsApiError(
+                    f"{e} Batches 1-{len(ids)} already run ({', '.join(ids)}): `trainstack cancel` "
+                    "stops them."
+                ) from None
             raise
         invoke = str(answer.get("InvokeId") or "")
         if not invoke:
-            raise EcsApiError(f"ECS {r.action} answered without an InvokeId (RequestId {answer.get('RequestId')}).")
+            raise EcsApiError(
+                f"ECS {r.action} answered without an InvokeId (RequestId {answer.get('RequestId')})."
+            )
         ids.append(invoke)
-        say(f"batch {i + 1}/{len(requests)}: {len(r.request.get('InstanceId') or ())} node(s), invocation {invoke}")
+        say(
+            f"batch {i + 1}/{len(requests)}: {len(r.request.get('InstanceId') or ())} node(s), invocation {invoke}"
+        )
     return ids
 
 
@@ -78,9 +96,11 @@ def results(api: EcsApi, cluster: Cluster, invoke_id: str) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     page = 1
     while True:
-        body = api.call("DescribeInvocationResults", describe_results_request(cluster, invoke_id, page=page).request)
+        body = api.call(
+            "DescribeInvocationResults", describe_results_request(cluster, invoke_id, page=page).request
+        )
         inv = body.get("Invocation") or {}
-        items = ((inv.get("InvocationResults") or {}).get("InvocationResult") or [])
+        items = (inv.get("InvocationResults") or {}).get("InvocationResult") or []
         out.extend(i for i in items if isinstance(i, Mapping))
         total = int(inv.get("TotalCount") or len(out))
         if not items or len(out) >= total:
@@ -88,10 +108,18 @@ def results(api: EcsApi, cluster: Cluster, invoke_id: str) -> list[dict[str, Any
         page += 1
 
 
-def wait_started(api: EcsApi, cluster: Cluster, invoke_ids: Sequence[str], nodes: Sequence[Node], say: Say, *,
-                 timeout: float = START_WAIT_SECONDS, interval: float = 5.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> dict[str, str]:
+def wait_started(
+    api: EcsApi,
+    cluster: Cluster,
+    invoke_ids: Sequence[str],
+    nodes: Sequence[Node],
+    say: Say,
+    *,
+    timeout: float = START_WAIT_SECONDS,
+    interval: float = 5.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, str]:
     """Poll until every node's record has left Pending (or ``timeout``); progress lines while nodes start. Returns
     the last status of each instance."""
     by_id = {n.instance_id: n for n in nodes}
@@ -101,7 +129,9 @@ def wait_started(api: EcsApi, cluster: Cluster, invoke_ids: Sequence[str], nodes
     while True:
         for invoke in invoke_ids:
             for r in results(api, cluster, invoke):
-                status[str(r.get("InstanceId"))] = str(r.get("InvokeRecordStatus") or r.get("InvocationStatus") or "")
+                status[str(r.get("InstanceId"))] = str(
+                    r.get("InvokeRecordStatus") or r.get("InvocationStatus") or ""
+                )
         started = [i for i in by_id if status.get(i) in STARTED]
         failed = [i for i in by_id if status.get(i) in ("Failed", "Error", "Timeout", "Terminated")]
         line = f"nodes started: {len(started)}/{len(by_id)}" + (f", {len(failed)} failed" if failed else "")
@@ -112,8 +142,10 @@ def wait_started(api: EcsApi, cluster: Cluster, invoke_ids: Sequence[str], nodes
             return status
         if clock() >= deadline:
             waiting = sorted(by_id[i].rank for i in by_id if i not in started)
-            say(f"still pending after {int(timeout)} s: rank(s) {', '.join(map(str, waiting))} (Cloud Assistant "
-                "has not started the command there; `trainstack check` tells why)")
+            say(
+                f"still pending after {int(timeout)} s: rank(s) {', '.join(map(str, waiting))} (Cloud Assistant "
+                "has not started the command there; `trainstack check` tells why)"
+            )
             return status
         sleep(interval)
 
@@ -136,7 +168,9 @@ class JobRecord:
 
     @property
     def nodes(self) -> int:
-        return sum(len(((i.get("InvokeInstances") or {}).get("InvokeInstance") or ())) for i in self.invocations)
+        return sum(
+            len((i.get("InvokeInstances") or {}).get("InvokeInstance") or ()) for i in self.invocations
+        )
 
     @property
     def status(self) -> str:
@@ -147,16 +181,21 @@ class JobRecord:
             return "Success"
         if any(s == "Stopped" for s in states):
             return "Stopped"
-        return "Failed" if any(s in ("Failed", "PartialFailed") for s in states) else (states[0] if states else "")
+        return (
+            "Failed"
+            if any(s in ("Failed", "PartialFailed") for s in states)
+            else (states[0] if states else "")
+        )
 
 
-def stack_invocations(api: EcsApi, cluster: Cluster, job: str | None = None, kind: str | None = "job",
-                      limit: int = 500) -> list[dict[str, Any]]:
+def stack_invocations(
+    api: EcsApi, cluster: Cluster, job: str | None = None, kind: str | None = "job", limit: int = 500
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     page = 1
     while len(out) < limit:
         body = api.call("DescribeInvocations", describe_invocations_request(cluster, job, kind, page).request)
-        items = ((body.get("Invocations") or {}).get("Invocation") or [])
+        items = (body.get("Invocations") or {}).get("Invocation") or []
         out.extend(i for i in items if isinstance(i, Mapping) and is_stack_invocation(cluster, i))
         if not items or page * 50 >= int(body.get("TotalCount") or 0):
             break
@@ -176,8 +215,10 @@ def stack_jobs(api: EcsApi, cluster: Cluster, limit: int = 50) -> list[JobRecord
 def stack_job(api: EcsApi, cluster: Cluster, job: str) -> JobRecord:
     found = [i for i in stack_invocations(api, cluster, job) if tag_value(i, TAG_JOB) == job]
     if not found:
-        raise NotThisStacksJob(f"no job {job} of stack {cluster.stack} of {cluster.name} in Cloud Assistant's "
-                               "records: `trainstack jobs` lists this stack's jobs.")
+        raise NotThisStacksJob(
+            f"no job {job} of stack {cluster.stack} of {cluster.name} in Cloud Assistant's "
+            "records: `trainstack jobs` lists this stack's jobs."
+        )
     return JobRecord(job, invocations=found)
 
 
@@ -193,8 +234,9 @@ def node_results(api: EcsApi, cluster: Cluster, record: JobRecord) -> dict[int, 
     return out
 
 
-def job_logs(cluster: Cluster, job: str, *, api: EcsApi | None, store: LogStore | None,
-             rank: int | None = None) -> list[RankLog]:
+def job_logs(
+    cluster: Cluster, job: str, *, api: EcsApi | None, store: LogStore | None, rank: int | None = None
+) -> list[RankLog]:
     """Each rank's log: the bucket's copy, else Cloud Assistant's output; ``api`` None after the nodes are gone.
 
     Raises :class:`NotThisStacksJob` when neither knows the job.
@@ -231,9 +273,18 @@ def stored_jobs(store: LogStore, cluster: Cluster) -> list[str]:
     return job_names(store, cluster.bucket, cluster.log_prefix) if cluster.bucket else []
 
 
-def follow(cluster: Cluster, job: str, say: Say, *, api: EcsApi | None, store: LogStore | None,
-           rank: int | None = None, interval: float = 10.0, sleep: Callable[[float], None] = time.sleep,
-           rounds: int | None = None) -> None:
+def follow(
+    cluster: Cluster,
+    job: str,
+    say: Say,
+    *,
+    api: EcsApi | None,
+    store: LogStore | None,
+    rank: int | None = None,
+    interval: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    rounds: int | None = None,
+) -> None:
     """Print new log lines until every rank has finished (or ``rounds`` polls, for tests)."""
     printed: dict[str, int] = {}
     n = 0
@@ -245,8 +296,10 @@ def follow(cluster: Cluster, job: str, say: Say, *, api: EcsApi | None, store: L
                 for line in r.text[seen:].splitlines():
                     say(f"[rank {r.rank}] {line}")
                 printed[r.rank] = len(r.text)
-        done = logs and all(str(r.status.get("state")) in ("finished", "Finished", "Success", "Failed", "Stopped")
-                            for r in logs)
+        done = logs and all(
+            str(r.status.get("state")) in ("finished", "Finished", "Success", "Failed", "Stopped")
+            for r in logs
+        )
         n += 1
         if done or (rounds is not None and n >= rounds):
             return

@@ -42,7 +42,9 @@ from typing import Any
 from generator.live.jobs.cluster import Cluster, Node
 
 MAX_INSTANCES_PER_CALL = 100  # RunCommandRequest.instance_id: "Array length: 1 to 100" (SDK 7.11.8 docstring)
-MAX_CONTENT_BYTES = 24 * 1024  # CommandContent: "The size of the Base64-encoded command content cannot exceed 24 KB"
+MAX_CONTENT_BYTES = (
+    24 * 1024
+)  # CommandContent: "The size of the Base64-encoded command content cannot exceed 24 KB"
 DEFAULT_TIMEOUT_HOURS = 168  # a week; --timeout-hours changes it (the SDK docstring names no maximum)
 TAG_PROJECT = "trainstack-project"
 TAG_STACK = "trainstack-stack"
@@ -78,8 +80,10 @@ def job_id(plan_name: str, stamp: str) -> str:
 
 def check_job_id(value: str) -> str:
     if not JOB_ID.fullmatch(value):
-        raise ValueError(f"job name {value!r}: use at most 63 lower-case letters, digits and '-', starting with a "
-                         "letter or digit")
+        raise ValueError(
+            f"job name {value!r}: use at most 63 lower-case letters, digits and '-', starting with a "
+            "letter or digit"
+        )
     return value
 
 
@@ -87,7 +91,9 @@ def encode_argv(argv: Sequence[str]) -> str:
     """The words as data: each followed by a NUL, the whole base64-encoded (decoded by ``mapfile -d ''``)."""
     words = list(argv)
     if not words or not any(w.strip() for w in words):
-        raise ValueError("give the command the job runs after --, e.g. trainstack submit SPEC -- train.py --lr 3e-4")
+        raise ValueError(
+            "give the command the job runs after --, e.g. trainstack submit SPEC -- train.py --lr 3e-4"
+        )
     for w in words:
         if "\0" in w:
             raise ValueError("a command word contains a NUL character, which no program argument can hold")
@@ -108,7 +114,9 @@ def _log_url(cluster: Cluster, job: str) -> str:
     if not cluster.bucket:
         return ""
     if not BUCKET.fullmatch(cluster.bucket) or not PREFIX.fullmatch(cluster.prefix):
-        raise ValueError(f"checkpoint bucket {cluster.bucket!r} or prefix {cluster.prefix!r} is not a plain OSS name")
+        raise ValueError(
+            f"checkpoint bucket {cluster.bucket!r} or prefix {cluster.prefix!r} is not a plain OSS name"
+        )
     return f"oss://{cluster.bucket}/{cluster.log_prefix}{job}"
 
 
@@ -144,18 +152,23 @@ def job_script(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence
 def encode_content(text: str) -> str:
     content = base64.b64encode(text.encode("utf-8")).decode("ascii")
     if len(content) > MAX_CONTENT_BYTES:
-        raise ValueError(f"the script is {len(content)} bytes base64-encoded, over RunCommand's 24 KB: shorten the "
-                         "command")
+        raise ValueError(
+            f"the script is {len(content)} bytes base64-encoded, over RunCommand's 24 KB: shorten the command"
+        )
     return content
 
 
 def batches(nodes: Sequence[Node], size: int = MAX_INSTANCES_PER_CALL) -> list[tuple[Node, ...]]:
-    return [tuple(nodes[i:i + size]) for i in range(0, len(nodes), size)]
+    return [tuple(nodes[i : i + size]) for i in range(0, len(nodes), size)]
 
 
 def tags(cluster: Cluster, job: str, kind: str) -> list[dict[str, str]]:
-    return [{"Key": TAG_PROJECT, "Value": cluster.name}, {"Key": TAG_STACK, "Value": cluster.stack},
-            {"Key": TAG_JOB, "Value": job}, {"Key": TAG_KIND, "Value": kind}]
+    return [
+        {"Key": TAG_PROJECT, "Value": cluster.name},
+        {"Key": TAG_STACK, "Value": cluster.stack},
+        {"Key": TAG_JOB, "Value": job},
+        {"Key": TAG_KIND, "Value": kind},
+    ]
 
 
 def client_token(job: str, batch: int) -> str:
@@ -163,36 +176,61 @@ def client_token(job: str, batch: int) -> str:
     return "ts-" + hashlib.sha256(f"{job}/{batch}".encode()).hexdigest()[:40]
 
 
-def run_command_requests(cluster: Cluster, nodes: Sequence[Node], job: str, content: str, *, kind: str,
-                         timeout_seconds: int, description: str) -> list[ApiRequest]:
+def run_command_requests(
+    cluster: Cluster,
+    nodes: Sequence[Node],
+    job: str,
+    content: str,
+    *,
+    kind: str,
+    timeout_seconds: int,
+    description: str,
+) -> list[ApiRequest]:
     """One RunCommand per batch of at most 100 nodes, all with the same script, name and tags."""
     encoded = encode_content(content)
     out = []
     for i, batch in enumerate(batches(nodes)):
-        out.append(ApiRequest("RunCommand", {
-            "RegionId": cluster.region,
-            "Type": "RunShellScript",
-            "Name": job,
-            "Description": description[:512],
-            "CommandContent": encoded,
-            "ContentEncoding": "Base64",
-            "EnableParameter": False,
-            "KeepCommand": False,
-            "Timeout": timeout_seconds,
-            "TerminationMode": "ProcessTree",
-            "InstanceId": [n.instance_id for n in batch],
-            "Tag": tags(cluster, job, kind),
-            "ClientToken": client_token(job, i),
-        }))
+        out.append(
+            ApiRequest(
+                "RunCommand",
+                {
+                    "RegionId": cluster.region,
+                    "Type": "RunShellScript",
+                    "Name": job,
+                    "Description": description[:512],
+                    "CommandContent": encoded,
+                    "ContentEncoding": "Base64",
+                    "EnableParameter": False,
+                    "KeepCommand": False,
+                    "Timeout": timeout_seconds,
+                    "TerminationMode": "ProcessTree",
+                    "InstanceId": [n.instance_id for n in batch],
+                    "Tag": tags(cluster, job, kind),
+                    "ClientToken": client_token(job, i),
+                },
+            )
+        )
     return out
 
 
-def submit_requests(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence[str], *,
-                    timeout_hours: int = DEFAULT_TIMEOUT_HOURS) -> list[ApiRequest]:
+def submit_requests(
+    cluster: Cluster,
+    nodes: Sequence[Node],
+    job: str,
+    argv: Sequence[str],
+    *,
+    timeout_hours: int = DEFAULT_TIMEOUT_HOURS,
+) -> list[ApiRequest]:
     words = " ".join(shlex.quote(w) for w in argv)
-    return run_command_requests(cluster, nodes, job, job_script(cluster, nodes, job, argv), kind="job",
-                                timeout_seconds=timeout_hours * 3600,
-                                description=f"trainstack-launch {words}")
+    return run_command_requests(
+        cluster,
+        nodes,
+        job,
+        job_script(cluster, nodes, job, argv),
+        kind="job",
+        timeout_seconds=timeout_hours * 3600,
+        description=f"trainstack-launch {words}",
+    )
 
 
 def stack_filter(cluster: Cluster, job: str | None = None, kind: str | None = None) -> list[dict[str, str]]:
@@ -204,17 +242,32 @@ def stack_filter(cluster: Cluster, job: str | None = None, kind: str | None = No
     return out
 
 
-def describe_invocations_request(cluster: Cluster, job: str | None = None, kind: str | None = "job",
-                                 page: int = 1) -> ApiRequest:
-    return ApiRequest("DescribeInvocations", {
-        "RegionId": cluster.region, "Tag": stack_filter(cluster, job, kind), "CommandType": "RunShellScript",
-        "IncludeOutput": False, "PageNumber": page, "PageSize": 50})
+def describe_invocations_request(
+    cluster: Cluster, job: str | None = None, kind: str | None = "job", page: int = 1
+) -> ApiRequest:
+    return ApiRequest(
+        "DescribeInvocations",
+        {
+            "RegionId": cluster.region,
+            "Tag": stack_filter(cluster, job, kind),
+            "CommandType": "RunShellScript",
+            "IncludeOutput": False,
+            "PageNumber": page,
+            "PageSize": 50,
+        },
+    )
 
 
-def describe_results_request(cluster: Cluster, invoke_id: str, instance_id: str | None = None,
-                             page: int = 1) -> ApiRequest:
-    body: dict[str, Any] = {"RegionId": cluster.region, "InvokeId": invoke_id, "ContentEncoding": "PlainText",
-                            "PageNumber": page, "PageSize": 50}
+def describe_results_request(
+    cluster: Cluster, invoke_id: str, instance_id: str | None = None, page: int = 1
+) -> ApiRequest:
+    body: dict[str, Any] = {
+        "RegionId": cluster.region,
+        "InvokeId": invoke_id,
+        "ContentEncoding": "PlainText",
+        "PageNumber": page,
+        "PageSize": 50,
+    }
     if instance_id:
         body["InstanceId"] = instance_id
     return ApiRequest("DescribeInvocationResults", body)
