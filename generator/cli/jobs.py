@@ -425,4 +425,33 @@ def cancel(target: str, job: str, yes: bool, backend: str | None) -> None:
     )
 
 
+def heal_health(target: str, backend: str | None, yes: bool, grace_minutes: int) -> None:
+    """``heal --health``: act on instance health, system events and the last check's quarantine (docs/operations.md)."""
+    from generator.live.jobs import cure
+    from generator.live.jobs.cluster import read_quarantine, write_quarantine
+
+    t, cluster = _cluster(target, backend)
+    nodes = [n for n in cluster.nodes if n.instance_id]
+    if not nodes:
+        _say("heal --health: the stack has no node instances in its outputs")
+        return
+    api = _api(cluster.region)
+    _cloud_ready(api)
+    now = _obj("now") or datetime.datetime.now(datetime.timezone.utc)
+    status = cure.instance_status(api, cluster, [n.instance_id for n in nodes])
+    quarantine = read_quarantine(t.stack_dir)
+    actions = cure.plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
+    todo = [a for a in actions if a.kind in ("reboot", "redeploy")]
+    for a in actions:
+        if a.kind != "none":
+            _say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}")
+    if not todo:
+        _say(f"heal --health: nothing to reboot or redeploy among {len(nodes)} node(s)")
+        return
+    if not yes:
+        _confirm(f"Reboot or redeploy {len(todo)} node(s) of {cluster.name}?")
+    write_quarantine(t.stack_dir, cure.apply(api, cluster, actions, quarantine, now, _say))
+    _say("the nodes stay quarantined until `trainstack check` passes on them after the grace period")
+
+
 COMMANDS = [check]
