@@ -113,3 +113,59 @@ def test_a_redeploy_without_stock_starts_the_cool_down() -> None:
             NOW,
             lambda s: None,
         )
+
+
+def test_heal_health_command_reboots_a_quarantined_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from click.testing import CliRunner
+    from stock_recorded import RecordedStock
+
+    from generator.cli import main
+    from generator.live import FakeEngine, OutputValue, StateResource
+    from generator.live.jobs.cluster import read_quarantine, write_quarantine
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / ".git").mkdir()
+    shutil.copy(ROOT / "examples" / "finetune-7b.yaml", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    real_which = shutil.which
+    monkeypatch.setattr(
+        shutil,
+        "which",
+        lambda name, *a, **k: "/opt/pulumi/bin/pulumi" if name == "pulumi" else real_which(name, *a, **k),
+    )
+    for var, value in (
+        ("ALIBABA_CLOUD_ACCESS_KEY_ID", "LTAI5tFAKEKEYID0000001"),
+        ("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "FAKEsecretVALUE9f8e7d6c5b4a"),
+        ("PULUMI_CONFIG_PASSPHRASE", "correct-horse-battery-FAKE"),
+    ):
+        monkeypatch.setenv(var, value)
+    folder = api.render_stack("examples/finetune-7b.yaml").dest
+    state = folder / ".trainstack" / "state" / ".pulumi" / "stacks" / "finetune-7b" / "dev.json"
+    state.parent.mkdir(parents=True)
+    state.write_text("{}")
+    write_quarantine(folder, {"nodes": {"0": {"failed": ["gpus"], "hardware_xids": []}}, "healed": {}})
+    node_urn = "urn:pulumi:dev::finetune-7b::alicloud:ecs/instance:Instance::finetune-7b-node-000"
+    engine = FakeEngine(
+        state=[
+            StateResource(node_urn, "alicloud:ecs/instance:Instance", "i-wl00000000000000", status="Running")
+        ],
+        stack_outputs={"node_ids": OutputValue(["i-wl00000000000000"])},
+    )
+    ecs = RecordedEcsApi(FIXTURES)
+    obj = {"engine": engine, "stock_checker": RecordedStock.in_stock(), "ecs_api": ecs, "now": NOW}
+    result = CliRunner().invoke(
+        main, ["heal", "examples/finetune-7b.yaml", "--health", "--yes"], obj=obj, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert "rank 0 (i-wl00000000000000): reboot: gpus failed" in result.output
+    assert [(a, b) for a, b in ecs.calls if a == "RebootInstance"] == [
+        ("RebootInstance", {"InstanceId": "i-wl00000000000000", "ForceStop": False})
+    ]
+    assert read_quarantine(folder)["healed"]["i-wl00000000000000"]["action"] == "reboot"
+    result = CliRunner().invoke(main, ["heal", "stacks/finetune-7b", "--health", "--watch", "60"], obj=obj)
+    assert result.exit_code == 2 and "cron" in result.output
