@@ -488,3 +488,41 @@ def test_xids_are_classified_by_nvidias_catalog() -> None:
     assert app_only.healthy  # a program's fault does not quarantine the node
     missing = health.node_report(plan_cluster(BIG).node(0), None, exp)
     assert [f.check for f in missing.failed] == ["cloud-assistant"]
+
+
+def test_the_check_script_run_by_bash_finds_a_hardware_xid_and_a_dead_fabric_manager(tmp_path: Path) -> None:
+    c = plan_cluster(BIG)
+    nodes, _ = select(c, None)
+    item = health.check_requests(c, nodes[:1], "quick", "pretrain-70b-check-1", health.expectation(c))[0]
+    text = script_of(item.request)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "bootstrap-done").touch()
+    fakes = {
+        "nvidia-smi": 'case "$*" in *driver_version*) echo 535.161.08 ;; '
+        '*) for i in 0 1 2 3 4 5 6 7; do echo "$i, 00000000:0$i:00.0"; done ;; esac',
+        "journalctl": 'echo "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."\n'
+        'echo "kernel: NVRM: Xid (PCI:0000:3c:00): 13, pid=99, Graphics Exception \\"x\\""',
+        "systemctl": "exit 3",  # nvidia-fabricmanager is not active
+        "rdma": 'echo "link erdma_0/1 state ACTIVE physical_state LINK_UP"\n'
+        'echo "link erdma_1/1 state ACTIVE physical_state LINK_UP"',
+    }
+    for name, body in fakes.items():
+        (bin_ / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "TRAINSTACK_RUN_DIR": str(tmp_path / "run")}
+    done = subprocess.run(
+        ["bash", "-c", text], check=False, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    report = health.node_report(
+        nodes[0], {"InvokeRecordStatus": "Finished", "Output": done.stdout}, health.expectation(c)
+    )
+    by_check = {f.check: f for f in report.findings}
+    assert by_check["gpus"].ok is True and by_check["bootstrap"].ok is True and by_check["erdma"].ok is True
+    assert by_check["xid"].ok is False and "hardware XID 79" in by_check["xid"].detail
+    assert "application XID 13" in by_check["xid"].detail and report.hardware_xids == (79,)
+    assert by_check["fabricmanager"].ok is False
+    assert by_check["dcgm"].ok is None  # dcgmi is not installed: reported, never counted as passed
+    assert sorted(f.check for f in report.failed) == ["fabricmanager", "xid"]
