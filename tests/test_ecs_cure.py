@@ -103,12 +103,21 @@ def test_a_redeploy_without_stock_starts_the_cool_down() -> None:
     assert after["cooldown"] == {"ecs.ebmgn7ex.32xlarge": "2026-12-01T23:00:00Z"}
     later = cure.plan_actions(c, c.nodes, status, after, NOW + datetime.timedelta(minutes=5))
     assert [a.kind for a in later] == ["none", "wait", "wait", "wait"]  # rank 2: rebooted 5 minutes ago
-    other = EcsApiError("ECS RedeployInstance failed: Forbidden.RAM: no permission.")
+    refused = EcsApiError(
+        "ECS RedeployInstance failed: IncorrectInstanceStatus: the instance has no system event."
+    )
+    ecs = RecordedEcsApi(FIXTURES, errors={"RedeployInstance": refused})
+    after = cure.apply(
+        ecs, c, [cure.Action(1, "i-wl00000000000001", "redeploy", "x")], quarantine, NOW, lambda s: None
+    )
+    assert ecs.calls[-1] == ("StopInstance", {"InstanceId": "i-wl00000000000001", "ForceStop": False})
+    assert after["healed"]["i-wl00000000000001"]["action"] == "replace"
+    forbidden = EcsApiError("ECS RebootInstance failed: Forbidden.RAM: no permission.")
     with pytest.raises(EcsApiError):
         cure.apply(
-            RecordedEcsApi(FIXTURES, errors={"RedeployInstance": other}),
+            RecordedEcsApi(FIXTURES, errors={"RebootInstance": forbidden}),
             c,
-            [cure.Action(1, "i-wl00000000000001", "redeploy", "x")],
+            [cure.Action(1, "i-wl00000000000001", "reboot", "x")],
             quarantine,
             NOW,
             lambda s: None,

@@ -28,6 +28,7 @@ ACTIONS = (
     "DescribeInstanceHistoryEvents",
     "RebootInstance",
     "RedeployInstance",
+    "StopInstance",
 )
 
 

@@ -21,6 +21,7 @@ hardware XID (48, 63, 64, 74, 79, 92, 94, 95,  redeploy    a GPU or NVLink fault
 a failed check, first time                    reboot      a software fault (driver, fabric manager, eRDMA,
                                                           bootstrap, slow NCCL): a reboot clears most
 a failed check again after a reboot           redeploy    the reboot did not help: suspect the host
+ECS refuses that redeploy (no system event)   replace     StopInstance; the next ``heal`` replaces the node
 redeploy wanted, type in stock cool-down      wait        RedeployInstance needs stock of the type
 application XID only (13, 31, 43, 45)         none        the program's fault, not the node's
 ============================================  ==========  ==================================================
@@ -197,6 +198,13 @@ def apply(
                     f"rank {a.rank}: {action} found no stock; no redeploy of {cluster.instance_type} before "
                     f"{cooldown[cluster.instance_type]}"
                 )
+                continue
+            if a.kind == "redeploy":
+                # ECS redeploys instances that have a system event and may refuse others: stop the instance
+                # instead, and the next `trainstack heal` replaces the stopped node (destroy, create at its rank).
+                say(f"rank {a.rank}: {e} Stopping the instance so that `trainstack heal` replaces it.")
+                api.call("StopInstance", {"InstanceId": a.instance_id, "ForceStop": False})
+                healed[a.instance_id] = {"action": "replace", "at": stamp, "why": a.why}
                 continue
             raise
         healed[a.instance_id] = {"action": a.kind, "at": stamp, "why": a.why}
