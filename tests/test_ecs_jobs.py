@@ -360,6 +360,8 @@ def test_logs_read_the_bucket_after_the_nodes_are_gone(
     assert result.exit_code == 0, result.output
     assert "==> rank 0 (finished, exit 0) <==" in result.output and "training done" in result.output
     assert ecs.calls == []  # nothing asked of Cloud Assistant: the nodes are gone
+    result = run(["jobs", SMALL], engine, ecs)
+    assert result.exit_code == 0 and "  finetune-7b-20261130-090000" in result.output and ecs.calls == []
     result = run(["logs", SMALL, "finetune-7b-20991231-000000"], engine, ecs)
     assert result.exit_code == 2 and "no log of job" in result.stderr
 

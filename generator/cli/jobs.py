@@ -296,7 +296,13 @@ def submit(
             err=as_json,
         )
     ids = ops.send(api, requests, say)
-    ops.wait_started(api, cluster, ids, nodes, say, sleep=_sleep())
+    try:
+        ops.wait_started(api, cluster, ids, nodes, say, sleep=_sleep())
+    except KeyboardInterrupt:
+        say(
+            f"stopped watching the start; job {job} runs on (`trainstack jobs`, `trainstack cancel {target} {job}`)"
+        )
+        return
     if as_json:
         _say(
             json.dumps(
@@ -332,6 +338,26 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
     from generator.plan import report
 
     _, cluster = _cluster(target, backend)
+    if not any(n.instance_id for n in cluster.nodes) and cluster.bucket:
+        # the nodes are gone (or never were): the jobs whose logs the checkpoint bucket keeps
+        store = _store(cluster.region)
+        store.check()
+        from generator import live
+
+        live.require_credentials(os.environ)
+        names = ops.stored_jobs(store, cluster)[::-1][:limit]
+        if as_json:
+            _say(json.dumps([{"job": n, "status": "", "source": "oss"} for n in names], indent=2))
+        elif not names:
+            _say(
+                f"no job logs of stack {cluster.stack} of {cluster.name} in oss://{cluster.bucket}/"
+                f"{cluster.log_prefix}"
+            )
+        else:
+            _say(f"the stack has no nodes; jobs with logs in oss://{cluster.bucket}/{cluster.log_prefix}:")
+            for n in names:
+                _say(f"  {n}")
+        return
     api = _api(cluster.region)
     _cloud_ready(api)
     found = ops.stack_jobs(api, cluster, limit)

@@ -84,10 +84,10 @@ def instance_status(api: EcsApi, cluster: Cluster, instance_ids: Sequence[str]) 
             },
         )
         for ev in (body.get("InstanceSystemEventSet") or {}).get("InstanceSystemEventType") or ():
-            entry = out.get(str(ev.get("InstanceId")))
+            found = out.get(str(ev.get("InstanceId")))
             name = str((ev.get("EventType") or {}).get("Name") or "")
-            if entry is not None and name and name not in entry["events"]:
-                entry["events"].append(name)
+            if found is not None and name and name not in found["events"]:
+                found["events"].append(name)
     return out
 
 
@@ -122,7 +122,7 @@ def decide(
             node.rank,
             node.instance_id,
             "wait",
-            f"{(healed or {}).get('action')} at {healed['at']}: in the {grace_minutes}-minute grace period",
+            f"{(healed or {}).get('action')} at {(healed or {}).get('at')}: in the {grace_minutes}-minute grace period",
         )
     events = [str(e) for e in (ecs or {}).get("events") or ()]
     if any(e.endswith("Redeploy") or e.startswith("SystemFailure") for e in events):

@@ -68,7 +68,7 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
     inter = None
     if t is not None and cluster.rdma == "erdma" and t.erdma_gbps:
         inter = t.erdma_gbps / 8.0 * INTER_FLOOR
-    nvswitch = gpus == 8 and bool(row) and row["link"] == "nvlink" and gpu.startswith(NVSWITCH_GPUS)
+    nvswitch = gpus == 8 and row is not None and row["link"] == "nvlink" and gpu.startswith(NVSWITCH_GPUS)
     return Expectation(
         gpus=gpus,
         nvswitch=nvswitch,

@@ -101,7 +101,7 @@ def results(api: EcsApi, cluster: Cluster, invoke_id: str) -> list[dict[str, Any
         )
         inv = body.get("Invocation") or {}
         items = (inv.get("InvocationResults") or {}).get("InvocationResult") or []
-        out.extend(i for i in items if isinstance(i, Mapping))
+        out.extend(dict(i) for i in items if isinstance(i, Mapping))
         total = int(inv.get("TotalCount") or len(out))
         if not items or len(out) >= total:
             return out
@@ -196,7 +196,7 @@ def stack_invocations(
     while len(out) < limit:
         body = api.call("DescribeInvocations", describe_invocations_request(cluster, job, kind, page).request)
         items = (body.get("Invocations") or {}).get("Invocation") or []
-        out.extend(i for i in items if isinstance(i, Mapping) and is_stack_invocation(cluster, i))
+        out.extend(dict(i) for i in items if isinstance(i, Mapping) and is_stack_invocation(cluster, i))
         if not items or page * 50 >= int(body.get("TotalCount") or 0):
             break
         page += 1
