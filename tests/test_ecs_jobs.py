@@ -452,6 +452,7 @@ def test_check_dry_run_sends_nothing() -> None:
     text = script_of(item["request"])
     assert item["action"] == "RunCommand" and "TRAINSTACK_CHECK_NVSWITCH=true" in text
     assert "TRAINSTACK_CHECK_RDMA=erdma" in text and "dcgmi diag" in text
+    assert "export NCCL_IB_HCA=erdma\n" in text  # the plan's NCCL settings, as training gets them
 
 
 def test_lingjun_is_one_clear_sentence(tmp_path: Path) -> None:

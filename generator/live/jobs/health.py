@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -35,6 +36,7 @@ APPLICATION_XIDS = frozenset({13, 31, 43, 45})
 NVSWITCH_GPUS = ("A100", "H20", "H100", "H800", "B")  # 8-GPU SXM boards of these have NVSwitch
 INTER_FLOOR = 0.5
 PREFIX = "TRAINSTACK-CHECK "
+_ENV_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,10 @@ def check_script(cluster: Cluster, nodes: Sequence[Node], level: str, check_id: 
         _assign("TRAINSTACK_CHECK_MASTER_ADDR", nodes[0].private_ip),
         _assign("TRAINSTACK_CHECK_NCCL_PY", nccl),
     ]
+    for key, value in cluster.nccl_env:  # the NCCL settings the plan gives training (network.nccl_env)
+        if not _ENV_KEY.fullmatch(key):
+            raise ValueError(f"NCCL setting {key!r} is not an environment variable name")
+        head.append("export " + _assign(key, value))
     return "\n".join(head) + "\n" + script("check.sh")
 
 
