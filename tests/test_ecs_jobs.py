@@ -219,6 +219,7 @@ def test_the_job_script_passes_hostile_words_to_the_launcher_unrun(tmp_path: Pat
     env = {
         "PATH": f"{work / 'bin'}:/usr/bin:/bin",
         "TRAINSTACK_RUN_DIR": str(work / "run"),
+        "TRAINSTACK_STATE_DIR": str(work / "state"),
         "TRAINSTACK_LOG_ROOT": str(work / "logs"),
         "TRAINSTACK_LAUNCH": str(launcher),
         "ARGS_OUT": str(work / "args"),
@@ -243,6 +244,7 @@ def test_the_job_script_refuses_a_node_whose_bootstrap_failed(tmp_path: Path) ->
     env = {
         "PATH": "/usr/bin:/bin",
         "TRAINSTACK_RUN_DIR": str(tmp_path / "run"),
+        "TRAINSTACK_STATE_DIR": str(tmp_path / "state"),
         "TRAINSTACK_LOG_ROOT": str(tmp_path / "logs"),
         "TRAINSTACK_LAUNCH": "/bin/false",
     }
@@ -250,6 +252,19 @@ def test_the_job_script_refuses_a_node_whose_bootstrap_failed(tmp_path: Path) ->
         ["bash", "-c", text], check=False, env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3 and "bootstrap" in done.stderr
+    # after a reboot /run is empty: a bootstrap-done kept in /var/lib/trainstack lets the job start
+    (tmp_path / "run" / "bootstrap-failed").unlink()
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "bootstrap-done").touch()
+    done = subprocess.run(
+        ["bash", "-c", text],
+        check=False,
+        env={**env, "TRAINSTACK_LAUNCH": "/bin/true"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 # ------------------------------------------------------------------------------------------------- the commands
@@ -514,7 +529,11 @@ def test_the_check_script_run_by_bash_finds_a_hardware_xid_and_a_dead_fabric_man
     for name, body in fakes.items():
         (bin_ / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_ / name).chmod(0o755)
-    env = {"PATH": f"{bin_}:/usr/bin:/bin", "TRAINSTACK_RUN_DIR": str(tmp_path / "run")}
+    env = {
+        "PATH": f"{bin_}:/usr/bin:/bin",
+        "TRAINSTACK_RUN_DIR": str(tmp_path / "run"),
+        "TRAINSTACK_STATE_DIR": str(tmp_path / "state"),
+    }
     done = subprocess.run(
         ["bash", "-c", text], check=False, env=env, capture_output=True, text=True, timeout=60
     )

@@ -4,6 +4,7 @@
 # invocation's output and decides (generator/live/jobs/health.py). Nothing on the node is changed.
 set -uo pipefail
 RUN_DIR="${TRAINSTACK_RUN_DIR:-/run/trainstack}"
+STATE_DIR="${TRAINSTACK_STATE_DIR:-/var/lib/trainstack}"
 emit() {  # emit NAME OK DETAIL [VALUE]
   local detail="${3//\\/\\\\}"
   detail="${detail//\"/\\\"}"
@@ -12,9 +13,9 @@ emit() {  # emit NAME OK DETAIL [VALUE]
 }
 
 # bootstrap markers (node-init.sh: /run/trainstack, or /var/lib/trainstack where the launcher keeps them)
-if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e /var/lib/trainstack/bootstrap-failed ]; then
+if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" ]; then
   emit bootstrap false "bootstrap-failed is set: see /var/log/cloud-init-output.log"
-elif [ -e "${RUN_DIR}/bootstrap-done" ] || [ -e /var/lib/trainstack/bootstrap-done ]; then
+elif [ -e "${RUN_DIR}/bootstrap-done" ] || [ -e "${STATE_DIR}/bootstrap-done" ]; then
   emit bootstrap true "bootstrap-done"
 else
   emit bootstrap false "no bootstrap-done marker yet (still booting, or the bootstrap stopped)"

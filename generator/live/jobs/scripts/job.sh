@@ -57,7 +57,9 @@ finish() {
 trap 'finish 143' TERM
 trap 'finish 130' INT
 
-if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ ! -e "${RUN_DIR}/bootstrap-done" ]; then
+STATE_DIR="${TRAINSTACK_STATE_DIR:-/var/lib/trainstack}"  # markers kept there survive a reboot
+if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" ] ||
+  { [ ! -e "${RUN_DIR}/bootstrap-done" ] && [ ! -e "${STATE_DIR}/bootstrap-done" ]; }; then
   echo "trainstack: the node's bootstrap has not finished (no ${RUN_DIR}/bootstrap-done); see /var/log/cloud-init-output.log" | tee -a "${log}" >&2
   finish 3
 fi
