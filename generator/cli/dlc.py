@@ -64,8 +64,9 @@ def _cloud_ready(client: Any) -> None:
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("--dry-run", is_flag=True, help="Print the CreateJob request without sending it (placeholders for the "
-                                              "ids of a stack that is not deployed yet).")
+@click.option("--dry-run", is_flag=True, help="Print the request(s) without sending them: CreateJob on PAI-DLC, "
+                                              "RunCommand on ECS (placeholders for the ids of a stack that is not "
+                                              "deployed yet).")
 @click.option("--json", "as_json", is_flag=True, help="Print the request (and the job id) as JSON.")
 @click.option("--name", metavar="NAME", help="The job's display name (default: <spec name>-<UTC time>).")
 @click.option("-y", "--yes", is_flag=True, help="Submit without the question (for pipelines).")
