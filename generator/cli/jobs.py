@@ -11,7 +11,6 @@ import datetime
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import click
@@ -27,19 +26,9 @@ def _obj(key: str) -> Any:
 
 def platform_of(target: str) -> str:
     """The ``compute.platform`` of a SPEC or a STACK_DIR (its plan.json)."""
-    p = Path(target)
-    if p.is_dir():
-        try:
-            return str(
-                json.loads((p / "plan.json").read_text(encoding="utf-8"))["compute"].get("platform") or "ecs"
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            from generator.live import BadTarget
+    from generator.live.jobs.stack import platform_of as of
 
-            raise BadTarget(f"{target}: not a stack folder (no plan.json)") from None
-    from generator import api
-
-    return str(api.plan(target).compute.platform)
+    return of(target)
 
 
 def _api(region: str) -> Any:
@@ -71,27 +60,9 @@ def _stamp() -> str:
 
 def _cluster(target: str, backend: str | None) -> tuple[Any, Any]:
     """The stack's target and cluster (instance ids from its outputs; none when it was never deployed)."""
-    from generator import live
-    from generator.errors import BadInput
-    from generator.live.dlc.jobs import stack_outputs
-    from generator.live.jobs import LINGJUN_SENTENCE
-    from generator.live.jobs.cluster import cluster_from_plan, cluster_of
-    from generator.live.target import default_backend, has_state
+    from generator.live.jobs.stack import stack_cluster
 
-    t = live.planned_target(target, backend)
-    if t.platform == "lingjun" or (not t.platform and platform_of(str(t.stack_dir)) == "lingjun"):
-        raise BadInput(f"{target}: {LINGJUN_SENTENCE}.")
-    if not (
-        t.stack_dir / "plan.json"
-    ).is_file():  # a spec never rendered: nothing deployed, the plan in memory
-        from generator import api
-
-        return t, cluster_from_plan(json.loads(api.plan(target).to_json()), {}, target)
-    outputs: dict[str, Any] = {}
-    if t.backend != default_backend(t.stack_dir) or has_state(t.stack_dir, t.project, t.stack):
-        live.preflight(t, credentials=False)
-        outputs = stack_outputs(_engine(), t)
-    return t, cluster_of(t.stack_dir, outputs)
+    return stack_cluster(target, backend, _engine())
 
 
 def _cloud_ready(api: Any) -> None:
@@ -449,35 +420,6 @@ def cancel(target: str, job: str, yes: bool, backend: str | None) -> None:
         f"stop requested for {job} (StopInvocation {', '.join(stopped)}); `trainstack jobs {target}` shows when it "
         "has stopped"
     )
-
-
-def heal_health(target: str, backend: str | None, yes: bool, grace_minutes: int) -> None:
-    """``heal --health``: act on instance health, system events and the last check's quarantine (docs/operations.md)."""
-    from generator.live.jobs import cure
-    from generator.live.jobs.cluster import read_quarantine, write_quarantine
-
-    t, cluster = _cluster(target, backend)
-    nodes = [n for n in cluster.nodes if n.instance_id]
-    if not nodes:
-        _say("heal --health: the stack has no node instances in its outputs")
-        return
-    api = _api(cluster.region)
-    _cloud_ready(api)
-    now = _obj("now") or datetime.datetime.now(datetime.timezone.utc)
-    status = cure.instance_status(api, cluster, [n.instance_id for n in nodes])
-    quarantine = read_quarantine(t.stack_dir)
-    actions = cure.plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
-    todo = [a for a in actions if a.kind in ("reboot", "redeploy")]
-    for a in actions:
-        if a.kind != "none":
-            _say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}")
-    if not todo:
-        _say(f"heal --health: nothing to reboot or redeploy among {len(nodes)} node(s)")
-        return
-    if not yes:
-        _confirm(f"Reboot or redeploy {len(todo)} node(s) of {cluster.name}?")
-    write_quarantine(t.stack_dir, cure.apply(api, cluster, actions, quarantine, now, _say))
-    _say("the nodes stay quarantined until `trainstack check` passes on them after the grace period")
 
 
 COMMANDS = [check]

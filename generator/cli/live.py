@@ -390,12 +390,28 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
         if watch is None:
             live.heal_once(engine, t, fleet, checker, _say, **options)
             if health:
-                from generator.cli.jobs import heal_health
-
-                heal_health(target, backend, yes, grace_minutes)
+                _heal_health(engine, target, backend, yes, grace_minutes)
         else:
             _say(f"heal: checking {len(fleet.nodes)} nodes every {watch} s; Ctrl-C stops")
             live.watch(engine, t, fleet, checker, _say, watch, **options)
+
+
+def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int) -> None:
+    """``heal --health`` (docs/operations.md); the ECS client is the context object's ``"ecs_api"`` in tests."""
+    import datetime
+    import os
+
+    from generator import live
+    from generator.live.jobs.client import SdkEcsApi
+    from generator.live.jobs.stack import heal_health, stack_cluster
+
+    obj = click.get_current_context().find_root().obj
+    obj = obj if isinstance(obj, dict) else {}
+    t, cluster = stack_cluster(target, backend, engine)
+    api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
+    live.require_credentials(os.environ)
+    now = obj.get("now") or datetime.datetime.now(datetime.timezone.utc)
+    heal_health(t, cluster, api, _say, None if yes else _confirm, now, grace_minutes)
 
 
 def _sleep() -> Any:

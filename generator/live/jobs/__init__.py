@@ -11,6 +11,7 @@
 * :mod:`~generator.live.jobs.ops`: what submit, jobs, logs and cancel do;
 * :mod:`~generator.live.jobs.health`: the health gate (``check``): its script, the verdicts and the report;
 * :mod:`~generator.live.jobs.cure`: the action table of ``heal --health`` (reboot, redeploy, replace, wait);
+* :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
 * :mod:`~generator.live.jobs.fake`: recorded API answers for tests.
 
 Lingjun stacks are refused with one sentence: their nodes are not ECS instances, and the EFLO controller's own
@@ -21,8 +22,6 @@ by trainstack yet.
 
 from __future__ import annotations
 
-LINGJUN_SENTENCE = (
-    "jobs and checks run through ECS Cloud Assistant, and Lingjun nodes are not ECS instances: the "
-    "EFLO controller has its own RunCommand API (2022-12-15) that trainstack does not drive yet, so "
-    "start trainstack-launch on Lingjun nodes as docs/bootstrap.md shows"
-)
+from generator.live.jobs.stack import LINGJUN_SENTENCE
+
+__all__ = ["LINGJUN_SENTENCE"]
