@@ -548,3 +548,63 @@ def test_the_check_script_run_by_bash_finds_a_hardware_xid_and_a_dead_fabric_man
     assert by_check["fabricmanager"].ok is False
     assert by_check["dcgm"].ok is None  # dcgmi is not installed: reported, never counted as passed
     assert sorted(f.check for f in report.failed) == ["fabricmanager", "xid"]
+
+
+def test_the_torchrun_shim_moves_the_rendezvous_and_shrinks_the_world_only(tmp_path: Path) -> None:
+    """rank 0 quarantined: trainstack-launch's `exec torchrun --nnodes 8:64 ... --rdzv-endpoint RANK0:PORT` runs
+    with 8:63 and rank 1's address; the user's words, even ones that look like torchrun options, pass untouched."""
+    c = plan_cluster(BIG)
+    nodes, _ = select(c, None, quarantined=[0])
+    words = ["train.py", "--nnodes", "2", "--rdzv-endpoint", "evil:1"]
+    text = script_of(rq.submit_requests(c, nodes, "pretrain-70b-1", words)[0].request)
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "bootstrap-done").touch()
+    (bin_ / "curl").write_text(
+        '#!/bin/bash\ncase "${@: -1}" in */instance-id) echo i-wl00000000000001 ;; *) exit 7 ;; esac\n'
+    )
+    (bin_ / "torchrun").write_text(
+        '#!/bin/bash\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > "$ARGS_OUT"\n'
+    )
+    launcher = bin_ / "trainstack-launch"  # the exec line of node-init.sh.j2's trainstack-launch
+    launcher.write_text(
+        '#!/bin/bash\nexec torchrun --nnodes "8:64" --nproc-per-node "8" --rdzv-backend c10d '
+        '--rdzv-endpoint "10.20.0.10:29400" --rdzv-id "pretrain-70b" --max-restarts "100" "$@"\n'
+    )
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    env = {
+        "PATH": f"{bin_}:/usr/bin:/bin",
+        "TRAINSTACK_RUN_DIR": str(tmp_path / "run"),
+        "TRAINSTACK_STATE_DIR": str(tmp_path / "state"),
+        "TRAINSTACK_LOG_ROOT": str(tmp_path / "logs"),
+        "TRAINSTACK_LAUNCH": str(launcher),
+        "ARGS_OUT": str(tmp_path / "args"),
+    }
+    done = subprocess.run(
+        ["bash", "-c", text], check=False, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    got = [a.decode() for a in (tmp_path / "args").read_bytes().split(b"\0")[:-1]]
+    assert got == [
+        "--nnodes",
+        "8:63",
+        "--nproc-per-node",
+        "8",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"{c.node(1).private_ip}:29400",
+        "--rdzv-id",
+        "pretrain-70b",
+        "--max-restarts",
+        "100",
+        *words,
+    ]
+    assert (tmp_path / "logs" / "pretrain-70b-1" / "rank-1.log").is_file()
+
+
+def test_submit_refuses_fewer_nodes_than_the_elastic_minimum() -> None:
+    result = run(["submit", BIG, "--dry-run", "--nodes", "0-6", "--", "train.py"])
+    assert result.exit_code == 2 and "elastic minimum of 8" in result.stderr

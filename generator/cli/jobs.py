@@ -217,6 +217,7 @@ def submit(
             with_placeholders(cluster, PLACEHOLDER), wanted, quarantined_ranks(t.stack_dir)
         )
         try:
+            _enough(cluster, nodes)
             requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
         except ValueError as e:
             raise BadInput(str(e)) from None
@@ -260,6 +261,7 @@ def submit(
             f"left out of the job (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}; the job "
             f"runs on {len(nodes)} node(s), rendezvous at rank {nodes[0].rank} ({nodes[0].private_ip})"
         )
+    _enough(cluster, nodes)
     requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
     if not yes:
         _confirm(
@@ -289,6 +291,18 @@ def submit(
         )
     else:
         _say(f"started {job}; follow it with: trainstack logs {target} {job} --follow")
+
+
+def _enough(cluster: Any, nodes: Any) -> None:
+    """The job needs the plan's elastic minimum of nodes: fewer GPUs cannot hold the training state."""
+    from generator.errors import BadInput
+
+    if len(nodes) < cluster.min_nodes:
+        raise BadInput(
+            f"only {len(nodes)} node(s) would run the job, fewer than the plan's elastic minimum of "
+            f"{cluster.min_nodes} (the fewest whose GPUs hold the training state), so nothing was started: "
+            "`trainstack heal --health` the quarantined nodes and `trainstack check` again"
+        )
 
 
 def _confirm(question: str, err: bool = False) -> None:

@@ -47,6 +47,7 @@ class Cluster:
     prefix: str = ""  # the checkpoint prefix inside it, e.g. "checkpoints/"
     endpoint: str = ""  # the bucket's VPC-internal endpoint, used from the nodes
     nccl_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    min_nodes: int = 1  # the plan's elastic minimum: the fewest nodes whose GPUs hold the training state
 
     @property
     def log_prefix(self) -> str:
@@ -113,6 +114,7 @@ def cluster_from_plan(
         bucket=str(ckpt.get("bucket") or "") if enabled else "",
         prefix=str(ckpt.get("prefix") or "") if enabled else "",
         endpoint=str(ckpt.get("internal_endpoint") or "") if enabled else "",
+        min_nodes=int(compute.get("min_nodes") or 1),
         nccl_env=nccl,
     )
 
