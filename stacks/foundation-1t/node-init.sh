@@ -254,12 +254,6 @@ set -euo pipefail
 set -a; . /etc/trainstack/launch.env; set +a
 [ "${NODE_RANK}${TRAINSTACK_CHECKPOINT_DIR:+x}" = 0x ] &&
   (flock -n 9 && exec setsid trainstack-facts sync) 9>/run/trainstack/sync &>>/var/log/trainstack-sync.log &
-# A job of `trainstack submit` that leaves quarantined nodes out brings its world size and rendezvous host.
-if [ -n "${TRAINSTACK_JOB_NNODES:-}" ]; then
-  [ "${MAX_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MAX_NODES="${TRAINSTACK_JOB_NNODES}"
-  [ "${MIN_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MIN_NODES="${TRAINSTACK_JOB_NNODES}"
-  MASTER_ADDR="${TRAINSTACK_JOB_MASTER_ADDR:-${MASTER_ADDR}}"
-fi
 echo $$ > /run/trainstack/train.pid
 exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
   --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
