@@ -245,11 +245,12 @@ def test_submit_asks_first_and_a_no_sends_nothing(deployed: FakeEngine, credenti
     assert "Submit finetune-dlc-20261130-141500" in result.stderr
 
 
-def test_submit_needs_a_command_and_a_dlc_spec() -> None:
+def test_submit_needs_a_command_and_dispatches_by_platform() -> None:
     result = run(["submit", SPEC, "--dry-run"])
     assert result.exit_code == 2 and "after --" in result.output
-    result = run(["submit", ECS_SPEC, "--dry-run", "--", "true"])
-    assert result.exit_code == 2 and "compute.platform: pai-dlc" in one_sentence(result)
+    # an ECS spec goes to Cloud Assistant (tests/test_ecs_jobs.py), not to PAI-DLC
+    result = run(["submit", ECS_SPEC, "--dry-run", "--json", "--", "true"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["action"] == "RunCommand"
 
 
 def test_missing_sdk_is_one_sentence_with_the_pip_command(deployed: FakeEngine, credentials: None) -> None:

@@ -34,6 +34,12 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+def _platform(spec: str) -> str:
+    from generator.cli.jobs import platform_of
+
+    return platform_of(spec)
+
+
 def _dlc_plan(spec: str) -> Any:
     from generator import api
     from generator.errors import BadInput
@@ -56,27 +62,39 @@ def _cloud_ready(client: Any) -> None:
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("--dry-run", is_flag=True, help="Print the CreateJob request without sending it (placeholders for the "
-                                              "ids of a stack that is not deployed yet).")
+@click.option("--dry-run", is_flag=True, help="Print the request(s) without sending them: CreateJob on PAI-DLC, "
+                                              "RunCommand on ECS (placeholders for the ids of a stack that is not "
+                                              "deployed yet).")
 @click.option("--json", "as_json", is_flag=True, help="Print the request (and the job id) as JSON.")
 @click.option("--name", metavar="NAME", help="The job's display name (default: <spec name>-<UTC time>).")
 @click.option("-y", "--yes", is_flag=True, help="Submit without the question (for pipelines).")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
+@click.option("--nodes", "ranks", metavar="RANKS", help="ECS: only these ranks, e.g. 0-7,9 (default: every node).")
+@click.option("--no-check", is_flag=True, help="ECS: start without the health gate (trainstack check --level quick).")
+@click.option("--timeout-hours", default=168, show_default=True, type=click.IntRange(1, 8760),
+              help="ECS: Cloud Assistant stops the job after this many hours (RunCommand Timeout).")
 @handle
 def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, name: str | None, yes: bool,
-           backend: str | None) -> None:
-    """Create a PAI-DLC PyTorch job for SPEC that runs COMMAND (after --) on the planned workers.
+           backend: str | None, ranks: str | None, no_check: bool, timeout_hours: int) -> None:
+    """Start COMMAND (after --) as a job of SPEC or STACK_DIR: trainstack-launch on every node of an ECS stack
+    (through Cloud Assistant, after the health gate), or a PAI-DLC PyTorch job on a pai-dlc stack.
 
-    Several words after -- are the program and its arguments, each passed exactly; one word is a shell command
-    line used as written (trainstack submit SPEC -- 'torchrun train.py && echo done').
+    Several words after -- are the program and its arguments, each passed exactly (on ECS they reach
+    trainstack-launch as data, never through a shell); on PAI-DLC one word is a shell command line used as written
+    (trainstack submit SPEC -- 'torchrun train.py && echo done').
     """
     from generator.live import dlc
 
     if not command:
         raise click.UsageError("give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun "
                                "train.py")
+    if _platform(spec) != "pai-dlc":
+        from generator.cli import jobs as ecs
+
+        ecs.submit(spec, command, dry_run, as_json, name, yes, backend, ranks, no_check, timeout_hours)
+        return
     plan = _dlc_plan(spec)
     client = _client()
     outputs = dlc.read_outputs(_engine(), spec, plan, backend)
@@ -144,14 +162,20 @@ def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as the API returned them (JSON).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100), help="At most this many jobs.")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
 def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
-    """List the PAI-DLC jobs trainstack submitted for SPEC's stack, newest first."""
+    """List the jobs trainstack started for SPEC's stack (Cloud Assistant on ECS, PAI-DLC), newest first."""
     from generator.live import dlc
+
+    if _platform(spec) != "pai-dlc":
+        from generator.cli import jobs as ecs
+
+        ecs.jobs(spec, as_json, limit, backend)
+        return
     from generator.plan import report
 
     plan = _dlc_plan(spec)
@@ -171,7 +195,7 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
 
 
 @click.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("job")
 @click.option("--pod", metavar="POD_ID", help="Only this pod (default: every pod of the job).")
 @click.option("--lines", default=200, show_default=True, type=click.IntRange(1, 10000),
@@ -180,11 +204,20 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
                                                  "or Ctrl-C.")
 @click.option("--interval", default=10, show_default=True, type=click.IntRange(2, 3600), metavar="SECONDS",
               help="With --follow: seconds between two polls.")
+@click.option("--rank", type=click.IntRange(min=0), help="ECS: only this node rank's log.")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
-def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interval: int, backend: str | None) -> None:
-    """Print the logs of JOB's pods (a job trainstack submitted for SPEC's stack)."""
+def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interval: int, rank: int | None,
+         backend: str | None) -> None:
+    """Print the logs of JOB (a job trainstack started for SPEC's stack): each node's on ECS, read from the
+    checkpoint bucket (also after the nodes are destroyed); each pod's on PAI-DLC."""
     from generator.live import dlc
+
+    if _platform(spec) != "pai-dlc":
+        from generator.cli import jobs as ecs
+
+        ecs.logs(spec, job, rank, follow, interval, backend)
+        return
 
     plan = _dlc_plan(spec)
     outputs = _outputs(spec, plan, backend)
@@ -211,14 +244,21 @@ def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interva
 
 
 @click.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("job")
 @click.option("-y", "--yes", is_flag=True, help="Stop the job without the question.")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
 def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
-    """Stop JOB (StopJob), a job trainstack submitted for SPEC's stack; any other job id is refused."""
+    """Stop JOB (StopInvocation on ECS, StopJob on PAI-DLC), a job trainstack started for SPEC's stack; any other
+    job is refused."""
     from generator.live import dlc
+
+    if _platform(spec) != "pai-dlc":
+        from generator.cli import jobs as ecs
+
+        ecs.cancel(spec, job, yes, backend)
+        return
 
     plan = _dlc_plan(spec)
     outputs = _outputs(spec, plan, backend)

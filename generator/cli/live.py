@@ -356,8 +356,13 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
 @click.option("-y", "--yes", is_flag=True, help="Re-create nodes without asking (for cron, CI and --watch).")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
+@click.option("--health", is_flag=True, help="Also reboot or redeploy nodes by their ECS health, system events and the "
+                                             "last `trainstack check` (docs/operations.md, heal --health).")
+@click.option("--grace-minutes", default=15, show_default=True, type=click.IntRange(0, 1440),
+              help="With --health: leave a node alone this long after heal rebooted or redeployed it.")
 @handle
-def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool) -> None:
+def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool, health: bool,
+         grace_minutes: int) -> None:
     """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
 
     It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
@@ -365,6 +370,9 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     """
     from generator import live
 
+    if health and watch is not None:
+        raise click.UsageError("--health acts once per run: run `trainstack heal --health` from cron instead of "
+                               "--watch")
     engine = _engine()
     checker = None if skip_stock_check else _stock_checker()
     t = live.locate(target, backend)
@@ -381,9 +389,29 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     with _cloud_work():
         if watch is None:
             live.heal_once(engine, t, fleet, checker, _say, **options)
+            if health:
+                _heal_health(engine, target, backend, yes, grace_minutes)
         else:
             _say(f"heal: checking {len(fleet.nodes)} nodes every {watch} s; Ctrl-C stops")
             live.watch(engine, t, fleet, checker, _say, watch, **options)
+
+
+def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int) -> None:
+    """``heal --health`` (docs/operations.md); the ECS client is the context object's ``"ecs_api"`` in tests."""
+    import datetime
+    import os
+
+    from generator import live
+    from generator.live.jobs.client import SdkEcsApi
+    from generator.live.jobs.stack import heal_health, stack_cluster
+
+    obj = click.get_current_context().find_root().obj
+    obj = obj if isinstance(obj, dict) else {}
+    t, cluster = stack_cluster(target, backend, engine)
+    api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
+    live.require_credentials(os.environ)
+    now = obj.get("now") or datetime.datetime.now(datetime.timezone.utc)
+    heal_health(t, cluster, api, _say, None if yes else _confirm, now, grace_minutes)
 
 
 def _sleep() -> Any:

@@ -211,7 +211,7 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
         "README.md": env.get_template("stack/README.md.j2").render(ctx),
         "plan.json": plan.to_json(),
         f"{MARKER}/DO_NOT_EDIT": env.get_template("stack/DO_NOT_EDIT.j2").render(ctx),
-        ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n.trainstack/pending/\n",
+        ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n.trainstack/pending/\n.trainstack/quarantine.json\n",
     }
     if plan.dlc is None:  # DLC boots its own nodes: no cloud-init bootstrap
         files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)

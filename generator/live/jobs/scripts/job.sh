@@ -1,0 +1,100 @@
+# The body of a trainstack job on one node, sent by `trainstack submit` through Cloud Assistant (RunCommand) under
+# the TRAINSTACK_JOB_* assignments above. It starts `trainstack-launch COMMAND...` (torchrun with the cluster's
+# rendezvous), keeps its output in /var/log/trainstack/jobs/JOB/rank-N.log and copies that log and the exit status
+# (rank-N.exit.json) to the checkpoint bucket every 30 s and at the end, so `trainstack logs` reads them after the
+# nodes are gone. The command's words arrive base64-encoded and NUL-separated: they are decoded into an array and
+# passed as "${argv[@]}", never through a shell's parser.
+set -uo pipefail
+umask 022
+RUN_DIR="${TRAINSTACK_RUN_DIR:-/run/trainstack}"
+LOG_ROOT="${TRAINSTACK_LOG_ROOT:-/var/log/trainstack/jobs}"
+LAUNCH="${TRAINSTACK_LAUNCH:-/usr/local/bin/trainstack-launch}"
+export TRAINSTACK_JOB TRAINSTACK_JOB_NNODES TRAINSTACK_JOB_MASTER_ADDR
+mapfile -d '' -t argv < <(printf '%s' "${TRAINSTACK_JOB_ARGV}" | base64 -d)
+if [ "${#argv[@]}" -eq 0 ]; then echo "trainstack: job ${TRAINSTACK_JOB} has no command" >&2; exit 2; fi
+
+META="http://100.100.100.200/latest"
+token="$(curl -fsS -m 5 -X PUT "${META}/api/token" -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300' || true)"
+meta() { curl -fsS -m 5 -H "X-aliyun-ecs-metadata-token: ${token}" "${META}/meta-data/$1" || true; }
+iid="$(meta instance-id)"
+rank=""
+IFS=, read -ra pairs <<< "${TRAINSTACK_JOB_RANKS}"
+for p in "${pairs[@]}"; do [ "${p%%:*}" = "${iid}" ] && rank="${p#*:}"; done
+[ -n "${rank}" ] || rank="$(sed -n 's/^NODE_RANK=//p' /etc/trainstack/launch.env 2>/dev/null | head -n 1 | tr -cd 0-9)"
+rank="${rank:-x}"
+dir="${LOG_ROOT}/${TRAINSTACK_JOB}"
+mkdir -p "${dir}"
+log="${dir}/rank-${rank}.log"
+status="${dir}/rank-${rank}.exit.json"
+role="$(meta ram/security-credentials/ | head -n 1)"
+
+ossutil_bin() {
+  command -v ossutil && return 0
+  [ -x /usr/local/bin/ossutil ] && { echo /usr/local/bin/ossutil; return 0; }
+  region="$(meta region-id)"
+  curl -fsSL --retry 3 -o /usr/local/bin/ossutil \
+    "https://oos-public-${region}.oss-${region}-internal.aliyuncs.com/x64/ossutil64" &&
+    chmod 0755 /usr/local/bin/ossutil && echo /usr/local/bin/ossutil
+}
+upload() {
+  [ -n "${TRAINSTACK_JOB_LOG_URL}" ] && [ -n "${role}" ] && [ -e "$1" ] || return 0
+  bin="$(ossutil_bin)" || return 0
+  "${bin}" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" -e "${TRAINSTACK_JOB_ENDPOINT}" \
+    --mode EcsRamRole --ecs-role-name "${role}" > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
+}
+state() {  # state NAME [EXIT_CODE]
+  printf '{"job": "%s", "rank": "%s", "instance_id": "%s", "state": "%s", "exit_code": %s, "time": "%s"}\n' \
+    "${TRAINSTACK_JOB}" "${rank}" "${iid}" "$1" "${2:-null}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "${status}"
+  upload "${status}"
+}
+finish() {
+  rc="$1"
+  [ -n "${copier:-}" ] && kill "${copier}" 2> /dev/null
+  upload "${log}"
+  state finished "${rc}"
+  exit "${rc}"
+}
+trap 'finish 143' TERM
+trap 'finish 130' INT
+
+STATE_DIR="${TRAINSTACK_STATE_DIR:-/var/lib/trainstack}"  # markers kept there survive a reboot
+if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" ] ||
+  { [ ! -e "${RUN_DIR}/bootstrap-done" ] && [ ! -e "${STATE_DIR}/bootstrap-done" ]; }; then
+  echo "trainstack: the node's bootstrap has not finished (no ${RUN_DIR}/bootstrap-done); see /var/log/cloud-init-output.log" | tee -a "${log}" >&2
+  finish 3
+fi
+# The job's world size and rendezvous host. trainstack-launch ends in `exec torchrun --nnodes MIN:MAX ...
+# --rdzv-endpoint HOST:PORT ... "$@"` with the values of launch.env, where rank 0 is the rendezvous host. When the
+# job leaves quarantined nodes out, a torchrun earlier on PATH rewrites those two options of the launcher (and
+# nothing after them: the user's words pass as they are) before it runs the real torchrun.
+shim="${dir}/bin"
+mkdir -p "${shim}"
+cat > "${shim}/torchrun" <<'SHIM'
+#!/bin/bash
+real="$(PATH="${TRAINSTACK_JOB_PATH}" command -v torchrun)" || { echo "trainstack: torchrun not found" >&2; exit 127; }
+n="${TRAINSTACK_JOB_NNODES}"
+out=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nnodes)
+      lo="${2%%:*}"; hi="${2##*:}"
+      [ "${lo}" -gt "${n}" ] 2> /dev/null && lo="${n}"
+      [ "${hi}" -gt "${n}" ] 2> /dev/null && hi="${n}"
+      out+=("$1" "${lo}:${hi}"); shift 2 ;;
+    --rdzv-endpoint) out+=("$1" "${TRAINSTACK_JOB_MASTER_ADDR}:${2##*:}"); shift 2 ;;
+    --nproc-per-node | --rdzv-backend | --rdzv-id | --max-restarts) out+=("$1" "$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
+exec "${real}" "${out[@]}" "$@"
+SHIM
+chmod 0755 "${shim}/torchrun"
+export TRAINSTACK_JOB_PATH="${PATH}"
+export PATH="${shim}:${PATH}"
+
+state running
+( while sleep 30; do upload "${log}"; done ) &
+copier=$!
+echo "trainstack: job ${TRAINSTACK_JOB} rank ${rank} on ${iid}: trainstack-launch with ${#argv[@]} argument(s), ${TRAINSTACK_JOB_NNODES} node(s), rendezvous ${TRAINSTACK_JOB_MASTER_ADDR}" | tee -a "${log}"
+"${LAUNCH}" "${argv[@]}" 2>&1 | tee -a "${log}"
+finish "${PIPESTATUS[0]}"
