@@ -186,8 +186,9 @@ def test_partial_shape_overrides_the_preset() -> None:
 @pytest.mark.parametrize("args, words", [
     (("--params", "7.5e9", "--gpus", "60", "--tp", "8"), "--gpus 60 is not a multiple of tp x pp = 8 x 1 = 8"),
     (("--params", "7.5e9", "--gpus", "4", "--tp", "8"), "use --gpus 8"),
-    (("--preset", "llama-2-70b", "--tp", "3"), "tp=3 does not divide the 64 attention heads"),
-    (("--preset", "llama-2-70b", "--tp", "16"), "tp=16 does not divide the 8 KV heads"),
+    (("--preset", "llama-2-70b", "--tp", "3"), "tp=3 does not split the 64 attention heads"),
+    (("--layers", "24", "--hidden", "6144", "--heads", "48", "--kv-heads", "6", "--tp", "4"),
+     "tp=4 does not split the 48 attention heads and 6 KV heads"),
     (("--preset", "llama-2-7b", "--pp", "33"), "pp=33 is more pipeline stages than the model's 32 layers"),
     (("--preset", "llama-2-7b", "--zero", "3", "--framework", "megatron"), "distributed optimizer shards only"),
     (("--params", "7B", "--paged-optimizer"), "--paged-optimizer"),

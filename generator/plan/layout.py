@@ -46,11 +46,12 @@ def architecture(spec: Spec) -> sizing.Architecture:
 def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
     p, out = spec.parallelism, []
-    if isinstance(p.tensor, int) and (arch.heads % p.tensor or arch.kv_heads % p.tensor):
-        ok = [t for t in (1, 2, 4, 8, 16) if arch.heads % t == 0 and arch.kv_heads % t == 0]
-        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not divide the model's "
-                           f"{arch.heads} attention heads ({arch.kv_heads} KV heads)",
-                           f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.tensor, int) and not sizing.tp_splits_heads(arch, p.tensor):
+        ok = [t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t)]
+        kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
+        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not split the model's "
+                           f"{arch.heads} attention heads and {kv} (it must divide the heads, and divide the KV "
+                           "heads or be a multiple of them)", f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
     if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
         out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} is more stages than the "
                            f"model's {arch.layers} layers", f"use pipeline: auto, or at most {arch.layers}"))
@@ -200,7 +201,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
                                 if t.gpus != MULTI_NODE_GPUS else "no eRDMA or RoCE for multi-node training")
             continue
         tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
-                                                              if arch.heads % d == 0 and arch.kv_heads % d == 0]
+                                                              if sizing.tp_splits_heads(arch, d)]
         pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in AUTO_PIPELINE
                                                                  if sizing.pipeline_splits(arch.layers, d)]
         if isinstance(p.tensor, int) and p.tensor > t.gpus:

@@ -66,7 +66,7 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
     if mbps <= 0 or free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
         return TierChoice(oss, "oss", (f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
                                        "checkpoints beside the dataset" if mbps > 0 else
-                                       f"the catalog states no throughput for {name}") + ": written to OSS at the {region.id} upload limit "
+                                       f"the catalog states no throughput for {name}") + f": written to OSS at the {region.id} upload limit "
                                       f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
     gbps = mbps * 8 / 1000
     source = (f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "

@@ -47,11 +47,15 @@ class FlopsPerToken:
 
 def flops_per_token(arch: Architecture, seq_len: int) -> FlopsPerToken:
     """6·N_nonembedding + 12·L·h·s + 6·V·h: [PaLM] App. B's model FLOPs with the vocabulary projection counted
-    apart ([PTD-P] Sec. 5.1: 72·B·s·L·h²·(1 + s/6h + V/12hL) per step without recompute is the same sum)."""
+    apart ([PTD-P] Sec. 5.1: 72·B·s·L·h²·(1 + s/6h + V/12hL) per step without recompute is the same sum).
+
+    N is the *active* parameter count: a MoE token passes through top_k routed experts, the shared ones and the
+    router, not every expert (DeepSeek-V3 report, arXiv:2412.19437, Sec. 1: 37B of 671B "activated for each
+    token"). The attention term uses the heads' width a·d (= h unless ``head_dim`` is set apart)."""
     _positive_int("seq_len", seq_len)
     embedding = arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2)
-    nonembedding = max(0, arch.parameters - embedding)
-    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.hidden * seq_len,
+    nonembedding = max(0, arch.active_parameters - embedding)
+    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.heads * arch.d_head * seq_len,
                          6.0 * arch.vocab * arch.hidden)
 
 
@@ -60,13 +64,26 @@ def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str
     core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute."""
     _positive_int("tokens", tokens)
     f = flops_per_token(arch, seq_len)
+    # a capacity factor pads every expert's batch to capacity: the routed experts compute cf x their tokens
+    padded = _capacity_padding_flops(arch)
     if recompute == "full":
-        return f.total * tokens * 8 / 6
+        return (f.total + padded) * tokens * 8 / 6
     if recompute == "selective":
-        return (f.total + f.attention / 3) * tokens
+        return (f.total + padded + f.attention / 3) * tokens
     if recompute == "none":
-        return f.total * tokens
+        return (f.total + padded) * tokens
     raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, full.")
+
+
+def _capacity_padding_flops(arch: Architecture) -> float:
+    """FLOPs per token a capacity factor adds by padding the routed experts' batches (GShard/Switch-style token
+    dropping: every expert runs capacity = cf x tokens x top_k / experts rows); 0 for a dropless router."""
+    moe = arch.moe
+    if moe is None or moe.capacity_factor is None:
+        return 0.0
+    n = arch.layers - moe.dense_layers
+    routed = 6.0 * n * moe.top_k * arch.mlp_matrices * arch.hidden * moe.expert_ffn_hidden
+    return routed * (moe.capacity_factor - 1)
 
 
 @dataclass(frozen=True, slots=True)
