@@ -165,3 +165,109 @@ def test_known_moe_names() -> None:
     assert name_looks_moe("my-DeepSeek-V3-finetune") == "deepseek-v3"
     assert name_looks_moe(None, "modelscope://Qwen/Qwen3-30B-A3B") == "qwen3-30b-a3b"
     assert name_looks_moe("llama-3-70b") is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trainstack estimate and plan
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.output
+
+
+def test_estimate_json_has_active_parameters_and_ep() -> None:
+    import json
+
+    code, out = _cli("estimate", "--preset", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64",
+                     "--recompute", "full", "--tokens", "14.8T", "--json")
+    assert code == 0, out
+    d = json.loads(out)
+    assert d["architecture"]["active_parameters"] == 37_000_000_000 and d["setup"]["ep"] == 64
+    assert d["architecture"]["moe"]["experts"] == 256 and d["architecture"]["moe"]["shared_experts"] == 1
+    assert d["training_flops"] == 6.0 * 37e9 * 14.8e12
+    assert d["per_gpu_bytes"]["total"] < 40e9
+
+
+def test_estimate_flags_make_an_explicit_moe_shape() -> None:
+    import json
+
+    code, out = _cli("estimate", "--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8",
+                     "--experts", "8", "--top-k", "2", "--expert-ffn-hidden", "14336", "--gpus", "8", "--ep", "8",
+                     "--json")
+    assert code == 0, out
+    a = json.loads(out)["architecture"]
+    assert a["parameters"] == PRESETS["mixtral-8x7b"].counted_parameters
+    assert a["active_parameters"] == pytest.approx(12.9e9, rel=0.03)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--params", "7B", "--experts", "8"), "--experts needs --top-k"),
+    (("--params", "7B", "--top-k", "2"), "add --experts"),
+    (("--params", "47B", "--experts", "8", "--top-k", "2", "--expert-ffn-hidden", "14336"), "needs the model's shape"),
+    (("--preset", "mixtral-8x7b", "--gpus", "4", "--ep", "8"), "ep=8 does not divide the data-parallel degree 4"),
+    (("--preset", "llama-2-7b", "--gpus", "2", "--ep", "2"), "needs a mixture-of-experts model"),
+])
+def test_estimate_moe_errors_exit_2(args: tuple[str, ...], words: str) -> None:
+    code, out = _cli("estimate", *args)
+    assert code == 2 and words in out, out
+
+
+def _plan(model: dict, **kw):
+    from generator.catalog import load_catalog
+    from generator.plan.planner import make_plan
+    from generator.spec.model import Spec
+
+    doc = {"name": kw.pop("name", "moe-run"), "region": "cn-wulanchabu", "model": model, **kw}
+    return make_plan(Spec.model_validate(doc), load_catalog())
+
+
+def test_a_30b_a3b_finetune_plans_on_one_node_from_its_active_parameters() -> None:
+    """Issue 24: a Qwen3-30B-A3B fine-tune was planned as a dense 30B on 28 nodes; with its experts it needs one."""
+    p = _plan({"preset": "qwen3-30b-a3b", "tokens": "10B"})
+    assert p.compute.nodes == 1 and p.compute.ep > 1 and p.compute.ep * p.compute.tp <= 8
+    assert p.model.active_parameters == 3_300_000_000 and p.model.moe is not None
+    assert p.model.moe.experts == 128 and p.model.moe.expert_parameters > 28e9
+    assert p.sizing.training_flops == pytest.approx(flops_per_token(PRESETS["qwen3-30b-a3b"], 4096).total * 10e9)
+    assert any(d.topic == "mixture of experts" and "3.3B of 30.5B" in d.reason for d in p.decisions)
+    dense = _plan({"parameters": "30.5B", "tokens": "10B"})
+    assert p.schedule.compute_hours < dense.schedule.compute_hours / 4
+
+
+def test_plan_json_carries_ep_and_active_parameters() -> None:
+    import json
+
+    d = json.loads(_plan({"preset": "mixtral-8x7b", "tokens": "20B"}).to_json())
+    assert d["compute"]["ep"] >= 2 and d["model"]["active_parameters"] == 12_900_000_000
+    assert d["model"]["moe"]["top_k"] == 2
+
+
+def test_fixed_expert_degree_is_kept_and_checked() -> None:
+    from generator.plan.planner import PlanningError
+
+    p = _plan({"preset": "mixtral-8x7b"}, parallelism={"expert": 4, "tensor": 2})
+    assert p.compute.ep == 4 and p.compute.dp % 4 == 0
+    with pytest.raises(PlanningError, match="does not divide the model's 8 experts"):
+        _plan({"preset": "mixtral-8x7b"}, parallelism={"expert": 3})
+    with pytest.raises(PlanningError, match="needs a mixture-of-experts model"):
+        _plan({"preset": "llama-2-7b"}, parallelism={"expert": 2})
+
+
+def test_a_moe_name_with_only_a_parameter_count_warns() -> None:
+    p = _plan({"parameters": "671B"}, name="deepseek-v3-repro", compute={"max_nodes": 512})
+    assert any("looks like deepseek-v3, a mixture-of-experts model" in w for w in p.warnings)
+    assert not any("mixture-of-experts" in w for w in _plan({"parameters": "70B"}, name="llama-run").warnings)
+
+
+def test_expert_all_to_all_across_nodes_lowers_the_mfu() -> None:
+    """ep x tp beyond one node: the all-to-all goes through the NICs, charged as an MFU factor."""
+    inside = _plan({"preset": "mixtral-8x7b", "tokens": "100B"}, parallelism={"expert": 8, "tensor": 1},
+                   compute={"nodes": 4})
+    across = _plan({"preset": "mixtral-8x7b", "tokens": "100B"}, parallelism={"expert": 8, "tensor": 2},
+                   compute={"nodes": 4})
+    assert inside.schedule.mfu > across.schedule.mfu
+    assert any("all-to-all" in n for n in across.schedule.notes)

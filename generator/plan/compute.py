@@ -33,6 +33,7 @@ from generator.plan.model import (
     Decision,
     DeploymentSet,
     ModelSummary,
+    MoESummary,
     Node,
     Sizing,
 )
@@ -41,7 +42,7 @@ from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
-from generator.spec.units import human_seconds
+from generator.spec.units import human_count, human_seconds
 
 @dataclass(frozen=True, slots=True)
 class Choice:
@@ -63,6 +64,24 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
         decisions.append(Decision("architecture", f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
                                   f"only a parameter count was given, so trainstack derived a Llama-style shape "
                                   f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
+        known = sizing.name_looks_moe(spec.name, m.weights)
+        if known is not None:
+            warnings.append(f"the model looks like {known}, a mixture-of-experts model, but the spec gives only a total "
+                            "parameter count: it is sized as a dense model, so its FLOPs, hours and cost are those of "
+                            "every parameter working on every token; give model.moe with model.architecture, or a MoE "
+                            "preset (deepseek-v3, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b)")
+    if arch.moe is not None:
+        e = arch.moe
+        decisions.append(Decision("mixture of experts", f"{e.experts} experts, top-{e.top_k}"
+                                  + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
+                                  f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
+                                  "are active per token: FLOPs and hours follow the active ones, memory holds all of "
+                                  f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
+                                  "the expert-parallel ranks; routed activations keep "
+                                  + (f"the capacity factor {e.capacity_factor:g}" if e.capacity_factor else
+                                     f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
+                                     "(dropless router; Switch Transformer's capacity factor 1.25)")
+                                  + " (docs/sizing.md, Mixture of experts)"))
 
     shape = shape_problems(spec, arch)
     if shape:
@@ -101,7 +120,8 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
-    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
+    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"
+                              + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
     ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
@@ -155,7 +175,7 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes)
+        min_nodes=min_nodes, ep=fit.ep)
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
@@ -201,7 +221,10 @@ def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
         vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
         optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
         global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method,
-        lora_rank=choice.lora_rank)
+        lora_rank=choice.lora_rank, active_parameters=arch.active_parameters,
+        moe=None if arch.moe is None else MoESummary(
+            arch.moe.experts, arch.moe.top_k, arch.moe.expert_ffn_hidden, arch.moe.shared_experts,
+            arch.moe.dense_layers, arch.moe.capacity_factor, arch.expert_parameters))
 
 
 def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[str]:
@@ -337,6 +360,13 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
     parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
              f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
+    if arch.moe is not None:
+        inside = fit.ep * fit.tp <= fit.itype.gpus
+        parts.append(f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "
+                     f"{arch.moe.experts} experts each (" + ("as the spec asks" if isinstance(spec.parallelism.expert, int)
+                                                            else "the largest degree dividing the experts and dp")
+                     + ("; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
+                        if inside else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"))
     if spec.parallelism.zero_stage:
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
     p = spec.parallelism

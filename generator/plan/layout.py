@@ -15,7 +15,7 @@ import re
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
-from generator.plan.fit import Fit, PlanningError
+from generator.plan.fit import Fit, PlanningError, expert_degree
 from generator.plan.schedule import deadline_nodes, first_meeting, fit_schedule, meets_deadline
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
@@ -37,9 +37,10 @@ def architecture(spec: Spec) -> sizing.Architecture:
     m = spec.model
     shape = m.architecture.model_dump() if m.architecture else {}
     try:
-        return sizing.architecture_for(m.parameters, m.preset, **shape)
+        moe = sizing.MoE(**m.moe.model_dump()) if m.moe is not None else None
+        return sizing.architecture_for(m.parameters, m.preset, moe, **shape)
     except sizing.SizingError as e:
-        path = ("model", "preset") if m.preset and not shape else ("model",)
+        path = ("model", "moe") if m.moe is not None else ("model", "preset") if m.preset and not shape else ("model",)
         raise PlanningError([Problem(path, str(e))]) from None
 
 
@@ -52,6 +53,11 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
         out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not split the model's "
                            f"{arch.heads} attention heads and {kv} (it must divide the heads, and divide the KV "
                            "heads or be a multiple of them)", f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.expert, int) and p.expert > 1 and (arch.moe is None or arch.moe.experts % p.expert):
+        out.append(Problem(("parallelism", "expert"), f"expert parallelism {p.expert} needs a mixture-of-experts "
+                           "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
+                           f"model's {arch.moe.experts} experts", "use expert: auto" + (
+                               "" if arch.moe is None else ", or a degree that divides the experts")))
     if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
         out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} is more stages than the "
                            f"model's {arch.layers} layers", f"use pipeline: auto, or at most {arch.layers}"))
@@ -77,7 +83,7 @@ def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lor
         optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
         sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
         qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None)
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp))
 
 
 def _divisors(n: int) -> list[int]:
@@ -268,7 +274,8 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     if at is None:
         return None
     n = node_options[at]
-    return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
+    dp = int(n * t.gpus // (tp * pp))
+    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp))
 
 
 def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
@@ -281,6 +288,8 @@ def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int,
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+    if isinstance(p.expert, int) and p.expert > 1:  # the expert-parallel group is carved from the dp ranks
+        node_options = [n for n in node_options if (n * t.gpus // (tp * pp)) % p.expert == 0]
     batch_seqs = _batch_sequences(spec)
     if batch and batch_seqs is not None:
         node_options = [n for n in node_options

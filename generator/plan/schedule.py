@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
+from generator.plan.fit import expert_degree
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
@@ -96,6 +97,19 @@ def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
     return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
 
 
+# A node's inter-node bandwidth when the catalog states none (Lingjun machine types): 400 Gbit/s, one 400G NIC,
+# the least an HPN node has (an assumption; Alibaba's HPN 7.0 paper, Qian et al. SIGCOMM 2024, gives 8 x 400G).
+ASSUMED_NIC_GBPS = 400.0
+
+
+def internode_gbps(t: InstanceType, rdma: bool) -> float:
+    """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate over RDMA, else its VPC network (0:
+    not stated)."""
+    if rdma:
+        return float(t.erdma_gbps or t.roce_gbps or t.network_gbps or 0.0)
+    return float(t.network_gbps or 0.0)
+
+
 def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
                  nodes: int, tp: int, pp: int) -> sizing.Schedule | None:
     """The schedule of ``nodes`` nodes of ``t`` with tensor degree ``tp`` and pipeline degree ``pp``; None without
@@ -108,7 +122,15 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     assert region is not None and gpu is not None
     gpus = nodes * t.gpus
     dp = max(1, gpus // (tp * pp))
-    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma_between_nodes(spec, t))
+    rdma = rdma_between_nodes(spec, t)
+    ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
+    nic = internode_gbps(t, rdma)
+    ratio = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic or ASSUMED_NIC_GBPS,
+                                  gpu.bf16_tflops, gpu.mfu)
+    a2a = (f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic or ASSUMED_NIC_GBPS:g} Gbit/s per node"
+           + ("" if nic else " (not stated for this type: an assumption)") + f", {ratio:.0%} of compute, not overlapped",
+           ratio) if ratio else None
+    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, a2a)
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
     k = spec.checkpoints

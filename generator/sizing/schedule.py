@@ -92,11 +92,16 @@ class LayoutMfu:
     factors: tuple[tuple[str, float], ...]  # (why, factor) applied to the GPU's rated MFU
 
 
-def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool) -> LayoutMfu:
+def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool,
+               alltoall: tuple[str, float] | None = None) -> LayoutMfu:
     """The expected MFU of a layout: the GPU's rated MFU times a factor for tensor parallelism over PCIe, tensor
-    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants)."""
+    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants), and
+    ``alltoall`` (why, ratio): expert-parallel all-to-all time as a ratio of compute time, not overlapped
+    (Megatron-Core's alltoall dispatcher runs it between the expert computations), so a factor 1/(1 + ratio)."""
     _positive_number("rated_mfu", rated_mfu)
     factors: list[tuple[str, float]] = []
+    if alltoall is not None and alltoall[1] > 0:
+        factors.append((alltoall[0], 1.0 / (1.0 + alltoall[1])))
     if tp > gpus_per_node:
         factors.append((f"tensor parallel {tp} spans nodes of {gpus_per_node} GPUs", TP_ACROSS_NODES_FACTOR))
     elif tp > 1 and interconnect == "pcie":
@@ -104,6 +109,23 @@ def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str,
     if nodes > 1 and not rdma:
         factors.append((f"{nodes} nodes exchange gradients over TCP, not RDMA", TCP_FACTOR))
     return LayoutMfu(rated_mfu * math.prod(f for _, f in factors), tuple(factors))
+
+
+def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_node: int, nodes: int,
+                   nic_gbps: float, peak_tflops: float, mfu: float) -> float:
+    """Expert-parallel all-to-all time over compute time for a MoE layout, 0 when ep x tp stays in one node.
+
+    Per token, :func:`generator.sizing.moe.alltoall_bytes_per_token` bytes leave their GPU; with routing spread
+    evenly a share 1 - gpus_per_node/(ep x tp) of them goes to another node, through the cluster's NICs
+    (nodes x ``nic_gbps``); compute per token is its model FLOPs over all GPUs at ``peak_tflops`` x ``mfu``."""
+    if arch.moe is None or ep * tp <= gpus_per_node or nic_gbps <= 0:
+        return 0.0
+    from generator.sizing.moe import alltoall_bytes_per_token
+
+    remote = 1.0 - gpus_per_node / (ep * tp)
+    comm = alltoall_bytes_per_token(arch.hidden, arch.layers, arch.moe) * remote / (nodes * nic_gbps * 1e9 / 8)
+    compute = flops_per_token(arch, seq_len).total / (nodes * gpus_per_node * peak_tflops * 1e12 * mfu)
+    return comm / compute
 
 
 def microbatches(global_batch_sequences: int | None, dp: int, micro_batch: int, pp: int) -> int:

@@ -30,6 +30,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
+from generator.spec.moe import MoESpec
 
 SPEC_VERSION = 1
 
@@ -185,6 +186,7 @@ class ArchitectureSpec(_Strict):
     ffn_hidden: Annotated[int, Field(gt=0, le=10_000_000)] | None = None
     tied_embeddings: bool = False
     mlp_matrices: Literal[2, 3] = 3
+    head_dim: Annotated[int, Field(gt=0, le=100_000)] | None = None  # width of a head when not hidden/heads (Qwen3)
 
     @model_validator(mode="after")
     def _divides(self) -> ArchitectureSpec:
@@ -214,6 +216,7 @@ class ModelSpec(_Strict):
     parameters: ParameterCount | None = None
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
+    moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
     optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
@@ -248,6 +251,7 @@ class ParallelismSpec(_Strict):
     tensor: AutoInt = "auto"
     pipeline: AutoInt = "auto"
     data: AutoInt = "auto"
+    expert: AutoInt = "auto"  # expert-parallel degree (MoE models; 1 for dense)
     framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = "auto"
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
     sequence_parallel: bool = True

@@ -1,0 +1,32 @@
+"""The spec's ``model.moe`` section: a mixture-of-experts model's expert layers, as the user writes them.
+
+Kept apart from :mod:`generator.spec.model` (which imports it) so the spec language stays in modules under the
+size limit. Types are strict (a boolean is not a count); the sizing of these fields is
+:mod:`generator.sizing.moe`, and ``docs/spec.md`` documents each.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class MoESpec(BaseModel):
+    """Routed experts per MoE layer, how many a token uses, their width, shared experts, leading dense layers and
+    an optional capacity factor (left out: a dropless router)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    experts: Annotated[int, Field(gt=1, le=100_000)]
+    top_k: Annotated[int, Field(gt=0, le=1024)]
+    expert_ffn_hidden: Annotated[int, Field(gt=0, le=10_000_000)]
+    shared_experts: Annotated[int, Field(ge=0, le=1024)] = 0
+    dense_layers: Annotated[int, Field(ge=0, le=1000)] = 0
+    capacity_factor: Annotated[float, Field(ge=1, le=16)] | None = None
+
+    @model_validator(mode="after")
+    def _top_k_of_experts(self) -> MoESpec:
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k ({self.top_k}) is more than the {self.experts} experts a token can be routed to")
+        return self
