@@ -16,7 +16,8 @@ from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError, expert_degree
-from generator.plan.schedule import deadline_nodes, first_meeting, fit_schedule, meets_deadline
+from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
+from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -262,15 +263,11 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
         return None
     if last.total > gpu_bytes:
         return None
-    lo, hi = 0, len(node_options) - 1  # binary search: the first node count whose memory fits
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if mem(node_options[mid]).total <= gpu_bytes:
-            hi = mid
-        else:
-            lo = mid + 1
-    # then the deadline, with every overhead of the layout counted (bubble, checkpoint writes, rework, restores)
-    at = first_meeting(node_options, lo, lambda k: meets_deadline(spec, catalog, arch, lora_rank, t, k, tp, pp))
+    # the first node count whose memory fits (monotone), then the first from there that meets the deadline with
+    # every overhead of the layout counted (unimodal wall time): generator/plan/search.py
+    lo = first_true(len(node_options), lambda i: mem(node_options[i]).total <= gpu_bytes)
+    assert lo is not None  # the last option fits
+    at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, node_options, lo, tp, pp)
     if at is None:
         return None
     n = node_options[at]
@@ -479,15 +476,17 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     pipeline degrees: the floor of an elastic launch. Memory never grows with the data-parallel degree, so a
     binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
     t = fit.itype
-    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0]
+    ep = spec.parallelism.expert if isinstance(spec.parallelism.expert, int) else 1  # a fixed ep must divide dp
+    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0
+               and (n * t.gpus // (fit.tp * fit.pp)) % ep == 0]
     gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
 
-    def fits(n: int) -> bool:
+    def fits(i: int) -> bool:
         try:
-            dp = n * t.gpus // (fit.tp * fit.pp)
+            dp = options[i] * t.gpus // (fit.tp * fit.pp)
             return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
         except sizing.SizingError:
             return False
 
-    at = first_meeting(options, 0, fits)
+    at = first_true(len(options), fits)
     return fit.nodes if at is None else options[at]

@@ -9,12 +9,12 @@ The ranking (:mod:`generator.plan.compute`), the deadline (:mod:`generator.plan.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
+from generator.plan import search
 from generator.plan.fit import expert_degree
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
@@ -163,57 +163,35 @@ def plan_schedule(s: sizing.Schedule | None) -> Schedule | None:
                     interruptions=round(s.interruptions, 2), notes=s.notes)
 
 
+def deadline_cost(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                  t: InstanceType, nodes: int, tp: int, pp: int) -> float:
+    """The wall-clock hours the deadline is checked against at ``nodes`` nodes (0 without model.tokens): they fall
+    with more nodes until interruptions, which grow with the node count, outweigh them (unimodal, as
+    :func:`generator.plan.search.first_within` needs)."""
+    s = fit_schedule(spec, catalog, arch, lora_rank, t, nodes, tp, pp)
+    return 0.0 if s is None else s.wall_hours
+
+
+def first_meeting_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                           t: InstanceType, options: list[int], start: int, tp: int, pp: int) -> int | None:
+    """The index of the first of ``options[start:]`` that meets ``budget.max_days`` with every overhead counted
+    (``start`` itself without a deadline), or None: the one unimodal search, :func:`search.first_within`."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return start if start < len(options) else None
+    return search.first_within(len(options), lambda i: deadline_cost(spec, catalog, arch, lora_rank, t, options[i],
+                                                                     tp, pp), spec.budget.max_days * 24, start)
+
+
 def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
                    t: InstanceType, tp: int, pp: int, upto: int = 1 << 20) -> int | None:
     """The fewest nodes (a multiple the layout can split) that meet ``budget.max_days`` with every overhead
-    counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often).
-
-    Doubling then bisection: wall time falls with the node count until interruptions dominate."""
+    counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often)."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
         return 1
     step = tp * pp // math.gcd(tp * pp, t.gpus)
-
-    def ok(n: int) -> bool:
-        return meets_deadline(spec, catalog, arch, lora_rank, t, n * step, tp, pp)
-
-    hi = 1
-    while not ok(hi):
-        if hi * step >= upto:
-            return None
-        hi *= 2
-    lo = hi // 2 + 1 if hi > 1 else 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi * step
-
-
-def first_meeting(options: list[int], start: int, ok: Callable[[int], bool]) -> int | None:
-    """The index of the first of ``options[start:]`` for which ``ok`` holds, or None: galloping then bisection,
-    since wall time falls with the node count; the option before the one returned (from ``start``) fails ``ok``."""
-    if start >= len(options):
-        return None
-    if ok(options[start]):
-        return start
-    fail, step = start, 1
-    while True:
-        probe = min(fail + step, len(options) - 1)
-        if ok(options[probe]):
-            break
-        if probe == len(options) - 1:
-            return None
-        fail, step = probe, step * 2
-    lo, hi = fail + 1, probe
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(options[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
+    options = list(range(step, upto + 1, step))
+    at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, options, 0, tp, pp)
+    return None if at is None else options[at]
 
 
 def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
