@@ -102,9 +102,12 @@ def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
 ASSUMED_NIC_GBPS = 400.0
 
 
-def internode_gbps(t: InstanceType, rdma: bool) -> float:
-    """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate over RDMA, else its VPC network (0:
-    not stated)."""
+def internode_gbps(spec: Spec, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+    """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate (a Lingjun type's HPN RDMA rate) over
+    RDMA, else its VPC network (0: not stated)."""
+    if spec.compute.platform == "lingjun":
+        lj = catalog.lingjun_type(t.name)
+        return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
     if rdma:
         return float(t.erdma_gbps or t.roce_gbps or t.network_gbps or 0.0)
     return float(t.network_gbps or 0.0)
@@ -124,15 +127,25 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     dp = max(1, gpus // (tp * pp))
     rdma = rdma_between_nodes(spec, t)
     ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
-    nic = internode_gbps(t, rdma)
-    ratio = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic or ASSUMED_NIC_GBPS,
-                                  gpu.bf16_tflops, gpu.mfu)
-    a2a = (f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic or ASSUMED_NIC_GBPS:g} Gbit/s per node"
-           + ("" if nic else " (not stated for this type: an assumption)") + f", {ratio:.0%} of compute, not overlapped",
-           ratio) if ratio else None
-    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, a2a)
+    stated = internode_gbps(spec, catalog, t, rdma)
+    nic = stated or ASSUMED_NIC_GBPS
+    assumed = "" if stated else " (not stated for this type: an assumption)"
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
+    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, gpu.bf16_tflops, gpu.mfu)
+    # one optimizer step: dp x micro-batch x m sequences, at the GPU's rated MFU
+    step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
+    step_s = executed / m.tokens * step_tokens / (gpus * gpu.bf16_tflops * 1e12 * gpu.mfu)
+    experts = arch.expert_parameters
+    per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
+    trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
+    dpx = sizing.data_parallel_ratio(trainable, dp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
+    comm = ((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
+             f"{a2a:.0%} of compute, not overlapped", a2a),
+            (f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
+             f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
+             f"{dpx:.0%} of compute", dpx))
+    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
     tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)

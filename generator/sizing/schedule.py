@@ -93,15 +93,14 @@ class LayoutMfu:
 
 
 def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool,
-               alltoall: tuple[str, float] | None = None) -> LayoutMfu:
+               comm: tuple[tuple[str, float], ...] = ()) -> LayoutMfu:
     """The expected MFU of a layout: the GPU's rated MFU times a factor for tensor parallelism over PCIe, tensor
-    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants), and
-    ``alltoall`` (why, ratio): expert-parallel all-to-all time as a ratio of compute time, not overlapped
-    (Megatron-Core's alltoall dispatcher runs it between the expert computations), so a factor 1/(1 + ratio)."""
+    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants), and for
+    each ``comm`` entry (why, ratio) the network time it leaves exposed as a ratio of compute time, a factor
+    1/(1 + ratio): the expert all-to-all (:func:`alltoall_ratio`) and the data-parallel gradient exchange
+    (:func:`data_parallel_ratio`)."""
     _positive_number("rated_mfu", rated_mfu)
-    factors: list[tuple[str, float]] = []
-    if alltoall is not None and alltoall[1] > 0:
-        factors.append((alltoall[0], 1.0 / (1.0 + alltoall[1])))
+    factors: list[tuple[str, float]] = [(why, 1.0 / (1.0 + ratio)) for why, ratio in comm if ratio > 0]
     if tp > gpus_per_node:
         factors.append((f"tensor parallel {tp} spans nodes of {gpus_per_node} GPUs", TP_ACROSS_NODES_FACTOR))
     elif tp > 1 and interconnect == "pcie":
@@ -126,6 +125,30 @@ def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_
     comm = alltoall_bytes_per_token(arch.hidden, arch.layers, arch.moe) * remote / (nodes * nic_gbps * 1e9 / 8)
     compute = flops_per_token(arch, seq_len).total / (nodes * gpus_per_node * peak_tflops * 1e12 * mfu)
     return comm / compute
+
+
+# Bytes per gradient value the data-parallel exchange moves: bf16 gradients (Megatron-LM --grad-reduce-in-bf16,
+# DeepSpeed and FSDP with 16-bit reduce dtype). Frameworks that reduce in fp32 move twice this; an assumption.
+GRAD_EXCHANGE_BYTES = 2
+
+
+def data_parallel_ratio(params_per_gpu: float, dp: int, zero_stage: int, gpus_per_node: int, nodes: int,
+                        nic_gbps: float, step_compute_seconds: float) -> float:
+    """The data-parallel exchange's exposed network time over the compute time of a step, 0 on one node.
+
+    Each GPU moves 2·(dp-1)/dp of its gradients per step (ring all-reduce, or ZeRO-1/2's reduce-scatter and
+    all-gather), 3·(dp-1)/dp with ZeRO-3, which also all-gathers the weights in forward and backward ([ZeRO]
+    Sec. 7.2); a node's GPUs share its NICs (``nic_gbps``). The exchange overlaps the backward pass (2/3 of the
+    compute; Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP), and with ZeRO-3 the whole step
+    (prefetched gathers); only what exceeds that window is exposed. A network-bound ZeRO-3 job on a 32 Gbit/s
+    type is then slower than on a 170 Gbit/s one at the same price."""
+    if nodes <= 1 or dp <= 1 or nic_gbps <= 0 or step_compute_seconds <= 0:
+        return 0.0
+    passes = 3 if zero_stage >= 3 else 2
+    per_gpu = passes * (dp - 1) / dp * GRAD_EXCHANGE_BYTES * params_per_gpu
+    comm = per_gpu * gpus_per_node / (nic_gbps * 1e9 / 8)
+    window = step_compute_seconds * (1.0 if zero_stage >= 3 else 2 / 3)
+    return max(0.0, comm - window) / step_compute_seconds
 
 
 def microbatches(global_batch_sequences: int | None, dp: int, micro_batch: int, pp: int) -> int:
