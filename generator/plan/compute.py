@@ -91,7 +91,12 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     if not fits:
         raise PlanningError([nothing_fits(spec, rejected, arch, catalog)])
 
-    ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    scored = [_score(spec, catalog, f) for f in fits]
+    # a price borrowed from another GPU's rate never decides between GPU families: with a type of another GPU priced
+    # on its own (a list price, or its own GPU's rate) among the fits, the borrowed ones rank after it (issue 24:
+    # H20, L20 and Blackwell prices are the A100-80G's per-GPU rate scaled)
+    listed = {s.fit.itype.gpu for s in scored if s.fit.itype.price_borrowed_from is None}
+    ranked = sorted(scored, key=lambda s: (_estimate_rank(s, listed), s.key, s.fit.itype.name))
     # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
     finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
     if not finishing:
@@ -303,6 +308,13 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
     return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key, sched)
 
 
+def _estimate_rank(s: Scored, listed: set[str]) -> int:
+    """1 for a type whose price is borrowed from another GPU's rate while a type of another GPU model priced on its
+    own also fits, else 0."""
+    t = s.fit.itype
+    return 1 if t.price_borrowed_from is not None and listed - {t.gpu} else 0
+
+
 def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
     """Tie-breaks between equally cheap and fast types: a list price beats an estimate; then the spec's
     bare-metal preference (ECS when it has none); the name decides last, for a stable plan."""
@@ -323,6 +335,13 @@ def _wall(s: Scored) -> float:
 
 
 def _why_lost(s: Scored, best: Scored) -> str:
+    t, b = s.fit.itype, best.fit.itype
+    if t.price_borrowed_from is not None and b.price_borrowed_from is None and t.gpu != b.gpu:
+        cost = (f"; at the estimate its whole run would cost {s.run_cost:,.0f} CNY against {best.run_cost:,.0f}"
+                if s.run_cost is not None and best.run_cost is not None else "")
+        return (f"its price is an ESTIMATE scaled from the {t.price_borrowed_from} rate, which does not decide between "
+                f"GPU families: {b.gpu}, priced on its own, ranks first{cost}; set compute.gpu: {t.gpu} to compare "
+                f"{t.gpu} types alone once you have a quote")
     if s.key[:2] == best.key[:2]:
         why = []
         if s.key[2] != best.key[2]:
@@ -351,7 +370,16 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
     price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
              + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
              + f" [{t.price.source}]")
-    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
+    others = sorted({s.fit.itype.gpu for s in ranked
+                     if s.fit.itype.price_borrowed_from is not None and s.fit.itype.gpu != t.gpu})
+    est = ""
+    if others and t.price_borrowed_from is None:
+        est = (f"; {', '.join(others)} type(s) also fit but their prices are ESTIMATES scaled from another GPU's rate, "
+               "which do not decide between GPU families: they rank after the types priced on their own")
+    elif t.price_borrowed_from is not None and len({s.fit.itype.gpu for s in ranked}) > 1:
+        est = (f"; its price and its rivals' are ESTIMATES scaled from the {t.price_borrowed_from} rate, so the "
+               "choice between GPU families rests on estimates: confirm the prices with Alibaba Cloud first")
+    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}{est}"
 
 
 def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
