@@ -194,7 +194,7 @@ def test_partial_shape_overrides_the_preset() -> None:
     (("--params", "7B", "--paged-optimizer"), "--paged-optimizer"),
     (("--params", "7B", "--qlora"), "--qlora"),
     (("--params", "7B", "--lora-rank", "8", "--qlora", "--precision", "fp32"), "fp32"),
-    (("--params", "7B", "--gpu", "H100"), "unknown GPU 'H100'"),
+    (("--params", "7B", "--gpu", "MI300X"), "unknown GPU 'MI300X'"),
     (("--preset", "llama-9"), "unknown preset 'llama-9'"),
     ((), "say how large the model is"),
     (("--layers", "4", "--hidden", "512"), "partial shape"),

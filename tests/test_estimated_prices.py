@@ -39,3 +39,24 @@ def test_borrowed_prices_are_read_from_the_catalog() -> None:
     assert CATALOG.instance("ecs.gn8v-8x.48xlarge").price_borrowed_from == "A100-80G"  # H20
     assert CATALOG.instance("ecs.ebmgn7ex.32xlarge").price_borrowed_from is None  # A100 priced as its ECS sibling
     assert CATALOG.instance("ecs.gn7e-c16g1.32xlarge").price_borrowed_from is None  # a list price
+
+
+def test_h100_h800_h200_get_a_sourced_answer_and_compare_in_estimate() -> None:
+    """They are not offered by Alibaba Cloud (no source names them for ECS or Lingjun): `catalog --gpu` answers like
+    for Ascend, and `estimate --gpu` sizes with their published figures, marked for comparison only."""
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    for name, memory in (("H100", 80), ("H800", 80), ("H200", 141)):
+        a = CATALOG.unavailable_accelerator(name)
+        assert a is not None and a.memory_gib == memory and a.bf16_tflops == 989
+        r = CliRunner().invoke(main, ["estimate", "--preset", "llama-2-7b", "--gpu", name, "--tokens", "1B", "--json"])
+        assert r.exit_code == 0, r.output
+        import json
+
+        d = json.loads(r.output)
+        assert d["gpu"]["peak_tflops"] == 989 and d["gpu"]["memory_bytes"] == memory * 2**30
+        assert any("not offered by Alibaba Cloud" in w for w in d["warnings"])
+    r = CliRunner().invoke(main, ["estimate", "--params", "7B", "--gpu", "h800-sxm"])
+    assert r.exit_code == 0 and "comparison only" in r.output

@@ -230,6 +230,10 @@ def estimate(
                          "usable_bytes": usable, "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
+        if gpu_model.notes.startswith("NOT OFFERED"):
+            warnings.append(f"{gpu_model.name} is not offered by Alibaba Cloud (trainstack catalog --gpu "
+                            f"{gpu_model.name} says why and which GPUs are nearest): its published memory and BF16 "
+                            f"peak are used for comparison only, at the assumed MFU {gpu_model.mfu:g}")
         if precision == "bf16" and not gpu_model.bf16:
             warnings.append(f"{gpu_model.name} has no bf16 support (Volta tensor cores do fp16 and fp32 only): a bf16 "
                             f"run cannot train on it, and a spec with precision bf16 and this GPU is refused; use "
@@ -263,6 +267,12 @@ def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
         catalog = load_catalog()
     found = catalog.gpu(name)
     unavailable = catalog.unavailable_accelerator(name) if found is None else None
+    if unavailable is not None and unavailable.vendor == "nvidia":
+        # an NVIDIA part no Alibaba product offers (H100, H800, H200): its published figures, so a run read about
+        # can be compared with a plan here; a CUDA spec would run on it unchanged (unlike an Ascend NPU)
+        return GpuModel(unavailable.name, unavailable.aliases, unavailable.vendor, unavailable.memory_gib,
+                        unavailable.bf16_tflops, True, sizing.DEFAULT_MFU, "nvlink", unavailable.source,
+                        f"NOT OFFERED by Alibaba Cloud: {unavailable.alibaba}")
     if unavailable is not None:
         from generator.catalog.unavailable import unavailable_text
 
