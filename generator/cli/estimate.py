@@ -66,6 +66,9 @@ def _dump(data: Any) -> str:
               help="MoE: expert capacity over the mean load (tokens beyond it dropped); default: dropless.")
 @click.option("--ep", type=_POSITIVE, default=1, show_default=True,
               help="Expert-parallel degree (MoE): experts split over ep of the dp ranks; must divide dp.")
+@click.option("--vpp", type=_POSITIVE, default=1, show_default=True,
+              help="Interleaved (virtual) pipeline stages per GPU (parallelism.virtual_stages); pp x vpp must divide "
+                   "the layers.")
 @click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
 @click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True)
@@ -94,7 +97,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
                      heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
                      mlp_matrices: int | None, tied_embeddings: bool | None, head_dim: int | None,
                      experts: int | None, top_k: int | None, expert_ffn_hidden: int | None, shared_experts: int,
-                     dense_layers: int, capacity_factor: float | None, ep: int,
+                     dense_layers: int, capacity_factor: float | None, ep: int, vpp: int,
                      seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
                      gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
                      paged_optimizer: bool, headroom: float, gpu: str | None, tokens: int | None,
@@ -116,7 +119,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
         ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, head_dim=head_dim,
         experts=experts, top_k=top_k, expert_ffn_hidden=expert_ffn_hidden, shared_experts=shared_experts,
-        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, seq_len=seq_len,
+        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, seq_len=seq_len,
         micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
         tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
         paged_optimizer=paged_optimizer, headroom=headroom, gpu=gpu, tokens=tokens)

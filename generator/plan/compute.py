@@ -180,7 +180,7 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes, ep=fit.ep)
+        min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1)
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
@@ -410,8 +410,11 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
     else:
         parts.append(f"memory sized as {framework} allocates it"
                      + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "") + keep)
+    v = spec.parallelism.virtual_stages
     if sched is not None and fit.pp > 1:
-        parts.append(f"the pipeline bubble (pp-1)/(m+pp-1) with m={sched.microbatches} micro-batches per step is "
+        parts.append((f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
+                      if v > 1 else "the pipeline bubble (pp-1)/(m+pp-1)")
+                     + f" with m={sched.microbatches} micro-batches per step is "
                      f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)")
     return "; ".join(parts)
 

@@ -96,6 +96,7 @@ def estimate(
     dense_layers: int = 0,
     capacity_factor: float | None = None,
     ep: int = 1,
+    vpp: int = 1,
     seq_len: int = DEFAULT_SEQ_LEN,
     micro_batch: int = 1,
     precision: str = "bf16",
@@ -129,7 +130,8 @@ def estimate(
     for 2/3; ``zero-paper`` reproduces the ZeRO paper), and ``headroom`` is the share of the GPU's memory a fit
     must leave free, as ``parallelism.memory_headroom`` in a spec.
     ``experts``, ``top_k``, ``expert_ffn_hidden``, ``shared_experts``, ``dense_layers`` and ``capacity_factor``
-    make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp).
+    make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp);
+    ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``).
     ``catalog`` is only read when ``gpu`` is given. Raises :class:`EstimateError` with a sentence for any
     input the sizing model cannot use.
     """
@@ -181,7 +183,7 @@ def estimate(
         setup = sizing.TrainingSetup(
             arch=arch, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
             zero_stage=zero, tp=tp, pp=pp, dp=dp, sequence_parallel=sp and tp > 1, recompute=recompute,
-            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep)
+            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep, vpp=vpp)
         memory = sizing.per_gpu_memory(setup)
         resolved = sizing.resolve_framework(framework, zero)
     except sizing.SizingError as e:
@@ -208,7 +210,7 @@ def estimate(
                 "capacity_factor": arch.moe.capacity_factor},
         },
         "setup": {
-            "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "zero_stage": zero, "precision": precision,
+            "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "vpp": vpp, "zero_stage": zero, "precision": precision,
             "optimizer": optimizer, "seq_len": seq_len, "micro_batch": micro_batch,
             "sequence_parallel": setup.sequence_parallel, "recompute": recompute,
             "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",

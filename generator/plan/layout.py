@@ -59,6 +59,12 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                            "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
                            f"model's {arch.moe.experts} experts", "use expert: auto" + (
                                "" if arch.moe is None else ", or a degree that divides the experts")))
+    v = p.virtual_stages
+    if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
+        ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
+        out.append(Problem(("parallelism", "virtual_stages"), f"{v} interleaved stages per GPU need a pipeline whose "
+                           f"degree times {v} divides the model's {arch.layers} layers; pipeline is {p.pipeline}",
+                           f"use pipeline: auto, or one of {', '.join(map(str, ok)) or 'none'}, or virtual_stages: 1"))
     if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
         out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} is more stages than the "
                            f"model's {arch.layers} layers", f"use pipeline: auto, or at most {arch.layers}"))
@@ -84,7 +90,8 @@ def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lor
         optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
         sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
         qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp))
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp),
+        vpp=p.virtual_stages if pp > 1 else 1)
 
 
 def _divisors(n: int) -> list[int]:
@@ -209,8 +216,9 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             continue
         tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
                                                               if sizing.tp_splits_heads(arch, d)]
-        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in AUTO_PIPELINE
-                                                                 if sizing.pipeline_splits(arch.layers, d)]
+        pps = [p.pipeline] if isinstance(p.pipeline, int) else [
+            d for d in AUTO_PIPELINE if sizing.pipeline_splits(arch.layers, d)
+            and (p.virtual_stages == 1 or d == 1 or arch.layers % (d * p.virtual_stages) == 0)]
         if isinstance(p.tensor, int) and p.tensor > t.gpus:
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue

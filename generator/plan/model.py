@@ -167,6 +167,7 @@ class Compute:
     paused: bool = False
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
+    vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,12 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None
     return sizing.schedule(executed, gpus, gpu.bf16_tflops, mfu, pp, micro, size, tier,
-                           interruptions_per_hour(spec, nodes), interval)
+                           interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
+
+
+def virtual_degree(spec: Spec, pp: int) -> int:
+    """The interleaved (virtual) stages per GPU: ``parallelism.virtual_stages`` with a pipeline, 1 without one."""
+    return spec.parallelism.virtual_stages if pp > 1 else 1
 
 
 def meets_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,

@@ -52,6 +52,7 @@ class TrainingSetup:
     framework: str = "zero-paper"
     paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
+    vpp: int = 1  # interleaved (virtual) pipeline stages per GPU (Megatron-LM --num-layers-per-virtual-pipeline-stage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,11 @@ def validate_setup(setup: TrainingSetup) -> None:
                           f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
                           f"heads when tp exceeds them); use a tensor-parallel degree from {ok}.")
     _positive_int("ep", setup.ep)
+    _positive_int("vpp", setup.vpp)
+    if setup.vpp > 1 and (setup.pp == 1 or arch.layers % (setup.pp * setup.vpp)):
+        raise SizingError(f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
+                          f"pp x vpp dividing the {arch.layers} layers (Megatron-LM's interleaved schedule); got "
+                          f"pp={setup.pp}.")
     if setup.ep > 1 and arch.moe is None:
         raise SizingError(f"ep={setup.ep}: expert parallelism needs a mixture-of-experts model (model.moe or a MoE "
                           "preset); use ep=1 for a dense model.")
@@ -495,7 +501,10 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
     # stores L/p layers x p micro-batches = L layer-activations ([SP] Sec. 4.2.3).  Assumes at
     # least p micro-batches per step.  The last stage holds one micro-batch of its L/p layers.
     layers_per_stage = stage_layers(L, p)
-    stored_first = layers_per_stage * p * per_layer
+    # interleaved schedule with v chunks per stage: the first stage holds L (1 + (p-1)/(p v)) layer-activations
+    # ([SP] Sec. 4.2.3): the warm-up runs further ahead on the chunks
+    interleave = 1 + Fraction(p - 1, p * setup.vpp) if setup.vpp > 1 else Fraction(1)
+    stored_first = layers_per_stage * p * per_layer * interleave
     # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
     # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
     # the cross-entropy 4*s*b*v/t (vocab-parallel, so /t even without SP).
@@ -520,7 +529,9 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
         activations = _ceil(max(first, last))
         where = "first pipeline stage" if first >= last else "last pipeline stage"
     stored = (f"ceil(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
-              f"micro-batches) x per-layer" if p > 1 else f"L = {L} layers x per-layer")
+              f"micro-batches)" + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
+                                   if setup.vpp > 1 else "") + " x per-layer"
+              if p > 1 else f"L = {L} layers x per-layer")
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"
         f" + embedding dropout mask s*b*h*p{'/t' if sp else ''} = {_gb(embed_mask)}"

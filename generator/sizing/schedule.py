@@ -197,11 +197,13 @@ class Schedule:
 
 
 def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
-             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None) -> Schedule:
+             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None,
+             virtual_stages: int = 1) -> Schedule:
     """The schedule of a run of ``executed`` FLOPs on ``gpus`` GPUs.
 
     * compute = executed / (gpus x peak x mfu); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
-      the pipelined time ([PTD-P] Sec. 2.2.1);
+      the pipelined time ([PTD-P] Sec. 2.2.1); with v interleaved (virtual) stages per GPU, (pp-1)/(v m)
+      ([PTD-P] Sec. 2.2.2: each stage's work is split into v chunks, so the bubble shrinks v-fold);
     * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
     * each interruption loses tau/2 of work on average and a restore R = size / tier read rate + a relaunch;
     * interruptions arrive at rate lambda over the whole wall time, so
@@ -214,11 +216,13 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     _positive_number("peak_tflops", peak_tflops)
     _positive_int("pp", pp)
     _positive_int("m", m)
+    _positive_int("virtual_stages", virtual_stages)
     if interruptions_per_hour < 0:
         raise SizingError(f"interruptions_per_hour must be >= 0, got {interruptions_per_hour!r}.")
     compute = executed / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
-    bubble_fraction = (pp - 1) / (m + pp - 1)
-    bubble = compute * (pp - 1) / m
+    vm = virtual_stages * m
+    bubble_fraction = (pp - 1) / (vm + pp - 1)
+    bubble = compute * (pp - 1) / vm
     write_s = size_bytes / (tier.write_gbps * 1e9 / 8) if size_bytes else 0.0
     restore_s = size_bytes / (tier.read_gbps * 1e9 / 8) if size_bytes else 0.0
     mtbf_h = 1.0 / interruptions_per_hour if interruptions_per_hour > 0 else math.inf
@@ -239,7 +243,9 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     notes = (
         f"compute = {executed:.3g} FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
         f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
-        f"pipeline bubble = (pp-1)/m = {pp - 1}/{m} of compute ({bubble_fraction:.1%} of pipelined time) = "
+        (f"pipeline bubble = (pp-1)/(v*m) = {pp - 1}/({virtual_stages}*{m}) (interleaved)" if virtual_stages > 1
+         else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}")
+        + f" of compute ({bubble_fraction:.1%} of pipelined time) = "
         f"{bubble:,.1f} h",
         f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
         f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h",
