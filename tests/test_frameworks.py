@@ -231,3 +231,14 @@ def test_estimate_rejects_bad_framework_combinations() -> None:
         estimate(preset="llama-2-7b", zero=2, framework="megatron")
     with pytest.raises(EstimateError, match="--headroom"):
         estimate(preset="llama-2-7b", headroom=0.9)
+
+
+def test_deepspeed_bf16_zero1_keeps_the_whole_fp32_gradient_buffer() -> None:
+    """DeepSpeed's BF16_Optimizer (bf16 with ZeRO-1) allocates its fp32 gradients like the whole bf16 flat group,
+    not a partition (deepspeed/runtime/bf16_optimizer.py): 2 + 2 + 4 bytes/param whole, 12/d sharded."""
+    arch = sizing.PRESETS["llama-2-7b"]
+    bf16 = memory(arch=arch, seq_len=4096, framework="deepspeed", zero_stage=1, dp=8)
+    fp16 = memory(arch=arch, seq_len=4096, framework="deepspeed", zero_stage=1, dp=8, precision="fp16")
+    assert bf16.gradients == -(-6 * arch.parameters // 1)
+    assert fp16.gradients == -(-(2 * arch.parameters * 8 + 4 * arch.parameters) // 8)  # fp32 partition
+    assert any("BF16_Optimizer" in n for n in bf16.notes)
