@@ -234,9 +234,10 @@ def setups(draw: st.DrawFn) -> tuple[sizing.TrainingSetup, int]:
     tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if arch.heads % t == 0 and arch.kv_heads % t == 0]))
     pp = draw(st.sampled_from([p for p in (1, 2, 4, 8) if arch.layers % p == 0]))
     lora = draw(st.sampled_from([None, None, 16]))
+    optimizer = draw(st.sampled_from(list(sizing.OPTIMIZER_BYTES)))
     setup = sizing.TrainingSetup(
         arch=arch, seq_len=draw(st.sampled_from([1024, 4096, 32768])), micro_batch=draw(st.integers(1, 4)),
-        precision=draw(st.sampled_from(["bf16", "fp32"])), optimizer=draw(st.sampled_from(list(sizing.OPTIMIZER_BYTES))),
+        precision="bf16" if optimizer == "adamw-bf16" else draw(st.sampled_from(["bf16", "fp32"])), optimizer=optimizer,
         zero_stage=draw(st.integers(0, 3)), tp=tp, pp=pp, dp=draw(st.integers(1, 512)),
         sequence_parallel=draw(st.booleans()) and tp > 1, recompute=draw(st.sampled_from(sizing.RECOMPUTE_MODES)),
         lora_rank=lora, qlora=lora is not None and draw(st.booleans()))

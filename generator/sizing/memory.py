@@ -23,6 +23,7 @@ from generator.sizing.frameworks import (
 from generator.sizing.moe import routed_mlp_activation_delta
 from generator.sizing.precision import (
     PRECISION_BYTES,
+    PURE_16BIT_OPTIMIZERS,
     _check_optimizer,
     _check_precision,
     optimizer_bytes_per_param,
@@ -365,7 +366,12 @@ def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction
     k = optimizer_bytes_per_param(setup.optimizer, setup.precision)
     per_stage = stage_layers(arch.layers, setup.pp)
     framework = resolve_framework(setup.framework, z)
-    if setup.lora_rank is None and framework != "zero-paper":
+    pure = setup.optimizer in PURE_16BIT_OPTIMIZERS
+    if pure and setup.lora_rank is None:
+        notes.append(f"optimizer {setup.optimizer}: pure bf16, no fp32 master copy or fp32 gradients: 2 + 2 + {k} "
+                     f"bytes/param under every framework, sharded by ZeRO as in the paper (Megatron-Core "
+                     "--use-precision-aware-optimizer with bf16 main params, gradients and moments)")
+    if setup.lora_rank is None and framework != "zero-paper" and not pure:
         if setup.framework == "auto":
             notes.append(f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)")
         if largest is None:
@@ -373,7 +379,7 @@ def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction
                                                          arch.kv_heads * arch.d_head), t)
         return full_model_states(framework, psi=psi, precision=setup.precision, k=k, zero_stage=z, dp=dp,
                                  layer_params=layer_params, largest_module=largest, notes=notes)
-    if setup.lora_rank is None:
+    if setup.lora_rank is None and not pure:
         notes.append("framework zero-paper: model states as in the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)")
         notes.append(f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
                      + ("(moments + fp32 master weights, mixed precision)" if setup.precision != "fp32"
@@ -455,7 +461,8 @@ def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: in
     tpsi = trainable * share
     notes.append("LoRA/QLoRA model states as PEFT-based trainers hold them, whatever the framework setting "
                  "(the framework accountings describe full training)")
-    moments = optimizer_bytes_per_param(setup.optimizer, "fp32")
+    moments = (optimizer_bytes_per_param(setup.optimizer, "bf16") if setup.optimizer in PURE_16BIT_OPTIMIZERS
+               else optimizer_bytes_per_param(setup.optimizer, "fp32"))
     notes.append(f"LoRA r={r} on q,k,v,o and MLP projections: r*(d_in+d_out) summed = {trainable:,} "
                  f"trainable params ({trainable / arch.parameters:.3%} of the model), "
                  f"{float(tpsi):,.0f} per GPU; {who}")

@@ -218,7 +218,7 @@ class ModelSpec(_Strict):
     architecture: ArchitectureSpec | None = None
     moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
-    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit"] = "adamw"
+    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
     micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
     global_batch_tokens: BatchTokens | None = None
