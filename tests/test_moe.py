@@ -271,3 +271,14 @@ def test_expert_all_to_all_across_nodes_lowers_the_mfu() -> None:
                    compute={"nodes": 4})
     assert inside.schedule.mfu > across.schedule.mfu
     assert any("all-to-all" in n for n in across.schedule.notes)
+
+
+def test_the_plan_report_shows_experts_and_ep() -> None:
+    from generator.plan.report import plan_text
+    from generator.plan.report_markdown import plan_markdown
+
+    p = _plan({"preset": "mixtral-8x7b", "tokens": "20B"})
+    text = plan_text(p)
+    assert "mixture of experts: 8 experts top-2, 12.9B active per token" in text
+    assert f"ep={p.compute.ep}" in text
+    assert "12.9B active" in plan_markdown(p)

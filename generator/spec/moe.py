@@ -1,22 +1,22 @@
 """The spec's ``model.moe`` section: a mixture-of-experts model's expert layers, as the user writes them.
 
 Kept apart from :mod:`generator.spec.model` (which imports it) so the spec language stays in modules under the
-size limit. Types are strict (a boolean is not a count); the sizing of these fields is
-:mod:`generator.sizing.moe`, and ``docs/spec.md`` documents each.
+size limit. Like every section a boolean is not a count here (the same message as the rest of the spec); the
+sizing of these fields is :mod:`generator.sizing.moe`, and ``docs/spec.md`` documents each.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class MoESpec(BaseModel):
     """Routed experts per MoE layer, how many a token uses, their width, shared experts, leading dense layers and
     an optional capacity factor (left out: a dropless router)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
     experts: Annotated[int, Field(gt=1, le=100_000)]
     top_k: Annotated[int, Field(gt=0, le=1024)]
@@ -24,6 +24,17 @@ class MoESpec(BaseModel):
     shared_experts: Annotated[int, Field(ge=0, le=1024)] = 0
     dense_layers: Annotated[int, Field(ge=0, le=1000)] = 0
     capacity_factor: Annotated[float, Field(ge=1, le=16)] | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_not_numbers(cls, value: Any) -> Any:
+        """Every field here is a number: true or false is a mistake, said as the rest of the spec says it."""
+        if isinstance(value, bool):
+            from generator.spec.model import spec_error  # imported at validation time: model imports this module
+
+            raise spec_error(f"expected a number, got {str(value).lower()}",
+                             "true and false are not numbers; write the number itself")
+        return value
 
     @model_validator(mode="after")
     def _top_k_of_experts(self) -> MoESpec:
