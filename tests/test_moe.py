@@ -282,3 +282,13 @@ def test_the_plan_report_shows_experts_and_ep() -> None:
     assert "mixture of experts: 8 experts top-2, 12.9B active per token" in text
     assert f"ep={p.compute.ep}" in text
     assert "12.9B active" in plan_markdown(p)
+
+
+def test_the_launch_environment_carries_ep_for_a_moe_plan() -> None:
+    from generator.render.files import launch_env
+
+    p = _plan({"preset": "mixtral-8x7b", "tokens": "20B"}, parallelism={"virtual_stages": 2, "pipeline": 2})
+    moe = dict(launch_env(p))
+    dense = dict(launch_env(_plan({"preset": "llama-2-7b", "tokens": "20B"})))
+    assert moe["EP_SIZE"] == str(p.compute.ep) and int(moe["EP_SIZE"]) >= 2 and moe["VPP_SIZE"] == "2"
+    assert "EP_SIZE" not in dense and "VPP_SIZE" not in dense
