@@ -12,7 +12,11 @@ CATALOG = load_catalog()
 
 
 def _plan(region: str, **model: object):
-    doc = {"name": "price-run", "region": region, "model": {"preset": "llama-2-70b", "tokens": "300B", **model}}
+    doc = {
+        "name": "price-run",
+        "region": region,
+        "model": {"preset": "llama-2-70b", "tokens": "300B", **model},
+    }
     return make_plan(Spec.model_validate(doc), CATALOG)
 
 
@@ -24,8 +28,12 @@ def test_list_priced_gpu_ranks_before_estimated_ones_of_other_families() -> None
         types = {c.instance_type: CATALOG.instance(c.instance_type) for c in fitting}
         chosen = types[plan.compute.instance_type]
         own = {t.gpu for t in types.values() if t.price_borrowed_from is None}
-        borrowed = [c for c in fitting if types[c.instance_type].price_borrowed_from is not None
-                    and types[c.instance_type].gpu != chosen.gpu]
+        borrowed = [
+            c
+            for c in fitting
+            if types[c.instance_type].price_borrowed_from is not None
+            and types[c.instance_type].gpu != chosen.gpu
+        ]
         if own and borrowed:
             checked += 1
             assert chosen.price_borrowed_from is None
@@ -37,7 +45,9 @@ def test_list_priced_gpu_ranks_before_estimated_ones_of_other_families() -> None
 
 def test_borrowed_prices_are_read_from_the_catalog() -> None:
     assert CATALOG.instance("ecs.gn8v-8x.48xlarge").price_borrowed_from == "A100-80G"  # H20
-    assert CATALOG.instance("ecs.ebmgn7ex.32xlarge").price_borrowed_from is None  # A100 priced as its ECS sibling
+    assert (
+        CATALOG.instance("ecs.ebmgn7ex.32xlarge").price_borrowed_from is None
+    )  # A100 priced as its ECS sibling
     assert CATALOG.instance("ecs.gn7e-c16g1.32xlarge").price_borrowed_from is None  # a list price
 
 
@@ -51,7 +61,9 @@ def test_h100_h800_h200_get_a_sourced_answer_and_compare_in_estimate() -> None:
     for name, memory in (("H100", 80), ("H800", 80), ("H200", 141)):
         a = CATALOG.unavailable_accelerator(name)
         assert a is not None and a.memory_gib == memory and a.bf16_tflops == 989
-        r = CliRunner().invoke(main, ["estimate", "--preset", "llama-2-7b", "--gpu", name, "--tokens", "1B", "--json"])
+        r = CliRunner().invoke(
+            main, ["estimate", "--preset", "llama-2-7b", "--gpu", name, "--tokens", "1B", "--json"]
+        )
         assert r.exit_code == 0, r.output
         import json
 

@@ -30,27 +30,46 @@ def test_interleaving_stores_more_activations_on_the_first_stage() -> None:
     arch = sizing.PRESETS["llama-2-70b"]
 
     def acts(vpp: int) -> sizing.MemoryBreakdown:
-        return sizing.per_gpu_memory(sizing.TrainingSetup(arch=arch, seq_len=4096, micro_batch=1, tp=8, pp=4, dp=4,
-                                                          sequence_parallel=True, recompute="selective", vpp=vpp))
+        return sizing.per_gpu_memory(
+            sizing.TrainingSetup(
+                arch=arch,
+                seq_len=4096,
+                micro_batch=1,
+                tp=8,
+                pp=4,
+                dp=4,
+                sequence_parallel=True,
+                recompute="selective",
+                vpp=vpp,
+            )
+        )
 
     one, five = acts(1), acts(5)
     per_layer = Fraction(4096 * 8192 * 34, 8)
-    assert five.activations - one.activations == pytest.approx(float(20 * 4 * per_layer * Fraction(3, 20)), rel=1e-6)
+    assert five.activations - one.activations == pytest.approx(
+        float(20 * 4 * per_layer * Fraction(3, 20)), rel=1e-6
+    )
     with pytest.raises(sizing.SizingError, match="pp x vpp dividing the 80 layers"):
         acts(3)
 
 
 def _plan(**parallelism: object):
-    doc = {"name": "vpp-run", "region": "cn-wulanchabu",
-           "model": {"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
-           "parallelism": {"tensor": 8, **parallelism}, "compute": {"nodes": 16}}
+    doc = {
+        "name": "vpp-run",
+        "region": "cn-wulanchabu",
+        "model": {"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
+        "parallelism": {"tensor": 8, **parallelism},
+        "compute": {"nodes": 16},
+    }
     return make_plan(Spec.model_validate(doc), load_catalog())
 
 
 def test_a_plan_with_virtual_stages_counts_the_smaller_bubble() -> None:
     plain, inter = _plan(pipeline=4), _plan(pipeline=4, virtual_stages=5)
     assert inter.compute.vpp == 5 and plain.compute.vpp == 1
-    assert inter.schedule.pipeline_bubble_hours == pytest.approx(plain.schedule.pipeline_bubble_hours / 5, rel=0.01)
+    assert inter.schedule.pipeline_bubble_hours == pytest.approx(
+        plain.schedule.pipeline_bubble_hours / 5, rel=0.01
+    )
     assert inter.sizing.activations > plain.sizing.activations
     why = next(d.reason for d in inter.decisions if d.topic == "parallelism")
     assert "interleaved pipeline bubble" in why and "v=5" in why

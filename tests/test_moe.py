@@ -183,8 +183,22 @@ def _cli(*args: str) -> tuple[int, str]:
 def test_estimate_json_has_active_parameters_and_ep() -> None:
     import json
 
-    code, out = _cli("estimate", "--preset", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64",
-                     "--recompute", "full", "--tokens", "14.8T", "--json")
+    code, out = _cli(
+        "estimate",
+        "--preset",
+        "deepseek-v3",
+        "--gpus",
+        "2048",
+        "--pp",
+        "16",
+        "--ep",
+        "64",
+        "--recompute",
+        "full",
+        "--tokens",
+        "14.8T",
+        "--json",
+    )
     assert code == 0, out
     d = json.loads(out)
     assert d["architecture"]["active_parameters"] == 37_000_000_000 and d["setup"]["ep"] == 64
@@ -196,22 +210,50 @@ def test_estimate_json_has_active_parameters_and_ep() -> None:
 def test_estimate_flags_make_an_explicit_moe_shape() -> None:
     import json
 
-    code, out = _cli("estimate", "--layers", "32", "--hidden", "4096", "--heads", "32", "--kv-heads", "8",
-                     "--experts", "8", "--top-k", "2", "--expert-ffn-hidden", "14336", "--gpus", "8", "--ep", "8",
-                     "--json")
+    code, out = _cli(
+        "estimate",
+        "--layers",
+        "32",
+        "--hidden",
+        "4096",
+        "--heads",
+        "32",
+        "--kv-heads",
+        "8",
+        "--experts",
+        "8",
+        "--top-k",
+        "2",
+        "--expert-ffn-hidden",
+        "14336",
+        "--gpus",
+        "8",
+        "--ep",
+        "8",
+        "--json",
+    )
     assert code == 0, out
     a = json.loads(out)["architecture"]
     assert a["parameters"] == PRESETS["mixtral-8x7b"].counted_parameters
     assert a["active_parameters"] == pytest.approx(12.9e9, rel=0.03)
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (("--params", "7B", "--experts", "8"), "--experts needs --top-k"),
-    (("--params", "7B", "--top-k", "2"), "add --experts"),
-    (("--params", "47B", "--experts", "8", "--top-k", "2", "--expert-ffn-hidden", "14336"), "needs the model's shape"),
-    (("--preset", "mixtral-8x7b", "--gpus", "4", "--ep", "8"), "ep=8 does not divide the data-parallel degree 4"),
-    (("--preset", "llama-2-7b", "--gpus", "2", "--ep", "2"), "needs a mixture-of-experts model"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--params", "7B", "--experts", "8"), "--experts needs --top-k"),
+        (("--params", "7B", "--top-k", "2"), "add --experts"),
+        (
+            ("--params", "47B", "--experts", "8", "--top-k", "2", "--expert-ffn-hidden", "14336"),
+            "needs the model's shape",
+        ),
+        (
+            ("--preset", "mixtral-8x7b", "--gpus", "4", "--ep", "8"),
+            "ep=8 does not divide the data-parallel degree 4",
+        ),
+        (("--preset", "llama-2-7b", "--gpus", "2", "--ep", "2"), "needs a mixture-of-experts model"),
+    ],
+)
 def test_estimate_moe_errors_exit_2(args: tuple[str, ...], words: str) -> None:
     code, out = _cli("estimate", *args)
     assert code == 2 and words in out, out
@@ -232,7 +274,9 @@ def test_a_30b_a3b_finetune_plans_on_one_node_from_its_active_parameters() -> No
     assert p.compute.nodes == 1 and p.compute.ep > 1 and p.compute.ep * p.compute.tp <= 8
     assert p.model.active_parameters == 3_300_000_000 and p.model.moe is not None
     assert p.model.moe.experts == 128 and p.model.moe.expert_parameters > 28e9
-    assert p.sizing.training_flops == pytest.approx(flops_per_token(PRESETS["qwen3-30b-a3b"], 4096).total * 10e9)
+    assert p.sizing.training_flops == pytest.approx(
+        flops_per_token(PRESETS["qwen3-30b-a3b"], 4096).total * 10e9
+    )
     assert any(d.topic == "mixture of experts" and "3.3B of 30.5B" in d.reason for d in p.decisions)
     dense = _plan({"parameters": "30.5B", "tokens": "10B"})
     assert p.schedule.compute_hours < dense.schedule.compute_hours / 4
@@ -265,10 +309,16 @@ def test_a_moe_name_with_only_a_parameter_count_warns() -> None:
 
 def test_expert_all_to_all_across_nodes_lowers_the_mfu() -> None:
     """ep x tp beyond one node: the all-to-all goes through the NICs, charged as an MFU factor."""
-    inside = _plan({"preset": "mixtral-8x7b", "tokens": "100B"}, parallelism={"expert": 8, "tensor": 1},
-                   compute={"nodes": 4})
-    across = _plan({"preset": "mixtral-8x7b", "tokens": "100B"}, parallelism={"expert": 8, "tensor": 2},
-                   compute={"nodes": 4})
+    inside = _plan(
+        {"preset": "mixtral-8x7b", "tokens": "100B"},
+        parallelism={"expert": 8, "tensor": 1},
+        compute={"nodes": 4},
+    )
+    across = _plan(
+        {"preset": "mixtral-8x7b", "tokens": "100B"},
+        parallelism={"expert": 8, "tensor": 2},
+        compute={"nodes": 4},
+    )
     assert inside.schedule.mfu > across.schedule.mfu
     assert any("all-to-all" in n for n in across.schedule.notes)
 

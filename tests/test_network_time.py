@@ -27,15 +27,25 @@ def test_exposed_exchange_by_hand() -> None:
 def test_h20_types_at_one_price_rank_by_their_network() -> None:
     """Issue 24: three 8 x H20 types at one (estimated) price with 32, 100 and 170 Gbit/s; a network-bound ZeRO-3
     job used to tie and take the name order, which picked the slowest."""
-    doc = {"name": "h20-zero3", "region": "cn-shanghai",
-           "model": {"preset": "llama-2-70b", "tokens": "100B", "global_batch_tokens": "4Mi"},
-           "parallelism": {"zero_stage": 3, "framework": "deepspeed", "tensor": 1, "pipeline": 1,
-                           "recompute": "full"},
-           "compute": {"gpu": "H20", "nodes": 8}}
+    doc = {
+        "name": "h20-zero3",
+        "region": "cn-shanghai",
+        "model": {"preset": "llama-2-70b", "tokens": "100B", "global_batch_tokens": "4Mi"},
+        "parallelism": {
+            "zero_stage": 3,
+            "framework": "deepspeed",
+            "tensor": 1,
+            "pipeline": 1,
+            "recompute": "full",
+        },
+        "compute": {"gpu": "H20", "nodes": 8},
+    }
     plan = make_plan(Spec.model_validate(doc), load_catalog())
     by_name = {c.instance_type: c for c in plan.candidates if c.nodes}
     slow = by_name["ecs.gn8v-8x.16xlarge"]  # 32 Gbit/s
     assert plan.compute.instance_type != slow.instance_type
     assert slow.run_hours > by_name["ecs.ebmgn8v.48xlarge"].run_hours  # 170 Gbit/s
     assert "costs" in slow.verdict or "slower" in slow.verdict
-    assert not any("gradient exchange" in n for n in plan.schedule.notes)  # the chosen type hides it in the step
+    assert not any(
+        "gradient exchange" in n for n in plan.schedule.notes
+    )  # the chosen type hides it in the step

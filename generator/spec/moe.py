@@ -30,14 +30,19 @@ class MoESpec(BaseModel):
     def _booleans_are_not_numbers(cls, value: Any) -> Any:
         """Every field here is a number: true or false is a mistake, said as the rest of the spec says it."""
         if isinstance(value, bool):
-            from generator.spec.model import spec_error  # imported at validation time: model imports this module
+            # imported at validation time: generator.spec.model imports this module
+            from generator.spec.model import spec_error
 
-            raise spec_error(f"expected a number, got {str(value).lower()}",
-                             "true and false are not numbers; write the number itself")
+            raise spec_error(
+                f"expected a number, got {str(value).lower()}",
+                "true and false are not numbers; write the number itself",
+            )
         return value
 
     @model_validator(mode="after")
     def _top_k_of_experts(self) -> MoESpec:
         if self.top_k > self.experts:
-            raise ValueError(f"top_k ({self.top_k}) is more than the {self.experts} experts a token can be routed to")
+            raise ValueError(
+                f"top_k ({self.top_k}) is more than the {self.experts} experts a token can be routed to"
+            )
         return self
