@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 
 class MoESpec(BaseModel):
@@ -30,12 +31,15 @@ class MoESpec(BaseModel):
     def _booleans_are_not_numbers(cls, value: Any) -> Any:
         """Every field here is a number: true or false is a mistake, said as the rest of the spec says it."""
         if isinstance(value, bool):
-            # imported at validation time: generator.spec.model imports this module
-            from generator.spec.model import spec_error
-
-            raise spec_error(
-                f"expected a number, got {str(value).lower()}",
-                "true and false are not numbers; write the number itself",
+            # the error generator.spec.model.spec_error builds (its loader shows message and hint as written); built
+            # here because that module imports this one
+            raise PydanticCustomError(
+                "trainstack",
+                "{message}",
+                {
+                    "message": f"expected a number, got {str(value).lower()}",
+                    "hint": "true and false are not numbers; write the number itself",
+                },
             )
         return value
 
