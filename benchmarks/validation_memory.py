@@ -150,9 +150,47 @@ def _fit_rows() -> list[dict[str, Any]]:
     ]
 
 
+DEEPSEEK_V3 = ("DeepSeek-AI 2024, DeepSeek-V3 Technical Report, Sec. 1, 3.2 and 4.2 (671B total, 37B activated; "
+               "2048 H800 80 GB, PP 16, EP 64 over 8 nodes, ZeRO-1 DP); https://arxiv.org/abs/2412.19437")
+MOE_COUNTS = (
+    ("mixtral-8x7b", 46.7e9, 12.9e9, "Jiang et al. 2024, Mixtral of Experts, Sec. 2 (47B total, 13B active); "
+     "https://arxiv.org/abs/2401.04088"),
+    ("mixtral-8x22b", 141e9, 39e9, "Mistral AI 2024, Mixtral 8x22B announcement (141B total, 39B active); "
+     "https://mistral.ai/news/mixtral-8x22b"),
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9, "Qwen Team 2025, Qwen3 Technical Report, Table 2 (30B-A3B); "
+     "https://arxiv.org/abs/2505.09388"),
+    ("qwen3-235b-a22b", 235e9, 22e9, "Qwen Team 2025, Qwen3 Technical Report, Table 2 (235B-A22B); "
+     "https://arxiv.org/abs/2505.09388"),
+    ("deepseek-v3", 671e9, 37e9, DEEPSEEK_V3),
+)
+
+
+def _moe_rows() -> list[dict[str, Any]]:
+    """Mixture-of-experts models: total and active parameters counted from their published shapes (not the
+    presets' stated counts), and DeepSeek-V3's published layout fitting its 80 GB GPUs."""
+    out = []
+    for name, total, active, source in MOE_COUNTS:
+        a = sizing.PRESETS[name]
+        shape = sizing.architecture_for(layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads,
+                                        vocab=a.vocab, ffn_hidden=a.ffn_hidden, head_dim=a.head_dim, moe=a.moe)
+        tol = 0.05 if name == "deepseek-v3" else 0.02  # its latent attention is counted as plain attention
+        out.append(_row(f"{name} total parameters from its shape", total, shape.parameters, "parameters", 0.01,
+                        source))
+        out.append(_row(f"{name} active parameters from its shape", active, shape.active_parameters, "parameters",
+                        tol, source))
+    # H800 = H100 SXM memory, 80 GB; DeepSeek recomputes norms and up-projections and caches MoE inputs in FP8
+    # (Sec. 3.3): trainstack's closest mode is full recompute.
+    v3 = estimate(preset="deepseek-v3", gpus=2048, pp=16, ep=64, zero=1, seq_len=4096, recompute="full",
+                  gpu="A100-80G")
+    out.append(_row("DeepSeek-V3 on 2048 80 GB GPUs at pp=16 ep=64 dp=128, ZeRO-1: fits", 1,
+                    1 if v3["fits"] else 0, "fits (1 = yes)", 0.0, DEEPSEEK_V3))
+    return out
+
+
 def rows() -> list[dict[str, Any]]:
     """Every memory and shape validation row (see the module docstring for the keys)."""
-    return [*_zero_paper_rows(), *_megatron_rows(), *_deepspeed_rows(), *_shape_rows(), *_fit_rows()]
+    return [*_zero_paper_rows(), *_megatron_rows(), *_deepspeed_rows(), *_shape_rows(), *_fit_rows(),
+            *_moe_rows()]
 
 
 def within(row: dict[str, Any]) -> bool:

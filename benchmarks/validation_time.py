@@ -59,6 +59,16 @@ def rows() -> list[dict]:
     out.append({"quantity": "GPT-3 175B training FLOPs (300B tokens, attention and logits counted)",
                 "published": 3.14e23, "trainstack": float(f"{gpt3:.4g}"), "unit": "FLOPs", "tolerance": 0.05,
                 "source": GPT3})
+    # DeepSeek-V3: 2,664K H800 GPU-hours of pre-training on 14.8T tokens at 4K context (Table 1); model FLOPs from
+    # its 37B active parameters, at the H800's dense BF16 peak of 989 TFLOP/s (NVIDIA H100 SXM datasheet: H800 SXM
+    # has the H100's tensor cores) and trainstack's MFU assumption. DeepSeek ran its GEMMs in FP8, so this is the
+    # BF16-equivalent rate; a dense 671B would count 6 x 671B per token, ~17x more.
+    v3 = sizing.flops_per_token(sizing.PRESETS["deepseek-v3"], 4096).total * 14.8e12
+    out.append({"quantity": f"DeepSeek-V3 pre-training GPU-hours from 37B active parameters (MFU {mfu:g} of 989 "
+                "TFLOP/s)", "published": 2_664_000, "trainstack": round(_hours(v3, 1, 989 * mfu)),
+                "unit": "H800 GPU-hours", "tolerance": 0.20,
+                "source": "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, Table 1 (pre-training 2664K H800 GPU "
+                          "hours) https://arxiv.org/abs/2412.19437"})
     bloom = sizing.checkpoint_size_bytes(176_247_271_424, "adamw", "bf16")
     out.append({"quantity": "BLOOM 176B checkpoint with optimizer states (14 B/param)", "published": 2.3,
                 "trainstack": round(bloom / 1e12, 2), "unit": "TB", "tolerance": 0.10, "source": BLOOM})

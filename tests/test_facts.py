@@ -34,10 +34,13 @@ NODES_LINE = "  nodes: auto               # sized from memory and the deadline b
 
 
 def _pretrain_at(folder: Path, nodes: int) -> Path:
+    """pretrain-70b at a fixed node count, on the instance type its own plan chose: resizing is about the nodes; at
+    128 nodes the network-aware time would pick another type (RoCE at 800 Gbit/s), which replaces every node."""
     text = PRETRAIN.read_text()
     assert NODES_LINE in text
     spec = folder / f"pretrain-{nodes}.yaml"
-    spec.write_text(text.replace(NODES_LINE, f"  nodes: {nodes}\n"))
+    chosen = api.plan(PRETRAIN).compute.instance_type
+    spec.write_text(text.replace(NODES_LINE, f"  nodes: {nodes}\n  instance_types: [{chosen}]\n"))
     return spec
 
 

@@ -231,3 +231,30 @@ def test_estimate_rejects_bad_framework_combinations() -> None:
         estimate(preset="llama-2-7b", zero=2, framework="megatron")
     with pytest.raises(EstimateError, match="--headroom"):
         estimate(preset="llama-2-7b", headroom=0.9)
+
+
+def test_deepspeed_bf16_zero1_keeps_the_whole_fp32_gradient_buffer() -> None:
+    """DeepSpeed's BF16_Optimizer (bf16 with ZeRO-1) allocates its fp32 gradients like the whole bf16 flat group,
+    not a partition (deepspeed/runtime/bf16_optimizer.py): 2 + 2 + 4 bytes/param whole, 12/d sharded."""
+    arch = sizing.PRESETS["llama-2-7b"]
+    bf16 = memory(arch=arch, seq_len=4096, framework="deepspeed", zero_stage=1, dp=8)
+    fp16 = memory(arch=arch, seq_len=4096, framework="deepspeed", zero_stage=1, dp=8, precision="fp16")
+    assert bf16.gradients == -(-6 * arch.parameters // 1)
+    assert fp16.gradients == -(-(2 * arch.parameters * 8 + 4 * arch.parameters) // 8)  # fp32 partition
+    assert any("BF16_Optimizer" in n for n in bf16.notes)
+
+
+def test_pure_bf16_optimizer_states() -> None:
+    """adamw-bf16: bf16 weights stepped in place, bf16 moments: 2 + 2 + 4 bytes/param whatever the framework;
+    the checkpoint holds 2 + 4; another precision is refused."""
+    arch = sizing.PRESETS["llama-2-7b"]
+    for framework in ("megatron", "deepspeed", "fsdp", "zero-paper"):
+        zero = 1 if framework == "megatron" else 2
+        m = memory(arch=arch, seq_len=4096, optimizer="adamw-bf16", framework=framework, zero_stage=zero, dp=8)
+        assert m.weights == 2 * arch.parameters and m.optimizer_states == -(-4 * arch.parameters // 8)
+        assert m.gradients == (2 * arch.parameters if zero < 2 else -(-2 * arch.parameters // 8))
+    assert sizing.checkpoint_size_bytes(arch.parameters, "adamw-bf16") == 6 * arch.parameters
+    with pytest.raises(sizing.SizingError, match="needs precision bf16"):
+        memory(arch=arch, seq_len=4096, optimizer="adamw-bf16", precision="fp16")
+    with pytest.raises(PlanningError, match="adamw-bf16 keeps bf16 weights"):
+        plan({"model": {"preset": "llama-2-7b", "optimizer": "adamw-bf16", "precision": "fp16"}})

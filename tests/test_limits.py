@@ -348,12 +348,13 @@ def test_a_checkpoint_interval_longer_than_the_run_is_a_warning() -> None:
 
 
 def test_a_checkpoint_interval_longer_than_the_cluster_mtbf_is_a_warning() -> None:
-    plan = plan_of(BASE + "  tokens: 2T\ncompute: {nodes: 64, gpu: A100-80G}\ncheckpoints: {interval: 2d}\n")
-    assert plan.checkpoints.cluster_mtbf_hours < 48 < (plan.cost.run_hours or 0)
+    # 256 nodes at the 6,300 h node MTBF (Llama 3's fleet): the cluster is interrupted every ~25 h
+    plan = plan_of(BASE + "  tokens: 2T\ncompute: {nodes: 256, gpu: A100-80G}\ncheckpoints: {interval: 36h}\n")
+    assert plan.checkpoints.cluster_mtbf_hours < 36 < (plan.cost.run_hours or 0)
     assert any("expected time between interruptions" in w for w in plan.warnings), plan.warnings
     # longer still, each failure loses more than the run makes between failures: an error, not a 1e9 h plan
     with pytest.raises(PlanningError) as e:
-        plan_of(BASE + "  tokens: 2T\ncompute: {nodes: 64, gpu: A100-80G}\ncheckpoints: {interval: 3d}\n")
+        plan_of(BASE + "  tokens: 2T\ncompute: {nodes: 256, gpu: A100-80G}\ncheckpoints: {interval: 3d}\n")
     assert e.value.problems[0].dotted == "checkpoints.interval" and "never finishes" in e.value.problems[0].message
 
 

@@ -140,9 +140,17 @@ def test_plans_fit_and_layouts_are_consistent(data: dict[str, Any]) -> None:
     assert z.headroom >= z.min_headroom
     assert z.total == z.weights + z.gradients + z.optimizer_states + z.activations + z.reserve
     assert c.gpus_per_node % c.tp == 0
-    assert m.heads % c.tp == 0 and m.kv_heads % c.tp == 0
+    assert m.heads % c.tp == 0 and (m.kv_heads % c.tp == 0 or c.tp % m.kv_heads == 0)  # KV heads replicate
     # uneven pipelines: equal middle stages, shorter first and last ones (sizing.pipeline_splits)
     assert sizing.pipeline_splits(m.layers, c.pp)
+    # experts: ep carved from dp, dividing the experts, inside one node's NVLink with tp when auto; dense: ep 1
+    assert 0 < m.active_parameters <= m.parameters
+    if m.moe is None:
+        assert c.ep == 1 and m.active_parameters == m.parameters
+    else:
+        assert c.dp % c.ep == 0 and m.moe.experts % c.ep == 0 and m.active_parameters < m.parameters
+        if spec.parallelism.expert == "auto":
+            assert c.ep * c.tp <= 8
     assert c.tp * c.pp * c.dp == c.total_gpus == c.nodes * c.gpus_per_node
     assert len(c.ranks) == c.nodes and [n.rank for n in c.ranks] == list(range(c.nodes))
     if isinstance(spec.compute.nodes, int):
@@ -226,9 +234,10 @@ def setups(draw: st.DrawFn) -> tuple[sizing.TrainingSetup, int]:
     tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if arch.heads % t == 0 and arch.kv_heads % t == 0]))
     pp = draw(st.sampled_from([p for p in (1, 2, 4, 8) if arch.layers % p == 0]))
     lora = draw(st.sampled_from([None, None, 16]))
+    optimizer = draw(st.sampled_from(list(sizing.OPTIMIZER_BYTES)))
     setup = sizing.TrainingSetup(
         arch=arch, seq_len=draw(st.sampled_from([1024, 4096, 32768])), micro_batch=draw(st.integers(1, 4)),
-        precision=draw(st.sampled_from(["bf16", "fp32"])), optimizer=draw(st.sampled_from(list(sizing.OPTIMIZER_BYTES))),
+        precision="bf16" if optimizer == "adamw-bf16" else draw(st.sampled_from(["bf16", "fp32"])), optimizer=optimizer,
         zero_stage=draw(st.integers(0, 3)), tp=tp, pp=pp, dp=draw(st.integers(1, 512)),
         sequence_parallel=draw(st.booleans()) and tp > 1, recompute=draw(st.sampled_from(sizing.RECOMPUTE_MODES)),
         lora_rank=lora, qlora=lora is not None and draw(st.booleans()))

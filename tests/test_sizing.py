@@ -138,8 +138,10 @@ def test_full_recompute_is_smallest_and_includes_working_set() -> None:
                                                sequence_parallel=True, recompute=mode)).activations
             for mode in RECOMPUTE_MODES}
     assert acts["full"] < acts["selective"] < acts["none"]
-    one_layer = activation_bytes_per_layer(4096, 1, 4096, 32, tp=2, sequence_parallel=True)
-    assert acts["full"] > one_layer  # the recomputed layer is live during its backward
+    # the recomputed layer is live during its backward, without the a*s*s scores FlashAttention never stores
+    one_layer = activation_bytes_per_layer(4096, 1, 4096, 32, tp=2, sequence_parallel=True, recompute="selective")
+    with_scores = activation_bytes_per_layer(4096, 1, 4096, 32, tp=2, sequence_parallel=True)
+    assert one_layer < acts["full"] < with_scores
 
 
 def test_fp32_doubles_activations() -> None:
@@ -289,7 +291,7 @@ def test_breakdown_shape() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [
-        (dict(tp=3), r"tp=3 does not divide the 32 attention heads"),
+        (dict(tp=3), r"tp=3 does not split the 32 attention heads"),
         (dict(pp=33), r"pp=33 is more pipeline stages than the model.s 32 layers"),
         (dict(zero_stage=4), r"zero_stage must be 0, 1, 2 or 3"),
         (dict(optimizer="rmsprop"), r"allowed: adamw, adam, sgd"),
@@ -308,9 +310,22 @@ def test_validation_errors(kwargs, pattern) -> None:
         per_gpu_memory(TrainingSetup(**base))
 
 
-def test_kv_heads_must_divide_by_tp() -> None:
-    with pytest.raises(SizingError, match=r"8 KV heads.*replicate"):
-        per_gpu_memory(TrainingSetup(arch=PRESETS["llama-3-8b"], seq_len=4096, micro_batch=1, tp=16))
+def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
+    """tp=16 over 8 KV heads runs (Megatron-LM replicates each KV head on 2 ranks); the copies cost memory."""
+    arch = PRESETS["llama-3-8b"]
+    m = per_gpu_memory(TrainingSetup(arch=arch, seq_len=4096, micro_batch=1, tp=16, zero_stage=0))
+    extra = 2 * arch.hidden * arch.d_head * (16 - 8) * arch.layers
+    assert m.weights == -(-2 * (arch.parameters + extra) // 16)
+    assert any("replicates them" in n for n in m.notes)
+    # one KV head at tp=4 (the refused-but-ran layout of issue 24): accepted
+    one_kv = architecture_for(layers=24, hidden=6144, heads=48, kv_heads=1)
+    per_gpu_memory(TrainingSetup(arch=one_kv, seq_len=4096, micro_batch=1, tp=4))
+
+
+def test_kv_heads_neither_dividing_nor_multiple_are_refused() -> None:
+    six = architecture_for(layers=24, hidden=6144, heads=48, kv_heads=6)
+    with pytest.raises(SizingError, match=r"6 KV heads.*replicates KV heads"):
+        per_gpu_memory(TrainingSetup(arch=six, seq_len=4096, micro_batch=1, tp=4))
 
 
 def test_sizing_error_is_value_error() -> None:

@@ -35,7 +35,9 @@ def _spec(folder: Path, nodes: int, extra: str = "") -> Path:
     text = PRETRAIN.read_text()
     assert NODES_LINE in text
     spec = folder / f"pretrain-{nodes}.yaml"
-    text = text.replace(NODES_LINE, f"  nodes: {nodes}\n  max_nodes: {max(nodes, 512)}\n")
+    # on the type pretrain-70b's own plan picks: from ~128 nodes the network-aware time prefers RoCE (another MTU)
+    chosen = api.plan(PRETRAIN).compute.instance_type
+    text = text.replace(NODES_LINE, f"  nodes: {nodes}\n  max_nodes: {max(nodes, 512)}\n  instance_types: [{chosen}]\n")
     if nodes > 512:  # thousands of spot nodes at the default 0.1 reclaims a node-day never finish: an error
         assert "  protection_hours: 1\n" in text
         text = text.replace("  protection_hours: 1\n", "  protection_hours: 1\n  interruptions_per_node_day: 0.001\n")

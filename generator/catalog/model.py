@@ -7,6 +7,7 @@ Standard library only; :mod:`generator.catalog.load` builds these from the CSV f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from generator.catalog.unavailable import UnavailableAccelerator, find_unavailable
@@ -51,6 +52,9 @@ class Price:
     source: str
 
 
+_BORROWED_RATE = re.compile(r"at [0-9.]+ x the (\S+) rate")
+
+
 @dataclass(frozen=True, slots=True)
 class InstanceType:
     name: str
@@ -79,6 +83,16 @@ class InstanceType:
     def rdma(self) -> bool:
         """True if the type has an RDMA fabric: eRDMA through ERIs, or RoCE on SCC."""
         return self.eri_count > 0 or self.scc
+
+    @property
+    def price_borrowed_from(self) -> str | None:
+        """The GPU model whose per-GPU rate this type's estimated price was scaled from, when it is another GPU's
+        (the catalog prices H20, L20 and Blackwell types "at N x the A100-80G rate", data/v1/README.md), else None:
+        such a price says nothing about how the two GPU families compare."""
+        if not self.price.estimated:
+            return None
+        m = _BORROWED_RATE.search(self.price.source)
+        return m.group(1) if m and m.group(1) != self.gpu else None
 
     @property
     def total_gpu_memory_gib(self) -> float:

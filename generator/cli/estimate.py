@@ -53,6 +53,22 @@ def _dump(data: Any) -> str:
               help="MLP matrices per layer: 3 for SwiGLU (Llama, default), 2 for GELU (GPT-3, BLOOM, MT-NLG).")
 @click.option("--tied-embeddings/--untied-embeddings", default=None,
               help="Output projection shares the embedding matrix (GPT-3, BLOOM, MT-NLG); default untied.")
+@click.option("--head-dim", type=_POSITIVE, help="Width of one attention head when not hidden/heads (Qwen3: 128).")
+@click.option("--experts", type=click.IntRange(min=2),
+              help="Mixture of experts: routed experts per MoE layer (with --top-k and --expert-ffn-hidden).")
+@click.option("--top-k", type=_POSITIVE, help="MoE: routed experts each token uses.")
+@click.option("--expert-ffn-hidden", type=_POSITIVE, help="MoE: the MLP width of one expert.")
+@click.option("--shared-experts", type=click.IntRange(min=0), default=0, show_default=True,
+              help="MoE: experts every token passes through besides its top-k (DeepSeek-V3: 1).")
+@click.option("--dense-layers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="MoE: leading layers that keep a dense MLP of --ffn-hidden (DeepSeek-V3: 3).")
+@click.option("--capacity-factor", type=click.FloatRange(1, 16),
+              help="MoE: expert capacity over the mean load (tokens beyond it dropped); default: dropless.")
+@click.option("--ep", type=_POSITIVE, default=1, show_default=True,
+              help="Expert-parallel degree (MoE): experts split over ep of the dp ranks; must divide dp.")
+@click.option("--vpp", type=_POSITIVE, default=1, show_default=True,
+              help="Interleaved (virtual) pipeline stages per GPU (parallelism.virtual_stages); pp x vpp must divide "
+                   "the layers.")
 @click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
 @click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True)
@@ -79,7 +95,9 @@ def _dump(data: Any) -> str:
 @handle
 def estimate_command(params: int | None, preset: str | None, layers: int | None, hidden: int | None,
                      heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
-                     mlp_matrices: int | None, tied_embeddings: bool | None,
+                     mlp_matrices: int | None, tied_embeddings: bool | None, head_dim: int | None,
+                     experts: int | None, top_k: int | None, expert_ffn_hidden: int | None, shared_experts: int,
+                     dense_layers: int, capacity_factor: float | None, ep: int, vpp: int,
                      seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
                      gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
                      paged_optimizer: bool, headroom: float, gpu: str | None, tokens: int | None,
@@ -91,6 +109,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
       trainstack estimate --params 7.5e9 --gpus 64 --zero 3
       trainstack estimate --preset llama-2-70b --gpus 128 --tp 8 --pp 4 --gpu A100-80G --tokens 2T
       trainstack estimate --preset llama-2-7b --lora-rank 16 --qlora --zero 0 --gpu A10 --json
+      trainstack estimate --preset deepseek-v3 --gpus 2048 --pp 16 --ep 64 --recompute full --gpu H20 --tokens 14.8T
       trainstack estimate --layers 105 --hidden 20480 --heads 128 --ffn-hidden 81920 --vocab 51200 \\
           --mlp-matrices 2 --tied-embeddings --gpus 4480 --tp 8 --pp 35 --gpu A100-80G
     """
@@ -98,7 +117,9 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
 
     result = est.estimate(
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
-        ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, seq_len=seq_len,
+        ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, head_dim=head_dim,
+        experts=experts, top_k=top_k, expert_ffn_hidden=expert_ffn_hidden, shared_experts=shared_experts,
+        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, seq_len=seq_len,
         micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
         tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
         paged_optimizer=paged_optimizer, headroom=headroom, gpu=gpu, tokens=tokens)

@@ -159,6 +159,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     if spec.model.finetune.method == "qlora" and spec.model.precision == "fp32":
         problems.append(Problem(("model", "precision"), "QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here",
                                 "use precision: bf16"))
+    if spec.model.optimizer == "adamw-bf16" and spec.model.precision != "bf16":
+        problems.append(Problem(("model", "optimizer"), f"adamw-bf16 keeps bf16 weights and moments with no fp32 "
+                                f"master copy; it needs precision bf16, not {spec.model.precision}",
+                                "use precision: bf16, or optimizer: adamw"))
     for i, w in enumerate(spec.waivers):
         if w.rule not in RULES:
             problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",

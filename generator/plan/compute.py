@@ -33,6 +33,7 @@ from generator.plan.model import (
     Decision,
     DeploymentSet,
     ModelSummary,
+    MoESummary,
     Node,
     Sizing,
 )
@@ -41,7 +42,7 @@ from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
-from generator.spec.units import human_seconds
+from generator.spec.units import human_count, human_seconds
 
 @dataclass(frozen=True, slots=True)
 class Choice:
@@ -63,6 +64,24 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
         decisions.append(Decision("architecture", f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
                                   f"only a parameter count was given, so trainstack derived a Llama-style shape "
                                   f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
+        known = sizing.name_looks_moe(spec.name, m.weights)
+        if known is not None:
+            warnings.append(f"the model looks like {known}, a mixture-of-experts model, but the spec gives only a total "
+                            "parameter count: it is sized as a dense model, so its FLOPs, hours and cost are those of "
+                            "every parameter working on every token; give model.moe with model.architecture, or a MoE "
+                            "preset (deepseek-v3, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b)")
+    if arch.moe is not None:
+        e = arch.moe
+        decisions.append(Decision("mixture of experts", f"{e.experts} experts, top-{e.top_k}"
+                                  + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
+                                  f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
+                                  "are active per token: FLOPs and hours follow the active ones, memory holds all of "
+                                  f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
+                                  "the expert-parallel ranks; routed activations keep "
+                                  + (f"the capacity factor {e.capacity_factor:g}" if e.capacity_factor else
+                                     f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
+                                     "(dropless router; Switch Transformer's capacity factor 1.25)")
+                                  + " (docs/sizing.md, Mixture of experts)"))
 
     shape = shape_problems(spec, arch)
     if shape:
@@ -72,7 +91,12 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     if not fits:
         raise PlanningError([nothing_fits(spec, rejected, arch, catalog)])
 
-    ranked = sorted((_score(spec, catalog, f) for f in fits), key=lambda s: (s.key, s.fit.itype.name))
+    scored = [_score(spec, catalog, f) for f in fits]
+    # a price borrowed from another GPU's rate never decides between GPU families: with a type of another GPU priced
+    # on its own (a list price, or its own GPU's rate) among the fits, the borrowed ones rank after it (issue 24:
+    # H20, L20 and Blackwell prices are the A100-80G's per-GPU rate scaled)
+    listed = {s.fit.itype.gpu for s in scored if s.fit.itype.price_borrowed_from is None}
+    ranked = sorted(scored, key=lambda s: (_estimate_rank(s, listed), s.key, s.fit.itype.name))
     # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
     finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
     if not finishing:
@@ -101,7 +125,8 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
-    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp} zero={spec.parallelism.zero_stage}",
+    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"
+                              + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
     ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
@@ -155,7 +180,7 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes)
+        min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1)
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
@@ -201,7 +226,10 @@ def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
         vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
         optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
         global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method,
-        lora_rank=choice.lora_rank)
+        lora_rank=choice.lora_rank, active_parameters=arch.active_parameters,
+        moe=None if arch.moe is None else MoESummary(
+            arch.moe.experts, arch.moe.top_k, arch.moe.expert_ffn_hidden, arch.moe.shared_experts,
+            arch.moe.dense_layers, arch.moe.capacity_factor, arch.expert_parameters))
 
 
 def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[str]:
@@ -280,6 +308,13 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
     return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key, sched)
 
 
+def _estimate_rank(s: Scored, listed: set[str]) -> int:
+    """1 for a type whose price is borrowed from another GPU's rate while a type of another GPU model priced on its
+    own also fits, else 0."""
+    t = s.fit.itype
+    return 1 if t.price_borrowed_from is not None and listed - {t.gpu} else 0
+
+
 def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
     """Tie-breaks between equally cheap and fast types: a list price beats an estimate; then the spec's
     bare-metal preference (ECS when it has none); the name decides last, for a stable plan."""
@@ -300,6 +335,13 @@ def _wall(s: Scored) -> float:
 
 
 def _why_lost(s: Scored, best: Scored) -> str:
+    t, b = s.fit.itype, best.fit.itype
+    if t.price_borrowed_from is not None and b.price_borrowed_from is None and t.gpu != b.gpu:
+        cost = (f"; at the estimate its whole run would cost {s.run_cost:,.0f} CNY against {best.run_cost:,.0f}"
+                if s.run_cost is not None and best.run_cost is not None else "")
+        return (f"its price is an ESTIMATE scaled from the {t.price_borrowed_from} rate, which does not decide between "
+                f"GPU families: {b.gpu}, priced on its own, ranks first{cost}; set compute.gpu: {t.gpu} to compare "
+                f"{t.gpu} types alone once you have a quote")
     if s.key[:2] == best.key[:2]:
         why = []
         if s.key[2] != best.key[2]:
@@ -328,7 +370,16 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
     price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
              + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
              + f" [{t.price.source}]")
-    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}"
+    others = sorted({s.fit.itype.gpu for s in ranked
+                     if s.fit.itype.price_borrowed_from is not None and s.fit.itype.gpu != t.gpu})
+    est = ""
+    if others and t.price_borrowed_from is None:
+        est = (f"; {', '.join(others)} type(s) also fit but their prices are ESTIMATES scaled from another GPU's rate, "
+               "which do not decide between GPU families: they rank after the types priced on their own")
+    elif t.price_borrowed_from is not None and len({s.fit.itype.gpu for s in ranked}) > 1:
+        est = (f"; its price and its rivals' are ESTIMATES scaled from the {t.price_borrowed_from} rate, so the "
+               "choice between GPU families rests on estimates: confirm the prices with Alibaba Cloud first")
+    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}{est}"
 
 
 def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
@@ -337,6 +388,13 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
     parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
              f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
+    if arch.moe is not None:
+        inside = fit.ep * fit.tp <= fit.itype.gpus
+        parts.append(f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "
+                     f"{arch.moe.experts} experts each (" + ("as the spec asks" if isinstance(spec.parallelism.expert, int)
+                                                            else "the largest degree dividing the experts and dp")
+                     + ("; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
+                        if inside else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"))
     if spec.parallelism.zero_stage:
         parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
     p = spec.parallelism
@@ -352,8 +410,11 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
     else:
         parts.append(f"memory sized as {framework} allocates it"
                      + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "") + keep)
+    v = spec.parallelism.virtual_stages
     if sched is not None and fit.pp > 1:
-        parts.append(f"the pipeline bubble (pp-1)/(m+pp-1) with m={sched.microbatches} micro-batches per step is "
+        parts.append((f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
+                      if v > 1 else "the pipeline bubble (pp-1)/(m+pp-1)")
+                     + f" with m={sched.microbatches} micro-batches per step is "
                      f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)")
     return "; ".join(parts)
 

@@ -310,6 +310,8 @@ def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
     env = [("TRAINSTACK_NAME", spec.name), ("NNODES", str(fit.nodes)), ("GPUS_PER_NODE", str(fit.itype.gpus)),
            ("TP_SIZE", str(fit.tp)), ("PP_SIZE", str(fit.pp)), ("DP_SIZE", str(fit.dp)),
            ("ZERO_STAGE", str(spec.parallelism.zero_stage))]
+    if fit.ep > 1:  # a MoE model's expert-parallel degree, named as the ECS launcher's
+        env.append(("EP_SIZE", str(fit.ep)))
     if storage.kind != "none":
         env.append(("SHARED_DIR", storage.mount_path))
     if any(d.mount_path == DATA_MOUNT for d in sources):

@@ -1,5 +1,6 @@
 """Quick answers without a spec file: per-GPU memory for a model and layout (``trainstack estimate``), and
-what a planned run costs, line by line with the price data behind each line (``trainstack cost``).
+what a planned run costs, line by line with the price data behind each line (``trainstack cost``, in
+:mod:`generator.plan.cost_report`, re-exported here).
 
 Everything here is a pure function returning plain dicts (JSON-ready: ints, floats, strings, lists), plus
 text renderers for people. The arithmetic lives in :mod:`generator.sizing` (docs/sizing.md); this module
@@ -9,14 +10,13 @@ command line, and explains the result. Nothing here imports pulumi or pydantic, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from generator import sizing
 from generator.catalog import Catalog, GpuModel
 from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
-from generator.plan.model import Plan
-from generator.spec.units import human_bytes, human_count
+from generator.plan.cost_report import cost_report, cost_text
+from generator.spec.units import human_count
 
 __all__ = [
     "DEFAULT_SEQ_LEN",
@@ -88,6 +88,15 @@ def estimate(
     ffn_hidden: int | None = None,
     mlp_matrices: int | None = None,
     tied_embeddings: bool | None = None,
+    head_dim: int | None = None,
+    experts: int | None = None,
+    top_k: int | None = None,
+    expert_ffn_hidden: int | None = None,
+    shared_experts: int = 0,
+    dense_layers: int = 0,
+    capacity_factor: float | None = None,
+    ep: int = 1,
+    vpp: int = 1,
     seq_len: int = DEFAULT_SEQ_LEN,
     micro_batch: int = 1,
     precision: str = "bf16",
@@ -120,6 +129,9 @@ def estimate(
     ``framework`` picks whose accounting of the model states to use (``auto``: megatron for ZeRO 0/1, deepspeed
     for 2/3; ``zero-paper`` reproduces the ZeRO paper), and ``headroom`` is the share of the GPU's memory a fit
     must leave free, as ``parallelism.memory_headroom`` in a spec.
+    ``experts``, ``top_k``, ``expert_ffn_hidden``, ``shared_experts``, ``dense_layers`` and ``capacity_factor``
+    make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp);
+    ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``).
     ``catalog`` is only read when ``gpu`` is given. Raises :class:`EstimateError` with a sentence for any
     input the sizing model cannot use.
     """
@@ -152,13 +164,26 @@ def estimate(
     dp = data_parallel_degree(gpus, tp, pp)
     warnings: list[str] = []
     shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "vocab": vocab,
-             "ffn_hidden": ffn_hidden, "mlp_matrices": mlp_matrices, "tied_embeddings": tied_embeddings}
+             "ffn_hidden": ffn_hidden, "mlp_matrices": mlp_matrices, "tied_embeddings": tied_embeddings,
+             "head_dim": head_dim}
+    moe_given = [f for f, v in (("--top-k", top_k), ("--expert-ffn-hidden", expert_ffn_hidden),
+                                ("--capacity-factor", capacity_factor)) if v is not None]
+    moe_given += [f for f, v in (("--shared-experts", shared_experts), ("--dense-layers", dense_layers)) if v]
+    if experts is None and moe_given:
+        raise EstimateError(f"{', '.join(moe_given)} describe{'s' if len(moe_given) == 1 else ''} mixture-of-experts "
+                            "layers: add --experts (with --top-k and --expert-ffn-hidden), or use a MoE --preset.")
+    if experts is not None and (top_k is None or expert_ffn_hidden is None):
+        raise EstimateError("--experts needs --top-k (experts per token) and --expert-ffn-hidden (one expert's MLP "
+                            "width), as model.moe does.")
     try:
-        arch = sizing.architecture_for(params, preset, **shape)
+        moe = None if experts is None else sizing.MoE(
+            experts=experts, top_k=top_k or 0, expert_ffn_hidden=expert_ffn_hidden or 0,
+            shared_experts=shared_experts, dense_layers=dense_layers, capacity_factor=capacity_factor)
+        arch = sizing.architecture_for(params, preset, moe, **shape)
         setup = sizing.TrainingSetup(
             arch=arch, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
             zero_stage=zero, tp=tp, pp=pp, dp=dp, sequence_parallel=sp and tp > 1, recompute=recompute,
-            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer)
+            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep, vpp=vpp)
         memory = sizing.per_gpu_memory(setup)
         resolved = sizing.resolve_framework(framework, zero)
     except sizing.SizingError as e:
@@ -177,10 +202,15 @@ def estimate(
             "parameters": arch.parameters, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
             "kv_heads": arch.kv_heads, "vocab": arch.vocab, "ffn_hidden": arch.ffn_hidden,
             "tied_embeddings": arch.tied_embeddings, "mlp_matrices": arch.mlp_matrices, "source": arch.source,
-            "counted_parameters": arch.counted_parameters,
+            "counted_parameters": arch.counted_parameters, "active_parameters": arch.active_parameters,
+            "head_dim": arch.d_head, "expert_parameters": arch.expert_parameters,
+            "moe": None if arch.moe is None else {
+                "experts": arch.moe.experts, "top_k": arch.moe.top_k, "expert_ffn_hidden": arch.moe.expert_ffn_hidden,
+                "shared_experts": arch.moe.shared_experts, "dense_layers": arch.moe.dense_layers,
+                "capacity_factor": arch.moe.capacity_factor},
         },
         "setup": {
-            "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "zero_stage": zero, "precision": precision,
+            "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "vpp": vpp, "zero_stage": zero, "precision": precision,
             "optimizer": optimizer, "seq_len": seq_len, "micro_batch": micro_batch,
             "sequence_parallel": setup.sequence_parallel, "recompute": recompute,
             "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",
@@ -202,6 +232,10 @@ def estimate(
                          "usable_bytes": usable, "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
+        if gpu_model.notes.startswith("NOT OFFERED"):
+            warnings.append(f"{gpu_model.name} is not offered by Alibaba Cloud (trainstack catalog --gpu "
+                            f"{gpu_model.name} says why and which GPUs are nearest): its published memory and BF16 "
+                            f"peak are used for comparison only, at the assumed MFU {gpu_model.mfu:g}")
         if precision == "bf16" and not gpu_model.bf16:
             warnings.append(f"{gpu_model.name} has no bf16 support (Volta tensor cores do fp16 and fp32 only): a bf16 "
                             f"run cannot train on it, and a spec with precision bf16 and this GPU is refused; use "
@@ -209,7 +243,7 @@ def estimate(
                             f"peak used for its hours is its fp16 tensor peak")
     if tokens is not None:
         result["tokens"] = tokens
-        result["training_flops"] = sizing.training_flops(arch.parameters, tokens)
+        result["training_flops"] = sizing.training_flops(arch.active_parameters, tokens)  # 6 x N_active x D
         # what the GPUs execute: model FLOPs with attention and logits, plus what recompute adds
         # (generator/sizing/schedule.py); the GPU-hours rest on this figure, not on 6ND
         result["model_flops"] = sizing.flops_per_token(arch, seq_len).total * tokens
@@ -235,6 +269,12 @@ def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
         catalog = load_catalog()
     found = catalog.gpu(name)
     unavailable = catalog.unavailable_accelerator(name) if found is None else None
+    if unavailable is not None and unavailable.vendor == "nvidia":
+        # an NVIDIA part no Alibaba product offers (H100, H800, H200): its published figures, so a run read about
+        # can be compared with a plan here; a CUDA spec would run on it unchanged (unlike an Ascend NPU)
+        return GpuModel(unavailable.name, unavailable.aliases, unavailable.vendor, unavailable.memory_gib,
+                        unavailable.bf16_tflops, True, sizing.DEFAULT_MFU, "nvlink", unavailable.source,
+                        f"NOT OFFERED by Alibaba Cloud: {unavailable.alibaba}")
     if unavailable is not None:
         from generator.catalog.unavailable import unavailable_text
 
@@ -261,7 +301,7 @@ def _model_states(arch: sizing.Architecture, setup: sizing.TrainingSetup,
     total = memory.model_states
     framework = sizing.resolve_framework(setup.framework, setup.zero_stage)
     out: dict[str, Any] = {"total": total, "framework": framework}
-    if setup.lora_rank is not None:
+    if setup.lora_rank is not None or arch.moe is not None:  # the paper's formula has no adapters and no experts
         return out
     stage = sizing.stage_layers(arch.layers, setup.pp)
     # the paper's Psi for this GPU: the largest stage's share of the parameters (uneven pipelines), split over tp
@@ -328,7 +368,14 @@ def estimate_text(result: dict[str, Any]) -> str:
         f"        {a['source']}",
         f"        the shape counts {a['counted_parameters']:,} parameters "
         f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})",
-        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}, ZeRO-{s['zero_stage']} "
+        *([f"        mixture of experts: {a['moe']['experts']} experts, top-{a['moe']['top_k']} of width "
+           f"{a['moe']['expert_ffn_hidden']}" + (f", {a['moe']['shared_experts']} shared" if a['moe']['shared_experts']
+                                                  else "")
+           + (f", {a['moe']['dense_layers']} dense layers first" if a['moe']['dense_layers'] else "")
+           + f"; {human_count(a['active_parameters'])} active per token ({a['active_parameters']:,}), "
+           f"{human_count(a['expert_parameters'])} in routed experts"] if a["moe"] else []),
+        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}"
+        + (f" (ep {s['ep']})" if a["moe"] else "") + f", ZeRO-{s['zero_stage']} "
         f"({s['framework'] if s['finetune'] == 'full' else 'adapters as PEFT holds them'}), "
         f"{s['precision']}, {s['optimizer']}, seq {s['seq_len']}, micro-batch {s['micro_batch']}, "
         f"recompute {s['recompute']}" + (", sequence parallel" if s["sequence_parallel"] else "")
@@ -362,7 +409,8 @@ def estimate_text(result: dict[str, Any]) -> str:
             lines.append("  to fit, try: " + "; or ".join(result["to_fit"]))
         lines.append("")
     if "training_flops" in result:
-        lines.append(f"Compute  6 x N x D = 6 x {a['parameters']:,} x {result['tokens']:,} tokens = "
+        lines.append(f"Compute  6 x N x D = 6 x {a['active_parameters']:,}{' active' if a['moe'] else ''} x "
+                     f"{result['tokens']:,} tokens = "
                      f"{result['training_flops']:.3g} FLOPs   [Kaplan et al. 2020]")
         recompute = {"full": "one more forward for full recompute (x8/6)",
                      "selective": "the attention core's forward again for selective recompute",
@@ -387,6 +435,11 @@ def estimate_text(result: dict[str, Any]) -> str:
 def _zero_paper_text(result: dict[str, Any]) -> list[str]:
     """How our model-state bytes relate to the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)."""
     ms, s, a, m = result["model_states"], result["setup"], result["architecture"], result["per_gpu_bytes"]
+    if "zero_paper" not in ms and a.get("moe"):
+        return [(f"Model states (weights + gradients + optimizer) {_gb(ms['total'])}: the non-expert part sharded over "
+                 f"dp = {s['dp']}, the routed experts over ep = {s['ep']} and their states over the dp/ep expert "
+                 "data-parallel ranks (Megatron-Core MoE), each under the framework's accounting (formulas below)."),
+                ""]
     if "zero_paper" not in ms:
         return [(f"Model states (weights + gradients + optimizer) {_gb(ms['total'])}: LoRA/QLoRA keeps no "
                  "gradients or optimizer states for the frozen base, so the ZeRO paper's formula does not apply; "
@@ -410,187 +463,3 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
     lines.append(f"  Activations ({_gb(m['activations'])}) and the runtime reserve ({_gb(m['reserve'])}) come on top: "
                  "the paper's figure counts model states only.")
     return lines + [""]
-
-
-# --------------------------------------------------------------------------------------------------------
-# cost
-
-# Storage items the planner prices (generator/plan/cost.py, plan_cost): shared file systems by kind and class,
-# checkpoints in OSS Standard (every one the run writes stays). Kept in step with the planner by tests/test_estimate.py.
-_SHARED_ITEM = {"cpfs": "cpfs-{cls}", "extreme-nas": "nas-extreme-{cls}"}
-_OBJECT_ITEM = "oss-standard"
-
-
-def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
-    """Hourly, daily and whole-run cost of a plan, one line per kind of spending, each with its price data.
-
-    The money figures are the planner's (``plan.cost``), so ``trainstack cost`` and ``trainstack plan``
-    never disagree; the catalog is read only to say, for each line, which price it rests on, its date and
-    source, and whether the catalog marks it as an estimate. Each line's whole-run figure is the planner's (hourly
-    cost x wall-clock hours, a Lingjun subscription's compute at its prepaid amount); ``None`` when the spec gives
-    no ``model.tokens``.
-    """
-    c, compute = plan.cost, plan.compute
-    hours = None if c.run_hours is None else c.run_hours + (c.expected_rework_hours or 0.0)
-    itype = catalog.instance(compute.instance_type)
-    on_demand_nodes, spot_nodes = len(plan.spot.on_demand_ranks), len(plan.spot.spot_ranks)
-
-    def line(key: str, label: str, per_hour: float, quantity: str, price: dict[str, Any] | None) -> dict[str, Any]:
-        run = getattr(c, f"{key}_run")  # the planner's figure, from unrounded hours (as the runners-up's)
-        return {"item": key, "label": label, "per_hour": per_hour, "per_day": round(per_hour * 24, 2),
-                "run": None if hours is None else run, "quantity": quantity, "price": price}
-
-    node_price: dict[str, Any] | None = None
-    if itype is not None:
-        p = itype.price
-        node_price = {"what": itype.name, "value": p.cny_per_hour, "unit": "CNY/node-hour",
-                      "estimated": p.estimated, "date": p.date, "region": p.region, "source": p.source}
-    spot_price = None
-    if plan.spot.enabled and node_price is not None:
-        # The spot price is the list price times the spec's assumed price ratio: an assumption, never a quote.
-        spot_price = dict(node_price, value=round(node_price["value"] * plan.spot.assumed_price_ratio, 2),
-                          estimated=True,
-                          source=f"{plan.spot.assumed_price_ratio:.0%} of the list price (spot.price_ratio, an assumption; "
-                                 f"GPU spot prices vary by zone and hour) x {node_price['source']}")
-    lines = [
-        line("compute_on_demand", "compute on demand", c.compute_on_demand_per_hour,
-             f"{on_demand_nodes} x {compute.instance_type}"
-             + (f", Subscription prepaid {c.subscription_months} month(s)" if c.subscription_months else ""),
-             node_price if on_demand_nodes else None),
-        line("compute_spot", "compute spot", c.compute_spot_per_hour,
-             f"{spot_nodes} x {compute.instance_type}" if plan.spot.enabled else "spot off",
-             spot_price if spot_nodes else None),
-    ]
-    storage = plan.storage
-    shared_price = None
-    if storage.kind in _SHARED_ITEM:
-        item = _SHARED_ITEM[storage.kind].format(cls=storage.storage_type)
-        shared_price = _storage_price(catalog, item)
-    lines.append(line("shared_storage", "shared storage", c.shared_storage_per_hour,
-                      f"{storage.capacity_gib:,} GiB {storage.kind} {storage.storage_type}".strip()
-                      if storage.kind != "none" else "none", shared_price))
-    ckpt = plan.checkpoints
-    lines.append(line("object_storage", "object storage", c.object_storage_per_hour,
-                      _object_quantity(plan) if ckpt.enabled else "checkpoints off",
-                      _storage_price(catalog, _OBJECT_ITEM) if ckpt.enabled else None))
-    # Candidates carry compute cost only (the planner ranks instance types on compute); storage does not
-    # depend on the instance type, so the chosen type's compute figures are what the runners-up compare to.
-    fitting = [{"instance_type": x.instance_type, "nodes": x.nodes, "gpus": x.gpus, "tp": x.tp, "pp": x.pp,
-                "dp": x.dp, "per_gpu_gib": x.per_gpu_gib, "compute_per_hour": x.cost_per_hour,
-                "compute_per_day": round(x.cost_per_hour * 24, 2), "compute_run": x.run_cost,
-                "run_hours": x.run_hours, "verdict": x.verdict}
-               for x in plan.candidates if x.nodes]
-    return {
-        "name": plan.name, "stack": plan.stack, "region": plan.region, "currency": c.currency,
-        "catalog_version": plan.catalog_version,
-        "compute": {"instance_type": compute.instance_type, "nodes": compute.nodes, "gpu": compute.gpu,
-                    "total_gpus": compute.total_gpus},
-        "lines": lines,
-        "total": {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total},
-        "paused": None if c.paused is None else {
-            "per_hour": c.paused.per_hour, "per_day": c.paused.per_day, "notes": list(c.paused.notes),
-            "lines": [{"item": i.item, "label": i.label, "per_hour": i.per_hour, "per_day": i.per_day,
-                       "quantity": i.quantity, "basis": i.basis} for i in c.paused.items]},
-        "run_hours": c.run_hours, "expected_rework_hours": c.expected_rework_hours,
-        "subscription_months": c.subscription_months, "checkpoints_kept": c.checkpoints_kept,
-        "object_storage_after_run_per_month": c.object_storage_after_run_per_month,
-        "checkpoints_ia_days": plan.checkpoints.transition_ia_days if plan.checkpoints.enabled else None,
-        "price_notes": list(c.price_notes),
-        "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
-        "runners_up": [x for x in fitting if x["verdict"] != "chosen"],
-        "not_usable": [{"instance_type": x.instance_type, "reason": x.verdict}
-                       for x in plan.candidates if not x.nodes],
-    }
-
-
-def _object_quantity(plan: Plan) -> str:
-    k, n = plan.checkpoints, plan.cost.checkpoints_kept
-    if not n:
-        return f"1 checkpoint of {human_bytes(k.size_bytes)} in OSS (grows by one per interval; none expire)"
-    return (f"about {n / 2:,.0f} checkpoints of {human_bytes(k.size_bytes)} on average; {n:,} "
-            f"({human_bytes(n * k.size_bytes)}) kept at the end")
-
-
-def _storage_price(catalog: Catalog, item: str) -> dict[str, Any] | None:
-    sp = catalog.storage_price(item)
-    if sp is None:
-        return None
-    return {"what": sp.item, "value": sp.price_cny, "unit": sp.unit, "estimated": sp.estimated, "date": sp.date,
-            "region": sp.region, "source": sp.source}
-
-
-def _money(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:,.2f}"
-
-
-def _price_line(p: dict[str, Any]) -> str:
-    return (f"{p['value']:g} {p['unit']} ({p['what']}), " + ("ESTIMATE" if p["estimated"] else "list price")
-            + f", {p['region']}, dated {p['date']}, source: {p['source']}")
-
-
-def cost_text(report: dict[str, Any]) -> str:
-    """The cost report as a page: the cost table, the price data behind each line, and the runners-up."""
-    from generator.plan.report import table
-
-    cur, comp = report["currency"], report["compute"]
-    lines = [(f"Cost of {report['name']} (stack {report['stack']}) in {report['region']}: {comp['nodes']} x "
-              f"{comp['instance_type']} = {comp['total_gpus']} x {comp['gpu']}; {cur}, catalog "
-              f"{report['catalog_version']}"), ""]
-    paused = report.get("paused")
-    if paused is not None:
-        lines.append(f"PAUSED (compute.paused): no GPU node runs and nothing trains. While paused: "
-                     f"{_money(paused['per_hour'])} {cur}/hour, {_money(paused['per_day'])} {cur}/day")
-        lines.append(table(["item", "per hour", "per day", "price", "what"],
-                           [[ln["label"], _money(ln["per_hour"]), _money(ln["per_day"]), ln["basis"], ln["quantity"]]
-                            for ln in paused["lines"]]
-                           + [["total while paused", _money(paused["per_hour"]), _money(paused["per_day"]), "", ""]],
-                           right=(1, 2)))
-        lines += [f"  {n}" for n in paused["notes"]]
-        lines += ["", "Once resumed (the same nodes, the same figures as a running plan):"]
-    rows: list[Sequence[Any]] = []
-    for ln in report["lines"]:
-        p = ln["price"]
-        basis = "" if p is None else ("ESTIMATE" if p["estimated"] else "list")
-        rows.append([ln["label"], _money(ln["per_hour"]), _money(ln["per_day"]), _money(ln["run"]), basis,
-                     ln["quantity"]])
-    t = report["total"]
-    rows.append(["total", _money(t["per_hour"]), _money(t["per_day"]), _money(t["run"]), "", ""])
-    lines.append(table(["item", "per hour", "per day", "whole run", "price", "what"], rows, right=(1, 2, 3)))
-    if report["run_hours"] is None:
-        lines.append("whole run: n/a (give model.tokens in the spec to estimate the run's length)")
-    else:
-        hours = report["run_hours"] + (report["expected_rework_hours"] or 0.0)
-        lines.append(("whole run once resumed (time paused not counted) = " if paused is not None else "whole run = ")
-                     + f"{report['run_hours']:,.1f} h training + {report['expected_rework_hours'] or 0:,.1f} h "
-                     f"expected rework and restores after interruptions = {hours:,.1f} h ({hours / 24:,.1f} days)")
-        if report.get("subscription_months"):
-            lines.append(f"compute: Subscription prepaid for {report['subscription_months']} month(s) "
-                         f"({report['subscription_months'] * 730:,} h) whatever the run's length; its whole-run "
-                         "figure is the prepaid amount, not per hour x hours")
-    if report.get("object_storage_after_run_per_month") is not None:
-        lines.append(f"after the run the bucket still holds {report['checkpoints_kept']:,} checkpoints, about "
-                     f"{report['object_storage_after_run_per_month']:,.2f} {cur}/month"
-                     + (f" once in Infrequent Access (after {report['checkpoints_ia_days']} days)"
-                        if report.get("checkpoints_ia_days") else "")
-                     + " until you delete them (only noncurrent versions expire)")
-    lines += ["", "Price data"]
-    for ln in report["lines"]:
-        p = ln["price"]
-        lines.append(f"  {ln['label']}: " + ("not used" if p is None else _price_line(p)))
-    if any(ln["price"] and ln["price"]["estimated"] for ln in report["lines"]):
-        lines.append("  ESTIMATE = not a published list price; see generator/catalog/data/v1/README.md for the method.")
-    if report["runners_up"]:
-        lines += ["", "Runners-up (other instance types that fit; compute cost only, storage is the same for all)"]
-        shown = ([report["chosen"]] if report["chosen"] else []) + report["runners_up"]
-        lines.append(table(["instance type", "nodes", "GPUs", "tp/pp/dp", f"{cur}/h", f"{cur}/day", "whole run",
-                            "verdict"],
-                           [[x["instance_type"], x["nodes"], x["gpus"], f"{x['tp']}/{x['pp']}/{x['dp']}",
-                             _money(x["compute_per_hour"]), _money(x["compute_per_day"]), _money(x["compute_run"]),
-                             x["verdict"]]
-                            for x in shown], right=(1, 2, 4, 5, 6)))
-    else:
-        lines += ["", "Runners-up: none (no other instance type fits this spec)"]
-    if report["not_usable"]:
-        lines.append(f"{len(report['not_usable'])} other instance type(s) could not be used; "
-                     "'trainstack plan' says why.")
-    return "\n".join(lines) + "\n"

@@ -28,6 +28,24 @@ class Fit:
     pp: int
     dp: int
     memory: sizing.MemoryBreakdown
+    ep: int = 1
+
+
+# GPUs of one NVLink domain: the 8 GPUs of a multi-node type (generator.plan.layout.MULTI_NODE_GPUS)
+NVLINK_GPUS = 8
+
+
+def expert_degree(arch: sizing.Architecture, fixed: int | str, tp: int, dp: int) -> int:
+    """The expert-parallel degree of a layout: ``parallelism.expert`` when the spec fixes it, else the largest
+    degree that divides the experts and the data-parallel degree and keeps ep x tp inside one node's NVLink
+    domain (its all-to-all then never crosses the network); 1 for a dense model. A larger ep never needs more
+    memory: the experts' weights shrink by ep and their ZeRO shards stay E x K/(tp pp dp)."""
+    if arch.moe is None:
+        return 1 if fixed == "auto" else int(fixed)
+    if isinstance(fixed, int):
+        return fixed
+    return max(e for e in range(1, max(1, NVLINK_GPUS // tp) + 1)
+               if arch.moe.experts % e == 0 and dp % e == 0)
 
 
 @dataclass(frozen=True, slots=True)

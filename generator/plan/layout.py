@@ -15,8 +15,9 @@ import re
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
-from generator.plan.fit import Fit, PlanningError
-from generator.plan.schedule import deadline_nodes, first_meeting, fit_schedule, meets_deadline
+from generator.plan.fit import Fit, PlanningError, expert_degree
+from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
+from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -37,20 +38,33 @@ def architecture(spec: Spec) -> sizing.Architecture:
     m = spec.model
     shape = m.architecture.model_dump() if m.architecture else {}
     try:
-        return sizing.architecture_for(m.parameters, m.preset, **shape)
+        moe = sizing.MoE(**m.moe.model_dump()) if m.moe is not None else None
+        return sizing.architecture_for(m.parameters, m.preset, moe, **shape)
     except sizing.SizingError as e:
-        path = ("model", "preset") if m.preset and not shape else ("model",)
+        path = ("model", "moe") if m.moe is not None else ("model", "preset") if m.preset and not shape else ("model",)
         raise PlanningError([Problem(path, str(e))]) from None
 
 
 def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
     p, out = spec.parallelism, []
-    if isinstance(p.tensor, int) and (arch.heads % p.tensor or arch.kv_heads % p.tensor):
-        ok = [t for t in (1, 2, 4, 8, 16) if arch.heads % t == 0 and arch.kv_heads % t == 0]
-        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not divide the model's "
-                           f"{arch.heads} attention heads ({arch.kv_heads} KV heads)",
-                           f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.tensor, int) and not sizing.tp_splits_heads(arch, p.tensor):
+        ok = [t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t)]
+        kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
+        out.append(Problem(("parallelism", "tensor"), f"tensor parallelism {p.tensor} does not split the model's "
+                           f"{arch.heads} attention heads and {kv} (it must divide the heads, and divide the KV "
+                           "heads or be a multiple of them)", f"use tensor: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(p.expert, int) and p.expert > 1 and (arch.moe is None or arch.moe.experts % p.expert):
+        out.append(Problem(("parallelism", "expert"), f"expert parallelism {p.expert} needs a mixture-of-experts "
+                           "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
+                           f"model's {arch.moe.experts} experts", "use expert: auto" + (
+                               "" if arch.moe is None else ", or a degree that divides the experts")))
+    v = p.virtual_stages
+    if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
+        ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
+        out.append(Problem(("parallelism", "virtual_stages"), f"{v} interleaved stages per GPU need a pipeline whose "
+                           f"degree times {v} divides the model's {arch.layers} layers; pipeline is {p.pipeline}",
+                           f"use pipeline: auto, or one of {', '.join(map(str, ok)) or 'none'}, or virtual_stages: 1"))
     if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
         out.append(Problem(("parallelism", "pipeline"), f"pipeline parallelism {p.pipeline} is more stages than the "
                            f"model's {arch.layers} layers", f"use pipeline: auto, or at most {arch.layers}"))
@@ -76,7 +90,8 @@ def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lor
         optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
         sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
         qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None)
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp),
+        vpp=p.virtual_stages if pp > 1 else 1)
 
 
 def _divisors(n: int) -> list[int]:
@@ -200,9 +215,10 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
                                 if t.gpus != MULTI_NODE_GPUS else "no eRDMA or RoCE for multi-node training")
             continue
         tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
-                                                              if arch.heads % d == 0 and arch.kv_heads % d == 0]
-        pps = [p.pipeline] if isinstance(p.pipeline, int) else [d for d in AUTO_PIPELINE
-                                                                 if sizing.pipeline_splits(arch.layers, d)]
+                                                              if sizing.tp_splits_heads(arch, d)]
+        pps = [p.pipeline] if isinstance(p.pipeline, int) else [
+            d for d in AUTO_PIPELINE if sizing.pipeline_splits(arch.layers, d)
+            and (p.virtual_stages == 1 or d == 1 or arch.layers % (d * p.virtual_stages) == 0)]
         if isinstance(p.tensor, int) and p.tensor > t.gpus:
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue
@@ -255,19 +271,16 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
         return None
     if last.total > gpu_bytes:
         return None
-    lo, hi = 0, len(node_options) - 1  # binary search: the first node count whose memory fits
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if mem(node_options[mid]).total <= gpu_bytes:
-            hi = mid
-        else:
-            lo = mid + 1
-    # then the deadline, with every overhead of the layout counted (bubble, checkpoint writes, rework, restores)
-    at = first_meeting(node_options, lo, lambda k: meets_deadline(spec, catalog, arch, lora_rank, t, k, tp, pp))
+    # the first node count whose memory fits (monotone), then the first from there that meets the deadline with
+    # every overhead of the layout counted (unimodal wall time): generator/plan/search.py
+    lo = first_true(len(node_options), lambda i: mem(node_options[i]).total <= gpu_bytes)
+    assert lo is not None  # the last option fits
+    at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, node_options, lo, tp, pp)
     if at is None:
         return None
     n = node_options[at]
-    return Fit(t, n, tp, pp, int(n * t.gpus // (tp * pp)), mem(n))
+    dp = int(n * t.gpus // (tp * pp))
+    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp))
 
 
 def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
@@ -280,6 +293,8 @@ def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int,
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+    if isinstance(p.expert, int) and p.expert > 1:  # the expert-parallel group is carved from the dp ranks
+        node_options = [n for n in node_options if (n * t.gpus // (tp * pp)) % p.expert == 0]
     batch_seqs = _batch_sequences(spec)
     if batch and batch_seqs is not None:
         node_options = [n for n in node_options
@@ -469,15 +484,17 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     pipeline degrees: the floor of an elastic launch. Memory never grows with the data-parallel degree, so a
     binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
     t = fit.itype
-    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0]
+    ep = spec.parallelism.expert if isinstance(spec.parallelism.expert, int) else 1  # a fixed ep must divide dp
+    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0
+               and (n * t.gpus // (fit.tp * fit.pp)) % ep == 0]
     gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
 
-    def fits(n: int) -> bool:
+    def fits(i: int) -> bool:
         try:
-            dp = n * t.gpus // (fit.tp * fit.pp)
+            dp = options[i] * t.gpus // (fit.tp * fit.pp)
             return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
         except sizing.SizingError:
             return False
 
-    at = first_meeting(options, 0, fits)
+    at = first_true(len(options), fits)
     return fit.nodes if at is None else options[at]

@@ -79,6 +79,19 @@ class DeploymentSet:
 
 
 @dataclass(frozen=True, slots=True)
+class MoESummary:
+    """A mixture-of-experts model's expert layers (model.moe, or a MoE preset's)."""
+
+    experts: int
+    top_k: int
+    expert_ffn_hidden: int
+    shared_experts: int
+    dense_layers: int
+    capacity_factor: float | None
+    expert_parameters: int  # the routed experts' parameters, what expert parallelism shards
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSummary:
     parameters: int
     layers: int
@@ -96,6 +109,8 @@ class ModelSummary:
     tokens: int | None
     finetune: str
     lora_rank: int | None
+    active_parameters: int = 0  # parameters a token passes through (= parameters for a dense model)
+    moe: MoESummary | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +166,8 @@ class Compute:
     # compute.paused: the program declares no GPU node; ranks, names and addresses are planned as if running
     paused: bool = False
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
+    ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
+    vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
 
 
 @dataclass(frozen=True, slots=True)

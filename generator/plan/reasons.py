@@ -14,7 +14,7 @@ from generator import sizing
 from generator.catalog import Catalog
 from generator.plan.fit import Fit
 from generator.plan.layout import memory_minimum
-from generator.plan.schedule import batch_sequences, fit_schedule, meets_deadline
+from generator.plan.schedule import batch_sequences, first_meeting_deadline, fit_schedule
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes, human_count
 
@@ -44,7 +44,8 @@ def nodes_reason(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     days = spec.budget.max_days
     deadline: int | None = None
     if days is not None and spec.model.tokens:
-        deadline = next((k for k in counts if meets_deadline(spec, catalog, arch, lora_rank, t, k, fit.tp, fit.pp)), n)
+        at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, counts, 0, fit.tp, fit.pp)
+        deadline = n if at is None else counts[at]
     batch = batch_sequences(spec)
     low = max(floor, deadline or 0)
     binding: list[str] = []

@@ -67,11 +67,14 @@ def plan_text(plan: Plan) -> str:
         "",
         f"  model        {human_count(m.parameters)} parameters ({m.layers} layers, hidden {m.hidden}, {m.heads} heads), "
         f"{m.precision}, {m.optimizer}, seq {m.sequence_length}, micro-batch {m.micro_batch_size}"
-        + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else ""),
+        + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else "")
+        + (f"; mixture of experts: {m.moe.experts} experts top-{m.moe.top_k}, {human_count(m.active_parameters)} "
+           "active per token" if m.moe else ""),
         ("  compute      PAUSED: no node is declared; resuming brings back " if c.paused else "  compute      ")
         + f"{c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
         + (" bare metal" if c.bare_metal else ""),
-        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp} ZeRO-{c.zero_stage} recompute={c.recompute}"
+        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
+        + (f" vpp={c.vpp}" if c.vpp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
         + (" sp" if c.sequence_parallel else ""),
         f"  network      RDMA {c.rdma}" + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
         + f", VPC {plan.network.vpc_cidr}, egress {plan.network.egress}",

@@ -55,11 +55,14 @@ def _summary(plan: Plan) -> list[str]:
     per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (" (ESTIMATE)" if estimated else "")
     rows = [
         ["model", md.text(f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
-                          f"{m.optimizer}, seq {m.sequence_length}")],
+                          f"{m.optimizer}, seq {m.sequence_length}"
+                          + (f", mixture of experts ({m.moe.experts} experts top-{m.moe.top_k}, "
+                             f"{human_count(m.active_parameters)} active)" if m.moe else ""))],
         ["instance type", md.code(c.instance_type, cell=True) + (" bare metal" if c.bare_metal else "")],
         ["nodes", (f"**PAUSED**: none declared; resumes as {c.nodes}" if c.paused else str(c.nodes))],
         ["GPUs", md.text(f"{c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)")],
-        ["layout", md.text(f"tp={c.tp} pp={c.pp} dp={c.dp} ZeRO-{c.zero_stage} recompute={c.recompute}"
+        ["layout", md.text(f"tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
+                           + (f" vpp={c.vpp}" if c.vpp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
                            + (" sp" if c.sequence_parallel else ""))],
         ["memory per GPU", md.text(f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} "
                                    f"(headroom {human_bytes(z.headroom)})")],

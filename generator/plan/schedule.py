@@ -9,12 +9,13 @@ The ranking (:mod:`generator.plan.compute`), the deadline (:mod:`generator.plan.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
+from generator.plan import search
+from generator.plan.fit import expert_degree
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
@@ -66,7 +67,7 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
     if mbps <= 0 or free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
         return TierChoice(oss, "oss", (f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
                                        "checkpoints beside the dataset" if mbps > 0 else
-                                       f"the catalog states no throughput for {name}") + ": written to OSS at the {region.id} upload limit "
+                                       f"the catalog states no throughput for {name}") + f": written to OSS at the {region.id} upload limit "
                                       f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
     gbps = mbps * 8 / 1000
     source = (f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "
@@ -96,6 +97,22 @@ def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
     return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
 
 
+# A node's inter-node bandwidth when the catalog states none (Lingjun machine types): 400 Gbit/s, one 400G NIC,
+# the least an HPN node has (an assumption; Alibaba's HPN 7.0 paper, Qian et al. SIGCOMM 2024, gives 8 x 400G).
+ASSUMED_NIC_GBPS = 400.0
+
+
+def internode_gbps(spec: Spec, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+    """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate (a Lingjun type's HPN RDMA rate) over
+    RDMA, else its VPC network (0: not stated)."""
+    if spec.compute.platform == "lingjun":
+        lj = catalog.lingjun_type(t.name)
+        return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
+    if rdma:
+        return float(t.erdma_gbps or t.roce_gbps or t.network_gbps or 0.0)
+    return float(t.network_gbps or 0.0)
+
+
 def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
                  nodes: int, tp: int, pp: int) -> sizing.Schedule | None:
     """The schedule of ``nodes`` nodes of ``t`` with tensor degree ``tp`` and pipeline degree ``pp``; None without
@@ -108,9 +125,27 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     assert region is not None and gpu is not None
     gpus = nodes * t.gpus
     dp = max(1, gpus // (tp * pp))
-    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma_between_nodes(spec, t))
+    rdma = rdma_between_nodes(spec, t)
+    ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
+    stated = internode_gbps(spec, catalog, t, rdma)
+    nic = stated or ASSUMED_NIC_GBPS
+    assumed = "" if stated else " (not stated for this type: an assumption)"
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
+    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, gpu.bf16_tflops, gpu.mfu)
+    # one optimizer step: dp x micro-batch x m sequences, at the GPU's rated MFU
+    step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
+    step_s = executed / m.tokens * step_tokens / (gpus * gpu.bf16_tflops * 1e12 * gpu.mfu)
+    experts = arch.expert_parameters
+    per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
+    trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
+    dpx = sizing.data_parallel_ratio(trainable, dp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
+    comm = ((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
+             f"{a2a:.0%} of compute, not overlapped", a2a),
+            (f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
+             f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
+             f"{dpx:.0%} of compute", dpx))
+    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
     tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
@@ -118,7 +153,12 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None
     return sizing.schedule(executed, gpus, gpu.bf16_tflops, mfu, pp, micro, size, tier,
-                           interruptions_per_hour(spec, nodes), interval)
+                           interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
+
+
+def virtual_degree(spec: Spec, pp: int) -> int:
+    """The interleaved (virtual) stages per GPU: ``parallelism.virtual_stages`` with a pipeline, 1 without one."""
+    return spec.parallelism.virtual_stages if pp > 1 else 1
 
 
 def meets_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
@@ -141,57 +181,35 @@ def plan_schedule(s: sizing.Schedule | None) -> Schedule | None:
                     interruptions=round(s.interruptions, 2), notes=s.notes)
 
 
+def deadline_cost(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                  t: InstanceType, nodes: int, tp: int, pp: int) -> float:
+    """The wall-clock hours the deadline is checked against at ``nodes`` nodes (0 without model.tokens): they fall
+    with more nodes until interruptions, which grow with the node count, outweigh them (unimodal, as
+    :func:`generator.plan.search.first_within` needs)."""
+    s = fit_schedule(spec, catalog, arch, lora_rank, t, nodes, tp, pp)
+    return 0.0 if s is None else s.wall_hours
+
+
+def first_meeting_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
+                           t: InstanceType, options: list[int], start: int, tp: int, pp: int) -> int | None:
+    """The index of the first of ``options[start:]`` that meets ``budget.max_days`` with every overhead counted
+    (``start`` itself without a deadline), or None: the one unimodal search, :func:`search.first_within`."""
+    if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
+        return start if start < len(options) else None
+    return search.first_within(len(options), lambda i: deadline_cost(spec, catalog, arch, lora_rank, t, options[i],
+                                                                     tp, pp), spec.budget.max_days * 24, start)
+
+
 def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
                    t: InstanceType, tp: int, pp: int, upto: int = 1 << 20) -> int | None:
     """The fewest nodes (a multiple the layout can split) that meet ``budget.max_days`` with every overhead
-    counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often).
-
-    Doubling then bisection: wall time falls with the node count until interruptions dominate."""
+    counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often)."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
         return 1
     step = tp * pp // math.gcd(tp * pp, t.gpus)
-
-    def ok(n: int) -> bool:
-        return meets_deadline(spec, catalog, arch, lora_rank, t, n * step, tp, pp)
-
-    hi = 1
-    while not ok(hi):
-        if hi * step >= upto:
-            return None
-        hi *= 2
-    lo = hi // 2 + 1 if hi > 1 else 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi * step
-
-
-def first_meeting(options: list[int], start: int, ok: Callable[[int], bool]) -> int | None:
-    """The index of the first of ``options[start:]`` for which ``ok`` holds, or None: galloping then bisection,
-    since wall time falls with the node count; the option before the one returned (from ``start``) fails ``ok``."""
-    if start >= len(options):
-        return None
-    if ok(options[start]):
-        return start
-    fail, step = start, 1
-    while True:
-        probe = min(fail + step, len(options) - 1)
-        if ok(options[probe]):
-            break
-        if probe == len(options) - 1:
-            return None
-        fail, step = probe, step * 2
-    lo, hi = fail + 1, probe
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(options[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
+    options = list(range(step, upto + 1, step))
+    at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, options, 0, tp, pp)
+    return None if at is None else options[at]
 
 
 def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,

@@ -181,6 +181,9 @@ def launch_env(plan: Plan) -> list[tuple[str, str]]:
         ("PP_SIZE", str(c.pp)),
         ("DP_SIZE", str(c.dp)),
         ("ZERO_STAGE", str(c.zero_stage)),
+        # a MoE model's expert-parallel degree and interleaved stages, only when the plan has them
+        *([("EP_SIZE", str(c.ep))] if plan.model.moe is not None else []),
+        *([("VPP_SIZE", str(c.vpp))] if c.vpp > 1 else []),
         ("SHARED_DIR", plan.storage.mount_path if plan.storage.kind != "none" else "/mnt/local"),
         ("CHECKPOINT_URL", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else ""),
         ("CHECKPOINT_ENDPOINT", plan.checkpoints.internal_endpoint if plan.checkpoints.enabled else ""),

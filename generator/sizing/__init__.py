@@ -1,4 +1,4 @@
-"""Training memory, compute and checkpoint sizing ("sizing") for dense decoder LLMs.
+"""Training memory, compute and checkpoint sizing ("sizing") for dense and mixture-of-experts decoder LLMs.
 
 Everything here is pure arithmetic: no I/O, no clock, no pulumi.  The formulas
 come from the papers cited inline; docs/sizing.md has the worked examples.
@@ -31,6 +31,8 @@ The package re-exports the public names of its modules, so ``from generator impo
 
 * :mod:`~generator.sizing.common`: the error type, units, exact rounding and argument checks;
 * :mod:`~generator.sizing.architecture`: parameter counting, presets, derived and explicit shapes;
+* :mod:`~generator.sizing.moe`: mixture-of-experts layers: expert counts, active parameters, routed activations
+  and the all-to-all traffic of expert parallelism;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
@@ -71,21 +73,31 @@ from generator.sizing.memory import (
     per_gpu_memory,
     pipeline_splits,
     stage_layers,
+    tp_splits_heads,
     validate_setup,
 )
+from generator.sizing.moe import (
+    DEFAULT_IMBALANCE,
+    KNOWN_MOE_NAMES,
+    MoE,
+    alltoall_bytes_per_token,
+    name_looks_moe,
+)
+from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
 from generator.sizing.schedule import (
     RELAUNCH_HOURS,
     FlopsPerToken,
     LayoutMfu,
     Schedule,
     Tier,
+    alltoall_ratio,
+    data_parallel_ratio,
     executed_flops,
     flops_per_token,
     layout_mfu,
     microbatches,
     schedule,
 )
-from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
 
 __all__ = [
     "SizingError",
@@ -101,6 +113,14 @@ __all__ = [
     "TrainingSetup",
     "MemoryBreakdown",
     "validate_setup",
+    "tp_splits_heads",
+    "MoE",
+    "DEFAULT_IMBALANCE",
+    "KNOWN_MOE_NAMES",
+    "alltoall_bytes_per_token",
+    "alltoall_ratio",
+    "data_parallel_ratio",
+    "name_looks_moe",
     "model_state_bytes",
     "activation_bytes_per_layer",
     "lora_trainable_parameters",

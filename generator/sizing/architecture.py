@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from generator.sizing.common import SizingError, _positive_int
+from generator.sizing.moe import MoE, mlp_parameters
 
 
 def parameters_of(
@@ -22,8 +23,10 @@ def parameters_of(
     *,
     tied_embeddings: bool = False,
     mlp_matrices: int = 3,
+    head_dim: int | None = None,
+    moe: MoE | None = None,
 ) -> int:
-    """Parameter count of a dense pre-norm decoder from its shape.
+    """Parameter count of a pre-norm decoder from its shape (dense, or MoE with ``moe``).
 
     With L=layers, h=hidden, a=heads, g=kv_heads, d=h/a (head dim), f=ffn_hidden, V=vocab::
 
@@ -34,6 +37,10 @@ def parameters_of(
         final norm        = h
 
         total = L * (2h^2 + 2hgd + mlp_matrices*h*f + 2h) + V*h*(1 if tied else 2) + h
+
+    ``head_dim`` (default h/a) is the width of one attention head when a model sets it apart from h/a (Qwen3:
+    hidden 4096, 64 heads of 128): W_q and W_o are then h x (a*d). With ``moe`` the MLP term is
+    :func:`generator.sizing.moe.mlp_parameters` (routed and shared experts and the router in the MoE layers).
 
     Not counted: biases (Qwen2's q/k/v biases, GPT-3's linear/LayerNorm biases) and learned
     position embeddings; these are < 0.03% for the presets below.  For Llama 2/3 the formula
@@ -49,12 +56,13 @@ def parameters_of(
                           "for grouped-query attention.")
     if mlp_matrices not in (2, 3):
         raise SizingError(f"mlp_matrices must be 2 (GELU MLP) or 3 (SwiGLU MLP), got {mlp_matrices!r}.")
-    head_dim = hidden // heads
-    attention = 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim
-    mlp = mlp_matrices * hidden * ffn_hidden
-    per_layer = attention + mlp + 2 * hidden
+    if head_dim is not None:
+        _positive_int("head_dim", head_dim)
+    d = head_dim or hidden // heads
+    attention = 2 * hidden * heads * d + 2 * hidden * kv_heads * d
+    mlp, _, _ = mlp_parameters(layers, hidden, ffn_hidden, mlp_matrices, moe)
     embeddings = vocab * hidden * (1 if tied_embeddings else 2)
-    return layers * per_layer + embeddings + hidden
+    return layers * (attention + 2 * hidden) + mlp + embeddings + hidden
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +73,10 @@ class Architecture:
 
     ``tied_embeddings`` and ``mlp_matrices`` are extensions to the basic shape (defaults are
     Llama-style: untied output projection, 3-matrix SwiGLU MLP); GPT-3 and the Megatron 1T
-    model need ``tied_embeddings=True, mlp_matrices=2``.
+    model need ``tied_embeddings=True, mlp_matrices=2``. ``head_dim`` None means hidden/heads.
+
+    ``moe`` makes it a mixture-of-experts decoder; ``active`` is the published count of parameters a token
+    uses (presets), else :attr:`active_parameters` counts it from the shape.
     """
 
     layers: int
@@ -78,35 +89,75 @@ class Architecture:
     source: str
     tied_embeddings: bool = False
     mlp_matrices: int = 3
+    head_dim: int | None = None
+    moe: MoE | None = None
+    active: int | None = None
 
     def __post_init__(self) -> None:
         # Validates the shape (raises SizingError) and keeps parameters sane.
-        parameters_of(self.layers, self.hidden, self.heads, self.kv_heads, self.vocab, self.ffn_hidden,
-                      tied_embeddings=self.tied_embeddings, mlp_matrices=self.mlp_matrices)
+        self.counted_parameters  # noqa: B018 (raises SizingError for a shape that cannot be counted)
         _positive_int("parameters", self.parameters)
+        if self.active is not None:
+            _positive_int("active", self.active)
+            if self.active > self.parameters:
+                raise SizingError(f"active parameters ({self.active:,}) exceed the total ({self.parameters:,}).")
 
     @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
+    def d_head(self) -> int:
+        """The width of one attention head: ``head_dim``, or hidden/heads."""
+        return self.head_dim or self.hidden // self.heads
 
     @property
     def counted_parameters(self) -> int:
         """``parameters_of`` applied to this shape (may differ slightly from ``parameters``)."""
         return parameters_of(self.layers, self.hidden, self.heads, self.kv_heads, self.vocab,
                              self.ffn_hidden, tied_embeddings=self.tied_embeddings,
-                             mlp_matrices=self.mlp_matrices)
+                             mlp_matrices=self.mlp_matrices, head_dim=self.head_dim, moe=self.moe)
+
+    @property
+    def attention_parameters(self) -> int:
+        """One layer's attention projections: W_q and W_o h x (a*d), W_k and W_v h x (g*d)."""
+        d = self.d_head
+        return 2 * self.hidden * self.heads * d + 2 * self.hidden * self.kv_heads * d
+
+    def _scaled(self, counted: int) -> int:
+        """A part of the shape's own count, scaled to ``parameters`` (the published count of a preset)."""
+        total = self.counted_parameters
+        return counted if total == self.parameters else round(counted * self.parameters / total)
+
+    @property
+    def expert_parameters(self) -> int:
+        """Parameters of the routed experts (what expert parallelism shards); 0 for a dense model."""
+        _, routed, _ = mlp_parameters(self.layers, self.hidden, self.ffn_hidden, self.mlp_matrices, self.moe)
+        return self._scaled(routed)
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters one token passes through: all of a dense model's; a MoE model's shared part, top_k routed
+        experts and the router (the published count for a preset)."""
+        if self.moe is None:
+            return self.parameters
+        if self.active is not None:
+            return self.active
+        total, _, used = mlp_parameters(self.layers, self.hidden, self.ffn_hidden, self.mlp_matrices, self.moe)
+        return self.parameters - self._scaled(total - used)
 
     @property
     def layer_parameters(self) -> int:
-        """Parameters of one transformer block (attention + MLP + its two norms)."""
-        d = self.head_dim
-        return (2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads * d
-                + self.mlp_matrices * self.hidden * self.ffn_hidden + 2 * self.hidden)
+        """Parameters of one transformer block (attention + MLP + its two norms); a MoE block with every expert."""
+        mlp, _, _ = mlp_parameters(self.layers, self.hidden, self.ffn_hidden, self.mlp_matrices, self.moe)
+        if self.moe is not None:
+            n = self.layers - self.moe.dense_layers
+            mlp = (mlp - self.moe.dense_layers * self.mlp_matrices * self.hidden * self.ffn_hidden) // n
+        else:
+            mlp //= self.layers
+        return self.attention_parameters + mlp + 2 * self.hidden
 
     @property
     def linear_parameters(self) -> int:
         """Parameters in the blocks' linear layers (what QLoRA quantises to 4 bit)."""
-        return self.layers * (self.layer_parameters - 2 * self.hidden)
+        mlp, _, _ = mlp_parameters(self.layers, self.hidden, self.ffn_hidden, self.mlp_matrices, self.moe)
+        return self.layers * self.attention_parameters + mlp
 
 
 def _preset(name: str, layers: int, hidden: int, heads: int, kv_heads: int, vocab: int, ffn: int,
@@ -152,6 +203,32 @@ PRESETS: dict[str, Architecture] = {
                 "Narayanan et al. 2021, Megatron-LM PTD-P, Table 1 1T row; vocab 51200, "
                 "GELU MLP 4h, tied embeddings; 1008B params",
                 tied_embeddings=True, mlp_matrices=2),
+        # Mixture-of-experts presets: ``parameters`` and ``active`` are the published total and active counts.
+        _preset("mixtral-8x7b", 32, 4096, 32, 8, 32000, 14336, 46.7e9,
+                "Jiang et al. 2024, Mixtral of Experts, arXiv:2401.04088, Sec. 2 + HF config "
+                "mistralai/Mixtral-8x7B-v0.1; 8 experts top-2; 46.7B total, 12.9B active",
+                moe=MoE(experts=8, top_k=2, expert_ffn_hidden=14336), active=int(12.9e9)),
+        _preset("mixtral-8x22b", 56, 6144, 48, 8, 32768, 16384, 141e9,
+                "Mistral AI 2024-04-17, 'Cheaper, Better, Faster, Stronger' (mistral.ai/news/mixtral-8x22b) + HF "
+                "config mistralai/Mixtral-8x22B-v0.1; 8 experts top-2; 141B total, 39B active",
+                moe=MoE(experts=8, top_k=2, expert_ffn_hidden=16384), active=int(39e9)),
+        _preset("qwen3-30b-a3b", 48, 2048, 32, 4, 151936, 6144, 30.5e9,
+                "Qwen Team 2025, Qwen3 Technical Report, arXiv:2505.09388, Table 2 + HF config Qwen/Qwen3-30B-A3B; "
+                "head_dim 128, 128 experts top-8 of width 768, no shared expert; 30.5B total, 3.3B active",
+                head_dim=128, moe=MoE(experts=128, top_k=8, expert_ffn_hidden=768), active=int(3.3e9)),
+        _preset("qwen3-235b-a22b", 94, 4096, 64, 4, 151936, 12288, 235e9,
+                "Qwen Team 2025, Qwen3 Technical Report, arXiv:2505.09388, Table 2 + HF config "
+                "Qwen/Qwen3-235B-A22B; head_dim 128, 128 experts top-8 of width 1536, no shared expert; "
+                "235B total, 22B active", head_dim=128,
+                moe=MoE(experts=128, top_k=8, expert_ffn_hidden=1536), active=int(22e9)),
+        _preset("deepseek-v3", 61, 7168, 128, 128, 129280, 18432, 671e9,
+                "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437, Sec. 4.2 + HF config "
+                "deepseek-ai/DeepSeek-V3; 256 routed experts top-8 of width 2048 + 1 shared, first 3 layers dense "
+                "(ffn 18432); 671B total, 37B active (the 14B multi-token-prediction module not counted); its "
+                "multi-head latent attention is counted as plain 128-head attention (within ~10% per layer); "
+                "trained with pp=16, ep=64 (Sec. 3.2)",
+                moe=MoE(experts=256, top_k=8, expert_ffn_hidden=2048, shared_experts=1, dense_layers=3),
+                active=int(37e9)),
     )
 }
 
@@ -227,10 +304,10 @@ def derive_architecture(parameters: int) -> Architecture:
 
 
 _SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "vocab", "ffn_hidden", "tied_embeddings",
-                 "mlp_matrices")
+                 "mlp_matrices", "head_dim")
 
 
-def architecture_for(parameters: int | None = None, preset: str | None = None,
+def architecture_for(parameters: int | None = None, preset: str | None = None, moe: MoE | None = None,
                      **shape: object) -> Architecture:
     """Resolve the architecture for a spec.  Precedence: explicit shape > preset > derived.
 
@@ -241,6 +318,8 @@ def architecture_for(parameters: int | None = None, preset: str | None = None,
       ``derive_architecture(parameters)``.
     * Whenever shape fields are given, ``parameters`` is recounted from the resulting shape.
     * ``parameters`` is ignored when a preset is given.  ``None`` shape values are ignored.
+    * ``moe`` makes the shape a mixture of experts (or replaces a MoE preset's experts); the parameters are then
+      counted from the shape. A bare parameter count has no shape to put experts into: that is an error.
     """
     unknown = sorted(set(shape) - set(_SHAPE_FIELDS))
     if unknown:
@@ -258,22 +337,30 @@ def architecture_for(parameters: int | None = None, preset: str | None = None,
     else:
         raise SizingError("give a model size: parameters, a preset, or an explicit shape "
                           "(at least layers, hidden and heads).")
-    if not shape:
+    if moe is not None and base is not None and base.source.startswith("derived"):
+        raise SizingError("model.moe needs the model's shape to place the experts in: give model.architecture "
+                          "(layers, hidden, heads, ...) or a MoE preset (deepseek-v3, mixtral-8x7b, mixtral-8x22b, "
+                          "qwen3-30b-a3b, qwen3-235b-a22b) instead of a bare parameter count.")
+    if not shape and moe is None:
         assert base is not None
         return base
     if base is None:
         hidden = shape["hidden"]
         merged: dict[str, object] = {"kv_heads": shape["heads"], "vocab": _DERIVED_VOCAB,
                                      "ffn_hidden": _llama_ffn(hidden) if isinstance(hidden, int) else hidden,
-                                     "tied_embeddings": False, "mlp_matrices": 3}
+                                     "tied_embeddings": False, "mlp_matrices": 3, "head_dim": None, "moe": None}
         origin = "explicit shape"
     else:
-        merged = {f: getattr(base, f) for f in _SHAPE_FIELDS}
+        merged = {f: getattr(base, f) for f in (*_SHAPE_FIELDS, "moe")}
         origin = f"{base.source.split(' (')[0]} with overrides"
     merged.update(shape)
+    if moe is not None:
+        merged["moe"] = moe
     m: dict = merged
     count = parameters_of(m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["vocab"], m["ffn_hidden"],
-                          tied_embeddings=bool(m["tied_embeddings"]), mlp_matrices=m["mlp_matrices"])
-    overrides = ", ".join(f"{k}={shape[k]}" for k in _SHAPE_FIELDS if k in shape)
+                          tied_embeddings=bool(m["tied_embeddings"]), mlp_matrices=m["mlp_matrices"],
+                          head_dim=m["head_dim"], moe=m["moe"])
+    overrides = ", ".join([f"{k}={shape[k]}" for k in _SHAPE_FIELDS if k in shape]
+                          + ([f"moe: {moe.experts} experts top-{moe.top_k}"] if moe is not None else []))
     return Architecture(parameters=count, source=f"{origin} ({overrides}); parameters counted from shape",
                         **merged)  # type: ignore[arg-type]

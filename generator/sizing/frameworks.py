@@ -78,7 +78,7 @@ def full_model_states(framework: str, *, psi: Fraction, precision: str, k: int,
     if framework == "megatron":
         return _megatron(psi, pb, precision, k, z, d, notes)
     if framework == "deepspeed":
-        return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes)
+        return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision == "bf16")
     if framework == "fsdp":
         return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes)
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
@@ -108,7 +108,7 @@ def _megatron(psi: Fraction, pb: int, precision: str, k: int, z: int, d: int,
 
 
 def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, largest: Fraction,
-               notes: list[str]) -> tuple[int, int, int]:
+               notes: list[str], bf16: bool = False) -> tuple[int, int, int]:
     """[DS-EST]: ZeRO-2 2*Psi + 18*Psi/d (2 16-bit grads + 4 fp32 grads + 4 fp32 params + 8 moments, sharded);
     ZeRO-3 4*largest_layer + 18*Psi/d.  Stages 0 and 1 have no estimator; they keep the same buffers with the
     16-bit gradients (and for stage 0 everything) unsharded (assumption)."""
@@ -117,6 +117,14 @@ def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, larg
         w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi), _ceil(k * psi)
         how = f"stage 0: nothing sharded, {pb} + {pb + fp32_grads} + {k} bytes/param (assumption: the estimator's " \
               "buffers, unsharded)"
+    elif z == 1 and bf16:
+        # bf16 with ZeRO-1 runs DeepSpeed's BF16_Optimizer, which keeps an fp32 gradient-accumulation buffer the size
+        # of the whole bf16 flat group (torch.zeros_like(bf16_groups_flat[i], dtype=float32)), not a partition; only
+        # the fp32 master weights and the moments are sharded (deepspeed/runtime/bf16_optimizer.py)
+        w, g, o = _ceil(pb * psi), _ceil((pb + _FP32) * psi), _ceil(k * psi / d)
+        how = (f"stage 1 with bf16 (BF16_Optimizer): {2 * pb + _FP32} + {k}/d bytes/param (16-bit gradients and the "
+               "fp32 gradient buffer whole, fp32 master weights and moments sharded; deepspeed/runtime/"
+               "bf16_optimizer.py)")
     elif z == 1:
         w, g, o = _ceil(pb * psi), _ceil(pb * psi + Fraction(fp32_grads) * psi / d), _ceil(k * psi / d)
         how = (f"stage 1: {2 * pb} + {fp32_grads + k}/d bytes/param (16-bit gradients whole, the fp32 gradient "

@@ -20,8 +20,10 @@ from generator.sizing.frameworks import (
     largest_module_parameters,
     resolve_framework,
 )
+from generator.sizing.moe import routed_mlp_activation_delta
 from generator.sizing.precision import (
     PRECISION_BYTES,
+    PURE_16BIT_OPTIMIZERS,
     _check_optimizer,
     _check_precision,
     optimizer_bytes_per_param,
@@ -50,6 +52,8 @@ class TrainingSetup:
     # "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed for 2/3; the spec's and CLI's default).
     framework: str = "zero-paper"
     paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
+    ep: int = 1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
+    vpp: int = 1  # interleaved (virtual) pipeline stages per GPU (Megatron-LM --num-layers-per-virtual-pipeline-stage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +96,27 @@ def validate_setup(setup: TrainingSetup) -> None:
         raise SizingError(f"zero_stage must be 0, 1, 2 or 3, got {setup.zero_stage!r}.")
     if setup.recompute not in RECOMPUTE_MODES:
         raise SizingError(f"unknown recompute {setup.recompute!r}; allowed: {', '.join(RECOMPUTE_MODES)}.")
-    if arch.heads % setup.tp:
-        ok = [t for t in (1, 2, 4, 8, 16) if arch.heads % t == 0 and arch.kv_heads % t == 0]
-        raise SizingError(f"tp={setup.tp} does not divide the {arch.heads} attention heads; "
-                          f"use a tensor-parallel degree that divides them, e.g. one of {ok}.")
-    if arch.kv_heads % setup.tp:
-        ok = [t for t in (1, 2, 4, 8, 16) if arch.kv_heads % t == 0]
-        raise SizingError(f"tp={setup.tp} does not divide the {arch.kv_heads} KV heads; use tp in {ok}. "
-                          "(Megatron can replicate KV heads when tp > kv_heads, but this model requires "
-                          "divisibility.)")
+    if not tp_splits_heads(arch, setup.tp):
+        ok = [t for t in (1, 2, 4, 8, 16) if tp_splits_heads(arch, t)]
+        kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
+        raise SizingError(f"tp={setup.tp} does not split the {arch.heads} attention heads and {kv} (tp must divide "
+                          f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
+                          f"heads when tp exceeds them); use a tensor-parallel degree from {ok}.")
+    _positive_int("ep", setup.ep)
+    _positive_int("vpp", setup.vpp)
+    if setup.vpp > 1 and (setup.pp == 1 or arch.layers % (setup.pp * setup.vpp)):
+        raise SizingError(f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
+                          f"pp x vpp dividing the {arch.layers} layers (Megatron-LM's interleaved schedule); got "
+                          f"pp={setup.pp}.")
+    if setup.ep > 1 and arch.moe is None:
+        raise SizingError(f"ep={setup.ep}: expert parallelism needs a mixture-of-experts model (model.moe or a MoE "
+                          "preset); use ep=1 for a dense model.")
+    if arch.moe is not None and arch.moe.experts % setup.ep:
+        raise SizingError(f"ep={setup.ep} does not divide the {arch.moe.experts} experts; use an expert-parallel "
+                          f"degree that divides them.")
+    if setup.dp % setup.ep:
+        raise SizingError(f"ep={setup.ep} does not divide the data-parallel degree {setup.dp}: the expert-parallel "
+                          "group is carved from the data-parallel ranks (Megatron-Core); use an ep that divides dp.")
     if setup.pp > arch.layers:
         raise SizingError(f"pp={setup.pp} is more pipeline stages than the model's {arch.layers} layers; "
                           f"use pp <= {arch.layers}.")
@@ -124,6 +140,13 @@ def validate_setup(setup: TrainingSetup) -> None:
     ):
         raise SizingError("reserve_bytes must be a non-negative integer or None, "
                           f"got {setup.reserve_bytes!r}.")
+
+
+def tp_splits_heads(arch: Architecture, tp: int) -> bool:
+    """Whether tensor parallelism ``tp`` can split the attention: it divides the query heads, and divides the KV
+    heads or is a multiple of them (each KV head then replicated on tp/g ranks, as Megatron-LM does)."""
+    g = arch.kv_heads
+    return tp >= 1 and arch.heads % tp == 0 and (g % tp == 0 or tp % g == 0)
 
 
 def model_state_bytes(parameters: int, *, precision: str = "bf16", optimizer: str = "adamw",
@@ -198,7 +221,7 @@ def lora_trainable_parameters(arch: Architecture, rank: int) -> int:
     down r(f+h) (GELU MLP: up and down only).  Total = layers * that.
     """
     _positive_int("rank", rank)
-    h, f, kvd = arch.hidden, arch.ffn_hidden, arch.kv_heads * arch.head_dim
+    h, f, kvd = arch.hidden, arch.ffn_hidden, arch.kv_heads * arch.d_head
     attention = rank * ((h + h) + 2 * (h + kvd) + (h + h))
     mlp = arch.mlp_matrices * rank * (h + f)
     return arch.layers * (attention + mlp)
@@ -270,33 +293,93 @@ def _ranges(values: list[int]) -> str:
 
 def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int]:
     """Weights, gradients, optimizer states per GPU ([ZeRO] Sec. 3.1 and 5, a framework's own accounting, or
-    LoRA/QLoRA as PEFT and the QLoRA reference code run them)."""
+    LoRA/QLoRA as PEFT and the QLoRA reference code run them).
+
+    A MoE model's routed experts are sharded over the expert-parallel group (ep) besides tp and pp, and ZeRO (or
+    the distributed optimizer) shards their states over the expert data-parallel group of dp/ep ranks, the dense
+    part over all dp (Megatron-Core MoE README, "expert data parallel"); the two parts are sized apart and added."""
     arch = setup.arch
-    t, p, dp, z = setup.tp, setup.pp, setup.dp, setup.zero_stage
-    pb = PRECISION_BYTES[setup.precision]
-    k = optimizer_bytes_per_param(setup.optimizer, setup.precision)
-    shard = t * p
+    t, p, dp, ep = setup.tp, setup.pp, setup.dp, setup.ep
     per_stage = stage_layers(arch.layers, p)
+    share = Fraction(per_stage, arch.layers) if arch.layers % p else Fraction(1, p)
+    replicated = kv_replication_parameters(arch, t)
+    if replicated:
+        notes.append(f"tp={t} > {arch.kv_heads} KV head{'s' if arch.kv_heads > 1 else ''}: each tensor rank keeps a "
+                     f"copy of its KV head (Megatron-LM replicates them), {replicated:,} parameters more than an even "
+                     "split, counted in Psi")
+    params = arch.parameters + replicated
+    experts = arch.expert_parameters
+    dense = params - experts
     if arch.layers % p:
         # uneven pipeline: the largest stage holds ceil(L/pp) of the L layers (embeddings scaled alike)
-        psi = Fraction(arch.parameters * per_stage, arch.layers * t)
-        notes.append(f"Psi per GPU = parameters x ceil(L/pp)/L / tp = {arch.parameters:,} x {per_stage}/{arch.layers}"
+        psi = Fraction(dense * per_stage, arch.layers * t)
+        notes.append(f"Psi per GPU = parameters x ceil(L/pp)/L / tp = {dense:,} x {per_stage}/{arch.layers}"
                      f" / {t} = {float(psi):,.0f} (pp={p} does not divide {arch.layers} layers: the largest stage "
-                     f"holds {per_stage}; embeddings assumed split like the other weights)")
+                     f"holds {per_stage}; embeddings assumed split like the other weights)"
+                     + (" [non-expert part]" if experts else ""))
     else:
-        psi = Fraction(arch.parameters, shard)
-        notes.append(f"Psi per GPU = parameters/(tp*pp) = {arch.parameters:,}/({t}*{p}) = {float(psi):,.0f} "
-                     "(embeddings assumed split like the other weights)")
+        psi = Fraction(dense, t * p)
+        notes.append(f"Psi per GPU = parameters/(tp*pp) = {dense:,}/({t}*{p}) = {float(psi):,.0f} "
+                     "(embeddings assumed split like the other weights)" + (" [non-expert part]" if experts else ""))
+    if not experts:
+        return _states(setup, psi, dp, Fraction(arch.layer_parameters, t), notes)
+    psi_e = Fraction(experts) * share / (t * ep)
+    notes.append(f"routed experts per GPU = {experts:,} expert parameters x {share} of the layers / (tp={t} x ep={ep}) "
+                 f"= {float(psi_e):,.0f} (expert tensor parallelism = tp, Megatron-Core's default; "
+                 f"{arch.moe.experts // ep if arch.moe else 0} experts per rank)")
+    if setup.lora_rank is not None:  # a frozen base: weights only, so the two parts need no separate sharding
+        return _states(setup, psi + psi_e, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
+    d = _states(setup, psi, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
+    notes.append(f"expert part: sharded over the expert data-parallel group of dp/ep = {dp}/{ep} = {dp // ep} ranks")
+    e = _states(setup, psi_e, dp // ep, Fraction(0), notes, largest=Fraction(0))
+    total = tuple(a + b for a, b in zip(d, e))
+    notes.append(f"model states = non-expert + expert parts = {_gb(sum(d))} + {_gb(sum(e))}")
+    return total[0], total[1], total[2]
+
+
+def kv_replication_parameters(arch: Architecture, tp: int) -> int:
+    """Parameters the K and V projections add over an even tp split when tp exceeds the KV heads: Megatron-LM
+    replicates each KV head on tp/g ranks (its GQA with --num-query-groups < --tensor-model-parallel-size), so each
+    rank holds 2·h·d for one head instead of 2·h·g·d/tp; over the layers that is 2·h·d·(tp - g)·L in total."""
+    if tp <= arch.kv_heads:
+        return 0
+    return 2 * arch.hidden * arch.d_head * (tp - arch.kv_heads) * arch.layers
+
+
+def moe_layer_parameters(arch: Architecture, ep: int) -> int:
+    """One block's parameters on a rank of the expert-parallel group: attention, norms, router and shared experts
+    whole, the routed experts / ep (what a ZeRO-3 or FSDP unit gathers)."""
+    moe = arch.moe
+    if moe is None:
+        return arch.layer_parameters
+    routed = moe.experts * arch.mlp_matrices * arch.hidden * moe.expert_ffn_hidden
+    return arch.layer_parameters - routed + routed // ep
+
+
+def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction, notes: list[str],
+            largest: Fraction | None = None) -> tuple[int, int, int]:
+    """Model states of ``psi`` parameters per GPU, sharded by ZeRO over ``dp`` ranks, under the setup's framework
+    (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's)."""
+    arch = setup.arch
+    t, z = setup.tp, setup.zero_stage
+    pb = PRECISION_BYTES[setup.precision]
+    k = optimizer_bytes_per_param(setup.optimizer, setup.precision)
+    per_stage = stage_layers(arch.layers, setup.pp)
     framework = resolve_framework(setup.framework, z)
-    if setup.lora_rank is None and framework != "zero-paper":
+    pure = setup.optimizer in PURE_16BIT_OPTIMIZERS
+    if pure and setup.lora_rank is None:
+        notes.append(f"optimizer {setup.optimizer}: pure bf16, no fp32 master copy or fp32 gradients: 2 + 2 + {k} "
+                     f"bytes/param under every framework, sharded by ZeRO as in the paper (Megatron-Core "
+                     "--use-precision-aware-optimizer with bf16 main params, gradients and moments)")
+    if setup.lora_rank is None and framework != "zero-paper" and not pure:
         if setup.framework == "auto":
             notes.append(f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)")
-        largest = largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
-                                            arch.kv_heads * arch.head_dim)
+        if largest is None:
+            largest = Fraction(largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
+                                                         arch.kv_heads * arch.d_head), t)
         return full_model_states(framework, psi=psi, precision=setup.precision, k=k, zero_stage=z, dp=dp,
-                                 layer_params=Fraction(arch.layer_parameters, t),
-                                 largest_module=Fraction(largest, t), notes=notes)
-    if setup.lora_rank is None:
+                                 layer_params=layer_params, largest_module=largest, notes=notes)
+    if setup.lora_rank is None and not pure:
         notes.append("framework zero-paper: model states as in the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)")
         notes.append(f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
                      + ("(moments + fp32 master weights, mixed precision)" if setup.precision != "fp32"
@@ -318,18 +401,18 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
         optimizer_states = _ceil(k * psi / o_div)
         notes.append(f"optimizer states = K*Psi{'/dp' if o_div > 1 else ''} = {k}*{float(psi):,.0f}"
                      f"{f'/{dp}' if o_div > 1 else ''} = {_gb(optimizer_states)} ({setup.optimizer})")
-        live_layer_bytes = Fraction(pb * arch.layer_parameters, t)
+        live_layer_bytes = pb * layer_params
     else:
         weights, gradients, optimizer_states, weights_full, live_layer_bytes = _lora_states(
             setup, psi, Fraction(per_stage, arch.layers) / t, w_div, g_div, o_div, sharded, notes)
 
-    if z >= 3 and dp > 1:
+    if z >= 3 and dp > 1 and live_layer_bytes:
         # ZeRO-3 working set: the gathered (tp-sharded) weights of the live layers, capped at the
         # unsharded weights (a GPU never holds more than all of them).  Not in the ZeRO paper's
         # model-state formula; see _ZERO3_LIVE_LAYERS.
         gathered = _ZERO3_LIVE_LAYERS * live_layer_bytes
         new_weights = min(_ceil(weights_full), weights + _ceil(gathered))
-        notes.append(f"ZeRO-3 gather working set = {_ZERO3_LIVE_LAYERS} layers x {arch.layer_parameters:,} "
+        notes.append(f"ZeRO-3 gather working set = {_ZERO3_LIVE_LAYERS} layers x {float(layer_params * t):,.0f} "
                      f"params/tp in {'NF4' if setup.qlora else setup.precision} = {_gb(gathered)} "
                      f"(assumption: current + prefetched layer); weights -> {_gb(new_weights)}")
         weights = new_weights
@@ -378,7 +461,8 @@ def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: in
     tpsi = trainable * share
     notes.append("LoRA/QLoRA model states as PEFT-based trainers hold them, whatever the framework setting "
                  "(the framework accountings describe full training)")
-    moments = optimizer_bytes_per_param(setup.optimizer, "fp32")
+    moments = (optimizer_bytes_per_param(setup.optimizer, "bf16") if setup.optimizer in PURE_16BIT_OPTIMIZERS
+               else optimizer_bytes_per_param(setup.optimizer, "fp32"))
     notes.append(f"LoRA r={r} on q,k,v,o and MLP projections: r*(d_in+d_out) summed = {trainable:,} "
                  f"trainable params ({trainable / arch.parameters:.3%} of the model), "
                  f"{float(tpsi):,.0f} per GPU; {who}")
@@ -410,6 +494,10 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
     scale = Fraction(PRECISION_BYTES[setup.precision], 2)
     sbh = s * b * h
     coeff = _activation_coefficient(s, h, a, t, sp, mode)
+    moe_delta = (routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
+                 if arch.moe is not None else Fraction(0))
+    if mode != "full":
+        coeff += moe_delta
     per_layer = sbh * coeff * scale
     notes.append(
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
@@ -420,7 +508,10 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
     # stores L/p layers x p micro-batches = L layer-activations ([SP] Sec. 4.2.3).  Assumes at
     # least p micro-batches per step.  The last stage holds one micro-batch of its L/p layers.
     layers_per_stage = stage_layers(L, p)
-    stored_first = layers_per_stage * p * per_layer
+    # interleaved schedule with v chunks per stage: the first stage holds L (1 + (p-1)/(p v)) layer-activations
+    # ([SP] Sec. 4.2.3): the warm-up runs further ahead on the chunks
+    interleave = 1 + Fraction(p - 1, p * setup.vpp) if setup.vpp > 1 else Fraction(1)
+    stored_first = layers_per_stage * p * per_layer * interleave
     # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
     # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
     # the cross-entropy 4*s*b*v/t (vocab-parallel, so /t even without SP).
@@ -431,7 +522,10 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
     # add one layer's non-recomputed activations (minus the input already counted).  Selective
     # recompute only re-materialises one layer's attention scores (5as^2b/t, transient, and
     # never materialised by FlashAttention); [SP] Table 2 does not count it and neither do we.
-    working = (sbh * (_activation_coefficient(s, h, a, t, sp, "none") - coeff) * scale
+    # FlashAttention (what recompute=full runs with in Megatron-LM, DeepSpeed and FSDP trainers) never stores the
+    # a*s*s scores, so the working set is the selective-recompute layer (Dao et al. 2022, FlashAttention,
+    # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations.
+    working = (sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
                if mode == "full" else Fraction(0))
     first = stored_first + embed_mask + working
     if p == 1:
@@ -442,7 +536,9 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
         activations = _ceil(max(first, last))
         where = "first pipeline stage" if first >= last else "last pipeline stage"
     stored = (f"ceil(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
-              f"micro-batches) x per-layer" if p > 1 else f"L = {L} layers x per-layer")
+              f"micro-batches)" + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
+                                   if setup.vpp > 1 else "") + " x per-layer"
+              if p > 1 else f"L = {L} layers x per-layer")
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"
         f" + embedding dropout mask s*b*h*p{'/t' if sp else ''} = {_gb(embed_mask)}"
@@ -451,6 +547,13 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
         + (f" + recompute working set (one layer) = {_gb(working)}" if working else "")
         + f"; worst GPU: {where} = {_gb(activations)}"
     )
+    if arch.moe is not None and mode != "full":
+        m = arch.moe
+        notes.append(f"MoE layers: the MLP term becomes the router input and logits plus (top_k {m.top_k} x "
+                     f"imbalance {float(m.imbalance):g} + {m.shared_experts} shared) token copies x (2 + 2 x "
+                     f"{arch.mlp_matrices} x {m.expert_ffn_hidden}/h) per expert, /tp: {float(moe_delta):+.4g} x s*b*h "
+                     "per layer (imbalance: " + ("the capacity factor" if m.capacity_factor else
+                                                  "a dropless router's reserve, Switch Transformer's 1.25") + ")")
     if mode == "none":
         notes.append("recompute=none assumes attention scores are materialised (5as/h term); with "
                      "FlashAttention/fused attention use recompute='selective', which drops that term")

@@ -19,7 +19,12 @@ OPTIMIZER_BYTES: dict[str, int] = {
                        # no first moment (beta1=None, Shazeer & Stern 2018 default).
     "lion": 8,         # 4 master + 4 momentum (Chen et al. 2023 keep one moment)
     "adamw-8bit": 6,   # 4 master + 1 m + 1 v; block-wise constants (1 fp32 / 2048 values) ~0  [8bit]
+    "adamw-bf16": 4,   # pure bf16: no fp32 master (the bf16 weights are stepped), bf16 m and v (2 + 2); Megatron-Core
+                       # --use-precision-aware-optimizer --main-params-dtype bf16 --exp-avg(-sq)-dtype bf16, or
+                       # torchao / Kahan-summation AdamW in bf16 (Zamirai et al. 2020, arXiv:2010.06192)
 }
+# Optimizers whose state holds no fp32 master copy: their K is the moments only, whatever the framework
+PURE_16BIT_OPTIMIZERS: frozenset[str] = frozenset({"adamw-bf16"})
 _MASTER_BYTES = 4  # fp32 master copy held by the optimizer under mixed precision
 
 PRECISION_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -44,5 +49,8 @@ def optimizer_bytes_per_param(optimizer: str, precision: str) -> int:
     """
     _check_optimizer(optimizer)
     _check_precision(precision)
+    if optimizer in PURE_16BIT_OPTIMIZERS and precision != "bf16":
+        raise SizingError(f"optimizer {optimizer} keeps bf16 weights and moments with no fp32 master copy: it needs "
+                          f"precision bf16, not {precision}.")
     k = OPTIMIZER_BYTES[optimizer]
     return k - _MASTER_BYTES if precision == "fp32" else k

@@ -47,11 +47,15 @@ class FlopsPerToken:
 
 def flops_per_token(arch: Architecture, seq_len: int) -> FlopsPerToken:
     """6·N_nonembedding + 12·L·h·s + 6·V·h: [PaLM] App. B's model FLOPs with the vocabulary projection counted
-    apart ([PTD-P] Sec. 5.1: 72·B·s·L·h²·(1 + s/6h + V/12hL) per step without recompute is the same sum)."""
+    apart ([PTD-P] Sec. 5.1: 72·B·s·L·h²·(1 + s/6h + V/12hL) per step without recompute is the same sum).
+
+    N is the *active* parameter count: a MoE token passes through top_k routed experts, the shared ones and the
+    router, not every expert (DeepSeek-V3 report, arXiv:2412.19437, Sec. 1: 37B of 671B "activated for each
+    token"). The attention term uses the heads' width a·d (= h unless ``head_dim`` is set apart)."""
     _positive_int("seq_len", seq_len)
     embedding = arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2)
-    nonembedding = max(0, arch.parameters - embedding)
-    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.hidden * seq_len,
+    nonembedding = max(0, arch.active_parameters - embedding)
+    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.heads * arch.d_head * seq_len,
                          6.0 * arch.vocab * arch.hidden)
 
 
@@ -60,13 +64,26 @@ def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str
     core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute."""
     _positive_int("tokens", tokens)
     f = flops_per_token(arch, seq_len)
+    # a capacity factor pads every expert's batch to capacity: the routed experts compute cf x their tokens
+    padded = _capacity_padding_flops(arch)
     if recompute == "full":
-        return f.total * tokens * 8 / 6
+        return (f.total + padded) * tokens * 8 / 6
     if recompute == "selective":
-        return (f.total + f.attention / 3) * tokens
+        return (f.total + padded + f.attention / 3) * tokens
     if recompute == "none":
-        return f.total * tokens
+        return (f.total + padded) * tokens
     raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, full.")
+
+
+def _capacity_padding_flops(arch: Architecture) -> float:
+    """FLOPs per token a capacity factor adds by padding the routed experts' batches (GShard/Switch-style token
+    dropping: every expert runs capacity = cf x tokens x top_k / experts rows); 0 for a dropless router."""
+    moe = arch.moe
+    if moe is None or moe.capacity_factor is None:
+        return 0.0
+    n = arch.layers - moe.dense_layers
+    routed = 6.0 * n * moe.top_k * arch.mlp_matrices * arch.hidden * moe.expert_ffn_hidden
+    return routed * (moe.capacity_factor - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +92,15 @@ class LayoutMfu:
     factors: tuple[tuple[str, float], ...]  # (why, factor) applied to the GPU's rated MFU
 
 
-def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool) -> LayoutMfu:
+def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool,
+               comm: tuple[tuple[str, float], ...] = ()) -> LayoutMfu:
     """The expected MFU of a layout: the GPU's rated MFU times a factor for tensor parallelism over PCIe, tensor
-    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants)."""
+    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants), and for
+    each ``comm`` entry (why, ratio) the network time it leaves exposed as a ratio of compute time, a factor
+    1/(1 + ratio): the expert all-to-all (:func:`alltoall_ratio`) and the data-parallel gradient exchange
+    (:func:`data_parallel_ratio`)."""
     _positive_number("rated_mfu", rated_mfu)
-    factors: list[tuple[str, float]] = []
+    factors: list[tuple[str, float]] = [(why, 1.0 / (1.0 + ratio)) for why, ratio in comm if ratio > 0]
     if tp > gpus_per_node:
         factors.append((f"tensor parallel {tp} spans nodes of {gpus_per_node} GPUs", TP_ACROSS_NODES_FACTOR))
     elif tp > 1 and interconnect == "pcie":
@@ -87,6 +108,47 @@ def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str,
     if nodes > 1 and not rdma:
         factors.append((f"{nodes} nodes exchange gradients over TCP, not RDMA", TCP_FACTOR))
     return LayoutMfu(rated_mfu * math.prod(f for _, f in factors), tuple(factors))
+
+
+def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_node: int, nodes: int,
+                   nic_gbps: float, peak_tflops: float, mfu: float) -> float:
+    """Expert-parallel all-to-all time over compute time for a MoE layout, 0 when ep x tp stays in one node.
+
+    Per token, :func:`generator.sizing.moe.alltoall_bytes_per_token` bytes leave their GPU; with routing spread
+    evenly a share 1 - gpus_per_node/(ep x tp) of them goes to another node, through the cluster's NICs
+    (nodes x ``nic_gbps``); compute per token is its model FLOPs over all GPUs at ``peak_tflops`` x ``mfu``."""
+    if arch.moe is None or ep * tp <= gpus_per_node or nic_gbps <= 0:
+        return 0.0
+    from generator.sizing.moe import alltoall_bytes_per_token
+
+    remote = 1.0 - gpus_per_node / (ep * tp)
+    comm = alltoall_bytes_per_token(arch.hidden, arch.layers, arch.moe) * remote / (nodes * nic_gbps * 1e9 / 8)
+    compute = flops_per_token(arch, seq_len).total / (nodes * gpus_per_node * peak_tflops * 1e12 * mfu)
+    return comm / compute
+
+
+# Bytes per gradient value the data-parallel exchange moves: bf16 gradients (Megatron-LM --grad-reduce-in-bf16,
+# DeepSpeed and FSDP with 16-bit reduce dtype). Frameworks that reduce in fp32 move twice this; an assumption.
+GRAD_EXCHANGE_BYTES = 2
+
+
+def data_parallel_ratio(params_per_gpu: float, dp: int, zero_stage: int, gpus_per_node: int, nodes: int,
+                        nic_gbps: float, step_compute_seconds: float) -> float:
+    """The data-parallel exchange's exposed network time over the compute time of a step, 0 on one node.
+
+    Each GPU moves 2·(dp-1)/dp of its gradients per step (ring all-reduce, or ZeRO-1/2's reduce-scatter and
+    all-gather), 3·(dp-1)/dp with ZeRO-3, which also all-gathers the weights in forward and backward ([ZeRO]
+    Sec. 7.2); a node's GPUs share its NICs (``nic_gbps``). The exchange overlaps the backward pass (2/3 of the
+    compute; Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP), and with ZeRO-3 the whole step
+    (prefetched gathers); only what exceeds that window is exposed. A network-bound ZeRO-3 job on a 32 Gbit/s
+    type is then slower than on a 170 Gbit/s one at the same price."""
+    if nodes <= 1 or dp <= 1 or nic_gbps <= 0 or step_compute_seconds <= 0:
+        return 0.0
+    passes = 3 if zero_stage >= 3 else 2
+    per_gpu = passes * (dp - 1) / dp * GRAD_EXCHANGE_BYTES * params_per_gpu
+    comm = per_gpu * gpus_per_node / (nic_gbps * 1e9 / 8)
+    window = step_compute_seconds * (1.0 if zero_stage >= 3 else 2 / 3)
+    return max(0.0, comm - window) / step_compute_seconds
 
 
 def microbatches(global_batch_sequences: int | None, dp: int, micro_batch: int, pp: int) -> int:
@@ -135,11 +197,13 @@ class Schedule:
 
 
 def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
-             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None) -> Schedule:
+             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None,
+             virtual_stages: int = 1) -> Schedule:
     """The schedule of a run of ``executed`` FLOPs on ``gpus`` GPUs.
 
     * compute = executed / (gpus x peak x mfu); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
-      the pipelined time ([PTD-P] Sec. 2.2.1);
+      the pipelined time ([PTD-P] Sec. 2.2.1); with v interleaved (virtual) stages per GPU, (pp-1)/(v m)
+      ([PTD-P] Sec. 2.2.2: each stage's work is split into v chunks, so the bubble shrinks v-fold);
     * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
     * each interruption loses tau/2 of work on average and a restore R = size / tier read rate + a relaunch;
     * interruptions arrive at rate lambda over the whole wall time, so
@@ -152,11 +216,13 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     _positive_number("peak_tflops", peak_tflops)
     _positive_int("pp", pp)
     _positive_int("m", m)
+    _positive_int("virtual_stages", virtual_stages)
     if interruptions_per_hour < 0:
         raise SizingError(f"interruptions_per_hour must be >= 0, got {interruptions_per_hour!r}.")
     compute = executed / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
-    bubble_fraction = (pp - 1) / (m + pp - 1)
-    bubble = compute * (pp - 1) / m
+    vm = virtual_stages * m
+    bubble_fraction = (pp - 1) / (vm + pp - 1)
+    bubble = compute * (pp - 1) / vm
     write_s = size_bytes / (tier.write_gbps * 1e9 / 8) if size_bytes else 0.0
     restore_s = size_bytes / (tier.read_gbps * 1e9 / 8) if size_bytes else 0.0
     mtbf_h = 1.0 / interruptions_per_hour if interruptions_per_hour > 0 else math.inf
@@ -177,7 +243,9 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     notes = (
         f"compute = {executed:.3g} FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
         f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
-        f"pipeline bubble = (pp-1)/m = {pp - 1}/{m} of compute ({bubble_fraction:.1%} of pipelined time) = "
+        (f"pipeline bubble = (pp-1)/(v*m) = {pp - 1}/({virtual_stages}*{m}) (interleaved)" if virtual_stages > 1
+         else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}")
+        + f" of compute ({bubble_fraction:.1%} of pipelined time) = "
         f"{bubble:,.1f} h",
         f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
         f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h",

@@ -31,6 +31,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from generator.errors import clip, excerpt
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
+from generator.spec.moe import MoESpec
 
 SPEC_VERSION = 1
 
@@ -186,6 +187,7 @@ class ArchitectureSpec(_Strict):
     ffn_hidden: Annotated[int, Field(gt=0, le=10_000_000)] | None = None
     tied_embeddings: bool = False
     mlp_matrices: Literal[2, 3] = 3
+    head_dim: Annotated[int, Field(gt=0, le=100_000)] | None = None  # width of a head when not hidden/heads (Qwen3)
 
     @model_validator(mode="after")
     def _divides(self) -> ArchitectureSpec:
@@ -215,8 +217,9 @@ class ModelSpec(_Strict):
     parameters: ParameterCount | None = None
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
+    moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
     precision: Literal["bf16", "fp16", "fp32"] = "bf16"
-    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit"] = "adamw"
+    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
     micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
     global_batch_tokens: BatchTokens | None = None
@@ -249,6 +252,8 @@ class ParallelismSpec(_Strict):
     tensor: AutoInt = "auto"
     pipeline: AutoInt = "auto"
     data: AutoInt = "auto"
+    expert: AutoInt = "auto"  # expert-parallel degree (MoE models; 1 for dense)
+    virtual_stages: Annotated[int, Field(ge=1, le=64)] = 1  # interleaved 1F1B chunks per pipeline stage
     framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = "auto"
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
     sequence_parallel: bool = True
