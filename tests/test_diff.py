@@ -416,8 +416,11 @@ def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'restart' is not one of replace, reboot, in-place, "
                                           r"ignored"):
         d.load_rules(bad)
-    _write(bad, ["alicloud:ecs/a:A", "x", "unknown", "s"])  # absence is unknown; a row says what it knows
-    with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'unknown' is not one of"):
+    _write(bad, ["alicloud:ecs/a:A", "x", "unknown", "s"])  # absence is unknown; an unknown row says why
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: an 'unknown' row says why"):
+        d.load_rules(bad)
+    _write(bad, ["alicloud:ecs/a:A", "x", "in-place", "the docstring says so"])  # no "safe" without the provider
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: alicloud:ecs/a:A x is 'in-place' without a provider source"):
         d.load_rules(bad)
     _write(bad, ["alicloud:ecs/a:A", "x", "replace", "s"], ["alicloud:ecs/a:A", "x", "reboot", "s"])
     with pytest.raises(d.DiffError, match=r"ecs.csv:3: alicloud:ecs/a:A x is listed twice \(first at ecs.csv:2\)"):
@@ -432,15 +435,15 @@ def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_data_folder_reads_every_csv_and_refuses_a_row_listed_in_two_files(tmp_path: Path) -> None:
     _write(tmp_path / "ecs.csv", ["alicloud:ecs/a:A", "x", "replace", "s1"])
-    _write(tmp_path / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
+    _write(tmp_path / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "alicloud/resource_alicloud_b.go:2"])
     (tmp_path / "README.md").write_text("not data")
     rules = d.load_rules(tmp_path)
     assert rules == {("alicloud:ecs/a:A", "x"): d.Rule("replace", "s1"),
-                     ("alicloud:vpc/b:B", "y"): d.Rule("ignored", "s2")}
+                     ("alicloud:vpc/b:B", "y"): d.Rule("ignored", "alicloud/resource_alicloud_b.go:2")}
     twice = tmp_path / "twice"  # (load_rules caches by path)
     twice.mkdir()
-    _write(twice / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
-    _write(twice / "zzz.csv", ["alicloud:vpc/b:B", "y", "in-place", "s3"])  # read last: names the first file
+    _write(twice / "vpc.csv", ["alicloud:vpc/b:B", "y", "replace", "s2"])
+    _write(twice / "zzz.csv", ["alicloud:vpc/b:B", "y", "replace", "s3"])  # read last: names the first file
     with pytest.raises(d.DiffError, match=r"zzz.csv:2: alicloud:vpc/b:B y is listed twice \(first at vpc.csv:2\)"):
         d.load_rules(twice)
     empty = tmp_path / "empty"
@@ -517,7 +520,7 @@ def _ignoring_description(tmp_path: Path) -> dict[tuple[str, str], d.Rule]:
     folder = tmp_path / "replacement"
     folder.mkdir()
     _write(folder / "ecs.csv", [INSTANCE, "description", "ignored",
-                                "test: not ForceNew and no update code for description"])
+                                "test: alicloud/resource_alicloud_instance.go:1 not ForceNew and no update code"])
     return {**d.load_rules(), **d.load_rules(folder)}
 
 
