@@ -279,8 +279,8 @@ def test_markdown_groups_identical_node_changes_and_folds_the_safe_section() -> 
     assert "`64 x ecs:Instance run-node-000..063`" in markdown
     assert "`64 x ecs:RamRoleAttachment run-node-000..063-role`" in markdown
     assert "| 0 | 0 | 128 | 0 | 0 |" in markdown
-    safe = markdown.split("#### 🟢 safe")[1]
-    assert "<details><summary>64 changes in 1 group</summary>" in safe
+    safe = markdown.split("<details><summary>🟢 <b>safe</b> (64): ")[1]  # the safe section is folded
+    assert "`64 x ecs:RamRoleAttachment run-node-000..063-role`" in safe.split("</details>")[0]
     assert markdown.count("run-node-0") < 10  # grouped, not listed one by one
 
 
@@ -289,8 +289,9 @@ def test_json_is_stable_and_versioned() -> None:
     first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
     assert first == second
     payload = json.loads(first)
-    assert payload["schema_version"] == d.SCHEMA_VERSION == 3
-    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes"}
+    assert payload["schema_version"] == d.SCHEMA_VERSION == 4
+    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes",
+                            "what_changed"}
     assert payload["cost"] is None  # graphs given directly: no plans to price
     assert payload["summary"]["worst_impact"] == "replaces-nodes"
     assert set(payload["summary"]["by_impact"]) == set(d.IMPACTS)
@@ -685,8 +686,11 @@ def test_a_new_spec_diffs_against_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     result = d.diff_sides("/dev/null", "examples/finetune-7b.yaml")
     assert result.changes and {c.action for c in result.changes} == {"create"}
-    with pytest.raises(d.DiffError, match="HEAD cannot be empty"):
-        d.diff_sides("examples/finetune-7b.yaml", "-")
+    gone = d.diff_sides("examples/finetune-7b.yaml", "-")  # an empty HEAD: the stack's deletion
+    assert {c.action for c in gone.changes} == {"delete"} and gone.what is not None
+    assert gone.what.kind == "deleted stack" and gone.what.gates == ("deleted-stack",)
+    with pytest.raises(d.DiffError, match="cannot both be empty"):
+        d.diff_sides("-", "/dev/null")
 
 
 def test_a_delete_before_replace_resource_says_it_is_gone_for_a_while() -> None:

@@ -24,7 +24,7 @@ capacity or a system disk size, gets smaller: ``pulumi up`` fails part-way), ``n
 not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
 (an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
 :func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
-(``schema_version`` 3) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
+(``schema_version`` 4) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
 (:attr:`DiffResult.cost`, a :class:`CostDelta`): per hour, per month and for the whole run, old -> new, broken
 down into on demand and spot, compute and storage, with the price notes and ESTIMATE flags.
 

@@ -77,7 +77,7 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
     for key, plist in props.items():
         action: Action = "replace" if any(p.effect == "replace" for p in plist) else "update"
         if action == "replace":  # the new resource is created with the smaller value: nothing is refused
-            plist = [_created_with(p) if p.effect == "fails-at-apply" else p for p in plist]
+            plist = [_created_with(p) if p.effect == "fails-at-apply" or _kept(p) else p for p in plist]
         ordered = tuple(sorted(plist, key=lambda p: p.name))
         changes.append(_classify(action, old[key], new[key], ordered, fresh_cluster))
     for key in new.keys() - old.keys():
@@ -176,11 +176,20 @@ def _value_effect(effect: Effect, old: Any, new: Any) -> Effect:
     return "fails-at-apply" if b < a else "in-place"
 
 
+_KEEPS = ": the provider keeps "
+
+
+def _kept(p: PropertyChange) -> bool:
+    """An Optional + Computed input left unset (the provider keeps the old value)."""
+    return p.effect == "ignored" and _KEEPS in p.summary
+
+
 def _created_with(p: PropertyChange) -> PropertyChange:
-    """A smaller grow-only value on a replaced resource: the new resource is simply created with it."""
-    return PropertyChange(p.name, p.old, p.new, "in-place", p.source,
-                          p.summary.replace(" (smaller: the cloud only grows it)", " (set on the new resource)"),
-                          p.cause)
+    """A smaller grow-only value, or an unset computed one, on a replaced resource: the new one is created so."""
+    summary = p.summary.replace(" (smaller: the cloud only grows it)", " (set on the new resource)")
+    if _kept(p):
+        summary = summary.split(_KEEPS)[0] + " (the new resource is created without it)"
+    return PropertyChange(p.name, p.old, p.new, "in-place", p.source, summary, p.cause)
 
 
 def _mock_outputs(name: str) -> frozenset[str]:

@@ -18,6 +18,7 @@ from generator.errors import TrainstackError
 
 if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
+    from generator.preview.diff.summary import WhatChanged
 
 Action = Literal["create", "update", "replace", "delete"]
 Impact = Literal["data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown", "restarts-nodes",
@@ -112,7 +113,8 @@ class DiffResult:
     head: SideInfo = field(default_factory=SideInfo)
     notes: tuple[str, ...] = ()
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
-    picture: str = ""  # HEAD's topology as Mermaid, the changed parts highlighted ("" without plans)
+    picture: str = ""  # the change as one Mermaid diagram, boxes coloured by impact ("" without plans)
+    what: WhatChanged | None = None  # the spec-level change from the two plans; None when graphs were given directly
 
     @property
     def has_changes(self) -> bool:
