@@ -349,7 +349,7 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
         "head": side(result.head),
         "summary": {**result.counts(), "unchanged": result.unchanged, "changed": result.has_changes,
                     "worst_impact": result.worst_impact, "by_impact": result.impact_counts(),
-                    "gates": _gates(result)},
+                    "gates": _gates(result), "cost_month": _cost_month(result)},
         "what_changed": None if result.what is None else what_dict(result.what),
         "impacts": [{"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
                     for impact, n in result.impact_counts().items()],  # every class, worst first
@@ -362,6 +362,16 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
                            for p in c.properties],
         } for c in result.changes],
     }
+
+
+def _cost_month(result: DiffResult) -> str | None:
+    """``+3.24 M CNY/month (+47.8%)``: the monthly change as a reviewer reads it (None without plans)."""
+    from generator.preview.diff.summary import money_change
+
+    if result.cost is None:
+        return None
+    month = result.cost.total("month")
+    return money_change(month.old, month.new, result.cost.currency + "/month")
 
 
 def _gates(result: DiffResult) -> list[str]:
