@@ -117,10 +117,10 @@ def test_the_comment_step_writes_one_comment_with_plan_and_diff(tmp_path: Path) 
     _render(repo, "ft")
     comment, outputs = _run_comment_step(repo, tmp_path)
     assert comment.startswith(MARKER + "\n### trainstack: 1 spec changes infrastructure\n")
-    assert "| spec | what happens | cost per month | needs approval |" in comment
-    assert "| `specs/ft.yaml` | update · safe |" in comment and "same.yaml" not in comment  # only the changed spec
+    assert "| spec | what happens | cost per month |" in comment
+    assert "| `specs/ft.yaml` | update · 🟢 safe |" in comment and "same.yaml" not in comment  # only the changed spec
     assert "<details><summary><code>specs/ft.yaml</code>: update" in comment  # each spec's detail folded
-    assert "<!-- trainstack-diff -->" in comment and "| what changed | base | head |" in comment
+    assert "<!-- trainstack-diff -->" in comment and "<sub>unchanged: stack finetune-7b/dev · nodes 1" in comment
     assert comment.count(MARKER) == 1
     assert outputs == "gates=\nerror=no\n"
 
@@ -167,8 +167,8 @@ def test_a_rename_a_deleted_spec_and_a_bad_spec_are_reported_and_gated(tmp_path:
     comment, outputs = _run_comment_step(repo, tmp_path)
     assert "with errors" in comment.splitlines()[1]
     assert "| `specs/bad.yaml` | ❌" in comment and "bad.yaml" in comment.split("```text")[1]
-    assert "| `specs/ft.yaml` | new stack · replaces-nodes |" in comment
-    assert "| `specs/gone.yaml` | deleted stack · data-at-risk |" in comment
+    assert "| `specs/ft.yaml` | new stack · 🟠 replaces-nodes · **needs approval** (new-stack) |" in comment
+    assert "| `specs/gone.yaml` | deleted stack · 🔴 data-at-risk · **needs approval** (data-at-risk, deleted-stack) |" in comment
     gates = dict(line.split("=", 1) for line in outputs.splitlines())
     assert set(gates["gates"].split()) == {"data-at-risk", "deleted-stack", "new-stack"}
     assert gates["error"] == "yes"

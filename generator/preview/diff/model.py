@@ -18,7 +18,6 @@ from generator.errors import TrainstackError
 
 if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
-    from generator.preview.diff.summary import WhatChanged
 
 Action = Literal["create", "update", "replace", "delete"]
 Impact = Literal["data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown", "restarts-nodes",
@@ -57,6 +56,40 @@ IMPACT_TITLES: Mapping[Impact, str] = {
     "restarts-nodes": "GPU nodes reboot in place; training is interrupted",
     "safe": "no data loss and no node interruption",
 }
+
+
+Kind = Literal["new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update", "none"]
+KINDS: tuple[Kind, ...] = ("new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update",
+                           "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One row of the table: what, base, head (``—`` where a side has none)."""
+
+    label: str
+    base: str
+    head: str
+
+    @property
+    def changed(self) -> bool:
+        return self.base != self.head
+
+
+@dataclass(frozen=True)
+class WhatChanged:
+    """The spec-level change: the kind, a one-line headline, the facts, warnings and the gates it needs."""
+
+    kind: Kind
+    headline: str
+    facts: tuple[Fact, ...]
+    new_warnings: tuple[str, ...] = ()
+    resolved_warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what a reviewer must know about a new or deleted stack
+    gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
+
+    def changed_facts(self) -> list[Fact]:
+        return [f for f in self.facts if f.changed]
 
 
 class DiffError(TrainstackError):

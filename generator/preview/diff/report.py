@@ -264,13 +264,15 @@ def _md_text(text: str) -> str:
 
 def _what_changed_markdown(what: Any) -> list[str]:
     """The base -> head table (changed rows bold), then new and resolved warnings and the notes."""
-    out = ["| what changed | base | head |", "|---|---|---|"]
-    for f in what.facts:
-        if f.changed:
-            out.append(f"| **{f.label}** | {_md_text(f.base)} | **{_md_text(f.head)}** |")
-        else:
-            out.append(f"| {f.label} | {_md_text(f.base)} | = |")
-    out.append("")
+    changed = what.changed_facts()
+    out = []
+    if changed:
+        out += ["| what changed | base | head |", "|---|---|---|"]
+        out += [f"| **{f.label}** | {_md_text(f.base)} | **{_md_text(f.head)}** |" for f in changed]
+        out.append("")
+    same = [f"{f.label} {f.base}" for f in what.facts if not f.changed and f.base != "—"]
+    if same:
+        out += [f"<sub>unchanged: {_md_text(' · '.join(same))}</sub>", ""]
     for n in what.notes:
         out += [f"> ⚠️ {_md_text(n)}", ""]
     if what.new_warnings:
@@ -287,6 +289,8 @@ def _cost_bold(delta: CostDelta) -> str:
     from generator.preview.diff.summary import money_change
 
     month, run = delta.total("month"), delta.total("run")
+    if not month.change and not run.change and not delta.base_stack_kept:
+        return "**cost unchanged**" + (" · includes ESTIMATE prices" if delta.estimated else "")
     text = f"**{money_change(month.old, month.new, delta.currency + '/month')}**"
     if run.old is not None or run.new is not None:
         text += f", whole run {money_change(run.old, run.new)}"

@@ -188,8 +188,9 @@ def _deleted(base: str, head: str, cwd: str | Path | None) -> bool:
 
 def _finish(result: DiffResult, base: Plan | None, head: Plan | None, catalog: Catalog) -> DiffResult:
     """Price both plans, say what changed in spec terms and draw the change (:mod:`~generator.preview.diff.picture`)."""
-    from generator.preview.diff import picture, summary
+    from generator.preview.diff.picture import diagram
+    from generator.preview.diff.summary import what_changed
 
     cost = cost_delta(base, head, catalog)
-    what = summary.what_changed(base, head, result, cost)
-    return replace(result, cost=cost, what=what, picture=picture.diagram(base, head, result, what))
+    what = what_changed(base, head, result, cost)
+    return replace(result, cost=cost, what=what, picture=diagram(base, head, result, what))

@@ -11,56 +11,22 @@ data at risk (:attr:`WhatChanged.gates`): the new one starts without checkpoints
 destroyed, both bill; a deleted spec leaves its stack running and billing until someone destroys it.
 
 Layout fields are read defensively (``ep`` and ``cp``, expert and context parallelism, show when a plan has them).
-Showing the result is :mod:`generator.preview.diff.report`'s job.
+The result types (:class:`~generator.preview.diff.model.WhatChanged`, ``Fact``, ``KINDS``) are the model's;
+showing the result is :mod:`generator.preview.diff.report`'s job.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from generator.preview.diff.model import NODE_TYPES, DiffResult
+from generator.preview.diff.model import KINDS, NODE_TYPES, DiffResult, Fact, Kind, WhatChanged
 
 if TYPE_CHECKING:
     from generator.plan.model import Plan
     from generator.preview.diff.cost import CostDelta
 
-Kind = Literal["new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update", "none"]
-KINDS: tuple[Kind, ...] = ("new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update",
-                           "none")
-KIND_MARKS = {"new stack": "🆕", "deleted stack": "🗑️", "pause": "⏸️", "resume": "▶️", "replace": "🔁",
-              "grow": "📈", "shrink": "📉", "update": "✏️", "none": "✅"}
+__all__ = ["KINDS", "Fact", "Kind", "WhatChanged", "money_change", "plan_facts", "to_dict", "what_changed"]
 GIB = 1024**3
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One row of the table: what, base, head (``—`` where a side has none)."""
-
-    label: str
-    base: str
-    head: str
-
-    @property
-    def changed(self) -> bool:
-        return self.base != self.head
-
-
-@dataclass(frozen=True)
-class WhatChanged:
-    """The spec-level change: the kind, a one-line headline, the facts, warnings and the gates it needs."""
-
-    kind: Kind
-    headline: str
-    facts: tuple[Fact, ...]
-    new_warnings: tuple[str, ...] = ()
-    resolved_warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()  # what a reviewer must know about a new or deleted stack
-    gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
-
-    def changed_facts(self) -> list[Fact]:
-        return [f for f in self.facts if f.changed]
-
 
 def _money(x: float | None) -> str:
     if x is None:
@@ -105,6 +71,14 @@ def _spot(plan: Plan) -> str:
     return f"{len(s.spot_ranks)} spot + {len(s.on_demand_ranks)} on demand"
 
 
+def _storage(plan: Plan) -> str:
+    s = plan.storage
+    if s.kind == "none":
+        return "none"
+    kind = "CPFS" if s.kind == "cpfs" else s.kind
+    return f"{kind} {s.capacity_gib:,} GiB"
+
+
 def _nodes(plan: Plan) -> str:
     c = plan.compute
     return f"0 (paused; {c.nodes} when resumed)" if c.paused else str(c.nodes)
@@ -113,7 +87,7 @@ def _nodes(plan: Plan) -> str:
 def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
     """The table's values for one side (``—`` for a side without a cluster); ``cost`` is that side's SideCost."""
     labels = ("stack", "nodes", "GPUs", "instance type", "layout", "memory per GPU", "wall clock", "spot",
-              "cost per month", "whole run")
+              "network", "shared storage", "cost per month", "whole run")
     if plan is None:
         return dict.fromkeys(labels, "—")
     c = plan.compute
@@ -121,7 +95,8 @@ def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
     out = {"stack": f"{plan.name}/{plan.stack}", "nodes": _nodes(plan), "GPUs": f"{c.total_gpus} x {c.gpu}", "instance type": c.instance_type,
            "layout": _layout(plan),
            "memory per GPU": f"{plan.sizing.total / GIB:,.1f} of {plan.sizing.gpu_memory / GIB:,.0f} GiB",
-           "wall clock": "paused" if c.paused else _hours(wall), "spot": _spot(plan)}
+           "wall clock": "paused" if c.paused else _hours(wall), "spot": _spot(plan),
+           "network": f"VPC {plan.network.vpc_cidr}", "shared storage": _storage(plan)}
     if cost is not None:
         month, run = cost.amount("month"), cost.amount("run")
         out["cost per month"] = _money(month)
@@ -188,7 +163,9 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
         actions = _node_actions(result)
         b, h = base.compute.nodes, head.compute.nodes
         if "replace" in actions:
-            kind, headline = "replace", f"replace: GPU nodes are replaced ({b} -> {h} nodes)"
+            n = sum(1 for c in result.changes if c.type in NODE_TYPES and c.action == "replace")
+            size = f"{b} -> {h} nodes, " if b != h else ""
+            kind, headline = "replace", f"replace: {size}{n} of {h} GPU nodes replaced (local disks lost, job restarts)"
         elif h > b:
             kind, headline = "grow", f"grow: {b} -> {h} nodes (+{h - b}); the job restarts with the new world size"
         elif h < b:
@@ -203,7 +180,18 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
         if base.compute.tp != head.compute.tp or base.compute.pp != head.compute.pp:
             notes.append(f"The layout changes ({_layout(base)} -> {_layout(head)}): the running job's checkpoints "
                          "must be resharded for the new tensor/pipeline degrees before it resumes.")
+    lost = [c for c in result.changes if c.impact == "data-at-risk" and c.action in ("replace", "delete")]
+    if lost and kind != "deleted stack":
+        counts: dict[str, int] = {}
+        for c in lost:
+            counts[_DATA_NAMES.get(c.type, c.short_type)] = counts.get(_DATA_NAMES.get(c.type, c.short_type), 0) + 1
+        what = " and ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in sorted(counts.items()))
+        headline = f"data at risk: {what} deleted or replaced, with their data; {headline}"
     return WhatChanged(kind, headline, tuple(facts), new_w, resolved_w, tuple(notes), tuple(gates))
+
+
+_DATA_NAMES = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
+               "alicloud:oss/bucket:Bucket": "bucket"}
 
 
 def to_dict(w: WhatChanged) -> dict[str, Any]:
