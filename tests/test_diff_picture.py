@@ -30,7 +30,7 @@ def _plan(name: str) -> object:
 
 
 def _classes(text: str) -> dict[str, set[str]]:
-    return {cls: set(boxes.split(",")) for boxes, cls in re.findall(r"^  class (\S+) (\S+)$", text, re.M)}
+    return {cls: set(boxes.split(",")) for boxes, cls in re.findall(r"^  class (\S+) (\S+)$", text, re.MULTILINE)}
 
 
 def test_boxes_are_coloured_by_their_worst_impact_and_the_legend_lists_only_those() -> None:
