@@ -244,7 +244,7 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
         else:
             out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", "",
                     f"_{_md_text(IMPACT_TITLES[impact])}_", "", *body]
-    if result.cost is not None:
+    if result.cost is not None and (worst is not None or result.cost.changed):  # no change: one line, no tables
         out += ["", *_cost_markdown(result.cost)]
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
