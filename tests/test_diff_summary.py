@@ -100,3 +100,24 @@ def test_a_deleted_spec_shows_its_stacks_deletion_and_what_keeps_billing(tmp_pat
     assert {c["action"] for c in payload["changes"]} == {"delete"}
     assert set(payload["summary"]["gates"]) == {"data-at-risk", "deleted-stack"}
     assert "keeps billing" in payload["what_changed"]["headline"] and "trainstack destroy" in payload["what_changed"]["headline"]
+
+
+def test_expert_and_context_parallelism_show_when_a_plan_has_them() -> None:
+    """Plans gain ``ep``/``cp`` with MoE and long-context layouts; the table reads them when present."""
+    from types import SimpleNamespace
+
+    from generator.preview.diff import summary
+
+    dense = SimpleNamespace(compute=SimpleNamespace(tp=8, pp=2, dp=4))
+    moe = SimpleNamespace(compute=SimpleNamespace(tp=8, pp=2, dp=4, ep=8, cp=2))
+    ones = SimpleNamespace(compute=SimpleNamespace(tp=8, pp=2, dp=4, ep=1, cp=1))
+    assert summary._layout(dense) == summary._layout(ones) == "tp=8 pp=2 dp=4"  # type: ignore[arg-type]
+    assert summary._layout(moe) == "tp=8 pp=2 dp=4 ep=8 cp=2"  # type: ignore[arg-type]
+
+
+def test_money_reads_in_thousands_and_millions() -> None:
+    from generator.preview.diff.summary import money_change
+
+    assert money_change(6_787_153.10, 10_032_083.40, "CNY/month") == "+3.24 M CNY/month (+47.8%)"
+    assert money_change(0.0, 203_180.0) == "+203.18 k (new)"
+    assert money_change(100.0, 100.0) == "unchanged" and money_change(None, 1.0) == "n/a"
