@@ -166,7 +166,8 @@ def test_a_rename_a_deleted_spec_and_a_bad_spec_are_reported_and_gated(tmp_path:
     _git(repo, "commit", "-qm", "head")
     comment, outputs = _run_comment_step(repo, tmp_path)
     assert "with errors" in comment.splitlines()[1]
-    assert "| `specs/bad.yaml` | ❌" in comment and "bad.yaml" in comment.split("```text")[1]
+    assert "| `specs/bad.yaml` | ❌ bad spec |" in comment
+    assert "specs/bad.yaml:" in comment.split("```text")[1]  # the FILE:LINE error, in the comment
     assert "| `specs/ft.yaml` | new stack · 🟠 replaces-nodes · **needs approval** (new-stack) |" in comment
     assert "| `specs/gone.yaml` | deleted stack · 🔴 data-at-risk · **needs approval** (data-at-risk, deleted-stack) |" in comment
     gates = dict(line.split("=", 1) for line in outputs.splitlines())
