@@ -85,3 +85,25 @@ def test_every_ecs_program_says_its_spot_strategy(rendered: str) -> None:
     text = (ROOT / rendered).read_text()
     if "alicloud.ecs.Instance(" in text:
         assert re.search(r"spot_strategy=", text)
+
+
+# The provider release pulumi_alicloud's docstrings cite last ("Available since v1.295.0"), and the source the
+# replacement data was re-checked against (docs/gitops.md, "Which provider version"). A new pulumi_alicloud bridges
+# a newer provider: this fails until the data has been re-read and the two constants updated.
+BRIDGED = (1, 295, 0)
+CHECKED_AGAINST = "81c43b6727"
+
+
+def test_the_replacement_data_was_checked_for_the_provider_pulumi_alicloud_bridges() -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pulumi_alicloud")  # its files are read, not imported (importing is slow)
+    assert spec is not None and spec.origin is not None
+    folder = Path(spec.origin).parent
+    cited = {tuple(int(x) for x in m) for f in folder.rglob("*.py")
+             for m in re.findall(r"\bv1\.(\d{3})\.(\d+)\b", f.read_text(encoding="utf-8", errors="replace"))}
+    newest = max((1, *v) for v in cited)
+    assert newest == BRIDGED, (f"pulumi_alicloud now cites provider v{'.'.join(map(str, newest))}: re-check "
+                               "generator/preview/data/replacement/ against that provider source, then update BRIDGED")
+    sources = [r.source for r in d.load_rules().values()]
+    assert sum(CHECKED_AGAINST in s for s in sources) > 200  # most rows cite the newest provider source read
