@@ -67,7 +67,8 @@ def test_a_rename_is_a_new_stack_that_bills_beside_the_old_one_and_is_gated(tmp_
     assert any("starts without checkpoints" in n for n in result.what.notes)
     cost = result.cost
     assert cost is not None and cost.changed and cost.base_stack_kept == "pretrain-70b/dev"
-    assert cost.total("hour").new == pytest.approx(2 * cost.total("hour").old, abs=0.02)  # both stacks bill
+    old, new = cost.total("hour").old, cost.total("hour").new
+    assert old is not None and new == pytest.approx(2 * old, abs=0.02)  # both stacks bill
     assert cost.head_alone.total_per_hour == cost.base.total_per_hour
     payload = json.loads(d.format_json(result))
     assert payload["summary"]["gates"] == ["new-stack"] and payload["cost"]["changed"] is True

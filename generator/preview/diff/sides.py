@@ -154,10 +154,10 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     if head in EMPTY_SIDES or _deleted(base, head, cwd):  # the spec is gone: its stack's deletion
         from generator.preview.mockrun import Graph
 
-        base_planned = _plan_side(read_side(base, cwd), catalog)
-        base_graph, base_info = _run_side(base_planned)
-        result = diff_graphs(base_graph, Graph(), base_info=base_info, head_info=SideInfo(label=f"{head} (deleted)"))
-        return _finish(result, base_planned.plan, None, catalog)
+        gone = _plan_side(read_side(base, cwd), catalog)
+        gone_graph, gone_info = _run_side(gone)
+        result = diff_graphs(gone_graph, Graph(), base_info=gone_info, head_info=SideInfo(label=f"{head} (deleted)"))
+        return _finish(result, gone.plan, None, catalog)
     if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created (and costs from 0)
         head_planned = _plan_side(read_side(head, cwd), catalog)
         head_graph, head_info = _run_side(head_planned)
