@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from generator.preview.diff.compare import diff_graphs
 from generator.preview.diff.cost import cost_delta
-from generator.preview.diff.model import DiffError, DiffResult, SideInfo
+from generator.preview.diff.model import NODE_TYPES, DiffError, DiffResult, SideInfo
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
     from generator.catalog import Catalog
@@ -193,4 +193,11 @@ def _finish(result: DiffResult, base: Plan | None, head: Plan | None, catalog: C
 
     cost = cost_delta(base, head, catalog)
     what = what_changed(base, head, result, cost)
+    if what.kind == "pause":  # a released node comes back on resume: say so instead of "loses a rank"
+        result = replace(result, changes=tuple(replace(c, reason=PAUSED_NODE) if c.action == "delete"
+                                               and c.type in NODE_TYPES else c for c in result.changes))
     return replace(result, cost=cost, what=what, picture=diagram(base, head, result, what))
+
+
+PAUSED_NODE = ("released by compute.paused: the job stops and the node's local disks are lost; resuming "
+               "(compute.paused: false) creates it again with the same name and address.")
