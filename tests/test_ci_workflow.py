@@ -1,9 +1,11 @@
-"""The example GitHub Actions workflow (examples/ci/github-actions.yml) parses and posts ONE pull-request comment.
+"""The example GitHub Actions workflow (examples/ci/github-actions.yml): its YAML, its scripts run for real.
 
 The YAML is read with ruamel (as GitHub reads YAML 1.2: ``on`` stays a key); every ``run`` script passes
-``bash -n``; the comment step runs for real on a small repository (plan, picture guard, diff; needs jq); and the
-github-script that posts it runs under node against a fake GitHub API: the first push creates the comment, later
-pushes edit it, and nobody else's comment is touched.
+``bash -n``; the report step runs for real on small git repositories (an update, a rename, a deleted spec, a bad
+spec; needs jq); the github-script that posts it runs under node against a fake GitHub API (create then edit,
+continued comments at section boundaries, a failed run replacing the verdict, gates from the labels read at run
+time, a fork writing the job summary); and the deploy step runs against a fake trainstack and Pulumi CLI (it
+deploys what differs from the last successful deploy, and retries a failed one).
 """
 
 from __future__ import annotations
@@ -285,3 +287,60 @@ def test_a_fork_pull_request_writes_the_job_summary_and_still_reports(tmp_path: 
     assert "create" not in kinds and "update" not in kinds and "summary" in kinds
     assert any(c[0] == "info" and "fork pull request" in c[1] for c in calls)
     assert "failed" in kinds  # the gate still decides the check
+
+
+FAKE_TRAINSTACK = r"""#!/usr/bin/env bash
+# trainstack as the deploy step uses it: plan --json, preview --json (the folder's digest), up (logged)
+case "$1" in
+  plan) n=$(basename "$2" .yaml); printf '{"name": "%s", "stack": "dev"}\n' "$n" ;;
+  preview) printf '{"stack_digest": "%s"}\n' "$(cat "$2/digest")" ;;
+  up) n=$(basename "$2" .yaml); echo "up $n $5" >> "$LOG"; [ "$n" != "$FAIL" ] ;;
+  *) exit 9 ;;
+esac
+"""
+FAKE_PULUMI = r"""#!/usr/bin/env bash
+# pulumi stack tags kept in $TAGS/<project>.<tag>, the project being the stack folder's name
+case "$1 $2 $3" in
+  "login "*) exit 0 ;;
+  "stack tag get") cat "$TAGS/$(basename "$PWD").$4" 2>/dev/null ;;
+  "stack tag set") printf '%s' "$5" > "$TAGS/$(basename "$PWD").$4" ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("bash") and shutil.which("jq")), reason="needs bash and jq")
+def test_deploys_follow_the_digest_of_the_last_successful_deploy(tmp_path: Path) -> None:
+    """Whatever pushes were cancelled in between, a run deploys every stack whose folder differs from its last
+    successful deploy, and a failed deploy is retried by the next run."""
+    deploy = _workflow()["jobs"]["deploy"]
+    run = next(s for s in deploy["steps"] if s.get("name", "").startswith("Deploy the clusters"))["run"]
+    repo, bin_dir, tags = tmp_path / "repo", tmp_path / "bin", tmp_path / "tags"
+    for folder in (repo / "specs", bin_dir, tags):
+        folder.mkdir(parents=True)
+    for name, text in (("trainstack", FAKE_TRAINSTACK), ("pulumi", FAKE_PULUMI)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "log"
+
+    def push(digests: dict[str, str], fail: str = "") -> tuple[int, list[str]]:
+        for name, digest in digests.items():
+            (repo / "specs" / f"{name}.yaml").write_text(f"name: {name}\n")
+            (repo / "stacks" / name).mkdir(parents=True, exist_ok=True)
+            (repo / "stacks" / name / "digest").write_text(digest)
+        log.write_text("")
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TAGS": str(tags),
+               "LOG": str(log), "FAIL": fail, "TRAINSTACK_BACKEND": "file:///state", "GITHUB_SHA": "abc"}
+        r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run], cwd=repo, env=env,
+                           text=True, capture_output=True, timeout=60, check=False)
+        return r.returncode, log.read_text().splitlines()
+
+    assert push({"a": "d1", "b": "d1"}) == (0, ["up a d1", "up b d1"])  # first deploy of both
+    assert push({"a": "d1", "b": "d1"}) == (0, [])  # nothing differs from the last deploy
+    # a's change lands while its run is cancelled; the next run (b changed too) deploys both
+    assert push({"a": "d2", "b": "d2"}) == (0, ["up a d2", "up b d2"])
+    rc, ups = push({"a": "d3", "b": "d2"}, fail="a")
+    assert rc == 1 and ups == ["up a d3"]  # a failed: its tag stays at d2
+    assert (tags / "a.trainstack:deployed-digest").read_text() == "d2"
+    assert push({"a": "d3", "b": "d2"}) == (0, ["up a d3"])  # the next run retries it
+    assert (tags / "a.trainstack:deployed-commit").read_text() == "abc"
