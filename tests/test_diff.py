@@ -279,8 +279,8 @@ def test_markdown_groups_identical_node_changes_and_folds_the_safe_section() -> 
     assert "`64 x ecs:Instance run-node-000..063`" in markdown
     assert "`64 x ecs:RamRoleAttachment run-node-000..063-role`" in markdown
     assert "| 0 | 0 | 128 | 0 | 0 |" in markdown
-    safe = markdown.split("#### 🟢 safe")[1]
-    assert "<details><summary>64 changes in 1 group</summary>" in safe
+    safe = markdown.split("<details><summary>🟢 <b>safe</b> (64): ")[1]  # the safe section is folded
+    assert "`64 x ecs:RamRoleAttachment run-node-000..063-role`" in safe.split("</details>")[0]
     assert markdown.count("run-node-0") < 10  # grouped, not listed one by one
 
 
@@ -289,8 +289,9 @@ def test_json_is_stable_and_versioned() -> None:
     first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
     assert first == second
     payload = json.loads(first)
-    assert payload["schema_version"] == d.SCHEMA_VERSION == 3
-    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes"}
+    assert payload["schema_version"] == d.SCHEMA_VERSION == 4
+    assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes",
+                            "what_changed"}
     assert payload["cost"] is None  # graphs given directly: no plans to price
     assert payload["summary"]["worst_impact"] == "replaces-nodes"
     assert set(payload["summary"]["by_impact"]) == set(d.IMPACTS)
@@ -416,8 +417,11 @@ def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'restart' is not one of replace, reboot, in-place, "
                                           r"ignored"):
         d.load_rules(bad)
-    _write(bad, ["alicloud:ecs/a:A", "x", "unknown", "s"])  # absence is unknown; a row says what it knows
-    with pytest.raises(d.DiffError, match=r"ecs.csv:2: effect 'unknown' is not one of"):
+    _write(bad, ["alicloud:ecs/a:A", "x", "unknown", "s"])  # absence is unknown; an unknown row says why
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: an 'unknown' row says why"):
+        d.load_rules(bad)
+    _write(bad, ["alicloud:ecs/a:A", "x", "in-place", "the docstring says so"])  # no "safe" without the provider
+    with pytest.raises(d.DiffError, match=r"ecs.csv:2: alicloud:ecs/a:A x is 'in-place' without a provider source"):
         d.load_rules(bad)
     _write(bad, ["alicloud:ecs/a:A", "x", "replace", "s"], ["alicloud:ecs/a:A", "x", "reboot", "s"])
     with pytest.raises(d.DiffError, match=r"ecs.csv:3: alicloud:ecs/a:A x is listed twice \(first at ecs.csv:2\)"):
@@ -432,15 +436,15 @@ def test_malformed_replacement_data_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_a_data_folder_reads_every_csv_and_refuses_a_row_listed_in_two_files(tmp_path: Path) -> None:
     _write(tmp_path / "ecs.csv", ["alicloud:ecs/a:A", "x", "replace", "s1"])
-    _write(tmp_path / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
+    _write(tmp_path / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "alicloud/resource_alicloud_b.go:2"])
     (tmp_path / "README.md").write_text("not data")
     rules = d.load_rules(tmp_path)
     assert rules == {("alicloud:ecs/a:A", "x"): d.Rule("replace", "s1"),
-                     ("alicloud:vpc/b:B", "y"): d.Rule("ignored", "s2")}
+                     ("alicloud:vpc/b:B", "y"): d.Rule("ignored", "alicloud/resource_alicloud_b.go:2")}
     twice = tmp_path / "twice"  # (load_rules caches by path)
     twice.mkdir()
-    _write(twice / "vpc.csv", ["alicloud:vpc/b:B", "y", "ignored", "s2"])
-    _write(twice / "zzz.csv", ["alicloud:vpc/b:B", "y", "in-place", "s3"])  # read last: names the first file
+    _write(twice / "vpc.csv", ["alicloud:vpc/b:B", "y", "replace", "s2"])
+    _write(twice / "zzz.csv", ["alicloud:vpc/b:B", "y", "replace", "s3"])  # read last: names the first file
     with pytest.raises(d.DiffError, match=r"zzz.csv:2: alicloud:vpc/b:B y is listed twice \(first at vpc.csv:2\)"):
         d.load_rules(twice)
     empty = tmp_path / "empty"
@@ -517,7 +521,7 @@ def _ignoring_description(tmp_path: Path) -> dict[tuple[str, str], d.Rule]:
     folder = tmp_path / "replacement"
     folder.mkdir()
     _write(folder / "ecs.csv", [INSTANCE, "description", "ignored",
-                                "test: not ForceNew and no update code for description"])
+                                "test: alicloud/resource_alicloud_instance.go:1 not ForceNew and no update code"])
     return {**d.load_rules(), **d.load_rules(folder)}
 
 
@@ -682,8 +686,11 @@ def test_a_new_spec_diffs_against_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     result = d.diff_sides("/dev/null", "examples/finetune-7b.yaml")
     assert result.changes and {c.action for c in result.changes} == {"create"}
-    with pytest.raises(d.DiffError, match="HEAD cannot be empty"):
-        d.diff_sides("examples/finetune-7b.yaml", "-")
+    gone = d.diff_sides("examples/finetune-7b.yaml", "-")  # an empty HEAD: the stack's deletion
+    assert {c.action for c in gone.changes} == {"delete"} and gone.what is not None
+    assert gone.what.kind == "deleted stack" and gone.what.gates == ("deleted-stack",)
+    with pytest.raises(d.DiffError, match="cannot both be empty"):
+        d.diff_sides("-", "/dev/null")
 
 
 def test_a_delete_before_replace_resource_says_it_is_gone_for_a_while() -> None:

@@ -34,14 +34,15 @@ class _DiffCommand(click.Command):
 @click.argument("base")
 @click.argument("head")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
-              help="text for a terminal, markdown for a pull-request comment, json (schema_version 3) for tools.")
+              help="text for a terminal, markdown for a pull-request comment, json (schema_version 4) for tools.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of standard output.")
 @handle
 def diff(base: str, head: str, fmt: str, output: str | None) -> None:
     """Show what changing BASE into HEAD does to the cluster, offline, worst impact first.
 
-    BASE and HEAD are spec files or GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml); BASE may be /dev/null (or -) for a spec that is new. Both are
+    BASE and HEAD are spec files or GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml); BASE may be /dev/null (or -) for a spec that is new,
+    and HEAD /dev/null, or a path that no longer exists (REF:path path), for a spec the change deletes. Both are
     rendered and run under Pulumi's mock runtime; no credentials and no Pulumi CLI are needed.
     Every format also shows the cost per hour, per month and for the whole run, base -> head.
     Exit status: 0 no changes, 2 changes, 1 error (including a bad spec on either side).

@@ -291,6 +291,8 @@ for node in NODES:
         http_endpoint="enabled",
         http_tokens="required",
         instance_charge_type="PostPaid",
+        # said explicitly: spot_strategy is Optional + Computed, so an unset value would keep a spot node spot
+        spot_strategy="NoSpot",
         deployment_set_id=deployment_sets[node["deployment_set"]].id if node["deployment_set"] else None,
         user_data=user_data(node),
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},

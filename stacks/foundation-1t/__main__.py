@@ -701,6 +701,8 @@ for node in [] if NODES_PENDING else NODES:
         http_endpoint="enabled",
         http_tokens="required",
         instance_charge_type="PostPaid",
+        # said explicitly: spot_strategy is Optional + Computed, so an unset value would keep a spot node spot
+        spot_strategy="NoSpot",
         # eRDMA: the primary ENI runs in HighPerformance (ERI) mode; a second ERI on network card 1 gives the full bandwidth.
         network_interface_traffic_mode="HighPerformance",
         network_card_index=0,

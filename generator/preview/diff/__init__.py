@@ -24,7 +24,7 @@ capacity or a system disk size, gets smaller: ``pulumi up`` fails part-way), ``n
 not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
 (an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
 :func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
-(``schema_version`` 3) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
+(``schema_version`` 4) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
 (:attr:`DiffResult.cost`, a :class:`CostDelta`): per hour, per month and for the whole run, old -> new, broken
 down into on demand and spot, compute and storage, with the price notes and ESTIMATE flags.
 
@@ -38,8 +38,13 @@ The stage is split by what each part owns; this package re-exports their public 
 * :mod:`~generator.preview.diff.replacement`: the replacement data, read and checked;
 * :mod:`~generator.preview.diff.values`: one-line summaries of changed values;
 * :mod:`~generator.preview.diff.compare`: comparing two graphs and classifying every change;
-* :mod:`~generator.preview.diff.cost`: the cost delta between the two sides' plans;
-* :mod:`~generator.preview.diff.sides`: reading a side (file or ``GIT_REF:path``) and running it;
+* :mod:`~generator.preview.diff.cost`: the cost delta between the two sides' plans (a new stack bills beside
+  the old one);
+* :mod:`~generator.preview.diff.summary`: what changed in spec terms, the headline by what happens (grow,
+  pause, new stack, deleted stack, ...) and the gates (:attr:`DiffResult.what`);
+* :mod:`~generator.preview.diff.picture`: the change as one small Mermaid diagram coloured by impact;
+* :mod:`~generator.preview.diff.sides`: reading a side (file or ``GIT_REF:path``; a HEAD path that is gone is
+  the stack's deletion) and running it;
 * :mod:`~generator.preview.diff.report`: grouping changes and the text, Markdown and JSON reports.
 """
 

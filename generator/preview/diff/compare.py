@@ -36,7 +36,7 @@ from generator.preview.diff.model import (
     SideInfo,
     natural_key,
 )
-from generator.preview.diff.replacement import UNKNOWN_RULE, Rule, load_rules
+from generator.preview.diff.replacement import UNKNOWN_RULE, Rule, Unset, load_rules, load_unset
 from generator.preview.diff.values import _decode_user_data, _short, summarize
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
@@ -51,6 +51,7 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
     invisible in resource inputs, and changing it replaces every resource, so it is diffed here.
     """
     rules = load_rules() if rules is None else rules
+    unset = load_unset()
     base_info = base_info or SideInfo(label="base", resources=len(base.resources))
     head_info = head_info or SideInfo(label="head", resources=len(head.resources))
     old = {(r.type, r.name): r for r in base.resources}
@@ -61,7 +62,7 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
 
     props: dict[tuple[str, str], list[PropertyChange]] = {}
     for key in sorted(old.keys() & new.keys()):
-        changed = _property_changes(old[key], new[key], rules)
+        changed = _property_changes(old[key], new[key], rules, unset)
         if region_changed:
             changed.append(PropertyChange(
                 "region", base_info.region, head_info.region, "replace",
@@ -76,7 +77,7 @@ def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, 
     for key, plist in props.items():
         action: Action = "replace" if any(p.effect == "replace" for p in plist) else "update"
         if action == "replace":  # the new resource is created with the smaller value: nothing is refused
-            plist = [_created_with(p) if p.effect == "fails-at-apply" else p for p in plist]
+            plist = [_created_with(p) if p.effect == "fails-at-apply" or _kept(p) else p for p in plist]
         ordered = tuple(sorted(plist, key=lambda p: p.name))
         changes.append(_classify(action, old[key], new[key], ordered, fresh_cluster))
     for key in new.keys() - old.keys():
@@ -93,13 +94,26 @@ def _order(c: Change) -> tuple[int, int, str, tuple[Any, ...]]:
 
 
 
-def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, str], Rule]) -> list[PropertyChange]:
+def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, str], Rule],
+                      unset: Mapping[tuple[str, str], Unset] | None = None) -> list[PropertyChange]:
     out: list[PropertyChange] = []
+    unset = {} if unset is None else unset
     for name in sorted(set(old.inputs) | set(new.inputs)):
         a, b = old.inputs.get(name), new.inputs.get(name)
         if a == b:
             continue
+        computed = unset.get((new.type, name))
+        if computed is not None and b is None:  # Optional + Computed, unset: the provider keeps the cloud's value
+            if computed.computed_default and a == computed.computed_default:
+                continue  # NoSpot -> (unset): what the cloud reports anyway
+            out.append(PropertyChange(name, a, b, "ignored", computed.source,
+                                      f"{_short(a)} -> (unset): the provider keeps {_short(a)}"))
+            continue
+        if computed is not None and a is None and computed.computed_default and b == computed.computed_default:
+            continue  # (unset) -> NoSpot: the value the cloud already reports
         rule = rules.get((new.type, name), UNKNOWN_RULE)
+        if new.type == INSTANCE and name == "instanceType" and rule.effect == "reboot":
+            rule = _instance_type_rule(a, b, rule)
         effect = _value_effect(rule.effect, a, b)
         summary = summarize(name, a, b)
         if rule.effect == "grow-only" and effect != "in-place":
@@ -112,6 +126,39 @@ def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, st
             out.append(PropertyChange(option, a, b, "in-place", "Pulumi resource option (no cloud API call)",
                                       f"{_short(a)} -> {_short(b)}"))
     return out
+
+
+# ECS changes a pay-as-you-go instance's type with ModifyInstanceSpec (the provider's update, stopping and
+# starting the instance) only to a type DescribeResourcesModification offers. "Instance families that support
+# instance type changes" lists the allowed targets: within a family any size, across families only the listed
+# general-purpose generations; GPU (gn*, sccgn*) and ECS Bare Metal (ebm*) families are not in it.
+MODIFY_SPEC_DOCS = ("https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-modifyinstancespec, "
+                    "https://www.alibabacloud.com/help/en/ecs/user-guide/instance-families-that-support-instance-type-changes")
+_FIXED_FAMILIES = ("ebm", "gn", "sccgn", "scch", "ebmgn", "vgn")
+
+
+def instance_family(instance_type: str) -> str:
+    """``ecs.ebmgn7ex.32xlarge`` -> ``ecs.ebmgn7ex``; the family is everything before the size."""
+    parts = str(instance_type).split(".")
+    return ".".join(parts[:2]) if len(parts) >= 3 else str(instance_type)
+
+
+def _instance_type_rule(old: Any, new: Any, reboot: Rule) -> Rule:
+    """Same family: the provider's stop, ModifyInstanceSpec, start (``reboot``). Another family: a GPU or
+    bare-metal family has no allowed cross-family target, so ECS refuses it (``fails-at-apply``); between other
+    families only DescribeResourcesModification knows (``unknown``)."""
+    if not isinstance(old, str) or not isinstance(new, str) or instance_family(old) == instance_family(new):
+        return reboot
+    fixed = [t for t in (old, new) if instance_family(t).split(".")[-1].startswith(_FIXED_FAMILIES)]
+    if fixed:
+        return Rule("fails-at-apply", (
+            f"{instance_family(old)} -> {instance_family(new)} crosses instance families: ECS changes a type only "
+            "to the targets DescribeResourcesModification returns, and GPU and bare-metal families offer none "
+            f"outside their own family ({MODIFY_SPEC_DOCS}); `pulumi up` fails on ModifyInstanceSpec. "
+            f"Provider update: {reboot.source}"))
+    return Rule("unknown", (f"{instance_family(old)} -> {instance_family(new)} crosses instance families: only "
+                            f"DescribeResourcesModification tells whether ECS allows it ({MODIFY_SPEC_DOCS}). "
+                            f"Provider update: {reboot.source}"))
 
 
 def _number(value: Any) -> float | None:
@@ -129,11 +176,20 @@ def _value_effect(effect: Effect, old: Any, new: Any) -> Effect:
     return "fails-at-apply" if b < a else "in-place"
 
 
+_KEEPS = ": the provider keeps "
+
+
+def _kept(p: PropertyChange) -> bool:
+    """An Optional + Computed input left unset (the provider keeps the old value)."""
+    return p.effect == "ignored" and _KEEPS in p.summary
+
+
 def _created_with(p: PropertyChange) -> PropertyChange:
-    """A smaller grow-only value on a replaced resource: the new resource is simply created with it."""
-    return PropertyChange(p.name, p.old, p.new, "in-place", p.source,
-                          p.summary.replace(" (smaller: the cloud only grows it)", " (set on the new resource)"),
-                          p.cause)
+    """A smaller grow-only value, or an unset computed one, on a replaced resource: the new one is created so."""
+    summary = p.summary.replace(" (smaller: the cloud only grows it)", " (set on the new resource)")
+    if _kept(p):
+        summary = summary.split(_KEEPS)[0] + " (the new resource is created without it)"
+    return PropertyChange(p.name, p.old, p.new, "in-place", p.source, summary, p.cause)
 
 
 def _mock_outputs(name: str) -> frozenset[str]:
@@ -220,10 +276,11 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     if action != "update":
         return change
     parts: list[tuple[Impact, str]] = [(change.impact, change.reason)]
-    shrunk = [p for p in props if p.effect == "fails-at-apply"]
+    refused = [p for p in props if p.effect == "fails-at-apply" and p.name == "instanceType"]
+    shrunk = [p for p in props if p.effect == "fails-at-apply" and p not in refused]
     ignored = [p.name for p in props if p.effect == "ignored"]
-    unknown = [p.name for p in props if p.effect == "unknown" and p.source == UNKNOWN_RULE.source]
-    unsure = [p.name for p in props if p.effect == "unknown" and p.source != UNKNOWN_RULE.source]  # grow-only
+    unsure = [p.name for p in props if p.effect == "unknown" and "can only grow" in p.summary]  # grow-only
+    unknown = [p.name for p in props if p.effect == "unknown" and p.name not in unsure]
     if unsure:
         parts.append(("unknown", f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
                                  "number, so trainstack cannot tell a growth from a refused shrink: check the "
@@ -235,6 +292,13 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
         parts.append(("fails-at-apply", f"{_shrink_text(shrunk)}: the cloud only grows "
                                         f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
                                         f"resource and stops part-way; keep the old value{keep}."))
+    if refused:
+        p = refused[0]
+        parts.append(("fails-at-apply", f"instanceType {_short(p.old)} -> {_short(p.new)} crosses instance "
+                                        "families: ECS offers no such target for a GPU or bare-metal family "
+                                        "(DescribeResourcesModification), so ModifyInstanceSpec is refused and "
+                                        "`pulumi up` stops part-way; to change family the nodes must be replaced "
+                                        "(`pulumi up --replace URN` per node, or a new stack)."))
     if ignored:
         one = len(ignored) == 1
         parts.append(("never-applied",

@@ -7,7 +7,9 @@ object storage, and each line says whether it rests on an estimated price. A pau
 (``compute.paused``) runs no node: its lines are what it still pays for (:class:`~generator.plan.model.PausedCost`),
 it has no run cost, and :attr:`SideCost.per_day` is what it costs per day while paused. An empty side costs 0.
 When HEAD deploys to another Pulumi stack (a new ``name:``), BASE's stack keeps running and billing:
-:attr:`CostDelta.base_stack_kept` names it.
+:attr:`CostDelta.base_stack_kept` names it, and HEAD's figures are then what both stacks bill while both exist
+(BASE's plus the new stack's; :attr:`CostDelta.head_alone` is the new stack by itself), so a rename never reads
+as free.
 Showing the delta is :mod:`generator.preview.diff.report`'s job.
 """
 
@@ -94,6 +96,12 @@ class CostDelta:
     head: SideCost
     notes: tuple[str, ...]
     base_stack_kept: str = ""  # "project/stack" when HEAD deploys to another stack: BASE's keeps running (and billing)
+    head_stack_alone: SideCost | None = None  # with base_stack_kept: the new stack alone (head is base + new)
+
+    @property
+    def head_alone(self) -> SideCost:
+        """HEAD's own stack, without the BASE stack it leaves running."""
+        return self.head_stack_alone or self.head
 
     @property
     def estimated(self) -> bool:
@@ -150,10 +158,22 @@ def cost_delta(base: Plan | None, head: Plan | None, catalog: Catalog | None = N
     if old.estimated or new.estimated:
         notes.append(ESTIMATE_NOTE)
     currency = next((p.cost.currency for p in (head, base) if p is not None), "CNY")
-    kept = ""
     if base is not None and head is not None and (base.name, base.stack) != (head.name, head.stack):
-        kept = f"{base.name}/{base.stack}"  # the diff shows HEAD's stack as new; nothing removes BASE's
-    return CostDelta(currency, old, new, tuple(notes), kept)
+        # the diff shows HEAD's stack as new; nothing removes BASE's, so after the merge both bill
+        return CostDelta(currency, old, _both(old, new), tuple(notes), f"{base.name}/{base.stack}", new)
+    return CostDelta(currency, old, new, tuple(notes))
+
+
+def _both(a: SideCost, b: SideCost) -> SideCost:
+    """What two stacks bill together: each line summed (a run figure only when both have one)."""
+    def add(x: float | None, y: float | None) -> float | None:
+        return None if x is None or y is None else round(x + y, 2)
+
+    run = None if a.run is None or b.run is None else {k: round(a.run[k] + b.run[k], 2) for k, _ in LINES}
+    state: State = "running" if "running" in (a.state, b.state) else b.state
+    return SideCost(state, {k: round(a.per_hour[k] + b.per_hour[k], 2) for k, _ in LINES}, run,
+                    round(a.total_per_hour + b.total_per_hour, 2), add(a.run_total, b.run_total),
+                    b.run_hours, a.estimated | b.estimated, round(a.per_day + b.per_day, 2), notes=b.notes)
 
 
 def to_dict(delta: CostDelta) -> dict[str, Any]:
@@ -171,6 +191,7 @@ def to_dict(delta: CostDelta) -> dict[str, Any]:
         "currency": delta.currency, "hours_per_month": HOURS_PER_MONTH, "changed": delta.changed,
         "estimated": delta.estimated, "base": side(delta.base), "head": side(delta.head),
         "base_stack_kept": delta.base_stack_kept or None,
+        "head_stack_alone": None if delta.head_stack_alone is None else side(delta.head_stack_alone),
         "periods": {p: [row(r) for r in delta.rows(p)] for p in PERIODS},
         "notes": list(delta.notes),
     }

@@ -58,6 +58,40 @@ IMPACT_TITLES: Mapping[Impact, str] = {
 }
 
 
+Kind = Literal["new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update", "none"]
+KINDS: tuple[Kind, ...] = ("new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update",
+                           "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One row of the table: what, base, head (``—`` where a side has none)."""
+
+    label: str
+    base: str
+    head: str
+
+    @property
+    def changed(self) -> bool:
+        return self.base != self.head
+
+
+@dataclass(frozen=True)
+class WhatChanged:
+    """The spec-level change: the kind, a one-line headline, the facts, warnings and the gates it needs."""
+
+    kind: Kind
+    headline: str
+    facts: tuple[Fact, ...]
+    new_warnings: tuple[str, ...] = ()
+    resolved_warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what a reviewer must know about a new or deleted stack
+    gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
+
+    def changed_facts(self) -> list[Fact]:
+        return [f for f in self.facts if f.changed]
+
+
 class DiffError(TrainstackError):
     """A side cannot be read (git, missing file) or the replacement data is malformed."""
 
@@ -112,7 +146,8 @@ class DiffResult:
     head: SideInfo = field(default_factory=SideInfo)
     notes: tuple[str, ...] = ()
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
-    picture: str = ""  # HEAD's topology as Mermaid, the changed parts highlighted ("" without plans)
+    picture: str = ""  # the change as one Mermaid diagram, boxes coloured by impact ("" without plans)
+    what: WhatChanged | None = None  # the spec-level change from the two plans; None when graphs were given directly
 
     @property
     def has_changes(self) -> bool:

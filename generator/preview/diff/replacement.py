@@ -7,13 +7,20 @@ docstring). Effects: ``replace`` (ForceNew), ``reboot`` (the update stops and re
 ``in-place`` and ``ignored`` (not ForceNew and no update code: the change is silently never applied).
 
 A property without a row is **unknown**, never in place: :data:`UNKNOWN_RULE`. The diff reports it as a
-possible replacement until the data says otherwise.
+possible replacement until the data says otherwise. A row may say ``unknown`` itself: the input is in
+pulumi_alicloud but no stored provider source shows what a change does. A row that calls a change harmless
+(``in-place``, ``ignored``, ``grow-only``) must cite the provider's file and line
+(``alicloud/resource_alicloud_*.go:LINE``), else loading fails: no "safe" without a provider source.
+
+What an *unset* input means is data too (``generator/preview/data/unset.csv``, :func:`load_unset`): an
+Optional + Computed input left unset keeps what the cloud reports, so ``NoSpot -> (unset)`` is no change.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +28,12 @@ from pathlib import Path
 from generator.preview.diff.model import DATA_EFFECTS, DiffError, Effect
 
 REPLACEMENT_DATA = Path(__file__).resolve().parent.parent / "data" / "replacement"
+UNSET_DATA = Path(__file__).resolve().parent.parent / "data" / "unset.csv"
 _HEADER = ["type", "property", "effect", "source"]
+_UNSET_HEADER = ["type", "property", "computed_default", "source"]
+# A row whose effect reads as harmless must cite the provider's file and line.
+SOURCE_LINE = re.compile(r"alicloud/resource_alicloud_\w+\.go:\d+")
+_ROW_EFFECTS = (*DATA_EFFECTS, "unknown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +86,16 @@ def _load_file(path: Path, rules: dict[tuple[str, str], Rule], where: dict[tuple
         effect = row["effect"].strip()
         if not key[0].startswith("alicloud:") or not key[1]:
             raise DiffError(f"{path}:{line}: a row needs a type token (alicloud:...) and a property")
-        if effect not in DATA_EFFECTS:
-            raise DiffError(f"{path}:{line}: effect '{effect}' is not one of {', '.join(DATA_EFFECTS)}")
+        if effect not in _ROW_EFFECTS:
+            raise DiffError(f"{path}:{line}: effect '{effect}' is not one of {', '.join(_ROW_EFFECTS)}")
         if not row["source"].strip():
             raise DiffError(f"{path}:{line}: every row cites its source")
+        if effect == "unknown" and not row["source"].startswith(("UNVERIFIED", "UNCERTAIN")):
+            raise DiffError(f"{path}:{line}: an 'unknown' row says why (its source starts with UNVERIFIED or "
+                            "UNCERTAIN); a property without data needs no row")
+        if effect in ("in-place", "ignored", "grow-only") and not SOURCE_LINE.search(row["source"]):
+            raise DiffError(f"{path}:{line}: {key[0]} {key[1]} is '{effect}' without a provider source "
+                            "(alicloud/resource_alicloud_*.go:LINE); a change without one is 'unknown'")
         if key in rules:
             raise DiffError(f"{path}:{line}: {key[0]} {key[1]} is listed twice (first at {where[key]})")
         rules[key] = Rule(effect, row["source"].strip())  # type: ignore[arg-type]
@@ -87,3 +105,36 @@ def _load_file(path: Path, rules: dict[tuple[str, str], Rule], where: dict[tuple
 def rule_for(resource_type: str, prop: str, rules: Mapping[tuple[str, str], Rule] | None = None) -> Rule:
     """The effect of changing ``prop`` on ``resource_type``; a type or property without a row is unknown."""
     return (load_rules() if rules is None else rules).get((resource_type, prop), UNKNOWN_RULE)
+
+
+@dataclass(frozen=True, slots=True)
+class Unset:
+    """An Optional + Computed input: left unset, the provider keeps what the cloud reports.
+
+    ``computed_default`` is what the cloud reports when the input was never set ("" when it depends on the
+    resource): an unset side and a side with that value are the same.
+    """
+
+    computed_default: str
+    source: str
+
+
+@functools.lru_cache(maxsize=2)
+def load_unset(path: Path = UNSET_DATA) -> Mapping[tuple[str, str], Unset]:
+    """``generator/preview/data/unset.csv`` as {(type token, camelCase property): Unset}; malformed rows fail."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DiffError(f"cannot read {path}: {e.strerror}") from None
+    reader = csv.DictReader(text.splitlines())
+    if reader.fieldnames != _UNSET_HEADER:
+        raise DiffError(f"{path}:1: the header must be {','.join(_UNSET_HEADER)}")
+    out: dict[tuple[str, str], Unset] = {}
+    for row in reader:
+        if None in row or any(v is None for v in row.values()):
+            raise DiffError(f"{path}:{reader.line_num}: a row has exactly 4 fields: {','.join(_UNSET_HEADER)}")
+        key = (row["type"].strip(), row["property"].strip())
+        if not SOURCE_LINE.search(row["source"]) or key in out:
+            raise DiffError(f"{path}:{reader.line_num}: {key[0]} {key[1]} needs one row citing the provider source")
+        out[key] = Unset(row["computed_default"].strip(), row["source"].strip())
+    return out

@@ -1,7 +1,7 @@
 """Showing a diff: changes grouped for reading, as plain text, a Markdown pull-request comment, or JSON.
 
 :func:`format_text` is for a terminal or a CI log, :func:`format_markdown` for a pull-request comment (folded
-where long) and :func:`format_json` for tools (``schema_version`` 3; within a version fields are only ever
+where long) and :func:`format_json` for tools (``schema_version`` 4; within a version fields are only ever
 added). Every report names each impact class with its title, worst first, so ``fails-at-apply``,
 ``never-applied`` and ``unknown`` read as what they are and never as ``safe``. When the result carries the two
 sides' cost (:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and
@@ -18,6 +18,7 @@ from typing import Any
 
 from generator.preview.diff.cost import PERIOD_TITLES, PERIODS, CostDelta, Row, SideCost
 from generator.preview.diff.cost import to_dict as cost_dict
+from generator.preview.diff.summary import to_dict as what_dict
 from generator.preview.diff.model import (
     IMPACT_TITLES,
     IMPACTS,
@@ -36,7 +37,11 @@ from generator.preview.diff.values import LONG_VALUE, digest
 # property without data was "in-place" under 1) and the top-level "impacts" list of classes with their titles.
 # 3: the impact class and effect fails-at-apply (a grow-only value that gets smaller read "in-place" and "safe"
 # under 2); a new value of an existing field, so a tool that matches every class must learn it.
-SCHEMA_VERSION = 3
+# 4: "what_changed" (the spec-level change: kind, headline, base -> head facts, new and resolved warnings, notes,
+# gates) and "summary.gates"; for a new stack beside the old one (a rename) "cost.head" is what both stacks bill
+# while both exist (it was the new stack alone, so a rename read as free) and "cost.head_stack_alone" the new one;
+# a deleted spec is a diff whose head is "(deleted)", every resource deleted.
+SCHEMA_VERSION = 4
 
 _IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "fails-at-apply": "⛔",
                                        "never-applied": "🟣",
@@ -138,6 +143,12 @@ def format_text(result: DiffResult) -> str:
     """Plain text for a terminal or a CI log."""
     base, head = result.base.label or "base", result.head.label or "head"
     out = [f"trainstack diff: {base} -> {head}"]
+    if result.what is not None and result.has_changes:
+        out.append(f"{result.what.kind}: {result.what.headline}")
+        out += [f"  {f.label}: {f.base} -> {f.head}" for f in result.what.changed_facts()]
+        out += [f"  new warning: {w}" for w in result.what.new_warnings]
+        out += [f"  resolved warning: {w}" for w in result.what.resolved_warnings]
+        out += [f"  note: {n}" for n in result.what.notes]
     if not result.has_changes:
         out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
         if result.cost is not None:
@@ -175,15 +186,24 @@ def _code(text: str) -> str:
     return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
 
 
-def format_markdown(result: DiffResult) -> str:
-    """A pull-request comment: summary tables, then one section per impact, long lists folded."""
+def format_markdown(result: DiffResult, *, title: str = "") -> str:
+    """A pull-request comment for one spec: what changed first, then the picture, the changes and the cost.
+
+    The headline says what happens (grow, pause, new stack, ...) and the worst impact; the "what changed" table
+    comes from the two plans (base -> head); the bold cost line counts what both stacks bill when HEAD is a new
+    stack. The changes by impact, the cost tables and the price notes are folded. ``title`` replaces the heading's
+    text (the workflow passes the spec path).
+    """
     worst = result.worst_impact
     base, head = result.base.label or "base", result.head.label or "head"
+    what = result.what
     out = [MARKDOWN_MARKER]
+    name = title or "trainstack diff"
     if worst is None:
-        out.append("### trainstack diff: no infrastructure changes")
+        out.append(f"### {name}: ✅ no infrastructure changes")
     else:
-        out.append(f"### trainstack diff: {_IMPACT_MARKS[worst]} {worst}")
+        kind = f"{_KIND_MARKS.get(what.kind, '')} {what.kind} · " if what is not None else ""
+        out.append(f"### {name}: {kind}{_IMPACT_MARKS[worst]} {worst}")
     out.append("")
     where = f"{_code(base)} → {_code(head)}"
     if result.head.project:
@@ -191,48 +211,100 @@ def format_markdown(result: DiffResult) -> str:
         where += f" · stack {stack} · region {_code(result.head.region)}"
     out.append(where)
     out.append("")
+    if what is not None and worst is not None:
+        out += [f"**{_md_text(what.headline)}**", ""]
+    if result.cost is not None and (worst is not None or result.cost.changed):
+        bold = _cost_bold(result.cost)
+        if what is not None and what.kind == "deleted stack":
+            bold = f"{bold} — only once the stack is destroyed; merging alone changes no bill"
+        out += [f"💰 {bold}", ""]
+    if what is not None and worst is not None:
+        out += _what_changed_markdown(what)
     if worst is None:
         out.append(f"Both sides declare the same {result.unchanged} resources.")
     else:
         c = result.counts()
         out += ["| create | update | replace | delete | unchanged |", "|---:|---:|---:|---:|---:|",
                 f"| {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | {result.unchanged} |", ""]
-        out += ["| impact | changes | meaning |", "|---|---:|---|"]
-        for impact, n in result.impact_counts().items():
-            out.append(f"| {_IMPACT_MARKS[impact]} {impact} | {n} | {IMPACT_TITLES[impact]} |")
-    if result.cost is not None:
-        out += ["", f"**Cost:** {_cost_headline(result.cost)}"]
+        out += ["| impact | changes | meaning |", "|---|---:|---|"]  # only the classes that occur
+        out += [f"| {_IMPACT_MARKS[i]} {i} | {n} | {IMPACT_TITLES[i]} |" for i, n in result.impact_counts().items() if n]
     for note in result.notes:
-        out += ["", f"> **Note:** {note}"]
+        out += ["", f"> **Note:** {_md_text(note)}"]
+    if result.picture and worst is not None:
+        out += ["", *_picture_markdown(result.picture, result)]
     for impact in IMPACTS:
         changes = result.of_impact(impact)
         if not changes:
             continue
         groups = group_changes(changes)
-        out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", "", f"_{IMPACT_TITLES[impact]}_", ""]
         body = [line for g in groups for line in _markdown_group(g)]
-        if impact == "safe" or len(groups) > _COLLAPSE_GROUPS:
-            summary = f"{_plural(len(changes), 'change')} in {_plural(len(groups), 'group')}"
-            out += [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
+        summary = (f"{_IMPACT_MARKS[impact]} <b>{impact}</b> ({len(changes)}): {_md_text(IMPACT_TITLES[impact])}")
+        if impact in ("safe", "restarts-nodes") or len(groups) > _COLLAPSE_GROUPS:
+            out += ["", f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
         else:
-            out += body
-    if result.cost is not None:
+            out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", "",
+                    f"_{_md_text(IMPACT_TITLES[impact])}_", "", *body]
+    if result.cost is not None and (worst is not None or result.cost.changed):  # no change: one line, no tables
         out += ["", *_cost_markdown(result.cost)]
-    if result.picture:
-        out += ["", *_picture_markdown(result.picture)]
     out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
                  "cloud access. Which changes replace or reboot a resource comes from "
                  "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>")]
     return "\n".join(out) + "\n"
 
 
-def _picture_markdown(picture: str) -> list[str]:
-    """HEAD's topology in a Mermaid block (GitHub and GitLab draw it), the changed parts with a thick border."""
+_KIND_MARKS = {"new stack": "🆕", "deleted stack": "🗑️", "pause": "⏸️", "resume": "▶️", "replace": "🔁",
+               "grow": "📈", "shrink": "📉", "update": "✏️", "none": "✅"}
+
+
+def _md_text(text: str) -> str:
+    """Prose in a comment: backticks kept as code spans only when balanced, ``|`` escaped for tables."""
+    text = str(text).replace("\n", " ").replace("|", "\\|")
+    return text if text.count("`") % 2 == 0 else text.replace("`", "'")
+
+
+def _what_changed_markdown(what: Any) -> list[str]:
+    """The base -> head table (changed rows bold), then new and resolved warnings and the notes."""
+    changed = what.changed_facts()
+    out = []
+    if changed:
+        out += ["| what changed | base | head |", "|---|---|---|"]
+        out += [f"| **{f.label}** | {_md_text(f.base)} | **{_md_text(f.head)}** |" for f in changed]
+        out.append("")
+    same = [f"{f.label} {f.base}" for f in what.facts if not f.changed and f.base != "—"]
+    if same:
+        out += [f"<sub>unchanged: {_md_text(' · '.join(same))}</sub>", ""]
+    for n in what.notes:
+        out += [f"> ⚠️ {_md_text(n)}", ""]
+    if what.new_warnings:
+        out += [f"**New warnings ({len(what.new_warnings)})**", "", *(f"- {_md_text(w)}" for w in what.new_warnings),
+                ""]
+    if what.resolved_warnings:
+        out += [f"<details><summary>Resolved warnings ({len(what.resolved_warnings)})</summary>", "",
+                *(f"- {_md_text(w)}" for w in what.resolved_warnings), "", "</details>", ""]
+    return out
+
+
+def _cost_bold(delta: CostDelta) -> str:
+    """``**+3.24 M CNY/month (+47.8%)**, whole run +1.23 M (+18.1%)``, with the estimate flag and both stacks."""
+    from generator.preview.diff.summary import money_change
+
+    month, run = delta.total("month"), delta.total("run")
+    if not month.change and not run.change and not delta.base_stack_kept:
+        return "**cost unchanged**" + (" · includes ESTIMATE prices" if delta.estimated else "")
+    text = f"**{money_change(month.old, month.new, delta.currency + '/month')}**"
+    if run.old is not None or run.new is not None:
+        text += f", whole run {money_change(run.old, run.new)}"
+    if delta.base_stack_kept:
+        text += f" (base + head: `{delta.base_stack_kept}` keeps billing while the new stack runs)"
+    return text + (" · includes ESTIMATE prices" if delta.estimated else "")
+
+
+def _picture_markdown(picture: str, result: DiffResult) -> list[str]:
+    """The change as one Mermaid diagram (GitHub and GitLab draw it), with a legend of the classes it uses."""
+    from generator.preview.diff.picture import legend
     from generator.render.escape import markdown_fence_body
 
-    changed = "the parts this change touches have a thick amber border" if "class " in picture else "nothing in it changes"
-    return ["#### Topology after the change", "", f"_{changed}_", "", "```mermaid",
-            str(markdown_fence_body(picture)).rstrip("\n"), "```"]
+    return ["```mermaid", str(markdown_fence_body(picture)).rstrip("\n"), "```", "", f"<sub>{legend(result)}</sub>"]
 
 
 def _plural(n: int, word: str) -> str:
@@ -270,7 +342,7 @@ def _json_value(value: Any) -> Any:
 
 
 def to_dict(result: DiffResult) -> dict[str, Any]:
-    """The ``--format json`` document (``schema_version`` 3; within a version fields are only ever added)."""
+    """The ``--format json`` document (``schema_version`` 4; within a version fields are only ever added)."""
     def side(s: SideInfo) -> dict[str, Any]:
         return {"label": s.label, "project": s.project, "stack": s.stack, "region": s.region,
                 "resources": s.resources}
@@ -280,7 +352,9 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
         "base": side(result.base),
         "head": side(result.head),
         "summary": {**result.counts(), "unchanged": result.unchanged, "changed": result.has_changes,
-                    "worst_impact": result.worst_impact, "by_impact": result.impact_counts()},
+                    "worst_impact": result.worst_impact, "by_impact": result.impact_counts(),
+                    "gates": _gates(result), "cost_month": _cost_month(result)},
+        "what_changed": None if result.what is None else what_dict(result.what),
         "impacts": [{"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
                     for impact, n in result.impact_counts().items()],  # every class, worst first
         "notes": list(result.notes),
@@ -292,6 +366,28 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
                            for p in c.properties],
         } for c in result.changes],
     }
+
+
+def _cost_month(result: DiffResult) -> str | None:
+    """``+3.24 M CNY/month (+47.8%)``: the monthly change as a reviewer reads it (None without plans)."""
+    from generator.preview.diff.summary import money_change
+
+    if result.cost is None:
+        return None
+    month = result.cost.total("month")
+    return money_change(month.old, month.new, result.cost.currency + "/month")
+
+
+def _gates(result: DiffResult) -> list[str]:
+    """What must be approved before this merges: data at risk, a new or deleted stack, a refused change."""
+    out = []
+    if result.worst_impact == "data-at-risk":
+        out.append("data-at-risk")
+    if result.what is not None:
+        out += list(result.what.gates)
+    if result.impact_counts()["fails-at-apply"]:
+        out.append("fails-at-apply")
+    return out
 
 
 def format_json(result: DiffResult) -> str:
@@ -347,7 +443,8 @@ def _state_lines(delta: CostDelta) -> list[str]:
     if delta.base_stack_kept:
         out.append(f"base deploys to stack {delta.base_stack_kept}, which this change does not remove: it keeps "
                    f"costing {_money(delta.base.per_day)} {delta.currency}/day until someone destroys it "
-                   "(trainstack destroy); until then the bill is base + head")
+                   f"(trainstack destroy); head is the bill while both run: base + the new stack's "
+                   f"{_money(delta.head_alone.total_per_hour)} {delta.currency}/h")
     if delta.base.run_hours is not None or delta.head.run_hours is not None:
         hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
         out.append(f"whole run: {hours} (wall-clock: compute, pipeline bubble, checkpoint writes, rework and "

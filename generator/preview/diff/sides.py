@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from generator.preview.diff.compare import diff_graphs
 from generator.preview.diff.cost import cost_delta
-from generator.preview.diff.model import DiffError, DiffResult, SideInfo
+from generator.preview.diff.model import NODE_TYPES, DiffError, DiffResult, SideInfo
 
 if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed here
     from generator.catalog import Catalog
@@ -160,16 +160,22 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     from generator.catalog import load_catalog
 
     catalog = catalog or load_catalog()
-    if head in EMPTY_SIDES:
-        raise DiffError("HEAD cannot be empty: to preview removing a whole stack, use `trainstack destroy --help`")
+    if base in EMPTY_SIDES and head in EMPTY_SIDES:
+        raise DiffError("BASE and HEAD cannot both be empty")
+    if head in EMPTY_SIDES or _deleted(base, head, cwd):  # the spec is gone: its stack's deletion
+        from generator.preview.mockrun import Graph
+
+        gone = _plan_side(read_side(base, cwd), catalog)
+        gone_graph, gone_info = _run_side(gone)
+        result = diff_graphs(gone_graph, Graph(), base_info=gone_info, head_info=SideInfo(label=f"{head} (deleted)"))
+        return _finish(result, gone.plan, None, catalog)
     if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created (and costs from 0)
         head_planned = _plan_side(read_side(head, cwd), catalog)
         head_graph, head_info = _run_side(head_planned)
         from generator.preview.mockrun import Graph
 
         result = diff_graphs(Graph(), head_graph, base_info=SideInfo(label="(none)"), head_info=head_info)
-        return replace(result, cost=cost_delta(None, head_planned.plan, catalog),
-                       picture=_picture(head_planned.plan, result))
+        return _finish(result, None, head_planned.plan, catalog)
     base_side, head_side = read_side(base, cwd), read_side(head, cwd)
     head_planned = _plan_side(head_side, catalog)
     base_planned = _plan_side(base_side, catalog) if base_side.text != head_side.text else None
@@ -183,14 +189,29 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     else:
         base_graph, base_info = base_run
     result = diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
-    base_plan = (base_planned or head_planned).plan
-    return replace(result, cost=cost_delta(base_plan, head_planned.plan, catalog),
-                   picture=_picture(head_planned.plan, result))
+    return _finish(result, (base_planned or head_planned).plan, head_planned.plan, catalog)
 
 
-def _picture(plan: Plan, result: DiffResult) -> str:
-    """HEAD's topology (:mod:`generator.plan.diagram`) with the boxes whose resources change highlighted."""
-    from generator.plan import diagram
+def _deleted(base: str, head: str, cwd: str | Path | None) -> bool:
+    """``trainstack diff REF:path path`` where the working file is gone: the pull request deletes the spec."""
+    local = Path(head) if cwd is None else Path(cwd) / head
+    if local.exists() or ":" not in base or base in EMPTY_SIDES:
+        return False
+    return os.path.normpath(base.split(":", 1)[1]) == os.path.normpath(head)
 
-    text = diagram.flowchart(plan)
-    return diagram.highlighted(text, diagram.changed_boxes(text, {c.type for c in result.changes}))
+
+def _finish(result: DiffResult, base: Plan | None, head: Plan | None, catalog: Catalog) -> DiffResult:
+    """Price both plans, say what changed in spec terms and draw the change (:mod:`~generator.preview.diff.picture`)."""
+    from generator.preview.diff.picture import diagram
+    from generator.preview.diff.summary import what_changed
+
+    cost = cost_delta(base, head, catalog)
+    what = what_changed(base, head, result, cost)
+    if what.kind == "pause":  # a released node comes back on resume: say so instead of "loses a rank"
+        result = replace(result, changes=tuple(replace(c, reason=PAUSED_NODE) if c.action == "delete"
+                                               and c.type in NODE_TYPES else c for c in result.changes))
+    return replace(result, cost=cost, what=what, picture=diagram(base, head, result, what))
+
+
+PAUSED_NODE = ("released by compute.paused: the job stops and the node's local disks are lost; resuming "
+               "(compute.paused: false) creates it again with the same name and address.")
