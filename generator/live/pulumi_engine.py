@@ -57,7 +57,8 @@ def engine_error(e: BaseException, target: Target) -> LiveError:
     if isinstance(e, auto_errors.ConcurrentUpdateError):
         return StackLocked(f"stack {target.stack} of {target.project} is locked by another update: wait for it to "
                            f"finish, or if none is running (a crashed run), run `pulumi cancel --stack {target.stack}` "
-                           f"in {target.stack_dir} with PULUMI_BACKEND_URL={display_backend(target.backend)}.")
+                           f"in {target.stack_dir} with PULUMI_BACKEND_URL={display_backend(target.backend)}, "
+                           "then run this command again (docs/live.md, \"After a crash\").")
     if isinstance(e, auto_errors.StackNotFoundError):
         return StackNotDeployed(f"stack {target.stack} of {target.project} has no state in "
                                 f"{display_backend(target.backend)}: deploy it first with `trainstack up`, or pass "
