@@ -111,6 +111,7 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
     # NIC (eth0 on Alibaba Cloud Linux, ens5 and the like on other images); "^" excludes prefixes (NCCL docs,
     # "NCCL_SOCKET_IFNAME").
     ifname = ("NCCL_SOCKET_IFNAME", "^lo,docker,veth")
+    if rdma == "erdma":
         # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]. None of them carries the MTU:
         # node-init.sh sets the MTU below on the NICs, so the two cannot disagree.
         env = [ifname, ("NCCL_IB_HCA", "erdma"), ("NCCL_IB_GID_INDEX", "1"),

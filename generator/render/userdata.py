@@ -96,5 +96,5 @@ def check(plan: Plan, node_init: str) -> None:
                                "(docs/bootstrap.md, \"How the bootstrap is delivered\"); shorten the bootstrap")
 
 
-__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "LINGJUN_WRAPPER", "UserDataTooLarge", "lingjun_script", "lingjun_user_data", "check", "ecs_user_data", "ecs_user_data_bytes",
-           "largest_ecs_script", "user_data_size"]
+__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "LINGJUN_WRAPPER", "UserDataTooLarge", "check", "ecs_user_data",
+           "ecs_user_data_bytes", "largest_ecs_script", "lingjun_script", "lingjun_user_data", "user_data_size"]

@@ -66,11 +66,24 @@ class Metadata(Handler):
         if self.headers.get("X-aliyun-ecs-metadata-token") != TOKEN:  # hardened mode
             log(f"metadata GET {self.path} 401 (no token)")
             return self.reply(401)
-        if self.path == f"/latest/meta-data/ram/security-credentials/{ROLE}" and not (STATE / "no-role").exists():
+        if (
+            self.path == f"/latest/meta-data/ram/security-credentials/{ROLE}"
+            and not (STATE / "no-role").exists()
+        ):
             log(f"metadata GET {self.path} 200")
             expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 6 * 3600))
-            return self.reply(200, json.dumps({"AccessKeyId": KEY_ID, "AccessKeySecret": SECRET,
-                                               "SecurityToken": STS, "Expiration": expires, "Code": "Success"}).encode())
+            return self.reply(
+                200,
+                json.dumps(
+                    {
+                        "AccessKeyId": KEY_ID,
+                        "AccessKeySecret": SECRET,
+                        "SecurityToken": STS,
+                        "Expiration": expires,
+                        "Code": "Success",
+                    }
+                ).encode(),
+            )
         if self.path == "/latest/meta-data/instance/spot/termination-time":
             if (STATE / "stall-metadata").exists():  # once
                 (STATE / "stall-metadata").unlink()
@@ -97,11 +110,19 @@ class Oss(Handler):
         bucket = host.split(".", 1)[0]
         url = urllib.parse.urlsplit(self.path)
         key = urllib.parse.unquote(url.path.lstrip("/"))
-        params = {k: v[0] if v else "" for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
-        req = oss2.http.Request(self.command, f"https://{host}{self.path}", params=params,
-                                headers={k: v for k, v in self.headers.items()})
+        params = {
+            k: v[0] if v else "" for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()
+        }
+        req = oss2.http.Request(
+            self.command,
+            f"https://{host}{self.path}",
+            params=params,
+            headers={k: v for k, v in self.headers.items()},
+        )
         auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(KEY_ID, SECRET, STS))
-        want = auth._ProviderAuth__make_signature(req, bucket, key, auth.credentials_provider.get_credentials())
+        want = auth._ProviderAuth__make_signature(
+            req, bucket, key, auth.credentials_provider.get_credentials()
+        )
         given = self.headers.get("Authorization", "")
         if given != f"OSS {KEY_ID}:{want}" or self.headers.get("x-oss-security-token") != STS:
             log(f"oss {self.command} {bucket}/{key} 403 SignatureDoesNotMatch")
@@ -110,7 +131,9 @@ class Oss(Handler):
         parts = STATE / "oss-parts" / params.get("uploadId", "none")
         code, out = 200, b""
         if self.command == "GET":
-            code, out = (200, obj.read_bytes()) if obj.is_file() else (404, b"<Error><Code>NoSuchKey</Code></Error>")
+            code, out = (
+                (200, obj.read_bytes()) if obj.is_file() else (404, b"<Error><Code>NoSuchKey</Code></Error>")
+            )
         elif self.command == "PUT" and "partNumber" in params:
             parts.mkdir(parents=True, exist_ok=True)
             (parts / f"{int(params['partNumber']):05d}").write_bytes(body)

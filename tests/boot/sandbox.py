@@ -1,5 +1,5 @@
 """A simulated fresh ECS node for tests/boot: the generated node-init.sh runs unchanged, as root, in private
-network, mount and PID namespaces (``unshare``), never touching the host.
+network, mount, UTS and PID namespaces (``unshare``), never touching the host.
 
 The node's disk is four overlays (/etc, /usr/local, /var, /opt) whose upper folders live in the test's tmp folder
 and survive a "reboot" (a new namespace); /run and /sys are fresh at every boot. The network namespace has only
@@ -55,13 +55,15 @@ esac
     "logger": """#!/bin/bash
 echo "$*" >> "$STATE/journal.log"
 """,
-    "hostnamectl": "#!/bin/bash\necho \"$*\" >> \"$STATE/hostnamectl.log\"\n",
+    "hostnamectl": '#!/bin/bash\necho "$*" >> "$STATE/hostnamectl.log"\n',
     "modprobe": "#!/bin/bash\nexit 0\n",
-    "dnf": "#!/bin/bash\necho \"dnf: no repositories reachable ($*)\" >&2; exit 1\n",
-    "apt-get": "#!/bin/bash\necho \"apt-get: no repositories reachable ($*)\" >&2; exit 100\n",
+    "dnf": '#!/bin/bash\necho "dnf: no repositories reachable ($*)" >&2; exit 1\n',
+    "apt-get": '#!/bin/bash\necho "apt-get: no repositories reachable ($*)" >&2; exit 100\n',
 }
 
-ALINUX_OS_RELEASE = 'NAME="Alibaba Cloud Linux"\nVERSION="3 (OpenAnolis Edition)"\nID="alinux"\nVERSION_ID="3"\n'
+ALINUX_OS_RELEASE = (
+    'NAME="Alibaba Cloud Linux"\nVERSION="3 (OpenAnolis Edition)"\nID="alinux"\nVERSION_ID="3"\n'
+)
 
 
 @dataclass
@@ -73,9 +75,23 @@ class Boot:
 class Node:
     """One simulated node: its disk (overlay uppers), its cloud (STATE) and the user data it was given."""
 
-    def __init__(self, root: Path, user_data: str, *, role: str, bucket_host: str, node_ip: str,
-                 extra_ips: tuple[str, ...] = ()) -> None:
-        self.root, self.role, self.bucket_host, self.node_ip, self.extra_ips = root, role, bucket_host, node_ip, extra_ips
+    def __init__(
+        self,
+        root: Path,
+        user_data: str,
+        *,
+        role: str,
+        bucket_host: str,
+        node_ip: str,
+        extra_ips: tuple[str, ...] = (),
+    ) -> None:
+        self.root, self.role, self.bucket_host, self.node_ip, self.extra_ips = (
+            root,
+            role,
+            bucket_host,
+            node_ip,
+            extra_ips,
+        )
         self.state = root / "state"
         self.stubs = root / "stubs"
         for d in (self.state / "oss", self.state / "mirror", self.stubs, root / "shared"):
@@ -86,10 +102,30 @@ class Node:
         (root / "user-data.sh").write_text(user_data)
         for name, text in STUBS.items():
             self.stub(name, text)
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                        f"/CN={bucket_host}", "-addext", f"subjectAltName=DNS:{bucket_host}", "-addext",
-                        "basicConstraints=critical,CA:TRUE", "-keyout", str(self.state / "tls.key"), "-out",
-                        str(self.state / "tls.crt")], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                f"/CN={bucket_host}",
+                "-addext",
+                f"subjectAltName=DNS:{bucket_host}",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-keyout",
+                str(self.state / "tls.key"),
+                "-out",
+                str(self.state / "tls.crt"),
+            ],
+            check=True,
+            capture_output=True,
+        )
 
     def stub(self, name: str, text: str | None) -> None:
         path = self.stubs / name
@@ -108,29 +144,42 @@ class Node:
         """A file as the node's disk has it after the boots so far (the overlay's upper folder)."""
         for name in OVERLAYS:
             if path.startswith(f"/{name}/"):
-                return self.root / "disk" / name.replace("/", "-") / "upper" / path[len(name) + 2:]
+                return self.root / "disk" / name.replace("/", "-") / "upper" / path[len(name) + 2 :]
         raise ValueError(path)
 
     def log(self, name: str) -> str:
         path = self.state / name
         return path.read_text() if path.exists() else ""
 
-    def boot(self, body: str = "", *, user_data: bool = True, timeout: float = 180, env: dict | None = None) -> Boot:
+    def boot(
+        self, body: str = "", *, user_data: bool = True, timeout: float = 180, env: dict | None = None
+    ) -> Boot:
         """One boot: the user data (or, ``user_data=False``, the enabled units), then ``body`` (bash, in the
         node). /run of this boot is copied to STATE/run afterwards."""
         mounts = "\n".join(
             f"mount -t overlay overlay -o lowerdir=/{n},upperdir={self.root}/disk/{n.replace('/', '-')}/upper,"
-            f"workdir={self.root}/disk/{n.replace('/', '-')}/work /{n}" for n in OVERLAYS)
+            f"workdir={self.root}/disk/{n.replace('/', '-')}/work /{n}"
+            for n in OVERLAYS
+        )
         ips = "\n".join(f"ip addr add {ip}/32 dev lo" for ip in (self.node_ip, *self.extra_ips))
-        environment = {"STATE": str(self.state), "TRAINSTACK_FACTS_ATTEMPTS": "3", "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
-                       "CURL_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt", **(env or {})}
+        environment = {
+            "STATE": str(self.state),
+            "TRAINSTACK_FACTS_ATTEMPTS": "3",
+            "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+            "CURL_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt",
+            **(env or {}),
+        }
         exports = "\n".join(f"export {k}={_q(v)}" for k, v in environment.items())
-        start = ("bash /var/lib/cloud-sim/user-data.sh" if user_data else textwrap.dedent("""\
+        start = (
+            "bash /var/lib/cloud-sim/user-data.sh"
+            if user_data
+            else textwrap.dedent("""\
             systemd-tmpfiles --create /etc/tmpfiles.d/trainstack.conf
             for unit in /etc/systemd/system/multi-user.target.wants/*.service; do
               [ -e "${unit}" ] || continue
               $(sed -n 's/^ExecStart=//p' "${unit}")
-            done"""))
+            done""")
+        )
         script = textwrap.dedent(f"""\
             set -e
             mount --make-rprivate /
@@ -147,24 +196,39 @@ class Node:
             ip link add ens5 type veth peer name veth-peer
             ip link set ens5 up
             printf '%s' {_q(ALINUX_OS_RELEASE)} > /etc/os-release
-            printf '127.0.0.1 localhost\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com\\n' > /etc/hosts
+            hostname sandbox-node
+            printf '127.0.0.1 localhost\\n{self.node_ip} sandbox-node\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com\\n' > /etc/hosts
             cp {self.state}/tls.crt /etc/ssl/certs/ca-certificates.crt
             rm -f {self.state}/fakes-ready
-            {_q(sys.executable)} {HERE / 'fakes.py'} {self.state} {self.role} >> {self.state}/fakes.log 2>&1 &
+            {_q(sys.executable)} {HERE / "fakes.py"} {self.state} {self.role} >> {self.state}/fakes.log 2>&1 &
             for i in $(seq 100); do [ -e {self.state}/fakes-ready ] && break; sleep 0.1; done
             {exports}
             export PATH={self.stubs}:{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
             set +e
             {start}
             echo "BOOT-RC=$?"
-            {textwrap.indent(textwrap.dedent(body), '            ').strip()}
+            {textwrap.indent(textwrap.dedent(body), "            ").strip()}
             rm -rf {self.state}/run && cp -a /run/trainstack {self.state}/run 2>/dev/null
             cat /sys/class/net/ens5/mtu > {self.state}/mtu
             exit 0
             """)
         (self.root / "inner.sh").write_text(script)
-        proc = subprocess.run(["unshare", "--net", "--mount", "--pid", "--fork", "--mount-proc", "bash",
-                               str(self.root / "inner.sh")], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(  # noqa: PLW1510 - the exit code is read from the output
+            [
+                "unshare",
+                "--net",
+                "--mount",
+                "--pid",
+                "--uts",
+                "--fork",
+                "--mount-proc",
+                "bash",
+                str(self.root / "inner.sh"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         out = proc.stdout + proc.stderr
         rc = int(out.split("BOOT-RC=")[1].split()[0]) if "BOOT-RC=" in out else -1
         return Boot(rc, out)
@@ -192,5 +256,7 @@ def have_sandbox() -> str:
     for tool in ("unshare", "ip", "openssl", "curl", "systemd-tmpfiles", "pkill", "flock"):
         if shutil.which(tool) is None:
             return f"needs {tool}"
-    probe = subprocess.run(["unshare", "--net", "--mount", "--pid", "--fork", "true"], capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "--net", "--mount", "--pid", "--fork", "true"], capture_output=True, check=False
+    )
     return "" if probe.returncode == 0 else "unshare is not permitted here"
