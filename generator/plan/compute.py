@@ -155,7 +155,8 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes)
+        min_nodes=min_nodes, key_pair=spec.compute.admin_key_pair or (
+            f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None))
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:

@@ -151,6 +151,8 @@ class Compute:
     # compute.paused: the program declares no GPU node; ranks, names and addresses are planned as if running
     paused: bool = False
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
+    # compute.admin_key_pair (Lingjun: that or NAME-admin); None: no key pair, access through Cloud Assistant
+    key_pair: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +447,8 @@ class Plan:
             data.pop("weights", None)  # plans without base weights keep the plan.json they had before
         if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
             data["compute"].pop("paused", None)
+        if data["compute"].get("key_pair") is None:  # plans without an admin key pair keep theirs too
+            data["compute"].pop("key_pair", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:
