@@ -153,6 +153,8 @@ class Compute:
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
     # compute.admin_key_pair (Lingjun: that or NAME-admin); None: no key pair, access through Cloud Assistant
     key_pair: str | None = None
+    # the image the nodes boot: compute.image_id, or on ECS the pinned default of catalog images.csv ("" on DLC)
+    image: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +451,8 @@ class Plan:
             data["compute"].pop("paused", None)
         if data["compute"].get("key_pair") is None:  # plans without an admin key pair keep theirs too
             data["compute"].pop("key_pair", None)
+        if not data["compute"].get("image"):
+            data["compute"].pop("image", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:
