@@ -152,10 +152,16 @@ class Node:
         return path.read_text() if path.exists() else ""
 
     def boot(
-        self, body: str = "", *, user_data: bool = True, timeout: float = 180, env: dict | None = None
+        self,
+        body: str = "",
+        *,
+        user_data: bool = True,
+        timeout: float = 180,
+        env: dict | None = None,
+        pre: str = "",
     ) -> Boot:
-        """One boot: the user data (or, ``user_data=False``, the enabled units), then ``body`` (bash, in the
-        node). /run of this boot is copied to STATE/run afterwards."""
+        """One boot: ``pre`` (bash: what happens early in a boot), the user data (or, ``user_data=False``, the
+        enabled units), then ``body`` (bash, in the node). /run of this boot is copied to STATE/run afterwards."""
         mounts = "\n".join(
             f"mount -t overlay overlay -o lowerdir=/{n},upperdir={self.root}/disk/{n.replace('/', '-')}/upper,"
             f"workdir={self.root}/disk/{n.replace('/', '-')}/work /{n}"
@@ -205,6 +211,7 @@ class Node:
             {exports}
             export PATH={self.stubs}:{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
             set +e
+            {pre}
             {start}
             echo "BOOT-RC=$?"
             {textwrap.indent(textwrap.dedent(body), "            ").strip()}

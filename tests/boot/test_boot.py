@@ -292,3 +292,27 @@ def test_a_spot_notice_reaches_real_torchrun_workers_and_the_rest_restart(tmp_pa
     starts = (out / "starts-a").read_text().split()
     assert starts[0] == "2" and starts[-1] == "1", log  # rank 0's workers restarted without it: world size 1
     assert (out / "alone").exists() and "AGENT-A-RC=0" in boot.output, log
+
+
+DNF_WITH_DRIVER = """#!/bin/bash
+echo "dnf $*" >> "$STATE/dnf.log"
+if [ "$1 $2" = "module install" ]; then  # the driver answers only once its module is loaded, after a reboot
+  printf '#!/bin/bash\\n[ -e /run/nvidia-loaded ] || { echo "NVIDIA-SMI has failed"; exit 9; }\\necho "GPU 0: NVIDIA H20"\\n' \
+    > /usr/local/bin/nvidia-smi
+  chmod 0755 /usr/local/bin/nvidia-smi
+fi
+"""
+
+
+def test_a_driver_install_reboots_once_and_the_next_boot_finishes(tmp_path: Path) -> None:
+    node = make_node(tmp_path, 0)
+    node.stub("nvidia-smi", None)
+    node.stub("dnf", DNF_WITH_DRIVER)
+    boot = node.boot()
+    assert boot.rc == 0, boot.output
+    assert "module install -y nvidia-driver:550-dkms" in node.log("dnf.log")  # the pinned branch, not latest
+    assert "nvidia-fabric-manager-550*" in node.log("dnf.log")
+    assert (node.state / "reboot-requested").exists() and node.marker("bootstrap-done") is None
+    assert "rebooting" in (node.marker("bootstrap-rebooting") or "")
+    node.boot(user_data=False, pre="touch /run/nvidia-loaded")  # the module loads at this boot
+    assert node.marker("bootstrap-done") and node.marker("bootstrap-failed") is None, node.log("journal.log")
