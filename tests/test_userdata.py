@@ -65,7 +65,7 @@ def test_user_data_per_node_is_the_same_size_at_8_and_64_nodes(tmp_path: Path) -
         assert all(len(p) <= userdata.ECS_USER_DATA_MAX for p in packed)
         assert all(p[:2] == b"\x1f\x8b" and p[4:8] == b"\0\0\0\0" for p in packed)  # gzip, no timestamp
         assert gzip.decompress(packed[0]).decode().startswith("#!/bin/bash\n")
-    assert max(sizes[64]) - min(sizes[8]) <= 8
+    assert max(sizes[64]) - min(sizes[8]) <= 16  # base64 of gzip: the digits of rank and name, a few bytes
 
 
 def test_compression_is_reproducible() -> None:
@@ -126,7 +126,7 @@ def test_diff_reads_compressed_user_data_and_names_a_change_of_encoding() -> Non
     assert values._summarize_user_data(plain, packed) == "boot script: same script, new encoding (plain -> gzip)"
     edited = userdata.ecs_user_data(script.replace("set -euo pipefail", "set -eu"))
     assert values._summarize_user_data(packed, edited) == \
-        "boot script: 3 changed lines (set -euo pipefail -> set -eu)"  # the script and two tools
+        "boot script: 2 changed lines (set -euo pipefail -> set -eu)"  # two tools (node-init.sh has set -Eeuo)
 
 
 def test_the_cli_refuses_to_render_oversized_user_data_and_writes_nothing(

@@ -183,6 +183,15 @@ def test_a_missing_role_is_named_as_such(tmp_path: Path) -> None:
     assert "no RAM role" in node.log("journal.log") or "no RAM role" in boot.output
 
 
+def test_a_node_without_its_role_fails_at_boot_naming_the_role(tmp_path: Path) -> None:
+    node = make_node(tmp_path, 0)
+    (node.state / "no-role").touch()
+    boot = node.boot()
+    failed = node.marker("bootstrap-failed") or ""
+    assert boot.rc == 1 and "step=identity" in failed, boot.output
+    assert "has no RAM role pretrain-70b-node attached" in failed and "after 3 attempts" in failed
+
+
 def test_checkpoints_on_the_shared_folder_reach_oss_signed_and_only_once(tmp_path: Path) -> None:
     node = make_node(tmp_path, 0)
     ckpt = node.root / "shared" / "checkpoints" / "step-100"
@@ -199,7 +208,7 @@ def test_checkpoints_on_the_shared_folder_reach_oss_signed_and_only_once(tmp_pat
     assert (stored / "meta.json").read_text() == '{"step": 100}'
     assert (stored / "shard-0.distcp").read_bytes() == big
     requests = node.log("requests.log")
-    assert "403" not in requests and "?uploads" in requests
+    assert "SignatureDoesNotMatch" not in requests and "?uploads" in requests
     assert (
         requests.count(f"oss PUT {K.bucket}/{K.prefix}step-100/meta.json 200") == 1
     )  # the second pass skips it
