@@ -86,7 +86,8 @@ def test_program_runs_under_the_mock_runtime(name: str) -> None:
         assert n.get("http_tokens") == "required"
         assert n.get("internet_max_bandwidth_out") == 0
         assert n.get("system_disk_encrypted") is True
-        assert n.get("key_name") and not n.get("password")
+        assert not n.get("key_name") and not n.get("password")  # no key pair: access through Cloud Assistant
+        assert n.get("image_id") == p["compute"]["image"]  # the pinned image of plan.json, never a lookup
     sg_rules = g.of_type("alicloud:ecs/securityGroupRule:SecurityGroupRule")
     assert all(r.get("cidr_ip") not in ("0.0.0.0/0",) for r in sg_rules)
 
@@ -174,7 +175,7 @@ def test_pretrain_has_erdma_cpfs_checkpoints_and_spot() -> None:
     assert g.outputs["checkpoint_internal_endpoint"] == "oss-cn-wulanchabu-internal.aliyuncs.com"
     # NCCL over eRDMA: MTU and environment in the launch file
     script = _user_data(nodes[0])
-    assert 'MTU="1400"' in script
+    assert 'ip link set dev "${nic}" mtu 1400' in script  # trainstack-boot, at every boot
     facts = json.loads(g.one("alicloud:oss/bucketObject:BucketObject").get("content"))
     assert facts["nccl_env"]["NCCL_IB_HCA"] == "erdma" and facts["master_addr"] == "10.20.0.10"
 

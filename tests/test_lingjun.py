@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from generator import api
+from generator.render import userdata
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
 from generator.plan import check as validate
@@ -139,7 +140,8 @@ def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path
     assert all("loginPassword" not in m for m in members)
     script = base64.b64decode(group.get("user_data"))
     assert len(script) <= lj["user_data_max_bytes"] == 16 * 1024
-    text = script.decode()
+    assert script.decode().startswith("#!/bin/bash\n# trainstack node bootstrap (Lingjun)")  # the unpacking wrapper
+    text = userdata.lingjun_script(script.decode())
     assert text.startswith("#!/bin/bash") and 'NODE_SUFFIX="${NODE_NAME#lj-run-node-}"' in text
     assert "__TRAINSTACK_NODE_RANK__" not in text
     # written through an unquoted heredoc: launch.env keeps ${MASTER_ADDR:-...} for the launcher to expand

@@ -13,6 +13,7 @@ from generator import sizing
 from generator.catalog import load_catalog
 from generator.plan.pipeline import load, plan_located
 from generator.plan.planner import make_plan
+from generator.render import userdata
 from generator.render.files import launch_env, render
 from generator.sizing.schedule import NEVER_HOURS, TCP_FACTOR, TP_ACROSS_NODES_FACTOR, TP_OVER_PCIE_FACTOR
 
@@ -76,8 +77,11 @@ def test_foundation_1t_writes_checkpoints_to_cpfs_and_counts_every_overhead() ->
     assert env["TRAINSTACK_CHECKPOINT_DIR"] == "/mnt/shared/checkpoints/"
     assert env["TRAINSTACK_CHECKPOINT_OSS"] == f"oss://{k.bucket}/{k.prefix}"
     files = render(plan)
-    assert "ossutil sync" in files["node-init.sh"] and "--mode EcsRamRole" in files["node-init.sh"]
-    assert len(files["node-init.sh"].encode()) <= 16 * 1024  # the ECS user data limit
+    # rank 0 copies the checkpoints to OSS with the role's STS credentials (docs/bootstrap.md), not ossutil's
+    # EcsRamRole mode, which cannot read the metadata service in hardened mode
+    assert "exec setsid /usr/local/bin/trainstack-ckpt-sync" in files["node-init.sh"]
+    assert "--mode EcsRamRole" not in files["node-init.sh"] and "ossutil sync" not in files["node-init.sh"]
+    assert len(userdata.ecs_user_data_bytes(files["node-init.sh"])) <= 16 * 1024  # the ECS user data limit
 
 
 def test_foundation_1t_on_oss_alone_misses_the_deadline_and_says_so() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator import api
+from generator.render import userdata
 from generator.errors import SpecErrors
 from generator.render import files as render_files
 
@@ -205,7 +206,7 @@ def test_lingjun_oss_weights_policy_goes_to_the_ram_user_and_the_script_into_use
     script = (result.dest / "node-init.sh").read_text()
     assert "cat > /usr/local/bin/trainstack-weights <<'WEIGHTS'" in script and 'ROLE=""' in script
     assert "TRAINSTACK_WEIGHTS_DIR=/mnt/local/weights/oss/my-models/llama-2-70b" in script
-    assert len(script.encode()) <= 16 * 1024
+    assert len(userdata.lingjun_user_data(script).encode()) <= 16 * 1024
     subprocess.run(["bash", "-n", str(result.dest / "node-init.sh")], check=True)
 
 

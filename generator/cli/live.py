@@ -21,8 +21,8 @@ BACKEND_HELP = ("Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else fi
                 "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com.")
 
 
-SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type before "
-                   "creating nodes.")
+SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type, nor "
+                   "DescribeKeyPairs whether the admin key pair exists, before creating nodes.")
 
 
 def _engine() -> Any:
@@ -116,6 +116,7 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, s
 
     engine, resolver = _engine(), _mount_address_resolver()
     checker = None if skip_stock_check else _stock_checker()
+    key_checker = None if skip_stock_check else _key_pair_checker()
     planned = live.planned_target(target, backend)
     live.preflight(planned)
     live.require_mount_address_sdk(planned, resolver)  # before anything is deployed, not between the passes
@@ -129,6 +130,8 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, s
     live.check_digest(prepared, expect_digest)
     if checker is not None:
         live.stock_preflight(engine, t, checker, _say)
+    if key_checker is not None:
+        live.key_pair_preflight(engine, t, key_checker, _say)
     pending = live.needs_mount_address(t)
     earlier = live.deployed_export(engine, t) if pending else None
     if earlier is not None:  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
@@ -174,6 +177,16 @@ def _stock_checker() -> Any:
     from generator.live import SdkStockChecker
 
     return SdkStockChecker()
+
+
+def _key_pair_checker() -> Any:
+    """The ECS API client of the key pair preflight; tests put a recorded one in the context object."""
+    obj = click.get_current_context().find_root().obj
+    if isinstance(obj, dict) and obj.get("key_pair_checker") is not None:
+        return obj["key_pair_checker"]
+    from generator.live import SdkKeyPairChecker
+
+    return SdkKeyPairChecker()
 
 
 def _deploy(engine: Any, t: Any, yes: bool) -> Any:

@@ -127,6 +127,13 @@ from generator.live.reports import (
     kept_report,
     unkept_bucket_security,
 )
+from generator.live.keypair import (
+    KeyPairCheckFailed,
+    KeyPairChecker,
+    NoKeyPair,
+    SdkKeyPairChecker,
+    key_pair_preflight,
+)
 from generator.live.stock import (
     ECS_INSTANCE,
     Fleet,
@@ -172,6 +179,7 @@ __all__ = [
     "EngineFailed", "Fleet", "NoStock", "PlannedNode", "SdkStockChecker", "StockCheckFailed", "StockChecker",
     "StockVerdict", "SickNode", "diagnose", "heal_once", "node_urn", "require_healable", "wait_for_stock", "watch",
     "fleet_of", "nodes_to_create", "short_stock", "stock_preflight", "zone_stock",
+    "KeyPairCheckFailed", "KeyPairChecker", "NoKeyPair", "SdkKeyPairChecker", "key_pair_preflight",
     "Event", "FakeEngine", "Freshness", "Interrupted", "LiveError", "MountAddressError", "MountAddressResolver",
     "NasSdkMissing", "OnEvent", "OutputValue", "PassphraseMissing", "Prepared", "ProgressPrinter", "PulumiEngine",
     "PulumiMissing", "SdkMountAddressResolver", "StackLocked", "StackNotDeployed", "StaleStack", "StateResource",

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from generator import sizing
-from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
@@ -180,7 +180,22 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1)
+        min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
+        key_pair=spec.compute.admin_key_pair or (
+            f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None),
+        image=spec.compute.image_id or (images.ecs_default().image if spec.compute.platform == "ecs" else ""))
+
+
+def image_decision(spec: Spec, compute: Compute) -> Decision | None:
+    """Why the ECS nodes boot the image they do, when the spec names none (the pinned catalog default)."""
+    if spec.compute.platform != "ecs" or spec.compute.image_id:
+        return None
+    image = images.ecs_default()
+    return Decision("image", image.image, (
+        f"{image.os}, the pinned default of the catalog (images.csv, {image.source}, checked {image.checked}); the "
+        "program boots exactly this image, so a new default is a reviewed diff, never a re-image at the next `up`. "
+        "It has no NVIDIA driver or PyTorch: node-init.sh installs them at first boot (docs/bootstrap.md, "
+        "\"The runtime\"); set compute.image_id to an image that has them to skip that"))
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:

@@ -168,6 +168,10 @@ class Compute:
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
+    # compute.admin_key_pair (Lingjun: that or NAME-admin); None: no key pair, access through Cloud Assistant
+    key_pair: str | None = None
+    # the image the nodes boot: compute.image_id, or on ECS the pinned default of catalog images.csv ("" on DLC)
+    image: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,6 +466,10 @@ class Plan:
             data.pop("weights", None)  # plans without base weights keep the plan.json they had before
         if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
             data["compute"].pop("paused", None)
+        if data["compute"].get("key_pair") is None:  # plans without an admin key pair keep theirs too
+            data["compute"].pop("key_pair", None)
+        if not data["compute"].get("image"):
+            data["compute"].pop("image", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:

@@ -108,19 +108,23 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
     jumbo, why = jumbo_support(spec, fit, rdma)
     mtu = ERDMA_MTU_JUMBO if jumbo else ERDMA_MTU_STANDARD
     env: list[tuple[str, str]] = []
+    # NCCL's bootstrap NIC: every interface but loopback, container and veth ones, whatever the image calls the
+    # NIC (eth0 on Alibaba Cloud Linux, ens5 and the like on other images); "^" excludes prefixes (NCCL docs,
+    # "NCCL_SOCKET_IFNAME").
+    ifname = ("NCCL_SOCKET_IFNAME", "^lo,docker,veth")
     if rdma == "erdma":
         # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]. None of them carries the MTU:
         # node-init.sh sets the MTU below on the NICs, so the two cannot disagree.
-        env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_HCA", "erdma"), ("NCCL_IB_GID_INDEX", "1"),
+        env = [ifname, ("NCCL_IB_HCA", "erdma"), ("NCCL_IB_GID_INDEX", "1"),
                ("NCCL_IB_QPS_PER_CONNECTION", "8"), ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_NET_PLUGIN", "none")]
         decisions.append(Decision("mtu", str(mtu), (
             f"{fit.itype.name}: {why}. NCCL over eRDMA needs MTU {ERDMA_MTU_JUMBO} with jumbo frames on and "
             f"{ERDMA_MTU_STANDARD} with them off; a wrong MTU corrupts data with the LL128 protocol [DOC-ERDMA-GPU]"
             + ("" if jumbo else f". Jumbo frames stay off (no enable_jumbo_frame) and the NICs get {mtu}"))))
     elif rdma == "roce":
-        env = [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3")]
+        env = [ifname, ("NCCL_IB_GID_INDEX", "3")]
     elif fit.nodes > 1:
-        env = [("NCCL_SOCKET_IFNAME", "eth0")]
+        env = [ifname]
     egress = spec.network.egress
     decisions.append(Decision("egress", egress, (
         "outbound-only internet through an enhanced NAT gateway and one EIP (no public IP on any node, nothing "

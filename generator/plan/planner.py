@@ -18,7 +18,7 @@ import hashlib
 from generator.catalog import Catalog, LingjunMachineType
 from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
-from generator.plan.compute import (choose, elastic_minimum, model_summary, pause_decision, plan_compute,
+from generator.plan.compute import (choose, elastic_minimum, image_decision, model_summary, pause_decision, plan_compute,
                                       plan_sizing, run_warnings)
 from generator.plan.cost import bucket_warning, budget_problems, plan_cost
 from generator.plan.dlc import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
@@ -38,10 +38,13 @@ __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 def spec_digest(spec: Spec) -> str:
     """A short content hash of the spec's meaning (not its formatting).
 
-    ``compute.paused`` counts only when true and ``model.weights`` only when set, so a spec that uses neither keeps
+    ``compute.paused`` counts only when true, ``model.weights`` and ``compute.admin_key_pair`` only when set, so a spec that uses neither keeps
     the digest it had before the fields existed (and its committed plan.json stays byte-identical).
     """
-    exclude: dict = {} if spec.compute.paused else {"compute": {"paused"}}
+    exclude: dict = {"compute": {*(() if spec.compute.paused else ("paused",)),
+                                 *(() if spec.compute.admin_key_pair else ("admin_key_pair",))}}
+    if not exclude["compute"]:
+        del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
         exclude["model"] = {"weights"}
     return hashlib.sha256(spec.model_dump_json(exclude=exclude or None).encode()).hexdigest()[:16]
@@ -105,6 +108,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
                             weights)
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, rdma, eri, ranks, dsets, min_nodes)
+    image = image_decision(spec, compute)
+    if image is not None:
+        decisions.append(image)
     if spec.compute.paused:
         decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)

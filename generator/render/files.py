@@ -82,7 +82,22 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "weights_script": escape.quoted_heredoc_body(weights_script(plan), "WEIGHTS") if plan.weights else "",
         "user_data_max": userdata.ECS_USER_DATA_MAX,
         "gzip_level": userdata.GZIP_LEVEL,
+        "lingjun_wrapper": userdata.LINGJUN_WRAPPER,
+        "runtime": {key: escape.Escaped(value) for key, value in NODE_RUNTIME.items()},  # constants
+        "ckpt_sync": escape.quoted_heredoc_body(_env().get_template("stack/ckpt_sync.py.j2").render(), "CKPT_SYNC"),
     }
+
+
+# What node-init.sh installs when the image has no driver or no PyTorch (docs/bootstrap.md, "The runtime"). The
+# 550 branch is NVIDIA's production branch that supports CUDA 12.4 (CUDA 12.4 release notes, minimum driver 550.54);
+# torch 2.6.0's default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). The
+# index is Alibaba's PyPI mirror on the VPC-internal mirror host, which Alibaba's own images configure in pip.conf.
+NODE_RUNTIME = {
+    "driver_branch": "550",
+    "cuda": "12.4",
+    "torch": "2.6.0",
+    "pypi_index": "http://mirrors.cloud.aliyuncs.com/pypi/simple/",
+}
 
 
 _DATASET_WHAT = {"nas": "trainstack: the shared file system (Extreme NAS)", "cpfs": "trainstack: the shared file "

@@ -3,8 +3,9 @@
 ECS: the program fills in a node's rank, name and spot flag, gzip-compresses the script (level 9, mtime 0, so the
 same script gives the same bytes) and base64-encodes it. Linux user data on ECS is run by cloud-init, which takes
 gzip-compressed content and runs what it unpacks; the limit applies to the bytes before base64, so here to the
-compressed bytes (docs/bootstrap.md, "How the bootstrap is delivered"). Lingjun: the node group takes the plain
-script (no documented cloud-init; see :data:`generator.plan.lingjun.LINGJUN_USER_DATA_MAX`).
+compressed bytes (docs/bootstrap.md, "How the bootstrap is delivered"). Lingjun: the node group takes a plain
+script (no documented cloud-init; see :data:`generator.plan.lingjun.LINGJUN_USER_DATA_MAX`), so node-init.sh goes
+inside a short bash wrapper that unpacks it (base64, gzip) and runs it: :func:`lingjun_user_data`.
 
 :func:`check` runs at render time, on the largest user data any node of the plan can get; the generated program
 checks again, node by node, with the same limit.
@@ -44,6 +45,27 @@ def ecs_user_data(script: str) -> str:
     return base64.b64encode(ecs_user_data_bytes(script)).decode()
 
 
+# The Lingjun node group's user data: a plain bash script that writes node-init.sh (gzip, base64 in a quoted heredoc:
+# only base64 characters, so nothing in it can end the heredoc) to /var/lib/trainstack and runs it. The generated
+# program builds the same bytes (compute_lingjun.py.j2).
+LINGJUN_WRAPPER = ("#!/bin/bash\n# trainstack node bootstrap (Lingjun): node-init.sh, gzip-compressed and base64-encoded;\n"
+                   "# unpacked to /var/lib/trainstack/node-init.sh and run (docs/bootstrap.md).\nset -e\n"
+                   "mkdir -p /var/lib/trainstack\n"
+                   "base64 -d <<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n{body}NODE_INIT\n"
+                   "exec bash /var/lib/trainstack/node-init.sh\n")
+
+
+def lingjun_user_data(script: str) -> str:
+    """The plain user data of a Lingjun node group: :data:`LINGJUN_WRAPPER` around the compressed script."""
+    return LINGJUN_WRAPPER.format(body=base64.encodebytes(ecs_user_data_bytes(script)).decode())
+
+
+def lingjun_script(user_data: str) -> str:
+    """node-init.sh back from a Lingjun node group's user data (the inverse of :func:`lingjun_user_data`)."""
+    body = user_data.split("<<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n", 1)[1].split("NODE_INIT\n", 1)[0]
+    return gzip.decompress(base64.b64decode(body)).decode()
+
+
 def largest_ecs_script(plan: Plan, node_init: str) -> str:
     """node-init.sh as the node with the longest rank and name gets it (spot flag ``false``, the longer word), with
     the longest possible shared file system address where the script carries the cluster facts itself."""
@@ -60,7 +82,7 @@ def largest_ecs_script(plan: Plan, node_init: str) -> str:
 def user_data_size(plan: Plan, node_init: str) -> tuple[int, int]:
     """(bytes before base64 of the largest user data a node of ``plan`` gets, the platform's limit)."""
     if plan.lingjun is not None:
-        return len(node_init.encode()), LINGJUN_USER_DATA_MAX
+        return len(lingjun_user_data(node_init).encode()), LINGJUN_USER_DATA_MAX
     return len(ecs_user_data_bytes(largest_ecs_script(plan, node_init))), ECS_USER_DATA_MAX
 
 
@@ -68,11 +90,11 @@ def check(plan: Plan, node_init: str) -> None:
     """Refuse a bootstrap whose user data would pass the platform's documented limit."""
     size, limit = user_data_size(plan, node_init)
     if size > limit:
-        where = ("a Lingjun node group's user data (the plain script)" if plan.lingjun is not None
+        where = ("a Lingjun node group's user data (the unpacking wrapper)" if plan.lingjun is not None
                  else "an ECS instance's user data (gzip-compressed, before base64)")
         raise UserDataTooLarge(f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {limit}-byte limit "
                                "(docs/bootstrap.md, \"How the bootstrap is delivered\"); shorten the bootstrap")
 
 
-__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "UserDataTooLarge", "check", "ecs_user_data", "ecs_user_data_bytes",
-           "largest_ecs_script", "user_data_size"]
+__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "LINGJUN_WRAPPER", "UserDataTooLarge", "check", "ecs_user_data",
+           "ecs_user_data_bytes", "largest_ecs_script", "lingjun_script", "lingjun_user_data", "user_data_size"]

@@ -287,6 +287,8 @@ class ComputeSpec(_Strict):
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
     image_id: Annotated[str, Field(pattern=limits.IMAGE_ID_RE, max_length=limits.MAX_IMAGE_ID_CHARS)] | None = None
+    # an existing ECS key pair for administrators (null: none on ECS, where access is through Cloud Assistant)
+    admin_key_pair: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9:_.-]{1,127}$")] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
     data_disk_gib: Annotated[int, Field(ge=0, le=32768)] = 0
     paused: bool = False  # no GPU nodes; everything else (network, storage, bucket, role) stays

@@ -85,9 +85,10 @@ RULES: dict[str, Rule] = {r.id: r for r in (
     _rule("TS012", "error", "ECS instance metadata requires tokens (IMDSv2 hardened mode)",
           "The metadata service hands out the node role's STS credentials. Hardened mode (http_tokens=required) "
           "defeats the SSRF-style requests that steal them in normal mode."),
-    _rule("TS013", "error", "Nodes log in with a key pair, never a password",
+    _rule("TS013", "error", "Nodes never log in with a password",
           "A password in the program ends up in Pulumi state and can be guessed; a key pair cannot. On ECS, "
-          "password, kms_encrypted_password and password_inherit must be unset and key_name set; on Lingjun, "
+          "password, kms_encrypted_password and password_inherit must be unset (key_name is optional: without it nodes "
+          "are reached through Cloud Assistant); on Lingjun, "
           "login_password must be unset on eflo Node, NodeGroup (and its nodes) and Cluster node groups, and the "
           "node group names a key_pair_name."),
     _rule("TS014", "error", "ECS instances have no public IP",

@@ -232,15 +232,13 @@ SHARED_FS_ADDRESS = pulumi.Output.from_input("")
 
 # --------------------------------------------------------------------------------------------- compute
 INSTANCE_TYPE = "ecs.gn7e-c16g1.32xlarge"
-# An image with the NVIDIA driver is best (set trainstack:imageId); otherwise the newest Alibaba Cloud Linux 3
-# public image is looked up and node-init.sh installs the driver and the eRDMA stack at first boot.
-IMAGE_ID = config.get("imageId") or alicloud.ecs.get_images(
-    owners="system",
-    name_regex="^aliyun_3_x64_20G_alibase_",
-    instance_type=INSTANCE_TYPE,
-    most_recent=True,
-).images[0].id
-KEY_PAIR = config.get("keyPairName") or f"{NAME}-admin"
+# Pinned at render time (plan.json "decisions", image): aliyun_3_x64_20G_alibase_20250629.vhd, Alibaba Cloud Linux 3, the catalog's
+# default (images.csv). A new default changes this line, so `trainstack diff` shows the re-image before it happens.
+# node-init.sh installs the NVIDIA driver, the eRDMA stack and PyTorch at first boot; an image with them is faster.
+IMAGE_ID = config.get("imageId") or "aliyun_3_x64_20G_alibase_20250629.vhd"
+# No key pair unless the spec names one (compute.admin_key_pair, checked to exist before `up` creates nodes): nodes
+# are reached through Cloud Assistant, and no port is open to the internet.
+KEY_PAIR = config.get("keyPairName") or None
 
 deployment_sets = {}
 

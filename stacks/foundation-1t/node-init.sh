@@ -1,37 +1,51 @@
 #!/bin/bash
-# trainstack node bootstrap for "foundation-1t" (cloud-init user data; runs once, as root, at first boot).
+# trainstack node bootstrap for "foundation-1t" (cloud-init user data; runs as root at first boot).
 # The program fills in only what never changes for a node: __TRAINSTACK_NODE_RANK__, __TRAINSTACK_NODE_NAME__ and
 # __TRAINSTACK_NODE_SPOT__. What the whole cluster shares (members, node count, rendezvous, shared file system,
 # checkpoints) is one JSON object, the cluster facts, that the program publishes
 # in the checkpoint bucket and /usr/local/bin/trainstack-facts reads at boot and at every trainstack-launch, so
 # resizing the cluster changes no node's user data.
 #
-# What it does, in order, each step idempotent:
+# What it does, in order, each step idempotent (docs/bootstrap.md; a second run ends in the same node):
 #   1. writes the node identity, reads the cluster facts and writes /etc/trainstack/hostfile and launch.env
-#   2. sets the MTU that NCCL over eRDMA needs (1400)
-#   3. installs the eRDMA stack and the NVIDIA driver if the image lacks them
-#   4. mounts the shared file system at /mnt/shared
-#   5. installs /usr/local/bin/trainstack-launch (torchrun with the cluster's rendezvous)
-#   6. on spot nodes, starts the interruption watcher (see "Preemption contract" below)
-set -euo pipefail
-exec > >(tee -a /var/log/trainstack-init.log) 2>&1
+#   2. installs trainstack-boot (+ its unit, run at every boot), tmpfiles.d, trainstack-launch and the spot watcher
+#   3. installs once what the image lacks: the eRDMA stack, the NVIDIA driver (one reboot if needed), PyTorch
+#   4. runs trainstack-boot: MTU, shared mount, driver and torchrun checks, watcher; /run/trainstack/bootstrap-done
+# Any failure: /run/trainstack/bootstrap-failed (step=, reason=), a journal line, /var/log/trainstack/init.log.
+set -Eeuo pipefail
+umask 022
+mkdir -p /etc/trainstack /etc/tmpfiles.d /etc/systemd/system /var/lib/trainstack /var/log/trainstack /run/trainstack
+exec > >(tee -a /var/log/trainstack/init.log) 2>&1
+# Every failure leaves /run/trainstack/bootstrap-failed (the step and the cause) and a journal line (docs/bootstrap.md).
+STEP="identity"
+fail() {
+  echo "trainstack: bootstrap failed in step ${STEP}: $*"
+  printf 'step=%s\nreason=%s\n' "${STEP}" "$*" > /run/trainstack/bootstrap-failed
+  rm -f /run/trainstack/bootstrap-done
+  logger -t trainstack -p user.err "bootstrap failed in step ${STEP}: $*" 2>/dev/null || true
+  exit 1
+}
+trap 'fail "command exited with $? at line ${LINENO}"' ERR
+rm -f /run/trainstack/bootstrap-done /run/trainstack/bootstrap-failed
 echo "trainstack: bootstrap of rank __TRAINSTACK_NODE_RANK__ starting"
 
 NODE_RANK="__TRAINSTACK_NODE_RANK__"
 NODE_NAME="__TRAINSTACK_NODE_NAME__"
 SPOT="__TRAINSTACK_NODE_SPOT__"
-RDMA="erdma"
-ERI_COUNT="2"
 # Where the cluster facts live: the checkpoint bucket, a key only readable by the node role, the internal endpoint.
 FACTS_BUCKET="foundation-1t-ckpt-7674ec"
 FACTS_KEY="trainstack/cluster.json"
 FACTS_ENDPOINT="oss-cn-wulanchabu-internal.aliyuncs.com"
 FACTS_ROLE="foundation-1t-node"
-MTU="1400"
+RDMA="erdma"
+ERI_COUNT="2"
 # Alibaba's eRDMA installer on the VPC-internal mirror (latest listed 1.5.7, 2026-03-31) [DOC-ERDMA-USAGE]
 ERDMA_INSTALLER_URL="http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
-
-mkdir -p /etc/trainstack /run/trainstack
+# The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's 550 driver branch,
+# PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror, in /opt/trainstack/venv.
+DRIVER_BRANCH="550"
+TORCH_SPEC="torch==2.6.0"
+PYPI_INDEX="http://mirrors.cloud.aliyuncs.com/pypi/simple/"
 
 # 1. identity, hostfile and launch environment ------------------------------------------------------------
 {
@@ -73,11 +87,20 @@ PY
 # The role's credentials come from the metadata service in hardened mode (a token first, then
 # meta-data/ram/security-credentials/ROLE). Any process on the node can read them there, so passing the secret
 # to openssl on its command line exposes nothing new.
+LAST_ERROR=""
 fetch_once() {
-  local token creds id secret sts date signature tmp code
-  token="$(curl -fsS --max-time 5 -X PUT "${METADATA}/api/token" -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300')" || return 1
-  creds="$(curl -fsS --max-time 5 -H "X-aliyun-ecs-metadata-token: ${token}" \
-    "${METADATA}/meta-data/ram/security-credentials/${FACTS_ROLE}")" || return 1
+  local token creds id secret sts date signature tmp code rc
+  token="$(curl -fsS --connect-timeout 2 --max-time 5 -X PUT "${METADATA}/api/token" \
+    -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300')" || { LAST_ERROR="no metadata token from ${METADATA}"; return 1; }
+  rc="$(mktemp)"
+  code="$(curl -sS --connect-timeout 2 --max-time 5 -o "${rc}" -w '%{http_code}' -H "X-aliyun-ecs-metadata-token: ${token}" \
+    "${METADATA}/meta-data/ram/security-credentials/${FACTS_ROLE}")" || code="000"
+  creds="$(cat "${rc}")"; rm -f "${rc}"
+  if [ "${code}" = 404 ]; then
+    LAST_ERROR="this instance has no RAM role ${FACTS_ROLE} attached (metadata: HTTP 404); 'trainstack up' attaches it"; return 1
+  elif [ "${code}" != 200 ]; then
+    LAST_ERROR="the metadata service gave HTTP ${code} for the credentials of role ${FACTS_ROLE}"; return 1
+  fi
   id="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["AccessKeyId"])')" || return 1
   secret="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["AccessKeySecret"])')" || return 1
   sts="$(printf '%s' "${creds}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["SecurityToken"])')" || return 1
@@ -88,7 +111,8 @@ fetch_once() {
   code="$(curl -sS --max-time 30 -o "${tmp}" -w '%{http_code}' -H "Date: ${date}" -H "x-oss-security-token: ${sts}" \
     -H "Authorization: OSS ${id}:${signature}" "https://${FACTS_BUCKET}.${FACTS_ENDPOINT}/${FACTS_KEY}")" || code="000"
   if [ "${code}" != "200" ] || ! facts_ok "${tmp}"; then
-    echo "trainstack-facts: oss://${FACTS_BUCKET}/${FACTS_KEY}: HTTP ${code}$([ "${code}" = 200 ] && echo ', without this node')" >&2
+    LAST_ERROR="oss://${FACTS_BUCKET}/${FACTS_KEY}: HTTP ${code}$([ "${code}" = 200 ] && echo ', without this node')"
+    echo "trainstack-facts: ${LAST_ERROR}" >&2
     rm -f "${tmp}"
     return 1
   fi
@@ -104,10 +128,11 @@ fetch() {
   fi
   for ((i = 1; i <= attempts; i++)); do
     fetch_once && return 0
+    echo "trainstack-facts: attempt ${i}/${attempts}: ${LAST_ERROR}" >&2
     delay=$((i < 5 ? 2 ** i : 30))
     [ "${i}" -lt "${attempts}" ] && sleep "${delay}"
   done
-  echo "trainstack-facts: no cluster facts listing ${NODE_NAME} after ${attempts} attempts" >&2
+  echo "trainstack-facts: no cluster facts listing ${NODE_NAME} after ${attempts} attempts; last error: ${LAST_ERROR}" >&2
   return 1
 }
 
@@ -171,125 +196,382 @@ mount_shared() {
   mount "${SHARED_DIR}" || { echo "trainstack-facts: mounting ${src} failed; see 'journalctl -u remote-fs.target'" >&2; return 1; }
 }
 
-# sync: checkpoint dir -> OSS every 5 min (ossutil, RAM role)
-sync_ckpt() {
-  eval "$(grep -E '^(TRAINSTACK_CHECKPOINT_(DIR|OSS)|CHECKPOINT_ENDPOINT)=' "${ETC}/launch.env")"
-  command -v ossutil >/dev/null || curl -fsS https://gosspublic.alicdn.com/ossutil/install.sh | bash
-  while sleep 300; do ossutil sync "${TRAINSTACK_CHECKPOINT_DIR}" "${TRAINSTACK_CHECKPOINT_OSS}" -f \
-    -e "${CHECKPOINT_ENDPOINT}" --mode EcsRamRole --ecs-role-name "${FACTS_ROLE}" || :; done
-}
-
 case "${1:-}" in
   fetch) fetch "${2:-40}" ;;
   apply) apply "${2:-}" ;;
   mount) mount_shared ;;
-  sync) sync_ckpt ;;
-  *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount | sync" >&2; exit 2 ;;
+  *) echo "usage: trainstack-facts fetch [ATTEMPTS] | apply [FILE] | mount" >&2; exit 2 ;;
 esac
 FACTS_TOOL
 chmod 0755 /usr/local/bin/trainstack-facts
-/usr/local/bin/trainstack-facts fetch 40 || { touch /run/trainstack/bootstrap-failed; exit 1; }
+# its attempts go to /var/log/trainstack/facts.log; the last line names the cause
+/usr/local/bin/trainstack-facts fetch "${TRAINSTACK_FACTS_ATTEMPTS:-40}" 2>> /var/log/trainstack/facts.log ||
+  fail "$(tail -n 1 /var/log/trainstack/facts.log)"
 /usr/local/bin/trainstack-facts apply
-set -a; . /etc/trainstack/launch.env; set +a
-hostnamectl set-hostname "${NODE_NAME}" || true
+hostnamectl set-hostname "${NODE_NAME}" || echo "trainstack: could not set the host name ${NODE_NAME}"
 
-# 2. MTU --------------------------------------------------------------------------------------------------
-if [ "${RDMA}" = "erdma" ]; then
-  for path in /sys/class/net/eth[0-9]*; do
-    nic="${path##*/}"
-    ip link set dev "${nic}" mtu "${MTU}" || echo "trainstack: could not set MTU ${MTU} on ${nic}"
-  done
+# 2. what every boot needs: /run/trainstack, the MTU, the shared mount, the driver check, the watcher ----------
+STEP="install-tools"
+cat > /etc/tmpfiles.d/trainstack.conf <<'TMPFILES'
+d /run/trainstack 0755 root root -
+TMPFILES
+cat > /usr/local/bin/trainstack-boot <<'BOOT'
+#!/bin/bash
+# trainstack-boot: run by node-init.sh at first boot and by trainstack-boot.service at every boot after it.
+# Ends in /run/trainstack/bootstrap-done, or /run/trainstack/bootstrap-failed naming the step and the cause.
+set -Eeuo pipefail
+mkdir -p /run/trainstack /var/log/trainstack
+exec > >(tee -a /var/log/trainstack/boot.log) 2>&1
+STEP="boot"
+fail() {
+  echo "trainstack-boot: failed in step ${STEP}: $*"
+  printf 'step=%s\nreason=%s\n' "${STEP}" "$*" > /run/trainstack/bootstrap-failed
+  rm -f /run/trainstack/bootstrap-done
+  logger -t trainstack -p user.err "boot failed in step ${STEP}: $*" 2>/dev/null || true
+  exit 1
+}
+trap 'fail "command exited with $? at line ${LINENO}"' ERR
+rm -f /run/trainstack/bootstrap-done /run/trainstack/bootstrap-failed
+. /etc/trainstack/node.env
+[ -f /var/lib/trainstack/installed ] || fail "node-init.sh has not finished installing this node (see /var/log/trainstack/init.log)"
+STEP="mtu"
+# Every NIC but loopback and virtual ones (containers, bridges), whatever the image names them.
+for path in /sys/class/net/*; do
+  nic="${path##*/}"
+  case "${nic}" in lo|docker*|veth*|br-*|virbr*|cni*|flannel*|cali*|tun*|tap*) continue ;; esac
+  [ "$(cat "${path}/mtu")" = "1400" ] && continue
+  ip link set dev "${nic}" mtu 1400 || fail "could not set MTU 1400 on ${nic}"
+  echo "trainstack-boot: MTU 1400 on ${nic}"
+done
+STEP="mount"
+/usr/local/bin/trainstack-facts mount || echo "trainstack-boot: the shared file system is not mounted yet; trainstack-launch tries again"
+STEP="driver"
+if ! out="$(timeout 60 nvidia-smi -L 2>&1)"; then
+  fail "nvidia-smi does not answer, no working NVIDIA driver: ${out:-nvidia-smi not found}"
 fi
+echo "trainstack-boot: $(printf '%s\n' "${out}" | grep -c '^GPU') GPU(s) answer"
+if [ -e /usr/bin/nv-fabricmanager ] && ! systemctl is-active --quiet nvidia-fabricmanager; then
+  systemctl start nvidia-fabricmanager || echo "trainstack-boot: nvidia-fabricmanager did not start (needed only with NVSwitch)"
+fi
+STEP="runtime"
+PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null || fail "no torchrun: neither the image nor /opt/trainstack/venv has PyTorch"
+if [ "${SPOT}" = "true" ]; then
+  STEP="spot-watcher"
+  systemctl start trainstack-spot-watcher.service || fail "could not start trainstack-spot-watcher.service"
+fi
+date -u +%Y-%m-%dT%H:%M:%SZ > /run/trainstack/bootstrap-done
+echo "trainstack-boot: node ready"
+BOOT
+cat > /etc/systemd/system/trainstack-boot.service <<'UNIT'
+[Unit]
+Description=trainstack: per-boot node setup (MTU, shared mount, driver check, spot watcher)
+After=network-online.target systemd-tmpfiles-setup.service
+Wants=network-online.target
 
-# 3. eRDMA stack and GPU driver -----------------------------------------------------------------------------
-erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "${d}" ] && n=$((n + 1)); done; echo "${n}"; }
-if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
-  echo "trainstack: installing the eRDMA stack"
-  tmp="$(mktemp -d)"
-  curl -fsSL --retry 5 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz"
-  tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
-  (cd "${tmp}"/erdma_installer* && ./install.sh --batch)
-  modprobe erdma || true
-fi
-if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -lt "${ERI_COUNT}" ]; then
-  echo "trainstack: expected ${ERI_COUNT} eRDMA device(s), found $(erdma_devices); NCCL will run below full bandwidth"
-fi
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "trainstack: no NVIDIA driver in the image; installing it from NVIDIA's CUDA repository"
-  . /etc/os-release
-  case "${ID}" in
-    alinux|rhel|centos|rocky|almalinux)
-      dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)" dkms || true
-      dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo
-      dnf module install -y nvidia-driver:latest-dkms
-      dnf install -y nvidia-fabric-manager || true ;;
-    ubuntu)
-      apt-get update
-      apt-get install -y "linux-headers-$(uname -r)" ubuntu-drivers-common
-      ubuntu-drivers install --gpgpu
-      apt-get install -y "nvidia-fabricmanager-$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | cut -d. -f1)" || true ;;
-    *) echo "trainstack: cannot install a driver on ${ID}; use an image with the NVIDIA driver (trainstack:imageId)";
-       touch /run/trainstack/bootstrap-failed ;;
-  esac
-  systemctl enable --now nvidia-fabricmanager 2>/dev/null || true
-fi
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/bin/trainstack-boot
 
-# 4. shared file system -------------------------------------------------------------------------------------
-/usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted yet; trainstack-launch tries again"
+[Install]
+WantedBy=multi-user.target
+UNIT
 
-# 5. launcher -----------------------------------------------------------------------------------------------
+# the launcher (its interface: docs/bootstrap.md, "trainstack-launch")
 cat > /usr/local/bin/trainstack-launch <<'LAUNCH'
 #!/bin/bash
-# Start one training process group on this node with the cluster's rendezvous:
-#   trainstack-launch train.py --your-args
-# Writes its PID to /run/trainstack/train.pid so the spot watcher can signal it.
+# trainstack-launch [TORCHRUN-OPTIONS] SCRIPT [ARGS...]: one torchrun agent on this node with the cluster's
+# rendezvous (everything after the launcher's name goes to torchrun after its rendezvous flags).
 # Elastic: torchrun's c10d rendezvous on rank 0 admits MIN_NODES to MAX_NODES nodes; after a reclaim, a failure or
-# a resize it restarts the workers on the nodes that are there (at most MAX_RESTARTS times), and the training
-# script resumes from the newest checkpoint with the new world size (docs/bootstrap.md).
+# a resize it restarts the workers on the nodes that are there (at most MAX_RESTARTS times).
+# Exit 3: the node's bootstrap failed or has not finished (/run/trainstack/bootstrap-*), so it stays out of the job.
 set -euo pipefail
+mkdir -p /run/trainstack
+if [ -f /run/trainstack/bootstrap-failed ] || [ ! -f /run/trainstack/bootstrap-done ]; then
+  echo "trainstack-launch: this node is not ready: $(tr '\n' ' ' < /run/trainstack/bootstrap-failed 2>/dev/null || echo 'bootstrap not done')" >&2
+  exit 3
+fi
+if [ -f /run/trainstack/preempt ]; then
+  echo "trainstack-launch: this node is being reclaimed at $(cat /run/trainstack/preempt); not joining" >&2
+  exit 3
+fi
 # Read the cluster facts again: a resized cluster is picked up here, with no reboot.
-/usr/local/bin/trainstack-facts fetch 3 || echo "trainstack: using the cluster facts of the last fetch"
+/usr/local/bin/trainstack-facts fetch 3 || echo "trainstack-launch: using the cluster facts of the last fetch" >&2
 /usr/local/bin/trainstack-facts apply
-/usr/local/bin/trainstack-facts mount || echo "trainstack: the shared file system is not mounted"
+/usr/local/bin/trainstack-facts mount || echo "trainstack-launch: the shared file system is not mounted" >&2
 set -a; . /etc/trainstack/launch.env; set +a
-[ "${NODE_RANK}${TRAINSTACK_CHECKPOINT_DIR:+x}" = 0x ] &&
-  (flock -n 9 && exec setsid trainstack-facts sync) 9>/run/trainstack/sync &>>/var/log/trainstack-sync.log &
+if [ "${NODE_RANK}" = 0 ] && [ -n "${TRAINSTACK_CHECKPOINT_DIR}" ] && [ -n "${TRAINSTACK_CHECKPOINT_OSS}" ]; then
+  (flock -n 9 || exit 0; exec setsid /usr/local/bin/trainstack-ckpt-sync >>/var/log/trainstack/ckpt-sync.log 2>&1) \
+    9>/run/trainstack/ckpt-sync.lock &
+fi
+export PATH="/opt/trainstack/venv/bin:${PATH}"
 echo $$ > /run/trainstack/train.pid
 exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
   --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
   --max-restarts "${MAX_RESTARTS}" "$@"
 LAUNCH
-chmod 0755 /usr/local/bin/trainstack-launch
+cat > /usr/local/bin/trainstack-ckpt-sync <<'CKPT_SYNC'
+#!/usr/bin/env python3
+"""trainstack-ckpt-sync [--once]: copy new and changed files under TRAINSTACK_CHECKPOINT_DIR to
+TRAINSTACK_CHECKPOINT_OSS on the bucket's internal endpoint, signed with the node role's STS credentials from the
+metadata service in hardened mode (a token first), renewed 15 minutes before they expire. One pass every 5 minutes;
+after a failure again in 30, 60, 120, 240, then 300 s. Failures go to stdout (/var/log/trainstack/ckpt-sync.log), the
+journal (syslog, ident trainstack-ckpt-sync) and /run/trainstack/ckpt-sync-failed; a good pass writes
+/run/trainstack/ckpt-sync-ok. What was copied is in /var/lib/trainstack/ckpt-sync.json, so a restart resumes."""
+import base64
+import calendar
+import email.utils
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import shlex
+import ssl
+import sys
+import syslog
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
 
-# 6. Preemption contract (spot nodes) ----------------------------------------------------------------------
-# Alibaba Cloud announces a spot reclaim five minutes ahead at meta-data/instance/spot/termination-time.
-# When it appears, the watcher
-#   - writes the reclaim time (UTC, ISO 8601) to /run/trainstack/preempt   (TRAINSTACK_PREEMPT_FILE), and
-#   - sends SIGUSR1 to the PID in /run/trainstack/train.pid (torchrun forwards it to the workers).
-# The training loop should poll the file or handle SIGUSR1 by saving a checkpoint to CHECKPOINT_URL and exiting.
-if [ "${SPOT}" = "true" ]; then
-  cat > /usr/local/bin/trainstack-spot-watcher <<'WATCHER'
+ETC = os.environ.get("TRAINSTACK_ETC", "/etc/trainstack")
+METADATA = os.environ.get("TRAINSTACK_METADATA", "http://100.100.100.200/latest")
+STATE = os.environ.get("TRAINSTACK_STATE", "/var/lib/trainstack")
+RUN = "/run/trainstack"
+PERIOD = int(os.environ.get("TRAINSTACK_SYNC_PERIOD", "300"))
+SETTLE = int(os.environ.get("TRAINSTACK_SYNC_SETTLE", "60"))  # a file changed within a minute is still being written
+RETRY = (30, 60, 120, 240, 300)
+PART = 64 << 20  # multipart upload above this size (one PutObject takes at most 5 GB)
+RENEW = 900  # seconds before the STS credentials expire when new ones are fetched
+
+
+class SyncError(Exception):
+    pass
+
+
+def log(msg, err=False):
+    print(f"trainstack-ckpt-sync: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {msg}", flush=True)
+    if err:
+        syslog.syslog(syslog.LOG_ERR, msg)
+
+
+def read_env(path):
+    env = {}
+    with open(path) as f:
+        for line in f:
+            key, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                env[key] = (shlex.split(value) or [""])[0]
+    return env
+
+
+def metadata(path, method="GET", headers=None):
+    req = urllib.request.Request(METADATA + path, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.read().decode()
+    except urllib.error.HTTPError as e:
+        raise SyncError(f"metadata {path}: HTTP {e.code}") from None
+    except OSError as e:
+        raise SyncError(f"metadata service unreachable ({e})") from None
+
+
+class Credentials:
+    def __init__(self, role):
+        self.role, self.value, self.expires = role, {}, 0.0
+
+    def get(self):
+        if self.expires - time.time() < RENEW:
+            token = metadata("/api/token", "PUT", {"X-aliyun-ecs-metadata-token-ttl-seconds": "300"})
+            try:
+                body = metadata(f"/meta-data/ram/security-credentials/{self.role}",
+                                headers={"X-aliyun-ecs-metadata-token": token})
+            except SyncError as e:
+                if "HTTP 404" in str(e):
+                    raise SyncError(f"this instance has no RAM role {self.role} attached (metadata: HTTP 404)") from None
+                raise
+            self.value = json.loads(body)
+            exp = self.value.get("Expiration", "")
+            self.expires = (calendar.timegm(time.strptime(exp, "%Y-%m-%dT%H:%M:%SZ")) if exp
+                            else time.time() + RENEW + 60)
+        return self.value
+
+
+class Bucket:
+    def __init__(self, bucket, endpoint, creds):
+        self.bucket, self.host, self.creds = bucket, f"{bucket}.{endpoint}", creds
+        self.tls = ssl.create_default_context()
+
+    def request(self, method, key, sub="", body=b"", ctype=""):
+        c = self.creds.get()
+        headers = {"Date": email.utils.formatdate(usegmt=True), "Content-Type": ctype,
+                   "x-oss-security-token": c.get("SecurityToken", "")}
+        if not headers["x-oss-security-token"]:
+            del headers["x-oss-security-token"]
+        if body:
+            headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
+        oss = "".join(f"{k.lower()}:{v}\n" for k, v in sorted(headers.items()) if k.lower().startswith("x-oss-"))
+        resource = f"/{self.bucket}/{key}" + (f"?{sub}" if sub else "")
+        text = f"{method}\n{headers.get('Content-MD5', '')}\n{ctype}\n{headers['Date']}\n{oss}{resource}"
+        digest = hmac.new(c["AccessKeySecret"].encode(), text.encode(), hashlib.sha1).digest()
+        headers["Authorization"] = f"OSS {c['AccessKeyId']}:{base64.b64encode(digest).decode()}"
+        path = "/" + urllib.parse.quote(key, safe="/") + (f"?{sub}" if sub else "")
+        conn = http.client.HTTPSConnection(self.host, timeout=120, context=self.tls)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+        except OSError as e:
+            raise SyncError(f"{method} https://{self.host}/{key}: {e}") from None
+        finally:
+            conn.close()
+        if r.status // 100 != 2:
+            code = data.decode(errors="replace").split("<Code>")[-1].split("</Code>")[0] if b"<Code>" in data else ""
+            raise SyncError(f"{method} oss://{self.bucket}/{key}: HTTP {r.status} {code}".rstrip())
+        return data
+
+    def upload(self, path, key):
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if size <= PART:
+                self.request("PUT", key, body=f.read(), ctype="application/octet-stream")
+                return
+            upload_id = ET.fromstring(self.request("POST", key, "uploads", ctype="application/octet-stream")) \
+                .findtext("UploadId")
+            parts, n = [], 0
+            try:
+                while True:
+                    chunk = f.read(PART)
+                    if not chunk:
+                        break
+                    n += 1
+                    self.request("PUT", key, f"partNumber={n}&uploadId={upload_id}", body=chunk,
+                                 ctype="application/octet-stream")
+                    parts.append(f"<Part><PartNumber>{n}</PartNumber><ETag>\"{hashlib.md5(chunk).hexdigest().upper()}\"</ETag></Part>")
+                xml = f"<CompleteMultipartUpload>{''.join(parts)}</CompleteMultipartUpload>".encode()
+                self.request("POST", key, f"uploadId={upload_id}", body=xml, ctype="application/xml")
+            except SyncError:
+                try:
+                    self.request("DELETE", key, f"uploadId={upload_id}")
+                except SyncError:
+                    pass
+                raise
+
+
+def write(path, text):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def sync_pass(src, dest, bucket, prefix):
+    state_file = os.path.join(STATE, "ckpt-sync.json")
+    try:
+        with open(state_file) as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        state = {}
+    if state.get("dest") != dest:
+        state = {"dest": dest, "files": {}}
+    if not os.path.isdir(src):
+        raise SyncError(f"{src} does not exist (is the shared file system mounted?)")
+    now, copied = time.time(), 0
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            st = os.stat(path)
+            rel = os.path.relpath(path, src)
+            if now - st.st_mtime < SETTLE or state["files"].get(rel) == [st.st_size, st.st_mtime_ns]:
+                continue
+            bucket.upload(path, prefix + rel)
+            state["files"][rel] = [st.st_size, st.st_mtime_ns]
+            write(state_file, json.dumps(state))
+            copied += 1
+    return copied
+
+
+def main():
+    syslog.openlog("trainstack-ckpt-sync")
+    os.makedirs(RUN, exist_ok=True)
+    os.makedirs(STATE, exist_ok=True)
+    once = "--once" in sys.argv[1:]
+    failures, credentials = 0, None
+    while True:
+        try:
+            env = {**read_env(os.path.join(ETC, "node.env")), **read_env(os.path.join(ETC, "launch.env"))}
+            src, dest = env["TRAINSTACK_CHECKPOINT_DIR"], env["TRAINSTACK_CHECKPOINT_OSS"]
+            credentials = credentials or Credentials(env["FACTS_ROLE"])
+            bucket_name, _, prefix = (dest[len("oss://"):] if dest.startswith("oss://") else "").partition("/")
+            if not (src and bucket_name and env.get("CHECKPOINT_ENDPOINT", "").endswith("-internal.aliyuncs.com")):
+                raise SyncError(f"nothing to sync to: TRAINSTACK_CHECKPOINT_DIR={src!r}, TRAINSTACK_CHECKPOINT_OSS={dest!r}, "
+                                f"CHECKPOINT_ENDPOINT={env.get('CHECKPOINT_ENDPOINT', '')!r} (an internal endpoint)")
+            bucket = Bucket(bucket_name, env["CHECKPOINT_ENDPOINT"], credentials)
+            credentials.get()  # every pass: a missing role shows even when nothing is new
+            copied = sync_pass(src, dest, bucket, prefix)
+            write(os.path.join(RUN, "ckpt-sync-ok"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
+                  f"copied={copied}\n")
+            if os.path.exists(os.path.join(RUN, "ckpt-sync-failed")):
+                os.remove(os.path.join(RUN, "ckpt-sync-failed"))
+                log(f"{src} -> {dest}: working again")
+            if copied:
+                log(f"{src} -> {dest}: {copied} file(s) copied")
+            failures, wait = 0, PERIOD
+        except (SyncError, OSError, KeyError, ValueError) as e:
+            wait = RETRY[min(failures, len(RETRY) - 1)]
+            failures += 1
+            log(f"pass failed ({failures} in a row): {e}; next try in {wait} s", err=True)
+            write(os.path.join(RUN, "ckpt-sync-failed"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
+                  f"failures={failures}\nreason={e}\n")
+            if once:
+                return 1
+        if once:
+            return 0
+        time.sleep(wait)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+CKPT_SYNC
+
+# Preemption contract (spot nodes; docs/bootstrap.md). Alibaba Cloud announces a spot reclaim five minutes ahead at
+# meta-data/instance/spot/termination-time. The watcher writes the time (UTC, ISO 8601) to /run/trainstack/preempt
+# (TRAINSTACK_PREEMPT_FILE) and sends SIGUSR1 to the worker processes: the children of the torchrun agent whose
+# PID is in /run/trainstack/train.pid (not the agent: torchrun does not handle SIGUSR1). When they have exited (at
+# most 240 s) it stops the agent with SIGTERM, which torchrun handles, so the node leaves the rendezvous.
+cat > /usr/local/bin/trainstack-spot-watcher <<'WATCHER'
 #!/bin/bash
 set -uo pipefail
-METADATA="http://100.100.100.200/latest"
+METADATA="${TRAINSTACK_METADATA:-http://100.100.100.200/latest}"
+POLL="${TRAINSTACK_SPOT_POLL:-5}"
+mkdir -p /run/trainstack
+note() { echo "trainstack-spot-watcher: $*"; logger -t trainstack "$*" 2>/dev/null || true; }
 while true; do
-  token="$(curl -fsS -X PUT "${METADATA}/api/token" -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300' || true)"
-  code="$(curl -s -o /tmp/trainstack-termination -w '%{http_code}' -H "X-aliyun-ecs-metadata-token: ${token}" \
-    "${METADATA}/meta-data/instance/spot/termination-time" || true)"
+  token="$(curl -fsS --connect-timeout 1 --max-time 3 -X PUT "${METADATA}/api/token" \
+    -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300')" || { note "no metadata token; trying again"; sleep "${POLL}"; continue; }
+  code="$(curl -s --connect-timeout 1 --max-time 3 -o /run/trainstack/.termination -w '%{http_code}' \
+    -H "X-aliyun-ecs-metadata-token: ${token}" "${METADATA}/meta-data/instance/spot/termination-time")"
   if [ "${code}" = "200" ]; then
-    when="$(cat /tmp/trainstack-termination)"
-    echo "${when}" > /run/trainstack/preempt
-    logger -t trainstack "spot reclaim announced for ${when}; asking training to checkpoint"
-    if [ -s /run/trainstack/train.pid ]; then
-      kill -USR1 "$(cat /run/trainstack/train.pid)" 2>/dev/null || true
+    mv -f /run/trainstack/.termination /run/trainstack/preempt
+    note "spot reclaim announced for $(cat /run/trainstack/preempt); asking training to checkpoint"
+    agent="$(cat /run/trainstack/train.pid 2>/dev/null)"
+    if [ -n "${agent}" ] && pkill -USR1 -P "${agent}"; then
+      note "sent SIGUSR1 to the workers of torchrun ${agent}"
+      # once they have saved and exited (at most GRACE s), stop the agent so it does not rejoin the rendezvous
+      for ((i = 0; i < ${TRAINSTACK_PREEMPT_GRACE:-240}; i++)); do pgrep -P "${agent}" >/dev/null || break; sleep 1; done
+      kill -TERM "${agent}" 2>/dev/null && note "stopped torchrun ${agent} (SIGTERM): this node leaves the job"
+    else
+      note "no training running: nothing to signal"
     fi
     exit 0
   fi
-  sleep 5
+  sleep "${POLL}"
 done
 WATCHER
-  chmod 0755 /usr/local/bin/trainstack-spot-watcher
-  cat > /etc/systemd/system/trainstack-spot-watcher.service <<'UNIT'
+cat > /etc/systemd/system/trainstack-spot-watcher.service <<'UNIT'
 [Unit]
 Description=trainstack: watch for spot reclaim notices and ask training to checkpoint
 After=network-online.target
@@ -298,13 +580,72 @@ Wants=network-online.target
 [Service]
 ExecStart=/usr/local/bin/trainstack-spot-watcher
 Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
+RestartSec=5
 UNIT
-  systemctl daemon-reload
-  systemctl enable --now trainstack-spot-watcher.service
-fi
+chmod 0755 /usr/local/bin/trainstack-boot /usr/local/bin/trainstack-launch /usr/local/bin/trainstack-spot-watcher /usr/local/bin/trainstack-ckpt-sync
 
-touch /run/trainstack/bootstrap-done
+# 3. install once: eRDMA stack, NVIDIA driver, PyTorch -------------------------------------------------------
+STEP="erdma"
+erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "${d}" ] && n=$((n + 1)); done; echo "${n}"; }
+if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
+  echo "trainstack: installing the eRDMA stack from ${ERDMA_INSTALLER_URL}"
+  tmp="$(mktemp -d)"
+  curl -fsSL --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
+    || fail "could not download ${ERDMA_INSTALLER_URL} (5 retries, 10 s apart)"
+  tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
+  (cd "${tmp}"/erdma_installer* && ./install.sh --batch) || fail "the eRDMA installer failed"
+  modprobe erdma || echo "trainstack: modprobe erdma failed; it loads at the next boot"
+fi
+if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -lt "${ERI_COUNT}" ]; then
+  echo "trainstack: expected ${ERI_COUNT} eRDMA device(s), found $(erdma_devices); NCCL will run below full bandwidth"
+fi
+STEP="driver"
+reboot_needed=""
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "trainstack: no NVIDIA driver in the image; installing the ${DRIVER_BRANCH} branch from NVIDIA's repository"
+  . /etc/os-release
+  case "${ID}" in
+    alinux|rhel|centos|rocky|almalinux)
+      dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)" dkms
+      dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo
+      dnf module install -y "nvidia-driver:${DRIVER_BRANCH}-dkms"
+      dnf install -y "nvidia-fabric-manager-${DRIVER_BRANCH}*" ;;
+    ubuntu)
+      apt-get update
+      apt-get install -y "linux-headers-$(uname -r)" "nvidia-driver-${DRIVER_BRANCH}-server" "nvidia-fabricmanager-${DRIVER_BRANCH}" ;;
+    *) fail "cannot install a driver on ${ID}: use an image with the NVIDIA driver (compute.image_id)" ;;
+  esac
+  systemctl enable nvidia-fabricmanager || echo "trainstack: nvidia-fabricmanager not enabled (needed only with NVSwitch)"
+  timeout 60 nvidia-smi -L >/dev/null 2>&1 || reboot_needed="the new driver answers only after a reboot"
+fi
+STEP="runtime"
+if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
+  echo "trainstack: no PyTorch in the image; installing ${TORCH_SPEC} into /opt/trainstack/venv from ${PYPI_INDEX}"
+  . /etc/os-release
+  case "${ID}" in
+    alinux|rhel|centos|rocky|almalinux) py=python3.11; command -v "${py}" >/dev/null || dnf install -y python3.11 ;;
+    *) py=python3; "${py}" -m venv --help >/dev/null 2>&1 || { apt-get update && apt-get install -y python3-venv; } ;;
+  esac
+  "${py}" -m venv /opt/trainstack/venv
+  for i in 1 2 3; do
+    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" \
+      --trusted-host "$(echo "${PYPI_INDEX}" | cut -d/ -f3)" "${TORCH_SPEC}" && break
+    [ "${i}" = 3 ] && fail "could not install ${TORCH_SPEC} from ${PYPI_INDEX} (3 attempts)"
+    echo "trainstack: pip attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
+  done
+fi
+date -u +%Y-%m-%dT%H:%M:%SZ > /var/lib/trainstack/installed
+
+# 4. this boot ------------------------------------------------------------------------------------------------
+STEP="boot"
+systemctl daemon-reload || echo "trainstack: systemctl daemon-reload failed"
+systemctl enable trainstack-boot.service || fail "could not enable trainstack-boot.service"
+if [ -n "${reboot_needed}" ]; then
+  echo "trainstack: rebooting once: ${reboot_needed}; trainstack-boot.service finishes the bootstrap"
+  printf 'step=driver\nreason=%s\n' "rebooting: ${reboot_needed}" > /run/trainstack/bootstrap-rebooting
+  systemctl reboot
+  exit 0
+fi
+trap - ERR
+/usr/local/bin/trainstack-boot || { echo "trainstack: bootstrap of rank ${NODE_RANK} failed: $(tr '\n' ' ' < /run/trainstack/bootstrap-failed)"; exit 1; }
 echo "trainstack: bootstrap of rank ${NODE_RANK} done"
