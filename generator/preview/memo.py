@@ -141,6 +141,7 @@ class Memo:
         hit = self.known.get(key) if key is not None else None
         if (
             hit is not None
+            and key is not None
             and custom
             and not first
             and ty not in self.skip_types
@@ -163,7 +164,9 @@ class Memo:
             h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
 
-    def _remember(self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None) -> None:
+    def _remember(
+        self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None
+    ) -> None:
         """Where each output of a resource registered for real comes from, for the digests of later inputs (one
         shared record per resource and one small tuple per output: thousands of nodes have tens of outputs each)."""
         d = res.__dict__
