@@ -9,18 +9,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from ruamel.yaml import YAML
 
 from generator import api
 from generator.preview import cache, memo, mockrun
 from generator.render import stackdir
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _yaml() -> YAML:
+    return YAML(typ="safe", pure=True)
+
+
+def _dump(data: object) -> str:
+    import io
+
+    out = io.StringIO()
+    _yaml().dump(data, out)
+    return out.getvalue()
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
 def _spec(tmp: Path, example: Path, change: dict[str, Any], label: str) -> Path:
-    data = yaml.safe_load(example.read_text())
+    data = _yaml().load(example.read_text())
     for dotted, value in change.items():
         node = data
         *path, last = dotted.split(".")
@@ -28,7 +40,7 @@ def _spec(tmp: Path, example: Path, change: dict[str, Any], label: str) -> Path:
             node = node.setdefault(part, {})
         node[last] = value
     out = tmp / f"{example.stem}-{label}.yaml"
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    out.write_text(_dump(data))
     return out
 
 
