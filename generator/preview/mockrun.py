@@ -307,15 +307,26 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
-            with tuned_gc(gc_mode()), light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
-                _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
-                graph.outputs = _resolve_outputs(root, _sync_await)
+            with tuned_gc(gc_mode()):  # also while the graph is assembled: no collection walks the run's heap
+                with light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
+                    _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+                    graph.outputs = _resolve_outputs(root, _sync_await)
+                _assemble(graph, recorder, monitor, memo, read)
     except TrainstackError:
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
         if memo is not None:
             read.update(memo.read_types)
         raise ProgramError(_explain(e, recorder)) from e
+    graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
+            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
+        graph.warnings.append(PLACEHOLDER_NOTE)
+    return graph
+
+
+def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[str]) -> None:
+    """Fill ``graph.resources`` (sorted by type and name) from the recorded requests and the reused resources."""
     if memo is not None:
         read.update(memo.read_types)
         graph.keys, graph.reused = memo.keys, len(memo.reused)
@@ -332,12 +343,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
             continue
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
         graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
-    graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     monitor.options.clear()
-    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
-            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
-        graph.warnings.append(PLACEHOLDER_NOTE)
-    return graph
 
 
 # Two more runtime costs the mock monitor never uses. Each registration asks for the program's stack trace
