@@ -65,6 +65,7 @@ class _Unread(asyncio.Future):  # type: ignore[type-arg]
         self._memo.read_types.add(self._type)
         if not self.done():
             self.set_exception(ReusedOutputRead(f"an output of a reused {self._type} was read"))
+            self.exception()  # seen here: the run is repeated, so asyncio need not report it at exit
 
     def __await__(self) -> Any:
         self._touch()

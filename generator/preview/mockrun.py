@@ -208,6 +208,22 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
+def _discard_loop() -> None:
+    """Cancel what a failed run left on the shared loop and close it (a later run makes a new one)."""
+    global _LOOP
+    loop, _LOOP = _LOOP, None
+    if loop is None or loop.is_closed():
+        return
+    # the abandoned run's futures failed on purpose (an unread output was read): nothing to report when they go
+    loop.set_exception_handler(lambda _loop, _context: None)
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
 def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
     """Close ``loop``, wait for its executor's threads to end, then close the loops those threads made."""
     if not loop.is_closed():
@@ -268,6 +284,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
             if not read:
                 raise
             graph = None
+            _discard_loop()  # the failed run's tasks go with its loop; the next run starts on a new one
         if not read:
             assert graph is not None
             return graph
