@@ -40,9 +40,21 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _yaml() -> YAML:
+    return YAML(typ="safe", pure=True)
+
+
+def _dump(data: object) -> str:
+    import io
+
+    out = io.StringIO()
+    _yaml().dump(data, out)
+    return out.getvalue()
 sys.path.insert(0, str(ROOT))
 
 from generator import api
@@ -59,14 +71,14 @@ SETTINGS = {
 
 
 def write_spec(folder: Path, nodes: int, name: str) -> Path:
-    data = yaml.safe_load(BASE_SPEC.read_text())
+    data = _yaml().load(BASE_SPEC.read_text())
     data["model"]["preset"] = "llama-2-13b"
     data["model"]["global_batch_tokens"] = None
     data["compute"].update({"nodes": nodes, "max_nodes": max(nodes, 512)})
     data["spot"]["enabled"] = False
     data["budget"]["max_days"] = 365
     spec = folder / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec.write_text(_dump(data))
     return spec
 
 
@@ -78,7 +90,7 @@ def measure(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> 
     seconds = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
-    if code not in ok:
+    if code not in ok or (code != 0 and err.strip()):  # diff exits 2 for "changes" and for bad input, which says so
         raise SystemExit(f"{' '.join(cmd)} exited {code}:\n{err}")
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024  # Linux reports KiB
 

@@ -9,18 +9,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from ruamel.yaml import YAML
 
 from generator import api
 from generator.preview import cache, memo, mockrun
 from generator.render import stackdir
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _yaml() -> YAML:
+    return YAML(typ="safe", pure=True)
+
+
+def _dump(data: object) -> str:
+    import io
+
+    out = io.StringIO()
+    _yaml().dump(data, out)
+    return out.getvalue()
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
 def _spec(tmp: Path, example: Path, change: dict[str, Any], label: str) -> Path:
-    data = yaml.safe_load(example.read_text())
+    data = _yaml().load(example.read_text())
     for dotted, value in change.items():
         node = data
         *path, last = dotted.split(".")
@@ -28,7 +40,7 @@ def _spec(tmp: Path, example: Path, change: dict[str, Any], label: str) -> Path:
             node = node.setdefault(part, {})
         node[last] = value
     out = tmp / f"{example.stem}-{label}.yaml"
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    out.write_text(_dump(data))
     return out
 
 
@@ -215,3 +227,18 @@ def test_diff_with_a_cached_base_equals_the_uncached_diff(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert format_json(diff_sides(str(base), str(head))) == uncached  # cold: HEAD reuses BASE's run
     assert format_json(diff_sides(str(base), str(head))) == uncached  # warm: both from the cache
+
+
+def test_a_reused_output_feeding_another_resource_repeats_the_run(tmp_path: Path) -> None:
+    """A registered resource whose input is a property of a reused one: the read fails that run, the run is repeated
+    registering the reused type, and the graph is still a full run's (no error reaches the user)."""
+    (tmp_path / "__main__.py").write_text(PROGRAM.replace(
+        'pulumi.export("last_cidr", switches[-1].cidr_block)',
+        'alicloud.vpc.RouteTable("rt", vpc_id=vpc.id, description=switches[-1].cidr_block)'))
+    salt = memo.salt(cache.environment(), "p", "dev")
+    base = mockrun.run_program(tmp_path, project="p", stack="dev", memo_salt=salt)
+    again = mockrun.run_program(tmp_path, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
+    full = mockrun.run_program(tmp_path, project="p", stack="dev")
+    assert _bytes(again) == _bytes(full)
+    assert again.by_name("rt").get("description") == "10.0.2.0/24"
+    assert again.reused == 0

@@ -235,7 +235,9 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     run_salt = memo.salt(environment(), project, stack)
     graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
                                 reuse=reusable(run_salt) if incremental() else None)
-    if store(digest, graph):
+    with mockrun.tuned_gc(mockrun.gc_mode()):  # writing a large graph allocates much; nothing of it is garbage
+        stored = store(digest, graph)
+    if stored:
         _remember(run_salt, digest)
     return graph
 

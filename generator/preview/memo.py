@@ -65,6 +65,7 @@ class _Unread(asyncio.Future):  # type: ignore[type-arg]
         self._memo.read_types.add(self._type)
         if not self.done():
             self.set_exception(ReusedOutputRead(f"an output of a reused {self._type} was read"))
+            self.exception()  # seen here: the run is repeated, so asyncio need not report it at exit
 
     def __await__(self) -> Any:
         self._touch()
@@ -141,6 +142,7 @@ class Memo:
         hit = self.known.get(key) if key is not None else None
         if (
             hit is not None
+            and key is not None
             and custom
             and not first
             and ty not in self.skip_types
@@ -163,7 +165,9 @@ class Memo:
             h.update(len(data).to_bytes(8, "big") + data)
         return h.hexdigest()
 
-    def _remember(self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None) -> None:
+    def _remember(
+        self, res: Any, ty: str, name: str, props: Mapping[str, Any], props_digest: str | None
+    ) -> None:
         """Where each output of a resource registered for real comes from, for the digests of later inputs (one
         shared record per resource and one small tuple per output: thousands of nodes have tens of outputs each)."""
         d = res.__dict__

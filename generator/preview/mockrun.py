@@ -208,6 +208,22 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
+def _discard_loop() -> None:
+    """Cancel what a failed run left on the shared loop and close it (a later run makes a new one)."""
+    global _LOOP
+    loop, _LOOP = _LOOP, None
+    if loop is None or loop.is_closed():
+        return
+    # the abandoned run's futures failed on purpose (an unread output was read): nothing to report when they go
+    loop.set_exception_handler(lambda _loop, _context: None)
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
 def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) -> None:
     """Close ``loop``, wait for its executor's threads to end, then close the loops those threads made."""
     if not loop.is_closed():
@@ -268,6 +284,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
             if not read:
                 raise
             graph = None
+            _discard_loop()  # the failed run's tasks go with its loop; the next run starts on a new one
         if not read:
             assert graph is not None
             return graph
@@ -307,15 +324,26 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
-            with tuned_gc(gc_mode()), light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
-                _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
-                graph.outputs = _resolve_outputs(root, _sync_await)
+            with tuned_gc(gc_mode()):  # also while the graph is assembled: no collection walks the run's heap
+                with light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
+                    _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+                    graph.outputs = _resolve_outputs(root, _sync_await)
+                _assemble(graph, recorder, monitor, memo, read)
     except TrainstackError:
         raise
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
         if memo is not None:
             read.update(memo.read_types)
         raise ProgramError(_explain(e, recorder)) from e
+    graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
+    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
+            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
+        graph.warnings.append(PLACEHOLDER_NOTE)
+    return graph
+
+
+def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[str]) -> None:
+    """Fill ``graph.resources`` (sorted by type and name) from the recorded requests and the reused resources."""
     if memo is not None:
         read.update(memo.read_types)
         graph.keys, graph.reused = memo.keys, len(memo.reused)
@@ -332,12 +360,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
             continue
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
         graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
-    graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     monitor.options.clear()
-    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
-            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
-        graph.warnings.append(PLACEHOLDER_NOTE)
-    return graph
 
 
 # Two more runtime costs the mock monitor never uses. Each registration asks for the program's stack trace
