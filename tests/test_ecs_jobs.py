@@ -550,9 +550,31 @@ def test_the_check_script_run_by_bash_finds_a_hardware_xid_and_a_dead_fabric_man
     assert sorted(f.check for f in report.failed) == ["fabricmanager", "xid"]
 
 
-def test_the_torchrun_shim_moves_the_rendezvous_and_shrinks_the_world_only(tmp_path: Path) -> None:
-    """rank 0 quarantined: trainstack-launch's `exec torchrun --nnodes 8:64 ... --rdzv-endpoint RANK0:PORT` runs
-    with 8:63 and rank 1's address; the user's words, even ones that look like torchrun options, pass untouched."""
+def _real_launcher(tmp_path: Path) -> Path:
+    """trainstack-launch as node-init.sh installs it (the committed pretrain-70b stack), its node paths moved under
+    tmp_path and the cluster-facts tool a no-op, with a launch.env of rank 1 of a 8:64 elastic cluster."""
+    node_init = (ROOT / "stacks" / "pretrain-70b" / "node-init.sh").read_text()
+    body = node_init.split("<<'LAUNCH'\n", 1)[1].split("\nLAUNCH\n", 1)[0] + "\n"
+    run_dir, etc = tmp_path / "run", tmp_path / "etc"
+    etc.mkdir()
+    (etc / "launch.env").write_text(
+        "NODE_RANK=1\nMIN_NODES=8\nMAX_NODES=64\nGPUS_PER_NODE=8\nMASTER_ADDR=10.20.0.10\nMASTER_PORT=29400\n"
+        "TRAINSTACK_NAME=pretrain-70b\nMAX_RESTARTS=100\nTRAINSTACK_CHECKPOINT_DIR=\nTRAINSTACK_CHECKPOINT_OSS=\n"
+    )
+    body = (
+        body.replace("/run/trainstack", str(run_dir))
+        .replace("/etc/trainstack", str(etc))
+        .replace("/usr/local/bin/trainstack-facts", "true")
+    )
+    assert "trainstack-facts" not in body and "exec torchrun" in body
+    launcher = tmp_path / "trainstack-launch"
+    launcher.write_text(body)
+    return launcher
+
+
+def test_the_launcher_shrinks_the_world_and_moves_the_rendezvous_only(tmp_path: Path) -> None:
+    """rank 0 quarantined: the real trainstack-launch (`exec torchrun --nnodes 8:64 ... --rdzv-endpoint RANK0:PORT`)
+    runs with 8:63 and rank 1's address; the user's words, even ones that look like torchrun options, pass untouched."""
     c = plan_cluster(BIG)
     nodes, _ = select(c, None, quarantined=[0])
     words = ["train.py", "--nnodes", "2", "--rdzv-endpoint", "evil:1"]
@@ -567,11 +589,8 @@ def test_the_torchrun_shim_moves_the_rendezvous_and_shrinks_the_world_only(tmp_p
     (bin_ / "torchrun").write_text(
         '#!/bin/bash\nfor a in "$@"; do printf \'%s\\0\' "$a"; done > "$ARGS_OUT"\n'
     )
-    launcher = bin_ / "trainstack-launch"  # the exec line of node-init.sh.j2's trainstack-launch
-    launcher.write_text(
-        '#!/bin/bash\nexec torchrun --nnodes "8:64" --nproc-per-node "8" --rdzv-backend c10d '
-        '--rdzv-endpoint "10.20.0.10:29400" --rdzv-id "pretrain-70b" --max-restarts "100" "$@"\n'
-    )
+    launcher = _real_launcher(tmp_path)
+    launcher.chmod(0o755)
     for f in bin_.iterdir():
         f.chmod(0o755)
     env = {

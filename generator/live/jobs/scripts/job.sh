@@ -63,35 +63,9 @@ if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" 
   echo "trainstack: the node's bootstrap has not finished (no ${RUN_DIR}/bootstrap-done); see /var/log/cloud-init-output.log" | tee -a "${log}" >&2
   finish 3
 fi
-# The job's world size and rendezvous host. trainstack-launch ends in `exec torchrun --nnodes MIN:MAX ...
-# --rdzv-endpoint HOST:PORT ... "$@"` with the values of launch.env, where rank 0 is the rendezvous host. When the
-# job leaves quarantined nodes out, a torchrun earlier on PATH rewrites those two options of the launcher (and
-# nothing after them: the user's words pass as they are) before it runs the real torchrun.
-shim="${dir}/bin"
-mkdir -p "${shim}"
-cat > "${shim}/torchrun" <<'SHIM'
-#!/bin/bash
-real="$(PATH="${TRAINSTACK_JOB_PATH}" command -v torchrun)" || { echo "trainstack: torchrun not found" >&2; exit 127; }
-n="${TRAINSTACK_JOB_NNODES}"
-out=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --nnodes)
-      lo="${2%%:*}"; hi="${2##*:}"
-      [ "${lo}" -gt "${n}" ] 2> /dev/null && lo="${n}"
-      [ "${hi}" -gt "${n}" ] 2> /dev/null && hi="${n}"
-      out+=("$1" "${lo}:${hi}"); shift 2 ;;
-    --rdzv-endpoint) out+=("$1" "${TRAINSTACK_JOB_MASTER_ADDR}:${2##*:}"); shift 2 ;;
-    --nproc-per-node | --rdzv-backend | --rdzv-id | --max-restarts) out+=("$1" "$2"); shift 2 ;;
-    *) break ;;
-  esac
-done
-exec "${real}" "${out[@]}" "$@"
-SHIM
-chmod 0755 "${shim}/torchrun"
-export TRAINSTACK_JOB_PATH="${PATH}"
-export PATH="${shim}:${PATH}"
-
+# The job's world size and rendezvous host: trainstack-launch caps its `--nnodes MIN:MAX` at TRAINSTACK_JOB_NNODES
+# and takes TRAINSTACK_JOB_MASTER_ADDR as the rendezvous host (node-init.sh.j2), so a job that leaves quarantined
+# nodes out still forms; the user's words pass to torchrun as they are.
 state running
 ( while sleep 30; do upload "${log}"; done ) &
 copier=$!
