@@ -14,18 +14,8 @@ import types
 import typing
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    WithJsonSchema,
-    field_validator,
-    model_validator,
-)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo,
+                      ValidatorFunctionWrapHandler, WithJsonSchema, field_validator, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.errors import clip, excerpt
@@ -425,6 +415,7 @@ class CheckpointSpec(_Strict):
     retention_days: Annotated[int, Field(gt=0, le=3650)] = 30
     transition_ia_days: Annotated[int, Field(gt=0, le=3650)] | None = 30
     abort_multipart_days: Annotated[int, Field(gt=0, le=365)] = 3
+    keep_last: Annotated[int, Field(ge=1, le=100_000)] | None = None  # None: keep every checkpoint
 
     @field_validator("bucket")
     @classmethod
