@@ -208,7 +208,7 @@ class ModelSpec(_Strict):
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
     moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
-    precision: Literal["bf16", "fp16", "fp32"] = "bf16"
+    precision: Literal["bf16", "fp16", "fp32", "fp8"] = "bf16"
     optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
     micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
