@@ -177,3 +177,5 @@ def test_a_spec_with_fp8_on_a_gpu_without_it_is_refused_on_the_field(tmp_path: P
     assert "fp8" in json.dumps(
         json.loads(_cli("schema").stdout)["$defs"]["ModelSpec"]["properties"]["precision"]
     )
+    hint = _cli("plan", str(_spec(tmp_path, "A100-80G").with_name("fp8.yaml")))
+    assert "H20" in hint.stderr  # the FP8 GPUs of the region are named, even when sold through sales only

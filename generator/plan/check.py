@@ -299,6 +299,10 @@ def no_fp8_problem(gpu: GpuModel, catalog: Catalog, region: Region | None,
     V100). Transformer Engine's FP8 needs Ada, Hopper or Blackwell; ``where`` names the field that picks the GPU."""
     near = sorted((g for g in offered_gpus(catalog, region) if g.fp8_tflops), key=lambda g: (g.memory_gib, g.name))[:3]
     names = ", ".join(g.name for g in near)
+    if not near:  # no generally available FP8 GPU: name those sold through sales or by invitation (instance_types.csv)
+        here = {t.gpu for t in (catalog.types_in_region(region.id) if region is not None else catalog.instance_types)}
+        near = sorted((g for g in catalog.gpus if g.fp8_tflops and g.name in here), key=lambda g: (g.memory_gib, g.name))
+        names = ", ".join(g.name for g in near[:3]) + (" (offered through sales or by invitation)" if near else "")
     alternatives = ((f"compute.instance_types of such a GPU, e.g. {names}" if near else "other compute.instance_types")
                     if where[-1] == "instance_types" else "compute.gpu: auto" + (f", or {names}" if near else ""))
     return Problem(("model", "precision"),
