@@ -209,7 +209,7 @@ def test_bad_input_is_a_sentence_and_exit_2(args: tuple[str, ...], words: str) -
 
 
 @pytest.mark.parametrize("args", [("--params", "70Q"), ("--zero", "4", "--params", "7B"),
-                                  ("--precision", "fp8", "--params", "7B"), ("--gpus", "0", "--params", "7B")])
+                                  ("--precision", "fp4", "--params", "7B"), ("--gpus", "0", "--params", "7B")])
 def test_click_rejects_malformed_flags_with_exit_2(args: tuple[str, ...]) -> None:
     code, out = run("estimate", *args)
     assert code == 2 and "Invalid value" in out

@@ -295,7 +295,7 @@ def test_breakdown_shape() -> None:
         (dict(pp=33), r"pp=33 is more pipeline stages than the model.s 32 layers"),
         (dict(zero_stage=4), r"zero_stage must be 0, 1, 2 or 3"),
         (dict(optimizer="rmsprop"), r"allowed: adamw, adam, sgd"),
-        (dict(precision="fp8"), r"allowed: bf16, fp16, fp32"),
+        (dict(precision="fp4"), r"allowed: bf16, fp16, fp32, fp8"),
         (dict(recompute="some"), r"allowed: none, selective, full"),
         (dict(seq_len=0), r"seq_len must be a positive integer"),
         (dict(dp=-2), r"dp must be a positive integer"),

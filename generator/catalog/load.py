@@ -147,8 +147,8 @@ def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., 
 
 
 _SOURCE_COLS = ("tag", "description", "url")
-_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "bf16", "mfu", "interconnect", "source",
-             "notes")
+_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "bf16", "fp8_tflops", "mfu", "interconnect",
+             "source", "notes")
 _REGION_COLS = ("region", "name", "zones", "gpu_families", "cpfs", "lingjun", "oss_upload_gbps",
                 "oss_download_gbps", "verified", "source")
 _STORAGE_COLS = ("item", "unit", "price_cny", "price_estimated", "price_date", "price_region", "source")
@@ -175,6 +175,7 @@ def _gpu(f) -> GpuModel:
         memory_gib=f("memory_gib", _float),
         bf16_tflops=f("bf16_tflops", _float),
         bf16=f("bf16", _bool),
+        fp8_tflops=f("fp8_tflops", _opt_float),
         mfu=f("mfu", _float),
         interconnect=f("interconnect"),
         source=f("source"),

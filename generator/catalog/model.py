@@ -41,6 +41,13 @@ class GpuModel:
     interconnect: str  # "nvlink" | "pcie"
     source: str
     notes: str
+    fp8_tflops: float | None = None  # dense FP8 peak; None: no FP8 tensor cores (A100, A10, V100)
+
+    def peak_tflops(self, precision: str) -> float:
+        """The dense tensor peak the run's precision computes at: FP8 for ``fp8``, else the 16-bit peak."""
+        if precision == "fp8" and self.fp8_tflops:
+            return self.fp8_tflops
+        return self.bf16_tflops
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,9 @@ def _dump(data: Any) -> str:
                    "the layers.")
 @click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
-@click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True)
+@click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True,
+              help="Training precision (model.precision). fp8: Transformer Engine FP8 GEMMs with bf16 weights and "
+                   "fp32 optimizer states; needs a GPU with FP8 (H20, L20, Blackwell, H100/H800/H200).")
 @click.option("--optimizer", type=click.Choice(list(sizing.OPTIMIZER_BYTES)), default="adamw", show_default=True)
 @click.option("--zero", type=click.IntRange(0, 3), default=1, show_default=True, help="ZeRO stage.")
 @click.option("--framework", type=click.Choice(list(sizing.FRAMEWORK_CHOICES)), default="auto", show_default=True,

@@ -66,6 +66,8 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     f"known GPUs: {', '.join(catalog.gpu_names())}"))
         elif m.precision == "bf16" and not gpu.bf16:
             problems.append(no_bf16_problem(gpu, catalog, region, ("compute", "gpu")))
+        elif m.precision == "fp8" and not gpu.fp8_tflops:
+            problems.append(no_fp8_problem(gpu, catalog, region, ("compute", "gpu")))
         elif lingjun:
             if region is not None and region.lingjun and not any(
                     t.gpu == gpu.name for t in catalog.lingjun_types_in_region(region.id)):
@@ -110,6 +112,9 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     if m.precision == "bf16" and listed and not any(g.bf16 for g in listed) and (c.gpu == "auto" or catalog.gpu(c.gpu)
                                                                                   is None or catalog.gpu(c.gpu).bf16):
         problems.append(no_bf16_problem(listed[0], catalog, region, ("compute", "instance_types")))
+    if m.precision == "fp8" and listed and not any(g.fp8_tflops for g in listed) and (
+            c.gpu == "auto" or catalog.gpu(c.gpu) is None or catalog.gpu(c.gpu).fp8_tflops):
+        problems.append(no_fp8_problem(listed[0], catalog, region, ("compute", "instance_types")))
     if lingjun:
         problems.extend(_lingjun_rules(spec, catalog, region))
     elif c.platform == "pai-dlc":
@@ -286,6 +291,24 @@ def no_bf16_problem(gpu: GpuModel, catalog: Catalog, region: Region | None,
                    "Volta tensor cores do fp16 and fp32 only; bf16 needs NVIDIA Ampere or newer",
                    f"set model.precision: fp16 (mixed precision with loss scaling) to train on {gpu.name}, or choose "
                    f"a GPU with bf16 ({alternatives})")
+
+
+def no_fp8_problem(gpu: GpuModel, catalog: Catalog, region: Region | None,
+                   where: tuple[str | int, ...]) -> Problem:
+    """``model.precision: fp8`` on a GPU without FP8 tensor cores (gpus.csv column ``fp8_tflops`` empty: A100, A10,
+    V100). Transformer Engine's FP8 needs Ada, Hopper or Blackwell; ``where`` names the field that picks the GPU."""
+    near = sorted((g for g in offered_gpus(catalog, region) if g.fp8_tflops), key=lambda g: (g.memory_gib, g.name))[:3]
+    names = ", ".join(g.name for g in near)
+    if not near:  # no generally available FP8 GPU: name those sold through sales or by invitation (instance_types.csv)
+        here = {t.gpu for t in (catalog.types_in_region(region.id) if region is not None else catalog.instance_types)}
+        near = sorted((g for g in catalog.gpus if g.fp8_tflops and g.name in here), key=lambda g: (g.memory_gib, g.name))
+        names = ", ".join(g.name for g in near[:3]) + (" (offered through sales or by invitation)" if near else "")
+    alternatives = ((f"compute.instance_types of such a GPU, e.g. {names}" if near else "other compute.instance_types")
+                    if where[-1] == "instance_types" else "compute.gpu: auto" + (f", or {names}" if near else ""))
+    return Problem(("model", "precision"),
+                   f"fp8 needs a GPU with FP8 tensor cores, and {gpu.name} (from {'.'.join(map(str, where))}) has "
+                   "none: FP8 training (Transformer Engine) needs NVIDIA Ada, Hopper or Blackwell",
+                   f"set model.precision: bf16 to train on {gpu.name}, or choose a GPU with FP8 ({alternatives})")
 
 
 def unavailable_problem(acc: UnavailableAccelerator, catalog: Catalog, region: Region | None,

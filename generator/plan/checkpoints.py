@@ -7,6 +7,7 @@ The tier and the interval come from :mod:`generator.plan.schedule`, which the ra
 from __future__ import annotations
 
 import hashlib
+import math
 
 from generator import sizing
 from generator.catalog import Catalog, Region
@@ -20,6 +21,17 @@ from generator.spec.units import human_bytes, human_seconds
 
 FACTS_KEYS = ("trainstack/cluster.json", "trainstack-facts/cluster.json")
 CHECKPOINT_SUBDIR = "checkpoints"  # the checkpoint directory under the shared file system's mount path
+JOBS_SUBPREFIX = "_trainstack/"  # job logs and exit codes under the prefix (live/jobs/cluster.py); never expired
+# OSS runs lifecycle rules once a day and counts days from an object's last modification ("Lifecycle rules based on
+# the last modified time", https://www.alibabacloud.com/help/en/oss/user-guide/lifecycle-rules-based-on-the-last-modified-time):
+# one more day than keep_last intervals, and never fewer than MIN_EXPIRE_DAYS, so at least keep_last remain.
+MIN_EXPIRE_DAYS = 2
+
+
+def expire_days(keep_last: int, interval_seconds: int) -> int:
+    """Days after which a current checkpoint object expires so that at least ``keep_last`` remain: the whole days
+    that ``keep_last`` intervals span, plus one for the lifecycle's daily scan, at least :data:`MIN_EXPIRE_DAYS`."""
+    return max(MIN_EXPIRE_DAYS, math.ceil(keep_last * interval_seconds / 86400.0) + 1)
 
 
 def facts_key(prefix: str) -> str:
@@ -83,7 +95,21 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                               f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
                               f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"
                               + ("; the durable copy of the checkpoints on the shared file system" if directory else "")))
+    days = 0 if k.keep_last is None else expire_days(k.keep_last, interval)
+    if k.keep_last is not None:
+        decisions.append(Decision("checkpoint retention", f"keep last {k.keep_last}: expire after {days} days", (
+            f"checkpoints.keep_last {k.keep_last} at one checkpoint every {human_seconds(interval)}: an OSS lifecycle "
+            f"rule expires current objects under {k.prefix} {days} days after they are written (the days "
+            f"{k.keep_last} intervals span, plus one for the daily lifecycle scan, at least {MIN_EXPIRE_DAYS}), so "
+            f"at least the last {k.keep_last} stay; on this versioned bucket an expired checkpoint becomes a "
+            f"noncurrent version, restorable for checkpoints.retention_days ({k.retention_days}) more days; "
+            f"{k.prefix}{JOBS_SUBPREFIX} (job logs) is never expired; "
+            + ("the rule is DISABLED while compute.paused is true, so a paused run's newest checkpoint never "
+               "expires" if spec.compute.paused else
+               "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
+               "expires; a run that stops writing without being paused loses it after "
+               f"{days} days (restorable {k.retention_days} days more)"))))
     return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
                        k.abort_multipart_days, endpoint, size, round(write_s, 3), round(mtbf_h, 3),
                        facts_key(k.prefix) if spec.compute.platform == "ecs" else "", choice.kind, directory,
-                       round(restore_s, 3))
+                       round(restore_s, 3), k.keep_last, days, k.keep_last is not None and not spec.compute.paused)

@@ -228,7 +228,9 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
         headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
         training_hours=None if sched is None else round(sched.compute_hours, 2),
-        mfu=gpu.mfu if sched is None else round(sched.mfu, 4), peak_tflops=gpu.bf16_tflops,
+        mfu=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[1] if sched is None
+        else round(sched.mfu, 4),
+        peak_tflops=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[0],
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
         min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
 

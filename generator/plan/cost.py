@@ -52,13 +52,31 @@ def checkpoints_written(best: Scored, ckpt: Checkpoints) -> int:
     return max(1, int(progress_s // ckpt.interval_seconds))
 
 
-def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None) -> tuple[float, float]:
+def life_hours(ckpt: Checkpoints) -> float | None:
+    """How long one checkpoint stays billed under checkpoints.keep_last: ``expire_days`` as the current object, then
+    ``retention_days`` as a noncurrent version (the bucket is versioned); None: kept forever."""
+    return None if not ckpt.expire_days else (ckpt.expire_days + ckpt.retention_days) * 24.0
+
+
+def checkpoints_held(kept: int, wall_hours: float, ckpt: Checkpoints) -> int:
+    """Checkpoints in the bucket at the end of the run: all ``kept``, or under keep_last those written within one
+    :func:`life_hours` of the end (current or still noncurrent)."""
+    life = life_hours(ckpt)
+    if life is None or not kept or wall_hours <= 0:
+        return kept
+    return min(kept, max(1, math.ceil(life / (wall_hours / kept))))
+
+
+def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None,
+                     life_limit: float | None = None) -> tuple[float, float]:
     """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
-    at i/kept of the wall-clock time and kept to the end; it moves to IA ``ia_days`` after it is written."""
+    at i/kept of the wall-clock time and kept to the end (or for ``life_limit`` hours, see :func:`life_hours`);
+    it moves to IA ``ia_days`` after it is written."""
     std = ia = 0.0
     limit = None if ia_days is None else ia_days * 24.0
     for i in range(1, kept + 1):
         life = wall_hours * (1.0 - i / kept)
+        life = life if life_limit is None else min(life, life_limit)
         in_std = life if limit is None else min(life, limit)
         std += in_std
         ia += life - in_std
@@ -102,14 +120,19 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
             if kept and wall:
                 # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
                 # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
-                std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None)
+                std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None,
+                                               life_hours(ckpt))
                 obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
-                after_month = one_ia * kept  # once every checkpoint is past the IA transition (or all Standard)
+                held = checkpoints_held(kept, wall, ckpt)
+                after_month = one_ia * held  # once every checkpoint is past the IA transition (or all Standard)
             else:  # no run length: one checkpoint (the cost grows from there)
                 obj = one / HOURS_PER_MONTH
             notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} "
                          + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]; "
-                         + ("every checkpoint the run writes is kept (nothing expires current objects), priced over "
+                         + (f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
+                            f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
+                            "priced over the run" if kept and ckpt.expire_days else
+                            "every checkpoint the run writes is kept (nothing expires current objects), priced over "
                             "the run as the bucket grows" if kept else
                             "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
                             "current objects)"))
@@ -142,13 +165,27 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                 None if best.rework_hours is None else round(best.rework_hours, 2),
                 None if run_total is None else round(run_total, 2), tuple(notes), paused,
                 *((None,) * 4 if lines is None else tuple(round(x, 2) for x in lines)),
-                kept, None if after_month is None else round(after_month, 2), months)
+                checkpoints_held(kept, wall or 0.0, ckpt), None if after_month is None else round(after_month, 2),
+                months)
 
 
 def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
-    """The bucket's projected size at the end of the run: every checkpoint stays until someone deletes it."""
+    """The bucket's projected size at the end of the run: every checkpoint stays until someone deletes it, or
+    (checkpoints.keep_last) those within the expiry window, and what happens to the newest after the run."""
     if not ckpt.enabled or not cost.checkpoints_kept:
         return []
+    if ckpt.expire_days:
+        size = cost.checkpoints_kept * ckpt.size_bytes
+        return [f"checkpoints.keep_last {ckpt.keep_last}: the bucket holds about {cost.checkpoints_kept:,} x "
+                f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} at the end of the run (an ESTIMATE: "
+                f"{ckpt.expire_days} days as current objects plus checkpoints.retention_days ({ckpt.retention_days}) "
+                "as noncurrent versions). The lifecycle rule also expires the FINAL checkpoint "
+                f"{ckpt.expire_days} days after it is written: set compute.paused: true when the run ends (the rule "
+                f"is disabled while paused) or copy it out of oss://{ckpt.bucket}/{ckpt.prefix}"
+                + ("" if ckpt.tier == "oss" else
+                   f". The background copy from {ckpt.directory} (ossutil sync) uploads again any checkpoint still "
+                   "there, so keep_last bounds the bucket only if the training script also keeps only the last "
+                   f"{ckpt.keep_last} on the shared file system")]
     size = cost.checkpoints_kept * ckpt.size_bytes
     return [f"the checkpoint bucket keeps every checkpoint: about {cost.checkpoints_kept:,} x "
             f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} by the end of the run"

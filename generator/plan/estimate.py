@@ -144,6 +144,9 @@ def estimate(
     if qlora and lora_rank is None:
         raise EstimateError("--qlora trains LoRA adapters over a 4-bit base and needs their rank: add --lora-rank "
                             "(e.g. 16).")
+    if qlora and precision == "fp8":
+        raise EstimateError("--precision fp8: QLoRA keeps its frozen base in 4-bit NF4, not FP8: use --precision "
+                            "bf16 with --qlora.")
     if qlora and precision == "fp32":
         raise EstimateError("QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here: use "
                             "--precision bf16.")
@@ -225,11 +228,16 @@ def estimate(
     gpu_model: GpuModel | None = None
     if gpu is not None:
         gpu_model = _gpu(gpu, catalog)
+        if precision == "fp8" and not gpu_model.fp8_tflops:
+            raise EstimateError(f"--precision fp8 needs a GPU with FP8 tensor cores, and {gpu_model.name} (--gpu) has "
+                                "none (FP8 training needs NVIDIA Ada, Hopper or Blackwell): use --precision bf16, or "
+                                "a GPU with FP8 such as H20, L20 or H100")
+        peak, rated_mfu = sizing.precision_peak(gpu_model.bf16_tflops, gpu_model.fp8_tflops, gpu_model.mfu, precision)
         capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
         usable = int(capacity * (1 - headroom))  # the planner's usable_bytes
         result["fits"] = memory.total <= usable
         result["gpu"] = {"name": gpu_model.name, "memory_bytes": capacity, "headroom_bytes": capacity - memory.total,
-                         "usable_bytes": usable, "peak_tflops": gpu_model.bf16_tflops, "mfu": gpu_model.mfu}
+                         "usable_bytes": usable, "peak_tflops": peak, "mfu": round(rated_mfu, 4)}
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
         if gpu_model.notes.startswith("NOT OFFERED"):
@@ -251,7 +259,7 @@ def estimate(
         if gpu_model is not None:
             try:
                 # executed FLOPs at the GPU's rated MFU, as the planner's schedule counts them
-                gpu_hours = result["executed_flops"] / (gpu_model.bf16_tflops * 1e12 * gpu_model.mfu) / 3600
+                gpu_hours = result["executed_flops"] / (peak * 1e12 * rated_mfu) / 3600
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
                 raise EstimateError(f"{gpu_model.name}: {e}") from None
             result["gpu_hours"] = gpu_hours
@@ -272,9 +280,10 @@ def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
     if unavailable is not None and unavailable.vendor == "nvidia":
         # an NVIDIA part no Alibaba product offers (H100, H800, H200): its published figures, so a run read about
         # can be compared with a plan here; a CUDA spec would run on it unchanged (unlike an Ascend NPU)
+        # Hopper's dense FP8 peak is twice its BF16 (NV-H100: 3,958 FP8 TFLOPS with sparsity, 989 BF16 dense)
         return GpuModel(unavailable.name, unavailable.aliases, unavailable.vendor, unavailable.memory_gib,
                         unavailable.bf16_tflops, True, sizing.DEFAULT_MFU, "nvlink", unavailable.source,
-                        f"NOT OFFERED by Alibaba Cloud: {unavailable.alibaba}")
+                        f"NOT OFFERED by Alibaba Cloud: {unavailable.alibaba}", 2 * unavailable.bf16_tflops)
     if unavailable is not None:
         from generator.catalog.unavailable import unavailable_text
 

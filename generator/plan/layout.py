@@ -120,7 +120,7 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
         if not _wanted(c, t, wanted_gpu):
             continue
         if not _precision_ok(spec, catalog, t):
-            rejected[t.name] = no_bf16_reason(t.gpu)
+            rejected[t.name] = precision_reason(spec.model.precision, t.gpu)
             continue
         if t.availability == "invite" and t.name not in allow:
             rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
@@ -146,18 +146,29 @@ def _wanted(c: ComputeSpec, t: InstanceType | LingjunMachineType, wanted_gpu: Gp
 def _precision_ok(spec: Spec, catalog: Catalog, t: InstanceType | LingjunMachineType) -> bool:
     """bf16 training needs bf16 tensor cores (gpus.csv column ``bf16``: V100 has none)."""
     gpu = catalog.gpu(t.gpu)
-    return spec.model.precision != "bf16" or gpu is None or gpu.bf16
+    if gpu is None:
+        return True
+    if spec.model.precision == "fp8":  # FP8 tensor cores (gpus.csv fp8_tflops): Ada, Hopper, Blackwell
+        return bool(gpu.fp8_tflops)
+    return spec.model.precision != "bf16" or gpu.bf16
 
 
 def no_bf16_reason(gpu: str) -> str:
     return f"no bf16 support ({gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would allow it"
 
 
+def precision_reason(precision: str, gpu: str) -> str:
+    """Why a type of this GPU is left out for the spec's precision (bf16 or fp8 the GPU cannot run)."""
+    if precision == "fp8":
+        return f"no fp8 support ({gpu}: no FP8 tensor cores) and model.precision is fp8; bf16 would allow it"
+    return no_bf16_reason(gpu)
+
+
 def rejection_order(item: tuple[str, str]) -> tuple[int, str]:
     """Rejected types in the order a reader learns most from: those that fail on the run itself first, types of a
     GPU without bf16 (excluded before any sizing) last; by name within each."""
     name, why = item
-    return (1 if why.startswith("no bf16 support") else 0, name)
+    return (1 if why.startswith(("no bf16 support", "no fp8 support")) else 0, name)
 
 
 def _eligible_lingjun(spec: Spec, catalog: Catalog,
@@ -178,7 +189,7 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
         if not _wanted(c, t, wanted_gpu):
             continue
         if not _precision_ok(spec, catalog, t):
-            rejected[t.name] = no_bf16_reason(t.gpu)
+            rejected[t.name] = precision_reason(spec.model.precision, t.gpu)
             continue
         if c.bare_metal == "avoid":
             rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"

@@ -248,6 +248,9 @@ class Checkpoints:
     tier: str = "oss"  # where the job writes checkpoints: "oss", or "cpfs" / "extreme-nas" (copied to OSS in the background)
     directory: str = ""  # the checkpoint directory on the shared file system when tier is not "oss"
     restore_seconds: float = 0.0  # reading one checkpoint back from the tier
+    keep_last: int | None = None  # checkpoints.keep_last; None: every checkpoint is kept
+    expire_days: int = 0  # current objects under the prefix expire this many days after they are written; 0: never
+    expiry_enabled: bool = False  # the expiry rule is on (off while compute.paused, so the newest checkpoint stays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +324,7 @@ class Cost:
     compute_spot_run: float | None = None
     shared_storage_run: float | None = None
     object_storage_run: float | None = None
-    checkpoints_kept: int = 0  # checkpoints in the bucket at the end of the run (nothing deletes them); 0: unknown
+    checkpoints_kept: int = 0  # checkpoints in the bucket at the end of the run (all, or keep_last's window); 0: unknown
     object_storage_after_run_per_month: float | None = None  # what the bucket costs each month after the run
     subscription_months: int | None = None  # Lingjun Subscription: the prepaid period the compute run is priced at
 

@@ -132,10 +132,11 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     assumed = "" if stated else " (not stated for this type: an assumption)"
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
-    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, gpu.bf16_tflops, gpu.mfu)
+    peak, base_mfu = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, m.precision)
+    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)
     # one optimizer step: dp x micro-batch x m sequences, at the GPU's rated MFU
     step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
-    step_s = executed / m.tokens * step_tokens / (gpus * gpu.bf16_tflops * 1e12 * gpu.mfu)
+    step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * base_mfu)
     experts = arch.expert_parameters
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
     trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
@@ -145,14 +146,14 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
             (f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
              f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
              f"{dpx:.0%} of compute", dpx))
-    mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
+    mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
     tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
     interval = k.interval if k.enabled and isinstance(k.interval, int) else None
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None
-    return sizing.schedule(executed, gpus, gpu.bf16_tflops, mfu, pp, micro, size, tier,
+    return sizing.schedule(executed, gpus, peak, mfu, pp, micro, size, tier,
                            interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
 
 

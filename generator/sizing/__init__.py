@@ -34,6 +34,7 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.moe`: mixture-of-experts layers: expert counts, active parameters, routed activations
   and the all-to-all traffic of expert parallelism;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
+* :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
@@ -59,7 +60,8 @@ from generator.sizing.checkpoint import (
     young_daly_interval,
 )
 from generator.sizing.common import SizingError
-from generator.sizing.compute import DEFAULT_MFU, RECOMPUTE_FLOP_FACTOR, training_flops, training_hours
+from generator.sizing.compute import (DEFAULT_MFU, FP8_SPEEDUP, RECOMPUTE_FLOP_FACTOR, precision_peak, training_flops,
+                                      training_hours)
 from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_framework, resolve_framework
 from generator.sizing.memory import (
     DEFAULT_RESERVE_FRACTION,
@@ -101,6 +103,8 @@ from generator.sizing.schedule import (
 
 __all__ = [
     "SizingError",
+    "FP8_SPEEDUP",
+    "precision_peak",
     "Architecture",
     "PRESETS",
     "parameters_of",

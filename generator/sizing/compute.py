@@ -47,3 +47,21 @@ def training_hours(parameters: int, tokens: int, gpus: int, peak_tflops: float, 
         raise SizingError(f"unknown recompute {recompute!r}; allowed: {', '.join(RECOMPUTE_FLOP_FACTOR)}.")
     flops = training_flops(parameters, tokens) * RECOMPUTE_FLOP_FACTOR[recompute] / 6
     return flops / (gpus * peak_tflops * 1e12 * mfu) / 3600.0
+
+
+# FP8 (Transformer Engine) runs the GEMMs at up to twice the BF16 tensor peak, but attention, norms, the casts and
+# their scaling overhead stay where they were: published end-to-end speedups over BF16 are about 1.25-1.37x (TorchAO
+# MXFP8 Llama 4 Scout +30%, PyTorch blog 2025; Llama-3-70B continued pre-training on H100 with Megatron-LM,
+# Fujii et al. 2024, arXiv:2411.08719; NVIDIA NeMo, "Faster Training Throughput in FP8 Precision"). trainstack
+# assumes 1.3x: the MFU against the FP8 peak is the GPU's BF16 MFU x 1.3 x bf16_peak / fp8_peak. An assumption.
+FP8_SPEEDUP = 1.3
+
+
+def precision_peak(bf16_tflops: float, fp8_tflops: float | None, mfu: float, precision: str) -> tuple[float, float]:
+    """(peak TFLOPS, MFU against that peak) for the run's precision: the FP8 peak at the MFU that gives
+    :data:`FP8_SPEEDUP` over BF16 for ``fp8``, else the 16-bit peak at the GPU's MFU."""
+    if precision != "fp8":
+        return bf16_tflops, mfu
+    if not fp8_tflops:
+        raise SizingError("precision fp8 needs a GPU with FP8 tensor cores (Ada, Hopper or Blackwell).")
+    return fp8_tflops, min(1.0, mfu * FP8_SPEEDUP * bf16_tflops / fp8_tflops)

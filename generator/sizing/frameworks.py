@@ -78,7 +78,7 @@ def full_model_states(framework: str, *, psi: Fraction, precision: str, k: int,
     if framework == "megatron":
         return _megatron(psi, pb, precision, k, z, d, notes)
     if framework == "deepspeed":
-        return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision == "bf16")
+        return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision in ("bf16", "fp8"))
     if framework == "fsdp":
         return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes)
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")

@@ -14,6 +14,8 @@ from fractions import Fraction
 
 from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
+from generator.sizing.fp8 import activation_saving as fp8_activation_saving
+from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
     check_framework,
     full_model_states,
@@ -92,6 +94,8 @@ def validate_setup(setup: TrainingSetup) -> None:
         _positive_int(name, getattr(setup, name))
     _check_precision(setup.precision)
     _check_optimizer(setup.optimizer)
+    if setup.precision == "fp8" and setup.qlora:
+        raise SizingError("QLoRA keeps the frozen base in 4-bit NF4, not FP8: use precision bf16 with QLoRA.")
     if setup.zero_stage not in (0, 1, 2, 3) or isinstance(setup.zero_stage, bool):
         raise SizingError(f"zero_stage must be 0, 1, 2 or 3, got {setup.zero_stage!r}.")
     if setup.recompute not in RECOMPUTE_MODES:
@@ -245,6 +249,8 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
     validate_setup(setup)
     notes: list[str] = []
     weights, gradients, optimizer_states = _model_states(setup, notes)
+    if setup.precision == "fp8":
+        weights += _fp8_weight_cache(setup, notes)
     activations = _activations(setup, notes)
     rest = weights + gradients + optimizer_states + activations
     if setup.reserve_bytes is not None:
@@ -335,6 +341,13 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     total = tuple(a + b for a, b in zip(d, e))
     notes.append(f"model states = non-expert + expert parts = {_gb(sum(d))} + {_gb(sum(e))}")
     return total[0], total[1], total[2]
+
+
+def _fp8_weight_cache(setup: TrainingSetup, notes: list[str]) -> int:
+    """The FP8 weight cache of this GPU's transformer blocks (:func:`generator.sizing.fp8.weight_cache`)."""
+    arch = setup.arch
+    local = Fraction(stage_layers(arch.layers, setup.pp) * moe_layer_parameters(arch, setup.ep), setup.tp)
+    return fp8_weight_cache(local, setup.zero_stage, notes)
 
 
 def kv_replication_parameters(arch: Architecture, tp: int) -> int:
@@ -498,6 +511,12 @@ def _activations(setup: TrainingSetup, notes: list[str]) -> int:
                  if arch.moe is not None else Fraction(0))
     if mode != "full":
         coeff += moe_delta
+    if setup.precision == "fp8":
+        saving = fp8_activation_saving(t, sp and t > 1, mode)
+        coeff -= saving
+        if saving:
+            notes.append(f"fp8: the four GEMM inputs of a block are stored in FP8 (Transformer Engine), half their "
+                         f"bytes: {float(saving):.4g} x s*b*h less per layer than bf16")
     per_layer = sbh * coeff * scale
     notes.append(
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "

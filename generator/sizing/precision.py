@@ -27,7 +27,16 @@ OPTIMIZER_BYTES: dict[str, int] = {
 PURE_16BIT_OPTIMIZERS: frozenset[str] = frozenset({"adamw-bf16"})
 _MASTER_BYTES = 4  # fp32 master copy held by the optimizer under mixed precision
 
-PRECISION_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
+# fp8 is Transformer Engine's FP8 training (Micikevicius et al. 2022, "FP8 Formats for Deep Learning",
+# arXiv:2209.05433; NVIDIA Transformer Engine docs, "Using FP8 with Transformer Engine"): the GEMMs run in FP8, but the
+# parameters, gradients and optimizer states stay in bf16/fp32 as in bf16 training, so fp8 keeps bf16's 2 bytes here.
+# What FP8 adds and saves is in :data:`FP8_WEIGHT_CACHE_BYTES` and memory._activations.
+PRECISION_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 2}
+# TE casts each weight to FP8 once per step and keeps the cast (and on Hopper its transpose, since the FP8 GEMMs
+# take only the TN layout) for every micro-batch of the step: 1 + 1 bytes per local weight parameter
+# (transformer_engine.pytorch Linear, ``is_first_microbatch`` weight caching; Megatron-LM without --fp8-param-gather).
+FP8_WEIGHT_CACHE_BYTES = 2
+SIXTEEN_BIT_STATES = ("bf16", "fp8")  # precisions whose stored weights and gradients are bf16
 
 
 def _check_optimizer(optimizer: str) -> None:
@@ -49,8 +58,8 @@ def optimizer_bytes_per_param(optimizer: str, precision: str) -> int:
     """
     _check_optimizer(optimizer)
     _check_precision(precision)
-    if optimizer in PURE_16BIT_OPTIMIZERS and precision != "bf16":
+    if optimizer in PURE_16BIT_OPTIMIZERS and precision not in SIXTEEN_BIT_STATES:
         raise SizingError(f"optimizer {optimizer} keeps bf16 weights and moments with no fp32 master copy: it needs "
-                          f"precision bf16, not {precision}.")
+                          f"precision bf16 (or fp8, whose stored weights are bf16), not {precision}.")
     k = OPTIMIZER_BYTES[optimizer]
     return k - _MASTER_BYTES if precision == "fp32" else k

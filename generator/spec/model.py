@@ -14,18 +14,8 @@ import types
 import typing
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    WithJsonSchema,
-    field_validator,
-    model_validator,
-)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo,
+                      ValidatorFunctionWrapHandler, WithJsonSchema, field_validator, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.errors import clip, excerpt
@@ -218,7 +208,7 @@ class ModelSpec(_Strict):
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
     moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
-    precision: Literal["bf16", "fp16", "fp32"] = "bf16"
+    precision: Literal["bf16", "fp16", "fp32", "fp8"] = "bf16"
     optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = "adamw"
     sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
     micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
@@ -427,6 +417,7 @@ class CheckpointSpec(_Strict):
     retention_days: Annotated[int, Field(gt=0, le=3650)] = 30
     transition_ia_days: Annotated[int, Field(gt=0, le=3650)] | None = 30
     abort_multipart_days: Annotated[int, Field(gt=0, le=365)] = 3
+    keep_last: Annotated[int, Field(ge=1, le=100_000)] | None = None  # None: keep every checkpoint
 
     @field_validator("bucket")
     @classmethod
