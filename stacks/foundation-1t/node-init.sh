@@ -304,6 +304,12 @@ if [ "${NODE_RANK}" = 0 ] && [ -n "${TRAINSTACK_CHECKPOINT_DIR}" ] && [ -n "${TR
   (flock -n 9 || exit 0; exec setsid /usr/local/bin/trainstack-ckpt-sync >>/var/log/trainstack/ckpt-sync.log 2>&1) \
     9>/run/trainstack/ckpt-sync.lock &
 fi
+# A job of `trainstack submit` that leaves quarantined nodes out: its node count and rendezvous host (docs/jobs.md)
+if [ -n "${TRAINSTACK_JOB_NNODES:-}" ]; then
+  [ "${MIN_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MIN_NODES="${TRAINSTACK_JOB_NNODES}"
+  [ "${MAX_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MAX_NODES="${TRAINSTACK_JOB_NNODES}"
+fi
+MASTER_ADDR="${TRAINSTACK_JOB_MASTER_ADDR:-${MASTER_ADDR}}"
 export PATH="/opt/trainstack/venv/bin:${PATH}"
 echo $$ > /run/trainstack/train.pid
 exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
