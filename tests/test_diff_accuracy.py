@@ -107,3 +107,33 @@ def test_the_replacement_data_was_checked_for_the_provider_pulumi_alicloud_bridg
                                "generator/preview/data/replacement/ against that provider source, then update BRIDGED")
     sources = [r.source for r in d.load_rules().values()]
     assert sum(CHECKED_AGAINST in s for s in sources) > 200  # most rows cite the newest provider source read
+
+
+def _bucket(rules: list[dict[str, Any]]) -> Graph:
+    from generator.preview.mockrun import Resource
+
+    return Graph([Resource("alicloud:oss/bucket:Bucket", "checkpoints", {"bucket": "b", "lifecycleRules": rules})])
+
+
+_NONCURRENT = {"id": "nc", "enabled": True, "noncurrentVersionExpirations": [{"days": 14}]}
+
+
+def test_a_lifecycle_rule_that_expires_checkpoints_sooner_puts_data_at_risk() -> None:
+    """checkpoints.keep_last adds an expiry of current objects: an in-place update that deletes by age."""
+    keep = {"id": "keep", "enabled": True, "prefix": "checkpoints/", "expirations": [{"days": 20}]}
+    (change,) = d.diff_graphs(_bucket([_NONCURRENT]), _bucket([_NONCURRENT, keep])).changes
+    assert change.action == "update" and change.impact == "data-at-risk"
+    assert "objects now expire after 20 days (was never)" in change.reason
+    shorter = {**_NONCURRENT, "noncurrentVersionExpirations": [{"days": 3}]}
+    (change,) = d.diff_graphs(_bucket([_NONCURRENT]), _bucket([shorter])).changes
+    assert change.impact == "data-at-risk" and "noncurrent versions now expire after 3 days (was 14 days)" in change.reason
+
+
+def test_a_lifecycle_rule_that_keeps_data_longer_or_is_paused_is_not_data_at_risk() -> None:
+    keep = {"id": "keep", "enabled": True, "prefix": "checkpoints/", "expirations": [{"days": 20}]}
+    paused = {**keep, "enabled": False}
+    longer = {**keep, "expirations": [{"days": 40}]}
+    for base, head in (([_NONCURRENT, keep], [_NONCURRENT, paused]), ([_NONCURRENT, keep], [_NONCURRENT, longer]),
+                       ([_NONCURRENT, paused], [_NONCURRENT])):
+        (change,) = d.diff_graphs(_bucket(base), _bucket(head)).changes
+        assert change.impact != "data-at-risk", (base, head)

@@ -358,6 +358,9 @@ def _classify_known(action: Action, old: Resource | None, new: Resource | None, 
             return Change(action, res.type, res.name, "data-at-risk",
                           f"{' and '.join(dropped)} removed: a later deletion or replacement would lose the data.",
                           props)
+        sooner = _expires_sooner(old, new) if action == "update" else ""
+        if sooner:
+            return Change(action, res.type, res.name, "data-at-risk", sooner, props)
     if res.type in NODE_TYPES:
         if action == "create":
             why = ("new node (the cluster has none yet)." if fresh_cluster
@@ -379,6 +382,33 @@ def _classify_known(action: Action, old: Resource | None, new: Resource | None, 
                           else "a new one is created, then the old one is deleted."),
               "update": "updated in place."}[action]
     return Change(action, res.type, res.name, "safe", reason, props)
+
+
+# OSS lifecycle rules delete by age: an update that makes objects (or their noncurrent versions, the copies a
+# versioned bucket keeps to restore from) expire sooner deletes data in place, although the bucket stays.
+_EXPIRY_KINDS = (("expirations", "objects"), ("noncurrentVersionExpirations", "noncurrent versions"))
+
+
+def _expiry_days(bucket: Resource | None, key: str) -> float:
+    """The shortest enabled expiration of ``key`` over the bucket's lifecycle rules; infinity when none applies."""
+    days = [float(e["days"]) for rule in ((bucket.inputs.get("lifecycleRules") or []) if bucket else [])
+            if isinstance(rule, Mapping) and rule.get("enabled", True)
+            for e in (rule.get(key) or []) if isinstance(e, Mapping) and _number(e.get("days")) is not None]
+    return min(days, default=float("inf"))
+
+
+def _expires_sooner(old: Resource | None, new: Resource | None) -> str:
+    """``lifecycleRules: objects now expire after 20 days (was never) ...``, or "" when nothing expires sooner."""
+    said = []
+    for key, what in _EXPIRY_KINDS:
+        a, b = _expiry_days(old, key), _expiry_days(new, key)
+        if b < a:
+            was = "never" if a == float("inf") else f"{a:g} days"
+            said.append(f"{what} now expire after {b:g} days (was {was})")
+    if not said:
+        return ""
+    return (f"lifecycleRules: {'; '.join(said)}: the bucket deletes what is older at its next lifecycle run "
+            "(checkpoints.keep_last, checkpoints.retention_days).")
 
 
 def _subject(props: Sequence[PropertyChange], effect: Effect) -> str:  # effect: replace, reboot or in-place
