@@ -280,6 +280,7 @@ def _outside_code(text: str) -> str:
         "ping @acme/security-team and @octocat about it",
         "see www.evil.example.com and https://evil.example.com/x?y=1 or ftp://x.example",
         "mail security@evil.example.com, fixes #12 and acme/infra#7 and GH-3",
+        "reverts 90fa24e and acme/infra@81c43b6727e0 (commit SHAs GitHub links)",
         "<b>bold</b> [link](http://x.example) ![i](y) *em* _u_ ~~s~~ | cell | $(id) {{ 7*7 }} &amp;",
     ],
 )
@@ -289,6 +290,7 @@ def test_markdown_text_has_no_live_mention_link_or_markup(reason: str) -> None:
     assert not re.search(r"(?<![\w\\])@\w", outside), out
     assert not re.search(r"(?i)www\.|https?:|ftp:|mailto:", outside), out
     assert not re.search(r"(?<![\w\\`])#\d|GH-\d", outside), out
+    assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", outside), out
     assert not re.search(r"(?<!\\)[<\[\]*_~|]", outside), out
     assert "&amp;amp;" in out or "&" not in reason
 

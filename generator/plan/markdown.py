@@ -29,13 +29,15 @@ def nonprintable(text: str, keep: str = "") -> str:
 
 # What GitHub turns into a live link or a notification in plain text, whatever backslashes say (it finds them in
 # the rendered text, after Markdown's escapes are gone): @mentions (users, teams), URLs and www. autolinks, e-mail
-# addresses, and issue references (#12, GH-12, owner/repo#12). Outside a code span GitHub links none of them.
+# addresses, issue references (#12, GH-12, owner/repo#12) and commit SHAs (7-40 hex digits, owner/repo@sha).
+# Outside a code span GitHub links none of them.
 _LIVE = re.compile(
     r"(?i)(?:https?|ftp|mailto|xmpp|file)://[^\s`|<>]*"  # URLs
     r"|(?<![\w.-])www\.[^\s`|<>]*"  # GFM's www. autolinks
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail autolinks
     r"|(?<![\w`])@[\w-]+(?:/[\w.-]+)?"  # mentions of users and teams
     r"|(?<![\w`])(?:[\w.-]+/[\w.-]+)?#[0-9]+\b|(?<![\w`])GH-[0-9]+\b"  # issue and pull-request references
+    r"|(?<![\w`@/])(?:[\w.-]+/[\w.-]+@)?(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # commit SHAs
 )
 
 
