@@ -11,8 +11,9 @@ import csv
 import dataclasses
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from generator.catalog.model import (
     AVAILABILITIES,
@@ -317,7 +318,10 @@ def _dlc(f) -> DlcSpec:
 # cross-file checks
 
 
-def _unique(path: Path, items: list[tuple[int, object]], key: Callable[[object], str]) -> None:
+_T = TypeVar("_T")
+
+
+def _unique(path: Path, items: Iterable[tuple[int, _T]], key: Callable[[_T], str]) -> None:
     seen: set[str] = set()
     for line, item in items:
         k = key(item)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
@@ -102,7 +103,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     if not finishing:
         f = ranked[0].fit
         raise PlanningError([never_finishes(spec, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
-                                            ranked[0].schedule)])
+                                            cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
             rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
@@ -298,7 +299,7 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         if is_subscription(spec, catalog, t.name):  # Lingjun Subscription: the prepaid months, whatever the length
             run_cost = prepaid(fit.nodes, t.price.cny_per_hour, subscription_months(sched.wall_hours))
         # equal cost (within 0.5%) -> the faster run wins
-        key = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
+        key: tuple[float, ...] = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
     else:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
@@ -243,7 +244,7 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
     fixed_interval = k.enabled and isinstance(k.interval, int)
     if fixed_interval and finishes(checkpoints={"interval": "auto"}):
         path: tuple[str | int, ...] = ("checkpoints", "interval")
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
                      "loses the least to interruptions)")
         fixed_interval = False
     elif not k.enabled:
@@ -267,7 +268,7 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
         path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
         fixes.append("train on fewer nodes (each one adds failures)")
     if fixed_interval:
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
                      "loses the least to interruptions)")
     elif k.enabled and path != ("checkpoints", "interval") and spec.storage.shared == "none":
         fixes.append("write checkpoints faster: set storage.shared: auto, so they go to a shared file system "

@@ -39,7 +39,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
     ds = s.dataset
-    kind = s.shared
+    kind: str = s.shared  # the spec's choice, then what auto resolves to
     if spec.compute.platform == "lingjun":
         if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
             raise PlanningError([Problem(("storage", "shared"), "Lingjun plans have no shared file system",

@@ -308,7 +308,10 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
             with tuned_gc(gc_mode()), light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
-                _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+                def run_main() -> None:
+                    runpy.run_path(str(main), run_name="__main__")
+
+                _sync_await(stack_mod.run_pulumi_func(run_main))
                 graph.outputs = _resolve_outputs(root, _sync_await)
     except TrainstackError:
         raise
@@ -387,21 +390,21 @@ def light_runtime(stack_traces: bool = False, inline: bool = True) -> Iterator[N
     if not stack_traces:
         from pulumi.runtime.proto import source_pb2
 
-        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()  # type: ignore[assignment]
-        runtime_resource._get_source_position = lambda *_a, **_k: None  # type: ignore[assignment]
+        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()
+        runtime_resource._get_source_position = lambda *_a, **_k: None
     from pulumi.runtime import mocks
 
     nested = mocks._sync_await
     if inline:
         loop.set_default_executor(_InlineExecutor())
-        mocks._sync_await = _drive  # type: ignore[assignment]
+        mocks._sync_await = _drive
     try:
         yield
     finally:
         runtime_resource._get_stack_trace, runtime_resource._get_source_position = saved
         if inline:
             loop._default_executor = executor  # type: ignore[attr-defined]
-            mocks._sync_await = nested  # type: ignore[assignment]
+            mocks._sync_await = nested
 
 
 def _drive(awaitable: Any) -> Any:

@@ -100,7 +100,7 @@ def lean_packages(names: list[str]) -> list[str]:
         if spec is None or not spec.submodule_search_locations:
             continue
         package = importlib.util.module_from_spec(spec)
-        package.__getattr__ = _lean_getattr(package)  # type: ignore[attr-defined]
+        package.__getattr__ = _lean_getattr(package)  # type: ignore[method-assign]  # PEP 562 module __getattr__
         sys.modules[full] = package
         setattr(root, name, package)
         put.append(name)

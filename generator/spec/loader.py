@@ -287,7 +287,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
             try:
                 if node[key] is not None:  # an empty value's mark is the next token, often past the end of the file
                     vl, vc = node.lc.value(key)
-                    positions[(*child, "__value__")] = (vl + 1, vc + 1)
+                    positions[child + ("__value__",)] = (vl + 1, vc + 1)
             except (KeyError, TypeError, AttributeError):
                 pass
             out[k] = _plain(node[key], child, positions, depth + 1, budget)
@@ -297,7 +297,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
         for i, item in enumerate(node):
             try:
                 il, ic = node.lc.item(i)
-                positions[(*path, i)] = (il + 1, ic + 1)
+                positions[path + (i,)] = (il + 1, ic + 1)
             except (KeyError, TypeError, AttributeError, IndexError):
                 pass
             items.append(_plain(item, (*path, i), positions, depth + 1, budget))
@@ -372,10 +372,10 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
             message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
             message = f"{excerpt(err.get('input'))} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
-        key = (loc, message)
-        if key in seen:
+        seen_key = (loc, message)
+        if seen_key in seen:
             continue
-        seen.add(key)
+        seen.add(seen_key)
         problems.append(Problem(loc, message, hint))
     return _merge_auto(problems)
 

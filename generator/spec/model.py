@@ -12,7 +12,7 @@ import ipaddress
 import re
 import types
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import (
     BaseModel,
@@ -88,19 +88,22 @@ _SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0,
                               "pattern": r"^[0-9.]+([eE][+-]?[0-9]+)?\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD])$"}]}
 
 
-def _count(maximum: int, too_large: str, hint: str) -> Any:
-    return Annotated[int, BeforeValidator(_unit(units.parse_count, "count", maximum, too_large, hint)),
-                     WithJsonSchema(_count_schema(maximum))]
+def _count(maximum: int, too_large: str, hint: str) -> BeforeValidator:
+    return BeforeValidator(_unit(units.parse_count, "count", maximum, too_large, hint))
 
 
-ParameterCount = _count(limits.MAX_PARAMETERS, "at most 100T (10^14) parameters",
-                        "the largest published models have about 2T parameters; check the suffix "
-                        "(B = 10^9, T = 10^12) and the exponent")
-TokenCount = _count(limits.MAX_TOKENS, "at most 1,000T (10^15) tokens",
-                    "the largest published training runs use tens of T tokens; check the suffix "
-                    "(B = 10^9, T = 10^12) and the exponent")
-BatchTokens = _count(limits.MAX_GLOBAL_BATCH_TOKENS, "at most 10B (10^10) tokens per optimizer step",
-                     "published runs use 4M to 64M tokens per step, e.g. global_batch_tokens: 4Mi")
+ParameterCount: TypeAlias = Annotated[int, _count(limits.MAX_PARAMETERS, "at most 100T (10^14) parameters",
+                                                  "the largest published models have about 2T parameters; check "
+                                                  "the suffix (B = 10^9, T = 10^12) and the exponent"),
+                                      WithJsonSchema(_count_schema(limits.MAX_PARAMETERS))]
+TokenCount: TypeAlias = Annotated[int, _count(limits.MAX_TOKENS, "at most 1,000T (10^15) tokens",
+                                              "the largest published training runs use tens of T tokens; check "
+                                              "the suffix (B = 10^9, T = 10^12) and the exponent"),
+                                  WithJsonSchema(_count_schema(limits.MAX_TOKENS))]
+BatchTokens: TypeAlias = Annotated[int, _count(limits.MAX_GLOBAL_BATCH_TOKENS, "at most 10B (10^10) tokens per "
+                                               "optimizer step", "published runs use 4M to 64M tokens per step, "
+                                               "e.g. global_batch_tokens: 4Mi"),
+                                   WithJsonSchema(_count_schema(limits.MAX_GLOBAL_BATCH_TOKENS))]
 _SIZE_TOO_LARGE = "at most 100 PiB"
 _SIZE_HINT = "a bare number is GiB; write the unit, e.g. 500GiB or 12TiB"
 Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE,
@@ -331,8 +334,8 @@ class NetworkSpec(_Strict):
     @classmethod
     def _vpc(cls, v: str) -> str:
         v = _cidr(v)
-        net = ipaddress.ip_network(v)
-        if not any(net.subnet_of(p) for p in map(ipaddress.ip_network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))):
+        net = ipaddress.IPv4Network(v)  # _cidr accepts IPv4 networks only
+        if not any(net.subnet_of(p) for p in map(ipaddress.IPv4Network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))):
             raise ValueError("a VPC needs a private range: a part of 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
         if not 8 <= net.prefixlen <= 24:
             raise ValueError("a VPC CIDR must be between /8 and /24")

@@ -127,7 +127,7 @@ def submit(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name:
     return Submission(request, sdk_map, job_id)
 
 
-def stack_jobs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50) -> list[dict[str, Any]]:
+def stack_jobs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50) -> list[Mapping[str, Any]]:
     """The jobs trainstack submitted for this stack, newest first (ListJobs filtered by the stack's tags)."""
     ws = workspace_id(plan, outputs)
     client.check()
