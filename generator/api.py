@@ -261,6 +261,24 @@ def schema() -> dict:
     return out
 
 
-__all__ = ["load", "plan", "plan_located", "lint_target", "lint_preview", "render_files", "render_stack", "render_stacks",
-           "prepare_render", "stack_folder_conflicts", "stack_identity", "preview", "schema",
-           "RenderResult", "PreviewResult", "Problem", "SpecErrors", "TrainstackError", "load_catalog"]
+__all__ = [
+    "PreviewResult",
+    "Problem",
+    "RenderResult",
+    "SpecErrors",
+    "TrainstackError",
+    "lint_preview",
+    "lint_target",
+    "load",
+    "load_catalog",
+    "plan",
+    "plan_located",
+    "prepare_render",
+    "preview",
+    "render_files",
+    "render_stack",
+    "render_stacks",
+    "schema",
+    "stack_folder_conflicts",
+    "stack_identity",
+]

@@ -143,7 +143,8 @@ def _field(path: Path, line: int, row: _Row, column: str, parse: Callable[[str],
 def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., object]], object]):
     items = []
     for line, row in _read(path, columns):
-        items.append((line, build(lambda column, parse=_text: _field(path, line, row, column, parse))))
+        items.append((line, build(lambda column, parse=_text, line=line, row=row:
+                                  _field(path, line, row, column, parse))))
     return items
 
 
@@ -492,7 +493,8 @@ def _load(root: Path) -> Catalog:
         if a.keys() & offered:
             raise CatalogError(f"{files['unavailable_accelerators']}:{line}: {a.name} is also a GPU of gpus.csv: "
                                f"{sorted(a.keys() & offered)}")
-    _unique(files["unavailable_accelerators"], [(ln, k) for ln, a in unavailable for k in a.keys()], lambda k: k)
+    unavailable_keys = [(ln, k) for ln, a in unavailable for k in a.keys()]  # noqa: SIM118 (a method)
+    _unique(files["unavailable_accelerators"], unavailable_keys, lambda k: k)
 
     def rows(items, key):
         return tuple(sorted((item for _, item in items), key=key))

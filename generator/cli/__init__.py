@@ -15,7 +15,6 @@ import click
 from generator.cli.common import handle as _handle
 from generator.errors import EXIT_FAILURE
 
-
 FAST_EXIT_ENV = "TRAINSTACK_FAST_EXIT"
 
 

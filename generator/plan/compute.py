@@ -45,6 +45,7 @@ from generator.spec import limits
 from generator.spec.model import Spec
 from generator.spec.units import human_count, human_seconds
 
+
 @dataclass(frozen=True, slots=True)
 class Choice:
     """The winning fit, ranked with its rivals, and the model shape it was sized for."""
@@ -386,8 +387,8 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
 def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
                   interconnect: str) -> str:
     link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
-    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
-             f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
+    parts = [(f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
+             f"{arch.heads} heads"), _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
     if arch.moe is not None:
         inside = fit.ep * fit.tp <= fit.itype.gpus
@@ -436,9 +437,7 @@ def _within_budget(spec: Spec, s: Scored) -> bool:
     b = spec.budget
     if b.per_hour is not None and s.per_hour > b.per_hour:
         return False
-    if b.total is not None and (s.run_cost is None or s.run_cost > b.total):
-        return False
-    return True
+    return not (b.total is not None and (s.run_cost is None or s.run_cost > b.total))
 
 
 def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
+from generator.plan import dlc_weights
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
     DLC_OUTPUTS,
@@ -37,7 +38,6 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
-from generator.plan import dlc_weights
 from generator.plan.network import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
@@ -259,7 +259,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
         f"resources offer {t.name} per the catalog "
         + (f"[{row.source}]" if row is not None and row.verified else
            f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)")
-        + f"; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
+        + "; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
     max_hours = None
     if best.run_hours is not None:
         expected = best.run_hours + (best.rework_hours or 0.0)

@@ -114,7 +114,7 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         if t.name not in offered:
             if allow:
-                rejected[t.name] = (f"not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
+                rejected[t.name] = ("not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
                                     if dlc and t.name in in_region else f"not offered in {region.id} per the catalog")
             continue
         if not _wanted(c, t, wanted_gpu):

@@ -188,10 +188,10 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
     ranges.append(r_last)
     parts = [f"compute {compute}: nodes {ranges[2].first}-{ranges[2].last} ({nodes}), fixed per rank"]
     for key, net, on, consumer in (
-            ("storage", storage_net, storage, "the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
-             "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses"),
-            ("egress", egress_net, egress, "the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
-             "it takes is not stated in the sources read)")):
+            ("storage", storage_net, storage, ("the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
+             "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses")),
+            ("egress", egress_net, egress, ("the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
+             "it takes is not stated in the sources read)"))):
         if not on:
             continue
         vswitches.append(VSwitch(key, f"{name}-{zone}-{key}", zone, str(net)))

@@ -163,8 +163,8 @@ def preview_text(graph: Any, title: str) -> str:
     for r in graph.resources:
         by_type.setdefault(r.type, []).append(r)
     total = len(graph.resources)
-    lines = [f"Offline preview of {title}: {total} resources would be created "
-             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)", ""]
+    lines = [(f"Offline preview of {title}: {total} resources would be created "
+             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)"), ""]
     for typ in sorted(by_type):
         items = by_type[typ]
         short = typ.split(":")[1].split("/")[0] + ":" + typ.split(":")[-1]

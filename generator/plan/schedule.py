@@ -141,11 +141,11 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
     trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
     dpx = sizing.data_parallel_ratio(trainable, dp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
-    comm = ((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
-             f"{a2a:.0%} of compute, not overlapped", a2a),
-            (f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
+    comm = (((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
+             f"{a2a:.0%} of compute, not overlapped"), a2a),
+            ((f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
              f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
-             f"{dpx:.0%} of compute", dpx))
+             f"{dpx:.0%} of compute"), dpx))
     mfu = sizing.layout_mfu(gpu.mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0

@@ -117,8 +117,8 @@ def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
     elif ds is not None:
         kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
     elif nodes > 1:
-        kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
-                                   "cheaper Extreme NAS serves"
+        kind, why = "extreme-nas", ("several nodes share code, logs and small data; no dataset to stream, so the "
+                                   "cheaper Extreme NAS serves")
     else:
         kind, why = "none", "one node and no dataset: the node's own disks suffice"
     if kind == "cpfs" and not region.cpfs:

@@ -151,7 +151,7 @@ def _mock_classes() -> tuple[Any, Any]:
             super().__init__(recorder)
             self.options: dict[tuple[str, str], tuple[bool, bool, str, bool]] = {}
 
-        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
+        def RegisterResource(self, request: Any) -> Any:
             self.options[(request.type, request.name)] = (bool(request.protect),
                                                           bool(getattr(request, "retainOnDelete", False)),
                                                           request.parent,
@@ -224,9 +224,9 @@ def import_sdk_modules(source: str) -> list[str]:
     """Before a program runs: make the pulumi_alicloud service packages its source names load only the modules it
     uses (:mod:`generator.preview.sdkload`), and load the SDK's top package, so both are frozen with the rest when
     the run starts (:func:`tuned_gc`). Returns the service packages named."""
-    from generator.preview import sdkload
-
     import importlib
+
+    from generator.preview import sdkload
 
     names = sdkload.services(source)
     if os.environ.get(LEAN_SDK_ENV, "on").strip().lower() not in ("off", "0", "no", "false"):

@@ -365,8 +365,7 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
         else:
             message = err["msg"]
             for prefix in ("Value error, ", "Assertion failed, "):
-                if message.startswith(prefix):
-                    message = message[len(prefix):]
+                message = message.removeprefix(prefix)
             message = _friendlier(message, err.get("input"))
         if kind == "string_pattern_mismatch" and loc and loc[0] in PATTERN_HELP and len(loc) == 1:
             message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
@@ -431,9 +430,8 @@ def _clean_loc(loc: Sequence[Any], data: Any = None) -> tuple[str | int, ...]:
     out: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (isinstance(node, dict) and part in node
+                or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             node = node[part]
         elif part == "[key]" and out:
             continue  # pydantic's marker for "the key itself is wrong": keep the key's path
@@ -474,4 +472,4 @@ def field_names(model: type[BaseModel]) -> list[str]:
     return list(model.model_fields)
 
 
-__all__ = ["Located", "load_file", "load_text", "parse_yaml", "pydantic_problems", "one_of"]
+__all__ = ["Located", "load_file", "load_text", "one_of", "parse_yaml", "pydantic_problems"]

@@ -109,19 +109,19 @@ _SIZE_HINT = "a bare number is GiB; write the unit, e.g. 500GiB or 12TiB"
 Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE,
                                              _SIZE_HINT)), WithJsonSchema(_BYTES_SCHEMA)]
 AutoBytes = Annotated[
-    Union[int, Literal["auto"]],
+    int | Literal["auto"],
     BeforeValidator(_auto_or(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE, _SIZE_HINT)),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_BYTES_SCHEMA["anyOf"]]}),
 ]
 AutoInterval = Annotated[
-    Union[int, Literal["auto"]],
+    int | Literal["auto"],
     BeforeValidator(_auto_or(units.parse_seconds, "duration", limits.MAX_CHECKPOINT_INTERVAL_SECONDS,
                              "a checkpoint interval is at most 30 days (30d)",
                              "write auto for the Young/Daly optimum, or e.g. 2h; a bare number is minutes")),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_SECONDS_SCHEMA["anyOf"]]}),
 ]
 PositiveInt = Annotated[int, Field(gt=0)]
-AutoInt = Union[Annotated[int, Field(gt=0, le=100_000)], Literal["auto"]]
+AutoInt = Annotated[int, Field(gt=0, le=100_000)] | Literal["auto"]
 
 
 def _accepts(annotation: Any) -> frozenset[str]:
@@ -285,7 +285,8 @@ class ComputeSpec(_Strict):
     gpu: str = "auto"
     nodes: AutoInt = "auto"
     max_nodes: Annotated[int, Field(gt=0, le=100_000)] = 512
-    gpus_per_node: Union[Literal[1, 2, 4, 8], Literal["auto"]] = "auto"
+    # PYI030 ignored: one merged Literal would turn the schema's integer enum or "auto" into one mixed enum
+    gpus_per_node: Literal[1, 2, 4, 8] | Literal["auto"] = "auto"  # noqa: PYI030
     bare_metal: Literal["any", "prefer", "require", "avoid"] = "any"
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
@@ -325,7 +326,7 @@ def _cidr(value: str) -> str:
 
 class NetworkSpec(_Strict):
     vpc_cidr: str = "10.0.0.0/16"
-    rdma: Union[bool, Literal["auto"]] = "auto"
+    rdma: bool | Literal["auto"] = "auto"
     jumbo_frames: bool = True
     egress: Literal["nat", "none"] = "nat"
     admin_cidrs: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import BadInput
+from generator.live.checks import preflight
 from generator.live.dlc.client import DlcApiError, DlcClient
 from generator.live.dlc.request import (
     JobRequest,
@@ -23,7 +24,6 @@ from generator.live.dlc.request import (
     list_jobs_request,
     require_dlc,
 )
-from generator.live.checks import preflight
 from generator.live.engine import Target
 from generator.live.errors import StackNotDeployed
 from generator.live.target import default_backend, has_state, target_for
