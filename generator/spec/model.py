@@ -285,8 +285,7 @@ class ComputeSpec(_Strict):
     gpu: str = "auto"
     nodes: AutoInt = "auto"
     max_nodes: Annotated[int, Field(gt=0, le=100_000)] = 512
-    # PYI030 ignored: one merged Literal would turn the schema's integer enum or "auto" into one mixed enum
-    gpus_per_node: Literal[1, 2, 4, 8] | Literal["auto"] = "auto"  # noqa: PYI030
+    gpus_per_node: Literal[1, 2, 4, 8] | Literal["auto"] = "auto"  # noqa: PYI030 (two enums in the schema)
     bare_metal: Literal["any", "prefer", "require", "avoid"] = "any"
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
