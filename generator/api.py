@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.catalog import Catalog, load_catalog
 from generator.errors import Problem, SpecErrors, TrainstackError
@@ -18,6 +18,10 @@ from generator.plan.model import Plan
 from generator.plan.pipeline import load, plan_located
 from generator.render import files as render
 from generator.render import stackdir
+
+if TYPE_CHECKING:  # imported where used at run time: the mock runtime pulls in the Pulumi SDK
+    from generator.preview.lint import LintReport
+    from generator.preview.mockrun import Graph
 
 
 def plan(spec_path: str | Path, catalog: Catalog | None = None) -> Plan:
@@ -49,7 +53,7 @@ class RenderResult:
     plan: Plan
     dest: Path
     changes: list[stackdir.FileChange]
-    lint: object = None  # lint.LintReport, when the program was linted
+    lint: LintReport | None = None  # when the program was linted
 
     @property
     def changed(self) -> list[stackdir.FileChange]:
@@ -69,7 +73,7 @@ class PreparedRender:
     plan: Plan
     files: dict[str, str]
     dest: Path
-    lint: object = None  # lint.LintReport
+    lint: LintReport | None = None
 
 
 def prepare_render(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
@@ -146,14 +150,14 @@ def stack_folder_conflicts(spec_paths: list[str | Path] | tuple[str | Path, ...]
         seen.setdefault(key, Path(spec))
 
 
-def run_files(the_plan: Plan, files: dict[str, str]) -> object:
+def run_files(the_plan: Plan, files: dict[str, str]) -> Graph:
     """Execute rendered files under the mock runtime (in a temporary folder) and return the mockrun.Graph.
 
     Every mock run goes through :mod:`generator.preview.cache`: the same files, config and SDKs run once."""
     return _run_files(the_plan, files)[0]
 
 
-def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
+def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[Graph, str]:
     from generator import live
     from generator.preview import cache
 
@@ -162,20 +166,20 @@ def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[object, str]:
     return graph, digest or ""
 
 
-def lint_files(the_plan: Plan, files: dict[str, str]):  # -> lint.LintReport
+def lint_files(the_plan: Plan, files: dict[str, str]) -> LintReport:
     """Lint what ``files`` would deploy, with the waivers the spec gives."""
     from generator.preview import lint
 
     graph = run_files(the_plan, files)
     waivers = lint.waivers_of(the_plan.waivers)
     return lint.LintReport(the_plan.name, tuple(lint.lint_graph(graph, waivers)), waivers,
-                           len(graph.resources))  # type: ignore[attr-defined]
+                           len(graph.resources))
 
 
 @dataclass(frozen=True)
 class PreviewResult:
     plan: Plan | None
-    graph: object  # mockrun.Graph
+    graph: Graph
     source: str
     digest: str = ""  # live.stack_digest of the folder that was run: pin a deploy to it with --expect-digest
 
@@ -257,6 +261,24 @@ def schema() -> dict:
     return out
 
 
-__all__ = ["load", "plan", "plan_located", "lint_target", "lint_preview", "render_files", "render_stack", "render_stacks",
-           "prepare_render", "stack_folder_conflicts", "stack_identity", "preview", "schema",
-           "RenderResult", "PreviewResult", "Problem", "SpecErrors", "TrainstackError", "load_catalog"]
+__all__ = [
+    "PreviewResult",
+    "Problem",
+    "RenderResult",
+    "SpecErrors",
+    "TrainstackError",
+    "lint_preview",
+    "lint_target",
+    "load",
+    "load_catalog",
+    "plan",
+    "plan_located",
+    "prepare_render",
+    "preview",
+    "render_files",
+    "render_stack",
+    "render_stacks",
+    "schema",
+    "stack_folder_conflicts",
+    "stack_identity",
+]

@@ -86,7 +86,7 @@ def _run_writer(tmp_path: Path, k: int, how: str, files: dict[str, str], dest: P
     payload = tmp_path / "files.json"
     payload.write_text(json.dumps(files))
     return subprocess.run([sys.executable, "-c", WRITER, str(k), how, str(payload), str(dest)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def _deployed_folder(tmp_path: Path, old: dict[str, str]) -> Path:
@@ -176,11 +176,11 @@ def test_trainstack_render_killed_mid_write_keeps_state(tmp_path: Path) -> None:
     for k in (1, 3, 6, 10, 15):
         proc = subprocess.run([sys.executable, "-c", code, str(k), "kill", str(spec)], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
         assert proc.returncode == -signal.SIGKILL, (k, proc.stdout, proc.stderr)
         assert (dest / STATE).read_text() == "{}" and (dest / VENV).read_text() == "#!venv"
     result = subprocess.run([sys.executable, "-m", "generator.cli", "render", str(spec)], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert result.returncode == 0, result.stderr
     assert not api.render_stack(spec, check=True).changed
     assert (dest / STATE).read_text() == "{}" and (dest / VENV).read_text() == "#!venv"

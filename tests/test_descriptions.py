@@ -28,7 +28,7 @@ NOT_URL = r"(?!https?://)"
 
 
 def _rule(pattern: str, lo: int, hi: int) -> tuple[re.Pattern[str], int, int]:
-    return re.compile(NOT_URL + pattern, re.S), lo, hi
+    return re.compile(NOT_URL + pattern, re.DOTALL), lo, hi
 
 
 ANY = _rule(r".*", 0, 10**6)
@@ -138,8 +138,8 @@ def test_a_description_outside_the_alphabet_is_a_breach() -> None:
 
     g = Graph(resources=[Resource("alicloud:nas/protocolMountTarget:ProtocolMountTarget", "export",
                                   {"description": "run export for the cluster VPC"})])
-    assert breaches(g) == ["alicloud:nas/protocolMountTarget:ProtocolMountTarget::export "
-                           "description='run export for the cluster VPC'"]
+    assert breaches(g) == [("alicloud:nas/protocolMountTarget:ProtocolMountTarget::export "
+                           "description='run export for the cluster VPC'")]
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -373,7 +373,7 @@ def test_every_replacement_row_names_a_real_sdk_argument_and_cites_a_source() ->
 def test_every_docstring_that_mentions_reboot_or_immutability_has_a_row() -> None:
     """Catches drift when the SDK is upgraded: a newly documented ForceNew/reboot must be classified."""
     rules = d.load_rules()
-    flagged = re.compile(r"immutable after resource creation|will reboot|will be reboot", re.I)
+    flagged = re.compile(r"immutable after resource creation|will reboot|will be reboot", re.IGNORECASE)
     missing = [(token, prop) for token in SDK_TYPES for prop, doc in _args_docstrings(token).items()
                if flagged.search(doc) and (token, prop) not in rules]
     assert not missing, f"classify these in generator/preview/data/replacement/<family>.csv: {missing}"

@@ -21,8 +21,7 @@ from click.testing import CliRunner, Result
 
 from generator import api, live
 from generator.cli import main
-from generator.live import FakeEngine, OutputValue
-from generator.live import dlc
+from generator.live import FakeEngine, OutputValue, dlc
 from generator.live.dlc import DlcApiError, DlcSdkMissing, RecordedDlcClient, SdkDlcClient
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -77,7 +77,8 @@ def test_a_hostile_spec_file_name_runs_nothing_and_reads_back(repo: Path, name: 
     argv = subprocess.run(["bash", "-c", "trainstack() { printf '%s\\0' \"$@\"; }\n" + up_line],
                           cwd=repo, capture_output=True, text=True, check=True).stdout
     assert argv.split("\0")[:-1] == ["up", record]
-    prose = re.sub(r"(`+).*?\1", "", re.sub(r"```(mermaid)?\n.*?\n```", "", readme, flags=re.S))  # not code
+    prose = re.sub(r"(`+).*?\1", "", re.sub(r"```(mermaid)?\n.*?\n```", "", readme,
+                                             flags=re.DOTALL))  # not code
     assert "<img" not in prose and "](javascript" not in prose
     fences = [line for line in readme.splitlines() if line.lstrip().startswith("```")]
     # the topology diagram's and the deploy block's fences; the name opens or closes no block

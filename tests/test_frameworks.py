@@ -24,7 +24,7 @@ GiB = 2**30
 
 
 def memory(**kw) -> sizing.MemoryBreakdown:
-    base = dict(arch=LLAMA7, seq_len=2048, micro_batch=1)
+    base = {"arch": LLAMA7, "seq_len": 2048, "micro_batch": 1}
     base.update(kw)
     return sizing.per_gpu_memory(sizing.TrainingSetup(**base))
 
@@ -219,7 +219,7 @@ def test_auto_tries_non_power_of_two_pipelines() -> None:
 
 
 def test_megatron_turing_530b_counts_530b_with_its_shape() -> None:
-    shape = dict(layers=105, hidden=20480, heads=128, ffn_hidden=4 * 20480, vocab=51200)
+    shape = {"layers": 105, "hidden": 20480, "heads": 128, "ffn_hidden": 4 * 20480, "vocab": 51200}
     gpt = estimate(**shape, mlp_matrices=2, tied_embeddings=True)
     assert gpt["architecture"]["counted_parameters"] == pytest.approx(530e9, rel=0.01)
     llama_style = estimate(**shape)

@@ -29,7 +29,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     seen: list[Path] = []
     real = mockrun.run_program
 
-    def counting(program_dir, *args, **kwargs):  # noqa: ANN001, ANN202
+    def counting(program_dir, *args, **kwargs):
         seen.append(Path(program_dir))
         return real(program_dir, *args, **kwargs)
 
@@ -115,7 +115,7 @@ def test_a_write_killed_before_its_rename_leaves_the_old_entry(monkeypatch: pyte
     graph = mockrun.Graph([mockrun.Resource("t:m:R", "r", {"a": 1})], {"o": "v"}, ["w"])
     assert cache.store("ab" * 32, graph)
 
-    def killed(src, dst):  # noqa: ANN001, ANN202
+    def killed(src, dst):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cache.os, "replace", killed)
@@ -165,8 +165,8 @@ def test_a_cache_hit_imports_no_pulumi_code() -> None:
             "loaded = sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'pulumi_alicloud')))\n"
             "print(len(loaded))\n")
     env = dict(os.environ)
-    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)
-    second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
+    second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert int(first.stdout) > 0 and int(second.stdout) == 0
 
@@ -195,7 +195,7 @@ def test_a_writer_killed_by_sigkill_leaves_no_entry_to_misread(where: str) -> No
             "            real(self, data[: len(data) // 2]); self.flush(); os.kill(os.getpid(), signal.SIGKILL)\n"
             "    cache.os.fdopen = lambda fd, mode: Killing(io.FileIO(fd, 'w'))\n"
             "cache.store('ab' * 32, g)\n")
-    proc = subprocess.run([sys.executable, "-c", code, where], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code, where], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == -9, proc.stderr
     assert cache.load("ab" * 32) is None  # nothing, or a stray temporary file that is never read
     assert list(cache.cache_dir().glob("*/.*.tmp"))

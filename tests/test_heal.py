@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from stock_recorded import RecordedStock
 
 from generator import api, live
 from generator.cli import main
 from generator.live import FakeEngine, StateResource
-from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCE = "alicloud:ecs/instance:Instance"

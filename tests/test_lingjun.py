@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from generator import api
-from generator.render import userdata
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
 from generator.plan import check as validate
 from generator.plan.planner import PlanningError, make_plan
 from generator.preview.mockrun import Graph, run_program
+from generator.render import userdata
 from generator.spec.model import Spec
 
 CATALOG = load_catalog()

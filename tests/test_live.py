@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from stock_recorded import RecordedStock
 
 from generator import api, live
 from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step
 from generator.live.pulumi_engine import _Collector
 from generator.render.stackdir import load_yaml
-from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-7b.yaml"

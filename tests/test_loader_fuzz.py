@@ -56,7 +56,8 @@ def check_problems(e: SpecErrors, text: str) -> None:
         assert p.file == FILE, p
         assert 1 <= p.line <= n_lines + 1, (p, n_lines)
         assert p.column >= 1, p
-        assert re.match(rf"^{re.escape(FILE)}:{p.line}:{p.column}: .*\S", p.headline(), flags=re.S), p.headline()
+        assert re.match(rf"^{re.escape(FILE)}:{p.line}:{p.column}: .*\S", p.headline(),
+                        flags=re.DOTALL), p.headline()
     assert e.render(show_source=True).startswith(FILE + ":")
     lines = [p.line for p in e.problems]
     assert lines == sorted(lines), "problems are not in line order"
@@ -87,7 +88,7 @@ def _label_crash(exc: BaseException) -> bool:
     return isinstance(exc, IndexError) and _last_frame(exc)[1] == "pydantic_problems"
 
 
-def _crashes(text: str, kind) -> bool:  # noqa: ANN001
+def _crashes(text: str, kind) -> bool:
     try:
         load_text(text, FILE)
     except SpecErrors:

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from stock_recorded import RecordedStock
 
 from generator import api, live
 from generator.cli import main
 from generator.live import FakeEngine, OutputValue, StateResource, Step, mountaddr
 from generator.preview import mockrun
 from generator.render.stackdir import load_yaml
-from stock_recorded import RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/pretrain-70b.yaml"

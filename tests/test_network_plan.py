@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import ipaddress
+import itertools
 import json
 import textwrap
 from pathlib import Path
@@ -108,7 +109,7 @@ def _check(vpc: ipaddress.IPv4Network, nodes: int, storage: bool, egress: bool) 
         assert int(nets[r.vswitch].network_address) <= lo <= hi <= int(nets[r.vswitch].broadcast_address)
         assert r.addresses == hi - lo + 1
     spans = sorted(_span(r) for r in ranges)
-    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
     # each vSwitch is covered exactly, end to end
     assert sum(r.addresses for r in ranges) == sum(n.num_addresses for n in nets.values())
     (node_range,) = [r for r in ranges if "node(s)" in r.consumer]

@@ -119,7 +119,7 @@ def test_hostile_tags_and_waiver_reasons_are_escaped(tmp_path: Path) -> None:
     assert "| `team` | `a\\|b\\|c` |" in out  # a code span in a cell: pipes escaped for the table
     _assert_tables_parse(out)
     # every backquote outside a code span is escaped, so the reason cannot open one
-    reason_row = [r for r in waived if "TS001" in r][0]
+    reason_row = next(r for r in waived if "TS001" in r)
     assert not re.search(r"(?<!\\)`", _cells(reason_row)[1])
 
 

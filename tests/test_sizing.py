@@ -164,7 +164,8 @@ def test_lora_trainable_count_matches_peft() -> None:
 
 def test_lora_much_smaller_than_full() -> None:
     arch = PRESETS["llama-2-70b"]
-    base = dict(arch=arch, seq_len=4096, micro_batch=1, tp=8, sequence_parallel=True, recompute="selective")
+    base = {"arch": arch, "seq_len": 4096, "micro_batch": 1, "tp": 8, "sequence_parallel": True,
+            "recompute": "selective"}
     full = per_gpu_memory(TrainingSetup(**base))
     lora = per_gpu_memory(TrainingSetup(**base, lora_rank=16))
     qlora = per_gpu_memory(TrainingSetup(**base, lora_rank=16, qlora=True))
@@ -266,7 +267,7 @@ def test_architecture_precedence() -> None:
 )
 def test_zero3_more_dp_never_increases_memory(name, dp1, extra, seq, mb, tp, lora) -> None:
     arch = PRESETS[name]
-    common = dict(arch=arch, seq_len=seq, micro_batch=mb, zero_stage=3, tp=tp, lora_rank=lora)
+    common = {"arch": arch, "seq_len": seq, "micro_batch": mb, "zero_stage": 3, "tp": tp, "lora_rank": lora}
     a = per_gpu_memory(TrainingSetup(**common, dp=dp1))
     b = per_gpu_memory(TrainingSetup(**common, dp=dp1 + extra))
     assert b.total <= a.total
@@ -291,20 +292,20 @@ def test_breakdown_shape() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [
-        (dict(tp=3), r"tp=3 does not split the 32 attention heads"),
-        (dict(pp=33), r"pp=33 is more pipeline stages than the model.s 32 layers"),
-        (dict(zero_stage=4), r"zero_stage must be 0, 1, 2 or 3"),
-        (dict(optimizer="rmsprop"), r"allowed: adamw, adam, sgd"),
-        (dict(precision="fp4"), r"allowed: bf16, fp16, fp32, fp8"),
-        (dict(recompute="some"), r"allowed: none, selective, full"),
-        (dict(seq_len=0), r"seq_len must be a positive integer"),
-        (dict(dp=-2), r"dp must be a positive integer"),
-        (dict(qlora=True), r"set lora_rank"),
-        (dict(lora_rank=0), r"lora_rank must be a positive integer"),
+        ({"tp": 3}, r"tp=3 does not split the 32 attention heads"),
+        ({"pp": 33}, r"pp=33 is more pipeline stages than the model.s 32 layers"),
+        ({"zero_stage": 4}, r"zero_stage must be 0, 1, 2 or 3"),
+        ({"optimizer": "rmsprop"}, r"allowed: adamw, adam, sgd"),
+        ({"precision": "fp4"}, r"allowed: bf16, fp16, fp32, fp8"),
+        ({"recompute": "some"}, r"allowed: none, selective, full"),
+        ({"seq_len": 0}, r"seq_len must be a positive integer"),
+        ({"dp": -2}, r"dp must be a positive integer"),
+        ({"qlora": True}, r"set lora_rank"),
+        ({"lora_rank": 0}, r"lora_rank must be a positive integer"),
     ],
 )
 def test_validation_errors(kwargs, pattern) -> None:
-    base = dict(arch=PRESETS["llama-2-7b"], seq_len=4096, micro_batch=1)
+    base = {"arch": PRESETS["llama-2-7b"], "seq_len": 4096, "micro_batch": 1}
     base.update(kwargs)
     with pytest.raises(SizingError, match=pattern):
         per_gpu_memory(TrainingSetup(**base))

@@ -153,7 +153,7 @@ def test_documented_defaults_match_the_model(doc: str) -> None:
 
 
 def test_doc_has_a_section_per_block(doc: str) -> None:
-    headings = {h.strip().lower() for h in re.findall(r"^#{2,3} (.+)$", doc, flags=re.M)}
+    headings = {h.strip().lower() for h in re.findall(r"^#{2,3} (.+)$", doc, flags=re.MULTILINE)}
     for block in ("top level", "model", "model.architecture", "model.finetune", "parallelism", "compute", "network",
                   "storage", "storage.dataset", "checkpoints", "spot", "budget", "tags", "waivers", "units",
                   "domain rules trainstack enforces"):
@@ -162,8 +162,8 @@ def test_doc_has_a_section_per_block(doc: str) -> None:
 
 def _doc_specs(doc: str) -> list[str]:
     """YAML blocks of docs/spec.md that are whole specs (they have a top-level region)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", doc, flags=re.S)
-    return [b for b in blocks if re.search(r"^region:", b, flags=re.M)]
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, flags=re.DOTALL)
+    return [b for b in blocks if re.search(r"^region:", b, flags=re.MULTILINE)]
 
 
 def test_doc_examples_are_valid_specs(doc: str) -> None:

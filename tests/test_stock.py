@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from stock_recorded import RECORDED_STOCK, RecordedStock
 
 from generator import live
 from generator.cli import main
 from generator.live import FakeEngine, StateResource, Step
-from stock_recorded import RECORDED_STOCK, RecordedStock
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-7b.yaml"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from generator import api
-from generator.render import userdata
 from generator.errors import SpecErrors
 from generator.render import files as render_files
+from generator.render import userdata
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 POLICY = "alicloud:ram/policy:Policy"
@@ -292,7 +292,7 @@ def test_two_nodes_download_modelscope_weights_once_and_both_see_them(tmp_path: 
     assert "this node fetches modelscope://Qwen/Qwen2-72B@v1.0" in logs and "waiting for" in logs
     assert sorted(p.name for p in dest.parent.iterdir()) == ["Qwen2-72B@v1.0"]  # no lock or partial folder left
     # a later run (the next trainstack-launch) finds them and downloads nothing
-    again = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True)
+    again = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, check=False)
     assert again.returncode == 0 and "is ready" in again.stderr
     assert (tmp_path / "calls.log").read_text().count("\n") == 1
 
@@ -323,11 +323,11 @@ def test_a_failed_download_releases_the_lock_and_the_next_run_retries(tmp_path: 
     script = _script(tmp_path, "modelscope://Qwen/Qwen2-72B@v1.0")
     dest = tmp_path / "shared" / "w"
     env = _env(tmp_path, dest, FAKE_FAIL="1", TRAINSTACK_WEIGHTS_RETRY_PAUSE="0")
-    failed = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    failed = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert failed.returncode == 1 and "could not fetch" in failed.stderr
     assert (tmp_path / "calls.log").read_text().count("\n") == 3  # three attempts
     assert not dest.exists() and not Path(f"{dest}.lock").exists()
-    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True)
+    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, check=False)
     assert ok.returncode == 0 and (dest / "config.json").exists()
 
 
@@ -338,7 +338,7 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
     lock.mkdir(parents=True)
     (lock / "owner").write_text("node-7 pid 1\n")
     waited = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_WEIGHTS_TIMEOUT="1"),
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, check=False)
     assert waited.returncode == 1 and "gave up after" in waited.stderr and "node-7 pid 1" in waited.stderr
     dead = Path(f"{dest}.partial.node-7.1")  # what the dead node had downloaded
     dead.mkdir()
@@ -346,7 +346,7 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
     old = lock / "owner"
     os.utime(old, (1, 1))
     os.utime(lock, (1, 1))
-    took = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
+    took = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60, check=False)
     assert took.returncode == 0, took.stderr
     assert "no heartbeat" in took.stderr and (dest / "config.json").exists() and not lock.exists()
     assert sorted(p.name for p in dest.parent.iterdir()) == ["w"]  # the dead node's partial folder is gone
@@ -355,7 +355,7 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
 def test_every_character_an_oss_folder_may_have_reaches_ossutil_unchanged(tmp_path: Path) -> None:
     script = _script(tmp_path, "oss://my-models/v1=a+b/x_y.z-w/")
     dest = tmp_path / "shared" / "w"
-    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
+    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 0, run.stderr
     assert "src=oss://my-models/v1=a+b/x_y.z-w/\n" in (tmp_path / "calls.log").read_text()
 
@@ -371,11 +371,11 @@ def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: 
     script.write_text(render_files.weights_script(plan))
     dest = tmp_path / "local" / "w"
     missing = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                             env=_env(tmp_path, dest, TRAINSTACK_WEIGHTS_RETRY_PAUSE="0"))
+                             env=_env(tmp_path, dest, TRAINSTACK_WEIGHTS_RETRY_PAUSE="0"), check=False)
     assert missing.returncode == 1 and "no " + str(tmp_path / "etc") + "/oss-credentials" in missing.stderr
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "oss-credentials").write_text("OSS_ACCESS_KEY_ID=LTAIid\nOSS_ACCESS_KEY_SECRET=ak-secret\n")
-    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60)
+    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60, check=False)
     assert ok.returncode == 0, ok.stderr
     log = (tmp_path / "calls.log").read_text()
     assert "accessKeyID=LTAIid\naccessKeySecret=ak-secret\nsrc=" in log and "stsToken" not in log

@@ -11,8 +11,9 @@ import csv
 import dataclasses
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from generator.catalog.model import (
     AVAILABILITIES,
@@ -142,7 +143,8 @@ def _field(path: Path, line: int, row: _Row, column: str, parse: Callable[[str],
 def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., object]], object]):
     items = []
     for line, row in _read(path, columns):
-        items.append((line, build(lambda column, parse=_text: _field(path, line, row, column, parse))))
+        items.append((line, build(lambda column, parse=_text, line=line, row=row:
+                                  _field(path, line, row, column, parse))))
     return items
 
 
@@ -318,7 +320,10 @@ def _dlc(f) -> DlcSpec:
 # cross-file checks
 
 
-def _unique(path: Path, items: list[tuple[int, object]], key: Callable[[object], str]) -> None:
+_T = TypeVar("_T")
+
+
+def _unique(path: Path, items: Iterable[tuple[int, _T]], key: Callable[[_T], str]) -> None:
     seen: set[str] = set()
     for line, item in items:
         k = key(item)
@@ -489,7 +494,8 @@ def _load(root: Path) -> Catalog:
         if a.keys() & offered:
             raise CatalogError(f"{files['unavailable_accelerators']}:{line}: {a.name} is also a GPU of gpus.csv: "
                                f"{sorted(a.keys() & offered)}")
-    _unique(files["unavailable_accelerators"], [(ln, k) for ln, a in unavailable for k in a.keys()], lambda k: k)
+    unavailable_keys = [(ln, k) for ln, a in unavailable for k in a.keys()]  # noqa: SIM118 (a method)
+    _unique(files["unavailable_accelerators"], unavailable_keys, lambda k: k)
 
     def rows(items, key):
         return tuple(sorted((item for _, item in items), key=key))

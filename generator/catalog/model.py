@@ -275,7 +275,7 @@ class Catalog:
         """An accelerator no Alibaba Cloud product offers, by name or alias (case, blanks, '-' and '_' ignored)."""
         return find_unavailable(self.unavailable, name)
 
-    def region(self, id: str) -> Region | None:  # noqa: A002 - the API names it "id"
+    def region(self, id: str) -> Region | None:
         return next((r for r in self.regions if r.id == id), None)
 
     def storage_price(self, item: str) -> StoragePrice | None:

@@ -44,7 +44,7 @@ class UnavailableAccelerator:
 
 def find_unavailable(accelerators: tuple[UnavailableAccelerator, ...], name: str) -> UnavailableAccelerator | None:
     key = accelerator_key(name)
-    return next((a for a in accelerators if key in a.keys()), None)
+    return next((a for a in accelerators if key in a.keys()), None)  # noqa: SIM118 (a method, not a dict)
 
 
 def distance(memory_gib: float, bf16_tflops: float, other_memory_gib: float, other_bf16_tflops: float) -> float:

@@ -15,7 +15,6 @@ import click
 from generator.cli.common import handle as _handle
 from generator.errors import EXIT_FAILURE
 
-
 FAST_EXIT_ENV = "TRAINSTACK_FAST_EXIT"
 
 
@@ -28,7 +27,7 @@ def entry() -> None:
 
     try:
         main()
-        code: object = 0
+        code: str | int | None = 0
     except SystemExit as e:
         code = e.code
     preview = sys.modules.get("generator.preview.mockrun")
@@ -249,9 +248,9 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
         regions = []
         for r in cat.regions:
             offered = tuple(f for f in r.gpu_families if f in families)
-            lingjun = r.lingjun and (g is None or r.id in lingjun_regions)
-            if (region is None or r.id == region) and (g is None or offered or lingjun):
-                regions.append((r, offered, lingjun))
+            on_lingjun = r.lingjun and (g is None or r.id in lingjun_regions)
+            if (region is None or r.id == region) and (g is None or offered or on_lingjun):
+                regions.append((r, offered, on_lingjun))
         if as_json:
             click.echo(json.dumps([dataclasses.asdict(r) for r, _, _ in regions], indent=2, sort_keys=True))
         elif not regions:

@@ -26,7 +26,8 @@ class _DiffCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as e:
-            e.exit_code = EXIT_FAILURE
+            # click types exit_code as a ClassVar, but ClickException.show/main read it from the instance
+            e.exit_code = EXIT_FAILURE  # type: ignore[misc]
             raise
 
 

@@ -40,7 +40,15 @@ from generator.live.errors import (
     StaleStack,
 )
 from generator.live.mountaddr import needs_mount_address
-from generator.live.stock import ECS_INSTANCE, Fleet, PlannedNode, StockChecker, StockCheckFailed, fleet_of, short_stock
+from generator.live.stock import (
+    ECS_INSTANCE,
+    Fleet,
+    PlannedNode,
+    StockChecker,
+    StockCheckFailed,
+    fleet_of,
+    short_stock,
+)
 from generator.live.target import check_fresh
 
 STOCK_ATTEMPTS = 5  # questions for stock before heal gives up on a round

@@ -51,7 +51,7 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
     t = planned_target(p, backend, env)
     preflight(t, env=env)
     the_plan = pipeline.plan_file(p)
-    files = dict(stack_files.render(the_plan, stackdir.spec_record(p)))
+    files: Mapping[str, str] = dict(stack_files.render(the_plan, stackdir.spec_record(p)))
     if stackdir.is_stack_dir(t.stack_dir) and not stale_files(files, t.stack_dir, t.stack):
         return _preview_text(engine, target_for(t.stack_dir, backend, env), notes)
     try:  # preview with the config the folder has (salt, `pulumi config set` values), as `up` would deploy it

@@ -124,7 +124,7 @@ class _Collector:
     def __call__(self, ev: Any) -> None:
         try:
             self._handle(ev)
-        except Exception:  # noqa: BLE001 a display problem must never abort a deployment
+        except Exception:  # noqa: BLE001, S110 a display problem must never abort a deployment
             pass
 
     def _handle(self, ev: Any) -> None:
@@ -192,7 +192,7 @@ class PulumiEngine:
             yield stack
         except LiveError:
             raise
-        except Exception as e:  # noqa: BLE001 every engine failure becomes one sentence
+        except Exception as e:
             raise engine_error(e, target) from e
 
     def preview(self, target: Target, on_event: OnEvent) -> ChangeSummary:

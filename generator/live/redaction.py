@@ -41,5 +41,5 @@ def redact(text: str, env: Mapping[str, str] | None = None) -> str:
 
 def display_backend(url: str) -> str:
     """A backend URL safe to print: no password in the authority, no query (SAS tokens, keys) after ``?``."""
-    url = re.sub(r"^([a-z0-9+.-]+://)[^/@]*@", r"\1***@", url, flags=re.I)
+    url = re.sub(r"^([a-z0-9+.-]+://)[^/@]*@", r"\1***@", url, flags=re.IGNORECASE)
     return url.split("?", 1)[0] + ("?..." if "?" in url else "")

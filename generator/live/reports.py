@@ -34,7 +34,7 @@ def kept_report(remaining: Iterable[StateResource]) -> list[str]:
     """Lines naming what a data-keeping destroy left in place, and why each one stayed."""
     remaining = [r for r in remaining if not r.bookkeeping]
     by_urn = {r.urn: r for r in remaining}
-    rows = []
+    rows: list[tuple[int, str, str, str, str, str]] = []
     for r in remaining:
         if r.type in BUCKET_SECURING:
             rank, why = 1, f"secures the kept bucket{_bucket_label(_secured_bucket(r, by_urn))}"
@@ -46,7 +46,7 @@ def kept_report(remaining: Iterable[StateResource]) -> list[str]:
     rows.sort()
     if not rows:
         return []
-    widths = [max(minimum, *(len(row[i]) for row in rows)) for i, minimum in ((3, 24), (2, 32), (4, 24))]
+    widths = [max(minimum, *(len(str(row[i])) for row in rows)) for i, minimum in ((3, 24), (2, 32), (4, 24))]
     return [f"  {t:<{widths[0]}} {name:<{widths[1]}} {rid:<{widths[2]}} ({why})"
             for _, _, name, t, rid, why in rows]
 

@@ -109,11 +109,11 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                     "choose an ERI type such as ecs.ebmgn7ex.32xlarge or ecs.gn8v-8x.48xlarge,"
                                     " or set network.rdma: auto"))
     listed = [g for name in c.instance_types if (g := _gpu_of(catalog, name)) is not None]
-    if m.precision == "bf16" and listed and not any(g.bf16 for g in listed) and (c.gpu == "auto" or catalog.gpu(c.gpu)
-                                                                                  is None or catalog.gpu(c.gpu).bf16):
+    if m.precision == "bf16" and listed and not any(g.bf16 for g in listed) and (c.gpu == "auto" or (cg := catalog.gpu(c.gpu))
+                                                                                  is None or cg.bf16):
         problems.append(no_bf16_problem(listed[0], catalog, region, ("compute", "instance_types")))
     if m.precision == "fp8" and listed and not any(g.fp8_tflops for g in listed) and (
-            c.gpu == "auto" or catalog.gpu(c.gpu) is None or catalog.gpu(c.gpu).fp8_tflops):
+            c.gpu == "auto" or (fg := catalog.gpu(c.gpu)) is None or fg.fp8_tflops):
         problems.append(no_fp8_problem(listed[0], catalog, region, ("compute", "instance_types")))
     if lingjun:
         problems.extend(_lingjun_rules(spec, catalog, region))

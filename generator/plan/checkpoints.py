@@ -78,7 +78,7 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
         why = (f"as the spec asks (the Young/Daly optimum would be {human_seconds(optimum)}: write "
                f"{human_seconds(write_s)} to {tier.name}, cluster MTBF {mtbf_h:.1f} h)")
     else:
-        interval = max(300, int(round(optimum / 60.0)) * 60)
+        interval = max(300, round(optimum / 60.0) * 60)
         why = (f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(size)} checkpoint written to {tier.name} at "
                f"{tier.write_gbps:,.4g} Gbit/s takes {human_seconds(write_s)}; the cluster's expected time between "
                f"interruptions is {mtbf_h:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"

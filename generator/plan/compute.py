@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
@@ -43,6 +44,7 @@ from generator.plan.spot import spot_split
 from generator.spec import limits
 from generator.spec.model import Spec
 from generator.spec.units import human_count, human_seconds
+
 
 @dataclass(frozen=True, slots=True)
 class Choice:
@@ -102,7 +104,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     if not finishing:
         f = ranked[0].fit
         raise PlanningError([never_finishes(spec, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
-                                            ranked[0].schedule)])
+                                            cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
             rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
@@ -315,7 +317,7 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         if is_subscription(spec, catalog, t.name):  # Lingjun Subscription: the prepaid months, whatever the length
             run_cost = prepaid(fit.nodes, t.price.cny_per_hour, subscription_months(sched.wall_hours))
         # equal cost (within 0.5%) -> the faster run wins
-        key = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
+        key: tuple[float, ...] = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
     else:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
@@ -402,8 +404,8 @@ def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
 def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
                   interconnect: str) -> str:
     link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
-    parts = [f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
-             f"{arch.heads} heads", _pipeline_text(fit.pp, arch.layers),
+    parts = [(f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
+             f"{arch.heads} heads"), _pipeline_text(fit.pp, arch.layers),
              f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
     if arch.moe is not None:
         inside = fit.ep * fit.tp <= fit.itype.gpus
@@ -452,9 +454,7 @@ def _within_budget(spec: Spec, s: Scored) -> bool:
     b = spec.budget
     if b.per_hour is not None and s.per_hour > b.per_hour:
         return False
-    if b.total is not None and (s.run_cost is None or s.run_cost > b.total):
-        return False
-    return True
+    return not (b.total is not None and (s.run_cost is None or s.run_cost > b.total))
 
 
 def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:

@@ -157,6 +157,9 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     if wall is not None and od_run is not None:
         lines = (od_run, sp_h * wall, shared * wall, obj * wall)
     run_total = None if lines is None else sum(lines)
+    run_lines: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
+    if lines is not None:
+        run_lines = (round(lines[0], 2), round(lines[1], 2), round(lines[2], 2), round(lines[3], 2))
     paused = None
     if spec.compute.paused:
         paused = paused_cost(spec, catalog, storage, ckpt, network, round(shared, 2), round(obj, 2))
@@ -164,7 +167,7 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                 round(total * 24, 2), None if best.run_hours is None else round(best.run_hours, 2),
                 None if best.rework_hours is None else round(best.rework_hours, 2),
                 None if run_total is None else round(run_total, 2), tuple(notes), paused,
-                *((None,) * 4 if lines is None else tuple(round(x, 2) for x in lines)),
+                *run_lines,
                 checkpoints_held(kept, wall or 0.0, ckpt), None if after_month is None else round(after_month, 2),
                 months)
 

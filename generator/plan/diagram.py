@@ -206,7 +206,7 @@ HIGHLIGHT_CLASS = "changed"
 
 def boxes_of(text: str) -> set[str]:
     """The ids of the boxes (nodes and subgraphs) a flowchart defines."""
-    ids = set(re.findall(r"^\s*(?:subgraph\s+)?([A-Za-z][A-Za-z0-9_]*)[\[(]", text, re.M))
+    ids = set(re.findall(r"^\s*(?:subgraph\s+)?([A-Za-z][A-Za-z0-9_]*)[\[(]", text, re.MULTILINE))
     return ids - {"subgraph"}
 
 

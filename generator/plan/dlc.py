@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
+from generator.plan import dlc_weights
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
     DLC_OUTPUTS,
@@ -37,7 +38,6 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
-from generator.plan import dlc_weights
 from generator.plan.network import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.spec.model import Spec
@@ -141,7 +141,7 @@ def dlc_fabric(spec: Spec, fit: Fit, decisions: list[Decision]) -> tuple[str, in
 def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> Network:
     """The job's VPC: a compute vSwitch whose addresses DLC hands to the workers, and the storage and egress
     vSwitches of the ECS IP plan (:func:`generator.plan.network.ip_plan`), so no consumer can take another's."""
-    vpc = ipaddress.ip_network(spec.network.vpc_cidr)
+    vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
     vswitches, ecs_ranges, _ = ip_plan(spec.name, zone, vpc, fit.nodes, storage=shared_storage_needed(spec, fit.nodes),
                                        egress=spec.network.egress == "nat")
     compute = ipaddress.ip_network(vswitches[0].cidr)
@@ -259,7 +259,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
         f"resources offer {t.name} per the catalog "
         + (f"[{row.source}]" if row is not None and row.verified else
            f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)")
-        + f"; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
+        + "; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
     max_hours = None
     if best.run_hours is not None:
         expected = best.run_hours + (best.rework_hours or 0.0)

@@ -46,7 +46,7 @@ def script_key(checkpoint_prefix: str) -> str:
 PRELUDE = f"bash {TOOLS_MOUNT}/{SCRIPT_NAME}"
 
 
-def data_source(name: str, weights: Weights, bucket: str, checkpoint_prefix: str) -> DlcDataSource | None:
+def data_source(name: str, weights: Weights, bucket: str, checkpoint_prefix: str) -> DlcDataSource:
     """The read-only OSS dataset the weights need on DLC: the weights folder itself (OSS), or the tools folder of the
     checkpoint bucket ``bucket`` that holds the fetch script (ModelScope)."""
     if weights.source_kind == "oss":

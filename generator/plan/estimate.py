@@ -375,8 +375,8 @@ def estimate_text(result: dict[str, Any]) -> str:
          f"{'GELU 2-matrix' if a['mlp_matrices'] == 2 else 'SwiGLU 3-matrix'} MLP, "
          f"{'tied' if a['tied_embeddings'] else 'untied'} embeddings"),
         f"        {a['source']}",
-        f"        the shape counts {a['counted_parameters']:,} parameters "
-        f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})",
+        (f"        the shape counts {a['counted_parameters']:,} parameters "
+        f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})"),
         *([f"        mixture of experts: {a['moe']['experts']} experts, top-{a['moe']['top_k']} of width "
            f"{a['moe']['expert_ffn_hidden']}" + (f", {a['moe']['shared_experts']} shared" if a['moe']['shared_experts']
                                                   else "")

@@ -114,7 +114,7 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         if t.name not in offered:
             if allow:
-                rejected[t.name] = (f"not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
+                rejected[t.name] = ("not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
                                     if dlc and t.name in in_region else f"not offered in {region.id} per the catalog")
             continue
         if not _wanted(c, t, wanted_gpu):
@@ -349,7 +349,7 @@ def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
         return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica needs {step} node(s)"
                 + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
-    needs = []
+    needs: list[tuple[float, int, int, list[int]]] = []
     for tp, pp, opts in layouts:
         n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
         try:
@@ -370,7 +370,7 @@ def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     if all(d is None or d > opts[-1] for d, _, _, opts in deadlines):
         days = f"{human_count(spec.model.tokens or 0)} tokens in {spec.budget.max_days:g} days"
         counted = " (checkpoint writes, rework and restores after interruptions counted)"
-        known = [x for x in deadlines if x[0] is not None]
+        known = [(d, tp, pp, o) for d, tp, pp, o in deadlines if d is not None]
         if known:
             d, tp, pp, _ = min(known, key=lambda x: x[0])
             # the first count from there that also splits the global batch evenly

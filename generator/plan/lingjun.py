@@ -74,7 +74,7 @@ def _carve(space: ipaddress.IPv4Network, need: int) -> ipaddress.IPv4Network | N
 def lingjun_network(spec: Spec, zone: str, fit: Fit, lj: LingjunMachineType,
                     decisions: list[Decision]) -> tuple[Network, str, tuple[LingjunSubnet, ...]]:
     """network.vpc_cidr split in two: the lower half is the VPD (HPN addresses), the upper half the VPC."""
-    space = ipaddress.ip_network(spec.network.vpc_cidr)
+    space = ipaddress.IPv4Network(spec.network.vpc_cidr)
     vpd, vpc = space.subnets(prefixlen_diff=1)
     bonds = lj.bonds or LINGJUN_BONDS_ASSUMED
     subnet = _carve(vpd, fit.nodes * bonds + 16)

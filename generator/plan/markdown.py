@@ -82,4 +82,4 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     return "\n".join([row(headers), "|" + "|".join(align) + "|", *(row(r) for r in rows)])
 
 
-__all__ = ["nonprintable", "text", "code", "table"]
+__all__ = ["code", "nonprintable", "table", "text"]

@@ -100,7 +100,7 @@ def fabric_warnings(spec: Spec, fit: Fit, rdma: str, warnings: list[str]) -> Non
 
 
 def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions: list[Decision]) -> Network:
-    vpc = ipaddress.ip_network(spec.network.vpc_cidr)
+    vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
     vswitches, ranges, ip_reason = ip_plan(spec.name, zone, vpc, fit.nodes,
                                            storage=shared_storage_needed(spec, fit.nodes),
                                            egress=spec.network.egress == "nat")
@@ -179,7 +179,7 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
             f"{vpc} is too small for {nodes} nodes: the compute vSwitch {compute} holds {room} node addresses "
             f"(from .{NODE_OFFSET} up to the last {RESERVED_LAST}, which Alibaba Cloud reserves) and may take at most "
             f"the lower half of the VPC ({largest} nodes)"), "use a larger range such as 10.0.0.0/16")])
-    top = ipaddress.ip_network(f"{ipaddress.ip_address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}")
+    top = ipaddress.IPv4Network(f"{ipaddress.IPv4Address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}")
     egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
     storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]
     vswitches = [VSwitch("compute", f"{name}-{zone}", zone, str(compute))]
@@ -192,10 +192,10 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
     ranges.append(r_last)
     parts = [f"compute {compute}: nodes {ranges[2].first}-{ranges[2].last} ({nodes}), fixed per rank"]
     for key, net, on, consumer in (
-            ("storage", storage_net, storage, "the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
-             "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses"),
-            ("egress", egress_net, egress, "the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
-             "it takes is not stated in the sources read)")):
+            ("storage", storage_net, storage, ("the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
+             "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses")),
+            ("egress", egress_net, egress, ("the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
+             "it takes is not stated in the sources read)"))):
         if not on:
             continue
         vswitches.append(VSwitch(key, f"{name}-{zone}-{key}", zone, str(net)))
@@ -213,7 +213,7 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
 
 
 def _check_disjoint(vpc: ipaddress.IPv4Network, vswitches: list[VSwitch], storage_net: ipaddress.IPv4Network) -> None:
-    nets = [(v.key, ipaddress.ip_network(v.cidr)) for v in vswitches]
+    nets = [(v.key, ipaddress.IPv4Network(v.cidr)) for v in vswitches]
     problems = [f"{k} {n} is outside the VPC {vpc}" for k, n in nets if not n.subnet_of(vpc)]
     problems += [f"{a} {m} overlaps {b} {n}" for i, (a, m) in enumerate(nets) for b, n in nets[i + 1:] if m.overlaps(n)]
     usable = storage_net.num_addresses - RESERVED_FIRST - RESERVED_LAST
@@ -252,7 +252,7 @@ def plan_nodes(spec: Spec, zone: str, fit: Fit, network: Network,
                                   "[DOC-DS]; nodes share one zone and vSwitch"))
     by_rank = {r: d.key for d in dsets for r in d.ranks}
     spot_on = set(spot_ranks(spec, fit.nodes))
-    ranks = tuple(Node(rank=i, name=node_name(spec.name, i),
+    nodes = tuple(Node(rank=i, name=node_name(spec.name, i),
                        zone=zone, vswitch="compute", private_ip=str(ipaddress.ip_address(first + i)),
                        spot=i in spot_on, deployment_set=by_rank.get(i)) for i in range(fit.nodes))
-    return ranks, tuple(dsets)
+    return nodes, tuple(dsets)

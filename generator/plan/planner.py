@@ -18,13 +18,31 @@ import hashlib
 from generator.catalog import Catalog, LingjunMachineType
 from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
-from generator.plan.compute import (choose, elastic_minimum, image_decision, model_summary, pause_decision, plan_compute,
-                                      plan_sizing, run_warnings)
+from generator.plan.compute import (
+    choose,
+    elastic_minimum,
+    image_decision,
+    model_summary,
+    pause_decision,
+    plan_compute,
+    plan_sizing,
+    run_warnings,
+)
 from generator.plan.cost import bucket_warning, budget_problems, plan_cost
 from generator.plan.dlc import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
 from generator.plan.fit import PlanningError
 from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
-from generator.plan.model import PLAN_SCHEMA_VERSION, Decision, Dlc, DlcSpot, Lingjun, LingjunSubnet, Plan, Waived
+from generator.plan.model import (
+    PLAN_SCHEMA_VERSION,
+    Decision,
+    DeploymentSet,
+    Dlc,
+    DlcSpot,
+    Lingjun,
+    LingjunSubnet,
+    Plan,
+    Waived,
+)
 from generator.plan.network import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
@@ -70,6 +88,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     lj: LingjunMachineType | None = catalog.lingjun_type(fit.itype.name) if lingjun else None
     hpn_zone = vpd_cidr = ""
     subnets: tuple[LingjunSubnet, ...] = ()
+    dsets: tuple[DeploymentSet, ...]
     if lj is not None:
         zone, hpn_zone = lingjun_place(spec, lj, decisions)
         rdma, eri = lingjun_fabric(spec, lj, decisions, warnings)

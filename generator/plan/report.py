@@ -25,13 +25,13 @@ def schedule_rows(plan: Plan) -> list[list[str]]:
     """The schedule's terms, in hours and days: compute, bubble, checkpoint writes, rework, restores, wall."""
     s = plan.schedule
     assert s is not None
-    rows = [["compute", s.compute_hours, f"MFU {s.mfu:.2f} with attention and logit FLOPs"],
-            ["pipeline bubble", s.pipeline_bubble_hours, f"(pp-1)/m with m={s.microbatches} micro-batches"],
-            ["checkpoint writes", s.checkpoint_write_hours, f"to {plan.checkpoints.tier}" if plan.checkpoints.enabled
-             else "checkpoints off"],
-            ["expected rework", s.expected_rework_hours, f"{s.interruptions:,.1f} interruptions x half an interval"],
-            ["restores", s.restore_hours, "reading the last checkpoint back and relaunching"],
-            ["wall-clock", s.wall_hours, "deadlines and the whole-run cost use this"]]
+    rows: list[tuple[str, float, str]] = [("compute", s.compute_hours, f"MFU {s.mfu:.2f} with attention and logit FLOPs"),
+            ("pipeline bubble", s.pipeline_bubble_hours, f"(pp-1)/m with m={s.microbatches} micro-batches"),
+            ("checkpoint writes", s.checkpoint_write_hours, f"to {plan.checkpoints.tier}" if plan.checkpoints.enabled
+             else "checkpoints off"),
+            ("expected rework", s.expected_rework_hours, f"{s.interruptions:,.1f} interruptions x half an interval"),
+            ("restores", s.restore_hours, "reading the last checkpoint back and relaunching"),
+            ("wall-clock", s.wall_hours, "deadlines and the whole-run cost use this")]
     return [[name, f"{h:,.1f}", f"{h / 24:,.1f}", why] for name, h, why in rows]
 
 
@@ -163,8 +163,8 @@ def preview_text(graph: Any, title: str) -> str:
     for r in graph.resources:
         by_type.setdefault(r.type, []).append(r)
     total = len(graph.resources)
-    lines = [f"Offline preview of {title}: {total} resources would be created "
-             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)", ""]
+    lines = [(f"Offline preview of {title}: {total} resources would be created "
+             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)"), ""]
     for typ in sorted(by_type):
         items = by_type[typ]
         short = typ.split(":")[1].split("/")[0] + ":" + typ.split(":")[-1]

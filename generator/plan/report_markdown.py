@@ -107,8 +107,8 @@ def _summary(plan: Plan) -> list[str]:
 def plan_markdown(plan: Plan) -> str:
     """The plan as GitHub-flavoured Markdown; every value from the spec or the plan is escaped."""
     c = plan.compute
-    out = [MARKER, f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
-                   f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}", ""]
+    out = [MARKER, (f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
+                   f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}"), ""]
     out += _summary(plan)
     out += ["", f"#### Cost per hour{' once resumed' if c.paused else ''} ({md.text(plan.cost.currency)})", "",
             md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
@@ -129,8 +129,8 @@ def plan_markdown(plan: Plan) -> str:
                  f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "", f"{x.per_gpu_gib:.1f}" if x.nodes else "",
                  _money(x.cost_per_hour) if x.nodes else "",
                  "**chosen**" if x.verdict == "chosen" else md.text(x.verdict)] for x in plan.candidates]
-        out += ["", "#### Instance types considered", "", "<details><summary>"
-                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>", "",
+        out += ["", "#### Instance types considered", "", ("<details><summary>"
+                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>"), "",
                 md.table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], rows,
                          right=(1, 2, 4, 5)), "", "</details>"]
     if plan.warnings:
@@ -141,8 +141,8 @@ def plan_markdown(plan: Plan) -> str:
     if plan.tags:
         out += ["", "#### Tags", "",
                 md.table(["key", "value"], [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags])]
-    out += ["", "<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
-                "published list prices, and spot discounts and reclaim rates are assumptions.</sub>"]
+    out += ["", ("<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
+                "published list prices, and spot discounts and reclaim rates are assumptions.</sub>")]
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
@@ -141,11 +142,11 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
     trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
     dpx = sizing.data_parallel_ratio(trainable, dp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
-    comm = ((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
-             f"{a2a:.0%} of compute, not overlapped", a2a),
-            (f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
+    comm = (((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
+             f"{a2a:.0%} of compute, not overlapped"), a2a),
+            ((f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
              f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
-             f"{dpx:.0%} of compute", dpx))
+             f"{dpx:.0%} of compute"), dpx))
     mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
@@ -244,7 +245,7 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
     fixed_interval = k.enabled and isinstance(k.interval, int)
     if fixed_interval and finishes(checkpoints={"interval": "auto"}):
         path: tuple[str | int, ...] = ("checkpoints", "interval")
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
                      "loses the least to interruptions)")
         fixed_interval = False
     elif not k.enabled:
@@ -268,7 +269,7 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
         path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
         fixes.append("train on fewer nodes (each one adds failures)")
     if fixed_interval:
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(k.interval)}; the Young/Daly interval "
+        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
                      "loses the least to interruptions)")
     elif k.enabled and path != ("checkpoints", "interval") and spec.storage.shared == "none":
         fixes.append("write checkpoints faster: set storage.shared: auto, so they go to a shared file system "

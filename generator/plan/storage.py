@@ -39,7 +39,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
     ds = s.dataset
-    kind = s.shared
+    kind: str = s.shared  # the spec's choice, then what auto resolves to
     if spec.compute.platform == "lingjun":
         if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
             raise PlanningError([Problem(("storage", "shared"), "Lingjun plans have no shared file system",
@@ -117,8 +117,8 @@ def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
     elif ds is not None:
         kind, why = "cpfs", "importing a dataset from OSS needs CPFS filesets and data flows"
     elif nodes > 1:
-        kind, why = "extreme-nas", "several nodes share code, logs and small data; no dataset to stream, so the " \
-                                   "cheaper Extreme NAS serves"
+        kind, why = "extreme-nas", ("several nodes share code, logs and small data; no dataset to stream, so the "
+                                   "cheaper Extreme NAS serves")
     else:
         kind, why = "none", "one node and no dataset: the node's own disks suffice"
     if kind == "cpfs" and not region.cpfs:

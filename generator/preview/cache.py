@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -141,7 +142,7 @@ def _json_exact(value: Any) -> bool:
         elif kind is list:
             stack.extend(item)
         elif kind is float:
-            if item != item or item in (float("inf"), float("-inf")):
+            if math.isnan(item) or item in (float("inf"), float("-inf")):
                 return False
         elif kind not in (str, int, bool, type(None)):
             return False
@@ -215,7 +216,7 @@ class _ignored:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, value: object, tb: object) -> bool:
         return kind is not None and issubclass(kind, OSError)
 
 

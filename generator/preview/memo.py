@@ -54,7 +54,7 @@ _ID_OUTPUTS = {"urn": "\0urn", "id": "\0id"}  # marks that cannot be a property 
 _ID_VALUES = frozenset(_ID_OUTPUTS.values())
 
 
-class _Unread(asyncio.Future):  # type: ignore[type-arg]
+class _Unread(asyncio.Future):
     """The future behind a reused resource's property output: reading it marks the run for a second, honest pass."""
 
     def __init__(self, memo: Memo, type_: str) -> None:
@@ -105,14 +105,14 @@ class Memo:
         import pulumi.resource as resource_mod
 
         self._original = resource_mod.register_resource
-        resource_mod.register_resource = self._register  # type: ignore[assignment]
+        resource_mod.register_resource = self._register
         return self
 
     def __exit__(self, *exc: object) -> None:
         import pulumi.resource as resource_mod
 
         if self._original is not None:
-            resource_mod.register_resource = self._original  # type: ignore[assignment]
+            resource_mod.register_resource = self._original
         self._origin.clear()
 
     # ------------------------------------------------------------------------------------------ the hook
@@ -190,7 +190,7 @@ class Memo:
             fut: asyncio.Future[Any] = asyncio.get_event_loop().create_future()
             fut.set_result(_OutputData(resources={res}, value=value, is_known=True, is_secret=False))
             out = object.__new__(Output)
-            out._data = fut  # type: ignore[attr-defined]
+            out._data = fut
             return out
 
         urn = _urn(hit.parent, ty, name)
@@ -204,7 +204,7 @@ class Memo:
             if prop in ("urn", "id"):
                 continue
             out = object.__new__(Output)
-            out._data = unread  # type: ignore[attr-defined]
+            out._data = unread
             res.__dict__[prop] = out
 
     # ------------------------------------------------------------------------------------------ digests

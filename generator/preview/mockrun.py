@@ -151,7 +151,7 @@ def _mock_classes() -> tuple[Any, Any]:
             super().__init__(recorder)
             self.options: dict[tuple[str, str], tuple[bool, bool, str, bool]] = {}
 
-        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC name)
+        def RegisterResource(self, request: Any) -> Any:
             self.options[(request.type, request.name)] = (bool(request.protect),
                                                           bool(getattr(request, "retainOnDelete", False)),
                                                           request.parent,
@@ -240,9 +240,9 @@ def import_sdk_modules(source: str) -> list[str]:
     """Before a program runs: make the pulumi_alicloud service packages its source names load only the modules it
     uses (:mod:`generator.preview.sdkload`), and load the SDK's top package, so both are frozen with the rest when
     the run starts (:func:`tuned_gc`). Returns the service packages named."""
-    from generator.preview import sdkload
-
     import importlib
+
+    from generator.preview import sdkload
 
     names = sdkload.services(source)
     if os.environ.get(LEAN_SDK_ENV, "on").strip().lower() not in ("off", "0", "no", "false"):
@@ -326,7 +326,11 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
             with tuned_gc(gc_mode()):  # also while the graph is assembled: no collection walks the run's heap
                 with light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
-                    _sync_await(stack_mod.run_pulumi_func(lambda: runpy.run_path(str(main), run_name="__main__")))
+
+                    def run_main() -> None:
+                        runpy.run_path(str(main), run_name="__main__")
+
+                    _sync_await(stack_mod.run_pulumi_func(run_main))
                     graph.outputs = _resolve_outputs(root, _sync_await)
                 _assemble(graph, recorder, monitor, memo, read)
     except TrainstackError:
@@ -410,21 +414,21 @@ def light_runtime(stack_traces: bool = False, inline: bool = True) -> Iterator[N
     if not stack_traces:
         from pulumi.runtime.proto import source_pb2
 
-        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()  # type: ignore[assignment]
-        runtime_resource._get_source_position = lambda *_a, **_k: None  # type: ignore[assignment]
+        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()
+        runtime_resource._get_source_position = lambda *_a, **_k: None
     from pulumi.runtime import mocks
 
     nested = mocks._sync_await
     if inline:
         loop.set_default_executor(_InlineExecutor())
-        mocks._sync_await = _drive  # type: ignore[assignment]
+        mocks._sync_await = _drive
     try:
         yield
     finally:
         runtime_resource._get_stack_trace, runtime_resource._get_source_position = saved
         if inline:
             loop._default_executor = executor  # type: ignore[attr-defined]
-            mocks._sync_await = nested  # type: ignore[assignment]
+            mocks._sync_await = nested
 
 
 def _drive(awaitable: Any) -> Any:

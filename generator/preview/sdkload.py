@@ -24,7 +24,7 @@ from typing import Any
 
 SDK = "pulumi_alicloud"
 _SERVICE = re.compile(r"\b(?:alicloud|pulumi_alicloud)\.([a-z][a-z0-9_]*)\b")
-_ALL = re.compile(r"^__all__\s*=\s*\[([^\]]*)\]", re.M)
+_ALL = re.compile(r"^__all__\s*=\s*\[([^\]]*)\]", re.MULTILINE)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -67,7 +67,7 @@ def _lean_getattr(package: types.ModuleType) -> Any:
     folder = Path(package.__spec__.submodule_search_locations[0])  # type: ignore[union-attr,index]
     index: dict[str, str] = {}
 
-    def __getattr__(name: str) -> Any:  # noqa: N807 (PEP 562 module hook)
+    def __getattr__(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         for module_name in [m for m in _candidates(name) if (folder / f"{m}.py").is_file()] + [""]:
@@ -94,13 +94,13 @@ def lean_packages(names: list[str]) -> list[str]:
     for name in names:
         full = f"{SDK}.{name}"
         current = sys.modules.get(full)
-        if current is not None and type(current) is types.ModuleType:  # noqa: E721 (loaded: a lazy one is a subclass)
+        if current is not None and type(current) is types.ModuleType:
             continue
         spec = importlib.util.find_spec(full)
         if spec is None or not spec.submodule_search_locations:
             continue
         package = importlib.util.module_from_spec(spec)
-        package.__getattr__ = _lean_getattr(package)  # type: ignore[attr-defined]
+        package.__getattr__ = _lean_getattr(package)  # type: ignore[method-assign]  # PEP 562 module __getattr__
         sys.modules[full] = package
         setattr(root, name, package)
         put.append(name)

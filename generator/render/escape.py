@@ -185,6 +185,22 @@ def finalize(value: Any) -> str:
     raise UnsafeValue(f"{value!r} reached a template without being escaped for its language")
 
 
-__all__ = ["Escaped", "UnsafeValue", "FILTERS", "finalize", "is_inert", "py_literal", "py_docstring", "comment",
-           "sh_word", "sh_double_quoted", "heredoc", "quoted_heredoc_body", "env_assignment", "yaml_scalar", "markdown", "markdown_code",
-           "markdown_fence_body"]
+__all__ = [
+    "FILTERS",
+    "Escaped",
+    "UnsafeValue",
+    "comment",
+    "env_assignment",
+    "finalize",
+    "heredoc",
+    "is_inert",
+    "markdown",
+    "markdown_code",
+    "markdown_fence_body",
+    "py_docstring",
+    "py_literal",
+    "quoted_heredoc_body",
+    "sh_double_quoted",
+    "sh_word",
+    "yaml_scalar",
+]

@@ -243,4 +243,4 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-__all__ = ["render", "cluster_facts", "template_vars", "templates_dir", "py_literal", "MARKER", "dumps"]
+__all__ = ["MARKER", "cluster_facts", "dumps", "py_literal", "render", "template_vars", "templates_dir"]

@@ -192,8 +192,8 @@ def _signals_deferred() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in caught[:1]:
-            os.kill(os.getpid(), sig)
+        for signum in caught[:1]:
+            os.kill(os.getpid(), signum)
 
 
 # ----------------------------------------------------------------------------- writing
@@ -465,7 +465,7 @@ def merge_stack_config(rendered: str, existing: str) -> str | None:
     return text if merged == expected else None
 
 
-def keep_stack_config(files: dict[str, str], dest: Path, stack: str) -> dict[str, str]:
+def keep_stack_config(files: Mapping[str, str], dest: Path, stack: str) -> Mapping[str, str]:
     """``files`` with ``Pulumi.<stack>.yaml`` merged with what the existing folder added to it."""
     name = f"Pulumi.{stack}.yaml"
     existing = dest / name

@@ -82,16 +82,16 @@ def checkpoint_plan(parameters: int, optimizer: str, precision: str, write_gbps:
     per_param = size // (lora_trainable if lora_trainable is not None else parameters)
     overhead = write_seconds / interval + interval / (2 * mtbf_hours * 3600.0)
     notes = (
-        f"checkpoint = {per_param} B/param x {lora_trainable or parameters:,} "
+        (f"checkpoint = {per_param} B/param x {lora_trainable or parameters:,} "
         f"{'LoRA adapter params' if lora_trainable else 'params'} = {_gb(size)} "
         f"({PRECISION_BYTES[precision]}-byte weights + {optimizer} K="
-        f"{optimizer_bytes_per_param(optimizer, precision)})",
+        f"{optimizer_bytes_per_param(optimizer, precision)})"),
         f"write time C = {_gb(size)} / ({write_gbps:g} Gbit/s / 8) = {write_seconds:,.1f} s",
         f"failure rate = {nodes}/{node_mtbf_hours:g} h"
         + (f" + {nodes}*{spot_interruptions_per_node_day:g}/24 h (spot)" if spot else "")
         + f" = {hardware_rate + spot_rate:.4g}/h -> cluster MTBF M = {mtbf_hours:,.2f} h",
-        f"interval = max(sqrt(2*C*M), C) = sqrt(2*{write_seconds:,.1f}*{mtbf_hours * 3600:,.0f}) = "
-        f"{interval:,.0f} s ({interval / 60:.1f} min)   [Young 1974; Daly 2006 first order]",
+        (f"interval = max(sqrt(2*C*M), C) = sqrt(2*{write_seconds:,.1f}*{mtbf_hours * 3600:,.0f}) = "
+        f"{interval:,.0f} s ({interval / 60:.1f} min)   [Young 1974; Daly 2006 first order]"),
         f"expected overhead ~= C/tau + tau/(2M) = {overhead:.1%} of wall-clock (excludes restart time)",
     )
     return CheckpointModel(size_bytes=size, write_seconds=write_seconds, mtbf_hours=mtbf_hours,

@@ -16,7 +16,7 @@ class SizingError(ValueError):
     """An input the sizing model cannot use; the message says what to change."""
 
 
-def _gb(n: int | float | Fraction) -> str:
+def _gb(n: float | Fraction) -> str:
     return f"{float(n) / GB:.2f} GB"
 
 

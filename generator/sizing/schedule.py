@@ -247,10 +247,10 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
          else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}")
         + f" of compute ({bubble_fraction:.1%} of pipelined time) = "
         f"{bubble:,.1f} h",
-        f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
-        f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h",
-        f"interruptions = {interruptions_per_hour:.4g}/h x wall; each loses tau/2 = {tau_h / 2:,.2f} h and a restore "
-        f"of {restore_s:,.0f} s from {tier.name} ({tier.read_gbps:g} Gbit/s) + {RELAUNCH_HOURS * 60:.0f} min relaunch",
+        (f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
+        f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h"),
+        (f"interruptions = {interruptions_per_hour:.4g}/h x wall; each loses tau/2 = {tau_h / 2:,.2f} h and a restore "
+        f"of {restore_s:,.0f} s from {tier.name} ({tier.read_gbps:g} Gbit/s) + {RELAUNCH_HOURS * 60:.0f} min relaunch"),
         f"wall = (compute + bubble + writes) / (1 - rate x (tau/2 + restore)) = {wall:,.1f} h",
     )
     return Schedule(compute, bubble, writes, rework, restore, wall, mfu.mfu, m, bubble_fraction, interrupts,

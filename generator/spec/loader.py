@@ -287,7 +287,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
             try:
                 if node[key] is not None:  # an empty value's mark is the next token, often past the end of the file
                     vl, vc = node.lc.value(key)
-                    positions[(*child, "__value__")] = (vl + 1, vc + 1)
+                    positions[child + ("__value__",)] = (vl + 1, vc + 1)
             except (KeyError, TypeError, AttributeError):
                 pass
             out[k] = _plain(node[key], child, positions, depth + 1, budget)
@@ -297,7 +297,7 @@ def _plain(node: Any, path: tuple[str | int, ...], positions: dict, depth: int, 
         for i, item in enumerate(node):
             try:
                 il, ic = node.lc.item(i)
-                positions[(*path, i)] = (il + 1, ic + 1)
+                positions[path + (i,)] = (il + 1, ic + 1)
             except (KeyError, TypeError, AttributeError, IndexError):
                 pass
             items.append(_plain(item, (*path, i), positions, depth + 1, budget))
@@ -365,17 +365,16 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
         else:
             message = err["msg"]
             for prefix in ("Value error, ", "Assertion failed, "):
-                if message.startswith(prefix):
-                    message = message[len(prefix):]
+                message = message.removeprefix(prefix)
             message = _friendlier(message, err.get("input"))
         if kind == "string_pattern_mismatch" and loc and loc[0] in PATTERN_HELP and len(loc) == 1:
             message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
             message = f"{excerpt(err.get('input'))} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
-        key = (loc, message)
-        if key in seen:
+        seen_key = (loc, message)
+        if seen_key in seen:
             continue
-        seen.add(key)
+        seen.add(seen_key)
         problems.append(Problem(loc, message, hint))
     return _merge_auto(problems)
 
@@ -431,9 +430,8 @@ def _clean_loc(loc: Sequence[Any], data: Any = None) -> tuple[str | int, ...]:
     out: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (isinstance(node, dict) and part in node
+                or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             node = node[part]
         elif part == "[key]" and out:
             continue  # pydantic's marker for "the key itself is wrong": keep the key's path
@@ -474,4 +472,4 @@ def field_names(model: type[BaseModel]) -> list[str]:
     return list(model.model_fields)
 
 
-__all__ = ["Located", "load_file", "load_text", "parse_yaml", "pydantic_problems", "one_of"]
+__all__ = ["Located", "load_file", "load_text", "one_of", "parse_yaml", "pydantic_problems"]

@@ -12,25 +12,31 @@ import ipaddress
 import re
 import types
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo,
-                      ValidatorFunctionWrapHandler, WithJsonSchema, field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.errors import clip, excerpt
 from generator.spec import limits, units
 from generator.spec import weights as weights_source
 from generator.spec.moe import MoESpec
+from generator.spec.tags import TagKey, TagValue, spec_error
 
 SPEC_VERSION = 1
 
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
-
-
-def spec_error(message: str, hint: str = "") -> PydanticCustomError:
-    """A validation error whose message and hint reach the user as written (see loader.pydantic_problems)."""
-    return PydanticCustomError("trainstack", "{message}", {"message": message, "hint": hint})
 
 
 def _shown(value: Any) -> str:
@@ -78,37 +84,40 @@ _SECONDS_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0,
                               "pattern": r"^[0-9.]+([eE][+-]?[0-9]+)?\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD])$"}]}
 
 
-def _count(maximum: int, too_large: str, hint: str) -> Any:
-    return Annotated[int, BeforeValidator(_unit(units.parse_count, "count", maximum, too_large, hint)),
-                     WithJsonSchema(_count_schema(maximum))]
+def _count(maximum: int, too_large: str, hint: str) -> BeforeValidator:
+    return BeforeValidator(_unit(units.parse_count, "count", maximum, too_large, hint))
 
 
-ParameterCount = _count(limits.MAX_PARAMETERS, "at most 100T (10^14) parameters",
-                        "the largest published models have about 2T parameters; check the suffix "
-                        "(B = 10^9, T = 10^12) and the exponent")
-TokenCount = _count(limits.MAX_TOKENS, "at most 1,000T (10^15) tokens",
-                    "the largest published training runs use tens of T tokens; check the suffix "
-                    "(B = 10^9, T = 10^12) and the exponent")
-BatchTokens = _count(limits.MAX_GLOBAL_BATCH_TOKENS, "at most 10B (10^10) tokens per optimizer step",
-                     "published runs use 4M to 64M tokens per step, e.g. global_batch_tokens: 4Mi")
+ParameterCount: TypeAlias = Annotated[int, _count(limits.MAX_PARAMETERS, "at most 100T (10^14) parameters",
+                                                  "the largest published models have about 2T parameters; check "
+                                                  "the suffix (B = 10^9, T = 10^12) and the exponent"),
+                                      WithJsonSchema(_count_schema(limits.MAX_PARAMETERS))]
+TokenCount: TypeAlias = Annotated[int, _count(limits.MAX_TOKENS, "at most 1,000T (10^15) tokens",
+                                              "the largest published training runs use tens of T tokens; check "
+                                              "the suffix (B = 10^9, T = 10^12) and the exponent"),
+                                  WithJsonSchema(_count_schema(limits.MAX_TOKENS))]
+BatchTokens: TypeAlias = Annotated[int, _count(limits.MAX_GLOBAL_BATCH_TOKENS, "at most 10B (10^10) tokens per "
+                                               "optimizer step", "published runs use 4M to 64M tokens per step, "
+                                               "e.g. global_batch_tokens: 4Mi"),
+                                   WithJsonSchema(_count_schema(limits.MAX_GLOBAL_BATCH_TOKENS))]
 _SIZE_TOO_LARGE = "at most 100 PiB"
 _SIZE_HINT = "a bare number is GiB; write the unit, e.g. 500GiB or 12TiB"
 Bytes = Annotated[int, BeforeValidator(_unit(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE,
                                              _SIZE_HINT)), WithJsonSchema(_BYTES_SCHEMA)]
 AutoBytes = Annotated[
-    Union[int, Literal["auto"]],
+    int | Literal["auto"],
     BeforeValidator(_auto_or(units.parse_bytes, "size", limits.MAX_BYTES, _SIZE_TOO_LARGE, _SIZE_HINT)),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_BYTES_SCHEMA["anyOf"]]}),
 ]
 AutoInterval = Annotated[
-    Union[int, Literal["auto"]],
+    int | Literal["auto"],
     BeforeValidator(_auto_or(units.parse_seconds, "duration", limits.MAX_CHECKPOINT_INTERVAL_SECONDS,
                              "a checkpoint interval is at most 30 days (30d)",
                              "write auto for the Young/Daly optimum, or e.g. 2h; a bare number is minutes")),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_SECONDS_SCHEMA["anyOf"]]}),
 ]
 PositiveInt = Annotated[int, Field(gt=0)]
-AutoInt = Union[Annotated[int, Field(gt=0, le=100_000)], Literal["auto"]]
+AutoInt = Annotated[int, Field(gt=0, le=100_000)] | Literal["auto"]
 
 
 def _accepts(annotation: Any) -> frozenset[str]:
@@ -272,7 +281,7 @@ class ComputeSpec(_Strict):
     gpu: str = "auto"
     nodes: AutoInt = "auto"
     max_nodes: Annotated[int, Field(gt=0, le=100_000)] = 512
-    gpus_per_node: Union[Literal[1, 2, 4, 8], Literal["auto"]] = "auto"
+    gpus_per_node: Literal[1, 2, 4, 8] | Literal["auto"] = "auto"  # noqa: PYI030 (two enums in the schema)
     bare_metal: Literal["any", "prefer", "require", "avoid"] = "any"
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
@@ -314,7 +323,7 @@ def _cidr(value: str) -> str:
 
 class NetworkSpec(_Strict):
     vpc_cidr: str = "10.0.0.0/16"
-    rdma: Union[bool, Literal["auto"]] = "auto"
+    rdma: bool | Literal["auto"] = "auto"
     jumbo_frames: bool = True
     egress: Literal["nat", "none"] = "nat"
     admin_cidrs: tuple[str, ...] = ()
@@ -323,8 +332,8 @@ class NetworkSpec(_Strict):
     @classmethod
     def _vpc(cls, v: str) -> str:
         v = _cidr(v)
-        net = ipaddress.ip_network(v)
-        if not any(net.subnet_of(p) for p in map(ipaddress.ip_network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))):
+        net = ipaddress.IPv4Network(v)  # _cidr accepts IPv4 networks only
+        if not any(net.subnet_of(p) for p in map(ipaddress.IPv4Network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))):
             raise ValueError("a VPC needs a private range: a part of 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
         if not 8 <= net.prefixlen <= 24:
             raise ValueError("a VPC CIDR must be between /8 and /24")
@@ -489,49 +498,6 @@ class Waiver(_Strict):
             raise spec_error(f"the reason contains {ctrl}; write it on one line without control characters",
                              "a long reason may be folded over several lines with reason: >- (they join with spaces)")
         return v
-
-
-def _tag_text(v: Any, what: str, maximum: int) -> Any:
-    if not isinstance(v, str):
-        return v
-    shown = f"{v[:40]!r}{'...' if len(v) > 40 else ''}"
-    ctrl = limits.control_character(v)
-    if ctrl:
-        raise spec_error(f"tag {what} {shown} contains {ctrl}; tags are one line of printable text",
-                         "remove the control character (a quoted YAML string turns \\t, \\n and \\r into them)")
-    if len(v) > maximum:
-        raise spec_error(f"tag {what} {shown} is {len(v)} characters; Alibaba Cloud allows at most {maximum}",
-                         "shorten it")
-    if re.search("https?://", v, flags=re.IGNORECASE):
-        raise spec_error(f"tag {what} {shown} contains http:// or https://, which Alibaba Cloud refuses in tags",
-                         "drop the scheme, e.g. wiki.example.com/llm")
-    return v
-
-
-def _tag_key(v: Any) -> Any:
-    v = _tag_text(v, "key", limits.TAG_KEY_MAX)
-    if isinstance(v, str) and v.lower().startswith(("aliyun", "acs:")):
-        raise spec_error(f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
-                         "rename the key, e.g. team or cost-center")
-    # checked per key, beside the values' checks, so a reserved key is reported with every other tag problem at once
-    if isinstance(v, str) and (v == "managed-by" or v.startswith("trainstack-")):
-        raise spec_error(f"tag key {v[:40]!r} is reserved for trainstack's own tags (managed-by, trainstack-*)",
-                         "rename the key, e.g. team or cost-center; trainstack sets its own tags on every resource")
-    return v
-
-
-def _tag_value(v: Any) -> Any:
-    v = _tag_text(v, "value", limits.TAG_VALUE_MAX)
-    if isinstance(v, str) and v.lower().startswith("acs:"):
-        raise spec_error(f"tag value {v[:40]!r} starts with acs:, a prefix Alibaba Cloud reserves", "change the value")
-    return v
-
-
-# Field before BeforeValidator: in the other order pydantic leaves the pattern out of the JSON Schema
-TagKey = Annotated[str, Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
-                   BeforeValidator(_tag_key)]
-TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE),
-                     BeforeValidator(_tag_value)]
 
 
 class Spec(_Strict):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import BadInput
+from generator.live.checks import preflight
 from generator.live.dlc.client import DlcApiError, DlcClient
 from generator.live.dlc.request import (
     JobRequest,
@@ -23,7 +24,6 @@ from generator.live.dlc.request import (
     list_jobs_request,
     require_dlc,
 )
-from generator.live.checks import preflight
 from generator.live.engine import Target
 from generator.live.errors import StackNotDeployed
 from generator.live.target import default_backend, has_state, target_for
@@ -127,7 +127,7 @@ def submit(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name:
     return Submission(request, sdk_map, job_id)
 
 
-def stack_jobs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50) -> list[dict[str, Any]]:
+def stack_jobs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50) -> list[Mapping[str, Any]]:
     """The jobs trainstack submitted for this stack, newest first (ListJobs filtered by the stack's tags)."""
     ws = workspace_id(plan, outputs)
     client.check()

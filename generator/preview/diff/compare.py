@@ -282,37 +282,37 @@ def _classify(action: Action, old: Resource | None, new: Resource | None, props:
     unsure = [p.name for p in props if p.effect == "unknown" and "can only grow" in p.summary]  # grow-only
     unknown = [p.name for p in props if p.effect == "unknown" and p.name not in unsure]
     if unsure:
-        parts.append(("unknown", f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
+        parts.append(("unknown", (f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
                                  "number, so trainstack cannot tell a growth from a refused shrink: check the "
-                                 "current value before merging."))
+                                 "current value before merging.")))
     if shrunk:
         res = new or old
         assert res is not None
         keep = _keep_hint(res.type, shrunk)
-        parts.append(("fails-at-apply", f"{_shrink_text(shrunk)}: the cloud only grows "
+        parts.append(("fails-at-apply", (f"{_shrink_text(shrunk)}: the cloud only grows "
                                         f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
-                                        f"resource and stops part-way; keep the old value{keep}."))
+                                        f"resource and stops part-way; keep the old value{keep}.")))
     if refused:
         p = refused[0]
-        parts.append(("fails-at-apply", f"instanceType {_short(p.old)} -> {_short(p.new)} crosses instance "
+        parts.append(("fails-at-apply", (f"instanceType {_short(p.old)} -> {_short(p.new)} crosses instance "
                                         "families: ECS offers no such target for a GPU or bare-metal family "
                                         "(DescribeResourcesModification), so ModifyInstanceSpec is refused and "
                                         "`pulumi up` stops part-way; to change family the nodes must be replaced "
-                                        "(`pulumi up --replace URN` per node, or a new stack)."))
+                                        "(`pulumi up --replace URN` per node, or a new stack).")))
     if ignored:
         one = len(ignored) == 1
         parts.append(("never-applied",
-                      f"{', '.join(ignored)} {'is' if one else 'are'} never applied: the provider has no update for "
+                      (f"{', '.join(ignored)} {'is' if one else 'are'} never applied: the provider has no update for "
                       f"{'it' if one else 'them'}, so the cloud keeps the old value; replace the resource by hand "
-                      "(`pulumi up --replace URN`) or revert."))
+                      "(`pulumi up --replace URN`) or revert.")))
     if unknown:
         res = new or old
         assert res is not None
         stakes = (f", which would delete the {_KINDS[res.type]} and its data" if res.type in DATA_TYPES
                   else ", which would lose the node's local disks and interrupt training" if res.type in NODE_TYPES
                   else "")
-        parts.append(("unknown", f"no provider data for {', '.join(unknown)}: treat "
-                                 f"{'it' if len(unknown) == 1 else 'them'} as a possible replacement{stakes}."))
+        parts.append(("unknown", (f"no provider data for {', '.join(unknown)}: treat "
+                                 f"{'it' if len(unknown) == 1 else 'them'} as a possible replacement{stakes}.")))
     if len(parts) == 1:
         return change
     parts.sort(key=lambda part: IMPACTS.index(part[0]))

@@ -98,7 +98,7 @@ def _load_file(path: Path, rules: dict[tuple[str, str], Rule], where: dict[tuple
                             "(alicloud/resource_alicloud_*.go:LINE); a change without one is 'unknown'")
         if key in rules:
             raise DiffError(f"{path}:{line}: {key[0]} {key[1]} is listed twice (first at {where[key]})")
-        rules[key] = Rule(effect, row["source"].strip())  # type: ignore[arg-type]
+        rules[key] = Rule(effect, row["source"].strip())
         where[key] = f"{path.name}:{line}"
 
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from generator.preview.diff.cost import PERIOD_TITLES, PERIODS, CostDelta, Row, SideCost
 from generator.preview.diff.cost import to_dict as cost_dict
-from generator.preview.diff.summary import to_dict as what_dict
 from generator.preview.diff.model import (
     IMPACT_TITLES,
     IMPACTS,
@@ -31,6 +30,7 @@ from generator.preview.diff.model import (
     natural_key,
     short_type,
 )
+from generator.preview.diff.summary import to_dict as what_dict
 from generator.preview.diff.values import LONG_VALUE, digest
 
 # Of the JSON report. 2: the impact classes never-applied and unknown, the effects ignored and unknown (a
