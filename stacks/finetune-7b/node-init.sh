@@ -291,6 +291,7 @@ fi
 /usr/local/bin/trainstack-facts fetch 3 || echo "trainstack-launch: using the cluster facts of the last fetch" >&2
 /usr/local/bin/trainstack-facts apply
 /usr/local/bin/trainstack-facts mount || echo "trainstack-launch: the shared file system is not mounted" >&2
+# shellcheck source=/dev/null  # a file of the node, written at boot
 set -a; . /etc/trainstack/launch.env; set +a
 if [ "${NODE_RANK}" = 0 ] && [ -n "${TRAINSTACK_CHECKPOINT_DIR}" ] && [ -n "${TRAINSTACK_CHECKPOINT_OSS}" ]; then
   (flock -n 9 || exit 0; exec setsid /usr/local/bin/trainstack-ckpt-sync >>/var/log/trainstack/ckpt-sync.log 2>&1) \
@@ -606,6 +607,7 @@ STEP="driver"
 reboot_needed=""
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "trainstack: no NVIDIA driver in the image; installing the ${DRIVER_BRANCH} branch from NVIDIA's repository"
+  # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
   case "${ID}" in
     alinux|rhel|centos|rocky|almalinux)
@@ -624,6 +626,7 @@ fi
 STEP="runtime"
 if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
   echo "trainstack: no PyTorch in the image; installing ${TORCH_SPEC} into /opt/trainstack/venv from ${PYPI_INDEX}"
+  # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
   case "${ID}" in
     alinux|rhel|centos|rocky|almalinux) py=python3.11; command -v "${py}" >/dev/null || dnf install -y python3.11 ;;
