@@ -8,6 +8,7 @@ build the live tests skip, except on CI (``CI=true``), where that is a failure: 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -245,9 +246,21 @@ class Live:
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """kill -9 the command and everything it started (the pulumi CLI, its plugins), as a crash would."""
+    """kill -9 the command and everything it started (the pulumi CLI, its plugins), as a crash would.
+
+    The CLI starts each plugin in a process group of its own, so the group's kill leaves them running; they stay
+    in the command's session (``start_new_session``), so every process of that session is killed too.
+    """
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        if int(fields[3]) == proc.pid:  # field 6 of /proc/PID/stat: the session id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
 
 
 def make_live(tmp_path: Path, pulumi_bin: Path, pulumi_home: Path, spec: str) -> Live:
