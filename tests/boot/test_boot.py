@@ -246,9 +246,11 @@ WORKER = textwrap.dedent("""\
         except Exception:
             sys.exit(1)  # a peer left: torchrun restarts the workers on the nodes that remain
         step += 1
-        if stop or os.path.exists(os.environ.get("TRAINSTACK_PREEMPT_FILE", "/nonexistent")):
+        # the signal is the channel under test; the file (written before it) must be there when it arrives
+        if stop:
+            seen = os.path.exists(os.environ.get("TRAINSTACK_PREEMPT_FILE", "/nonexistent"))
             with open(f"{out}/checkpoint-{os.environ['NODE_TAG']}", "w") as f:
-                f.write(f"step={step} signal={stop}\\n")
+                f.write(f"step={step} signal={stop} file={seen}\\n")
             sys.exit(0)
         if dist.get_world_size() == 1 and step > 20:
             with open(f"{out}/alone", "w") as f:
@@ -287,7 +289,7 @@ def test_a_spot_notice_reaches_real_torchrun_workers_and_the_rest_restart(tmp_pa
     boot = node.boot(body, timeout=240)
     assert boot.rc == 0, boot.output
     log = node.log("agent-a.log") + node.log("agent-b.log")
-    assert (out / "checkpoint-b").read_text().endswith("signal=True\n"), (
+    assert (out / "checkpoint-b").read_text().endswith("signal=True file=True\n"), (
         boot.output + log
     )  # SIGUSR1 reached it
     assert node.marker("preempt")
