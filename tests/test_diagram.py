@@ -16,7 +16,7 @@ import yaml
 from test_lingjun import LINGJUN_SPEC
 
 from generator import api
-from generator.plan import diagram
+from generator.present import diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

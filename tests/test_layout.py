@@ -1,8 +1,8 @@
 """The package layout is the pipeline: dependencies run one way, there is no import cycle, and rooms stay small.
 
 Every ``import`` inside ``generator/`` (also those inside functions, which are cycles all the same) is read with
-``ast``. Stages may import only earlier stages: errors < spec, catalog < sizing < plan < render < preview < live
-< api < cli. No stage imports the library API (:mod:`generator.api`) or a later stage.
+``ast``. Stages may import only earlier stages: errors < spec, catalog < sizing < plan, platforms < present, estimate
+< render < preview < live < api < cli. No stage imports the library API (:mod:`generator.api`) or a later stage.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator"
 STAGES = {  # top-level part of generator -> its place in the pipeline
-    "errors": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "render": 4, "preview": 5, "live": 6,
-    "api": 7, "cli": 8,
+    "errors": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "platforms": 3, "present": 4, "estimate": 4,
+    "render": 5, "preview": 6, "live": 7, "api": 8, "cli": 9,
 }
 MAX_LINES = 600
 
@@ -126,7 +126,8 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     from generator.spec.rules import PARTS, RULES
 
     root = PACKAGE.parent
-    planner_parts = {p.stem for p in (PACKAGE / "plan").glob("*.py")} & set(PARTS)
+    planner_parts = ({p.stem for p in (PACKAGE / "plan").glob("*.py")}  # the shared parts, and each platform's own
+                     | {p.name for p in (PACKAGE / "platforms").iterdir() if p.is_dir()}) & set(PARTS)
     assert planner_parts == set(PARTS) - {"identity", "outputs"}  # identity and outputs are rendered, not planned
     partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
     # checkpoint_policy (shared by both identities) and facts (the compute part's published cluster facts, in its own

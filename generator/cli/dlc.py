@@ -176,7 +176,7 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
 
         ecs.jobs(spec, as_json, limit, backend)
         return
-    from generator.plan import report
+    from generator.present import text as report
 
     plan = _dlc_plan(spec)
     outputs = _outputs(spec, plan, backend)

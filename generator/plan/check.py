@@ -10,7 +10,7 @@ import re
 from generator.catalog import Catalog, GpuModel, Region
 from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, unavailable_text
 from generator.errors import Problem, clip, did_you_mean, excerpt
-from generator.plan.dlc import dlc_rules
+from generator.platforms.dlc.plan import dlc_rules
 from generator.spec import limits
 from generator.spec.limits import (  # noqa: F401
     CPFS_MAX_GIB,

@@ -29,9 +29,7 @@ from generator.plan.compute import (
     run_warnings,
 )
 from generator.plan.cost import bucket_warning, budget_problems, plan_cost
-from generator.plan.dlc import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
 from generator.plan.fit import PlanningError
-from generator.plan.lingjun import lingjun_fabric, lingjun_network, lingjun_nodes, lingjun_place, plan_lingjun
 from generator.plan.model import (
     PLAN_SCHEMA_VERSION,
     Decision,
@@ -48,6 +46,14 @@ from generator.plan.schedule import plan_schedule
 from generator.plan.spot import plan_spot
 from generator.plan.storage import plan_storage
 from generator.plan.weights import plan_weights, stored_size
+from generator.platforms.dlc.plan import dlc_fabric, dlc_network, dlc_spot, dlc_workers, plan_dlc
+from generator.platforms.lingjun.plan import (
+    lingjun_fabric,
+    lingjun_network,
+    lingjun_nodes,
+    lingjun_place,
+    plan_lingjun,
+)
 from generator.spec.model import Spec
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
@@ -94,7 +100,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         rdma, eri = lingjun_fabric(spec, lj, decisions, warnings)
         network, vpd_cidr, subnets = lingjun_network(spec, zone, fit, lj, decisions)
         ranks, dsets = lingjun_nodes(spec, zone, fit, decisions), ()
-    elif dlc:  # DLC manages the nodes: no RDMA, ERIs, deployment sets or fixed addresses (generator.plan.dlc)
+    elif dlc:  # DLC manages the nodes: no RDMA, ERIs, deployment sets or fixed addresses (generator.platforms.dlc.plan)
         rdma, eri = dlc_fabric(spec, fit, decisions)
         network = dlc_network(spec, zone, fit, decisions)
         ranks, dsets = dlc_workers(spec, zone, fit), ()

@@ -5,7 +5,7 @@ The weights land once on the shared file system (``<mount>/weights/...``), which
 shared storage keeps them on each node's own disk. ECS and PAI-DLC plans with several nodes and ``storage.shared:
 none`` are refused (a fix exists: shared storage); Lingjun plans have no shared file system, so each node downloads
 its own copy and the plan warns. On PAI-DLC, weights in OSS are not copied at all: DLC mounts the folder read-only
-(:mod:`generator.plan.dlc_weights`), so ``fetches`` is 0 and no storage is sized for them. The size is an estimate
+(:mod:`generator.platforms.dlc.weights`), so ``fetches`` is 0 and no storage is sized for them. The size is an estimate
 from the parameter count (``docs/spec.md``, "model.weights").
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from generator.catalog import Region
 from generator.errors import Problem
-from generator.plan import dlc_weights
 from generator.plan.fit import PlanningError
 from generator.plan.model import Decision, Network, Storage, Weights
+from generator.platforms.dlc import weights as dlc_weights
 from generator.spec import weights as source
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes

@@ -12,8 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from generator.plan import diagram, dlc_weights, naming
+from generator.plan import naming
 from generator.plan.model import Plan, dumps
+from generator.platforms.dlc import weights as dlc_weights
+from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 

@@ -1,0 +1,1 @@
+"""Lingjun (eflo): the platform's plan parts (``plan``)."""
