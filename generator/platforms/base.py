@@ -20,6 +20,7 @@ class Capability(enum.Enum):
     """Something a platform does (or lets trainstack do) that another may not."""
 
     NODES = "nodes"  # trainstack creates the nodes itself (ECS instances, eflo nodes); PAI-DLC manages its own
+    ECS_INSTANCES = "ecs-instances"  # the nodes are ECS instances (heal re-creates them, stock and key pairs are ECS's)
     NODE_BOOTSTRAP = "node-bootstrap"  # the nodes boot trainstack's node-init.sh as user data
     ZONE_CHOICE = "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
     RDMA = "rdma"  # an RDMA fabric between the nodes (eRDMA or RoCE on ECS, HPN on Lingjun)

@@ -1,6 +1,7 @@
 """Lingjun (``compute.platform: lingjun``, eflo): bare-metal GPU nodes in an eflo cluster and node group on the HPN
 RDMA network. The declaration below is data; the plan parts are in :mod:`generator.platforms.lingjun.plan`, the
-rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`.
+rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`. The live job
+commands (submit, jobs, logs, cancel, check) refuse Lingjun stacks: neither jobs capability.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ NO_SHARED = Unhonoured(Level.WARNING, "Lingjun plans have no shared file system 
 PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
-    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH, C.CLOUD_ASSISTANT_JOBS}),
+    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH}),
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
     unhonoured={
