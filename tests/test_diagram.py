@@ -1,4 +1,4 @@
-"""The plan as a Mermaid flowchart (generator/plan/diagram.py): escaping, determinism, grouping, and the
+"""The plan as a Mermaid flowchart (generator/present/diagram.py): escaping, determinism, grouping, and the
 syntax checked by the real Mermaid parser under Node (tests/mermaid/parse.mjs; skipped without node or
 mermaid)."""
 

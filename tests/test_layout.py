@@ -140,3 +140,28 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     program = (root / "stacks" / "pretrain-70b" / "__main__.py").read_text()
     sections = {line.rsplit(" ", 1)[-1] for line in program.splitlines() if line.startswith("# -----")}
     assert sections == {"network", "identity", "checkpoints", "storage", "compute", "outputs"}
+
+
+# Outside generator/platforms/, a platform is reached through its declaration (base, registry) or its behaviour
+# (planning, contract), never by importing its own modules; the exceptions say why.
+PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.planning",
+                  "generator.platforms.contract"}
+PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
+    ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
+    "others, so `model.weights` has one planning module",
+    ("generator.render.files", "generator.platforms.dlc.weights"): "the DLC job's weights script is rendered with "
+    "the other stack files",
+}
+
+
+def test_platforms_are_reached_through_their_registries() -> None:
+    wrong = []
+    for module, imports in sorted(_graph().items()):
+        if _stage(module) == "platforms":
+            continue
+        for target in sorted(imports):
+            excepted = any(m == module and (t == target or t.startswith(f"{target}."))  # also ``from pkg import mod``
+                           for m, t in PLATFORM_EXCEPTIONS)
+            if _stage(target) == "platforms" and target not in PLATFORM_DOORS and not excepted:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "import a platform through generator.platforms.registry or .planning:\n" + "\n".join(wrong)

@@ -95,7 +95,7 @@ def batch_sequences(spec: Spec) -> int | None:
 
 def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
     """Whether the nodes reach each other over RDMA, as :func:`generator.plan.network.fabric` decides."""
-    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/plan/dlc.py)
+    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/platforms/dlc/plan.py)
         return False
     return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
 

@@ -18,14 +18,14 @@ import gzip
 
 from generator.errors import TrainstackError
 from generator.plan.model import Plan
-from generator.platforms import ecs
-from generator.platforms.lingjun.plan import LINGJUN_USER_DATA_MAX
+from generator.platforms.registry import platform_for
 
 # ECS user data: "Before user data is encoded in Base64, the user data can only be up to 32 KB in size"
 # (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-user-data, last updated 2024-06-07);
 # the older page https://www.alibabacloud.com/help/doc-detail/49121.htm says 16 KB before encoding. trainstack keeps
 # to the smaller, 16 KB, so user data that passes here passes under either reading.
-ECS_USER_DATA_MAX = ecs.USER_DATA_MAX
+ECS_USER_DATA_MAX = platform_for("ecs").user_data_max_bytes
+LINGJUN_USER_DATA_MAX = platform_for("lingjun").user_data_max_bytes  # base64 of at most 16 KB [PU-EFLO]
 GZIP_LEVEL = 9  # fixed: the same script must give the same user data bytes on every run
 MAX_ADDRESS = "x" * 253  # the longest DNS name (RFC 1035): the worst case of the shared file system's address
 
