@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generator import sizing  # noqa: E402
-from generator.plan.estimate import estimate  # noqa: E402
+from generator.estimate import estimate  # noqa: E402
 from generator.sizing.frameworks import full_model_states  # noqa: E402
 
 GB = 10**9

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import load_catalog
+from generator.estimate import cost_report, cost_text
 from generator.plan.cost import HOURS_PER_MONTH, checkpoint_hours
-from generator.plan.diagram import flowchart
-from generator.plan.estimate import cost_report, cost_text
 from generator.plan.pipeline import load, plan_located
 from generator.plan.planner import PlanningError, make_plan
+from generator.present.diagram import flowchart
 from generator.spec.loader import load_text
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The plan as a Mermaid flowchart (generator/plan/diagram.py): escaping, determinism, grouping, and the
+"""The plan as a Mermaid flowchart (generator/present/diagram.py): escaping, determinism, grouping, and the
 syntax checked by the real Mermaid parser under Node (tests/mermaid/parse.mjs; skipped without node or
 mermaid)."""
 
@@ -16,7 +16,7 @@ import yaml
 from test_lingjun import LINGJUN_SPEC
 
 from generator import api
-from generator.plan import diagram
+from generator.present import diagram
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

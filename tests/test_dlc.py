@@ -275,7 +275,7 @@ def test_dlc_refusals_are_spec_errors_with_a_hint(tmp_path: Path, body: str, fie
 
 
 def test_dlc_refuses_a_region_without_dlc_worker_types(tmp_path: Path) -> None:
-    from generator.plan.dlc import dlc_rules
+    from generator.platforms.dlc.plan import dlc_rules
 
     region = CATALOG.region("cn-hangzhou")
     empty = CATALOG.__class__(**{**{f: getattr(CATALOG, f) for f in CATALOG.__dataclass_fields__}, "dlc_specs": ()})
@@ -352,7 +352,7 @@ def test_dlc_plans_are_consistent(data: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------------------------ quota (P2-13)
 def test_quota_warning_names_the_jobs_gpus_and_vcpus_against_the_default() -> None:
-    from generator.plan.dlc import quota_warning
+    from generator.platforms.dlc.plan import quota_warning
     assert quota_warning(1, 2, 8) == ""  # exactly the default: no warning
     w = quota_warning(1, 8, 128)
     assert "1 x 8 = 8 GPU(s)" in w and "1 x 128 = 128 vCPU(s)" in w and "GPUs and CPU cores" in w

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from generator import api, sizing
 from generator.catalog import load_catalog
 from generator.cli import main
-from generator.plan.estimate import EstimateError, cost_report, data_parallel_degree, estimate
+from generator.estimate import EstimateError, cost_report, data_parallel_degree, estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {p.stem: p for p in (ROOT / "examples").glob("*.yaml")}

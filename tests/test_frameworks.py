@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from generator import sizing
 from generator.catalog import load_catalog
-from generator.plan.estimate import EstimateError, estimate
+from generator.estimate import EstimateError, estimate
 from generator.plan.planner import PlanningError, make_plan
 from generator.sizing.frameworks import full_model_states
 from generator.spec.model import Spec

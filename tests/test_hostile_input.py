@@ -23,9 +23,8 @@ from click.testing import CliRunner
 
 from generator import api
 from generator.cli import main
-from generator.plan import diagram
-from generator.plan import markdown as md
 from generator.plan.model import dumps
+from generator.present import diagram, md
 from generator.render import escape, stackdir
 from generator.spec import source
 

@@ -1,8 +1,8 @@
 """The package layout is the pipeline: dependencies run one way, there is no import cycle, and rooms stay small.
 
 Every ``import`` inside ``generator/`` (also those inside functions, which are cycles all the same) is read with
-``ast``. Stages may import only earlier stages: errors < spec, catalog < sizing < plan < render < preview < live
-< api < cli. No stage imports the library API (:mod:`generator.api`) or a later stage.
+``ast``. Stages may import only earlier stages: errors < spec, catalog < sizing < plan, platforms < present, estimate
+< render < preview < live < api < cli. No stage imports the library API (:mod:`generator.api`) or a later stage.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator"
 STAGES = {  # top-level part of generator -> its place in the pipeline
-    "errors": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "render": 4, "preview": 5, "live": 6,
-    "api": 7, "cli": 8,
+    "errors": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "platforms": 3, "present": 4, "estimate": 4,
+    "render": 5, "preview": 6, "live": 7, "api": 8, "cli": 9,
 }
 MAX_LINES = 600
 
@@ -126,7 +126,8 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     from generator.spec.rules import PARTS, RULES
 
     root = PACKAGE.parent
-    planner_parts = {p.stem for p in (PACKAGE / "plan").glob("*.py")} & set(PARTS)
+    planner_parts = ({p.stem for p in (PACKAGE / "plan").glob("*.py")}  # the shared parts, and each platform's own
+                     | {p.name for p in (PACKAGE / "platforms").iterdir() if p.is_dir()}) & set(PARTS)
     assert planner_parts == set(PARTS) - {"identity", "outputs"}  # identity and outputs are rendered, not planned
     partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
     # checkpoint_policy (shared by both identities) and facts (the compute part's published cluster facts, in its own
@@ -139,3 +140,28 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     program = (root / "stacks" / "pretrain-70b" / "__main__.py").read_text()
     sections = {line.rsplit(" ", 1)[-1] for line in program.splitlines() if line.startswith("# -----")}
     assert sections == {"network", "identity", "checkpoints", "storage", "compute", "outputs"}
+
+
+# Outside generator/platforms/, a platform is reached through its declaration (base, registry) or its behaviour
+# (planning, contract), never by importing its own modules; the exceptions say why.
+PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.planning",
+                  "generator.platforms.contract"}
+PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
+    ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
+    "others, so `model.weights` has one planning module",
+    ("generator.render.files", "generator.platforms.dlc.weights"): "the DLC job's weights script is rendered with "
+    "the other stack files",
+}
+
+
+def test_platforms_are_reached_through_their_registries() -> None:
+    wrong = []
+    for module, imports in sorted(_graph().items()):
+        if _stage(module) == "platforms":
+            continue
+        for target in sorted(imports):
+            excepted = any(m == module and (t == target or t.startswith(f"{target}."))  # also ``from pkg import mod``
+                           for m, t in PLATFORM_EXCEPTIONS)
+            if _stage(target) == "platforms" and target not in PLATFORM_DOORS and not excepted:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "import a platform through generator.platforms.registry or .planning:\n" + "\n".join(wrong)

@@ -324,8 +324,8 @@ def test_expert_all_to_all_across_nodes_lowers_the_mfu() -> None:
 
 
 def test_the_plan_report_shows_experts_and_ep() -> None:
-    from generator.plan.report import plan_text
-    from generator.plan.report_markdown import plan_markdown
+    from generator.present.markdown import plan_markdown
+    from generator.present.text import plan_text
 
     p = _plan({"preset": "mixtral-8x7b", "tokens": "20B"})
     text = plan_text(p)

@@ -1,6 +1,6 @@
 """``trainstack plan --format markdown``: the sections a pull request needs, tables that parse, and hostile text escaped.
 
-The Markdown helpers (:mod:`generator.plan.markdown`) are shared with the rendered README
+The Markdown helpers (:mod:`generator.present.md`) are shared with the rendered README
 (:mod:`generator.render.escape`), whose own round trips are in ``tests/test_escaping.py``.
 """
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.cli import main
-from generator.plan import markdown as md
+from generator.present import md
 from generator.render import escape
 
 ROOT = Path(__file__).resolve().parents[1]

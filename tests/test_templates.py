@@ -18,6 +18,10 @@ def test_main_template_is_short_and_includes_every_part() -> None:
     main = (STACK / "__main__.py.j2").read_text()
     assert len(main.splitlines()) <= 80
     included = set(INCLUDE.findall(main))
+    from generator.platforms.registry import PLATFORMS  # each platform lists the parts its program includes
+
+    assert '{% include "stack/parts/" ~ part ~ ".py.j2" %}' in main
+    included |= {f"{name}.py.j2" for p in PLATFORMS.values() for name in p.program_parts}
     for part in PARTS.glob("*.j2"):
         included |= set(INCLUDE.findall(part.read_text()))
     assert included == {p.name for p in PARTS.glob("*.j2")}, "a part that nothing includes, or a missing one"

@@ -149,7 +149,8 @@ def test_specs_without_weights_keep_their_digest_and_plan_json(tmp_path: Path) -
 
 
 def test_plan_text_and_markdown_show_where_the_weights_land(tmp_path: Path) -> None:
-    from generator.plan import report, report_markdown
+    from generator.present import markdown as report_markdown
+    from generator.present import text as report
 
     plan = _plan(tmp_path, "modelscope://Qwen/Qwen2-72B@v1")
     text = report.plan_text(plan)

@@ -19,7 +19,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
-from generator.plan import dlc_weights
+from generator.platforms.dlc import weights as dlc_weights
 from generator.render import files as render_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,8 @@ def test_modelscope_weights_land_once_on_the_shared_dataset(tmp_path: Path) -> N
 
 
 def test_plan_text_says_mounted_or_fetched_once(tmp_path: Path) -> None:
-    from generator.plan import report, report_markdown
+    from generator.present import markdown as report_markdown
+    from generator.present import text as report
 
     mounted = _plan(tmp_path, OSS)
     assert f"weights      {OSS} -> /mnt/weights, about 12.55 GiB (ESTIMATE), mounted read-only, not copied" in \

@@ -65,7 +65,7 @@ def main(debug: bool) -> None:
 def validate(spec: str) -> None:
     """Check a spec file (syntax, types, catalog facts, sizing, lint) without writing anything."""
     from generator import api
-    from generator.plan.report import warning_lines
+    from generator.present.text import warning_lines
 
     result = api.preview(spec)  # plans, renders and runs once; the lint reads the same graph
     p = result.plan
@@ -93,13 +93,14 @@ def validate(spec: str) -> None:
 def plan(spec: str, as_json: bool, fmt: str) -> None:
     """Show what trainstack would build for SPEC, and why."""
     from generator import api
-    from generator.plan import diagram, report
+    from generator.present import diagram
+    from generator.present import text as report
 
     p = api.plan(spec)
     if as_json:
         click.echo(p.to_json(), nl=False)
     elif fmt == "markdown":
-        from generator.plan.report_markdown import plan_markdown
+        from generator.present.markdown import plan_markdown
 
         click.echo(plan_markdown(p), nl=False)
     elif fmt == "mermaid":
@@ -153,7 +154,7 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
     """Show the resources SPEC (or a stack folder) would create: offline under Pulumi's mock runtime by
     default, or against the deployed stack with --live."""
     from generator import api
-    from generator.plan import report
+    from generator.present import text as report
 
     if live_:
         if as_json:
@@ -200,7 +201,7 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
 
     from generator.catalog import load_catalog
     from generator.errors import did_you_mean
-    from generator.plan import report
+    from generator.present import text as report
 
     if sum((list_regions, list_lingjun, list_dlc)) > 1:
         raise click.UsageError("--regions, --lingjun and --dlc are different lists; give one of them.")

@@ -34,10 +34,13 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _platform(spec: str) -> str:
+def _runs_dlc_jobs(spec: str) -> bool:
+    """Whether SPEC's platform runs its jobs on PAI-DLC (else over ECS Cloud Assistant: generator.cli.jobs)."""
     from generator.cli.jobs import platform_of
+    from generator.platforms.base import Capability
+    from generator.platforms.registry import platform_for
 
-    return platform_of(spec)
+    return platform_for(platform_of(spec)).has(Capability.DLC_JOBS)
 
 
 def _dlc_plan(spec: str) -> Any:
@@ -90,7 +93,7 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
     if not command:
         raise click.UsageError("give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun "
                                "train.py")
-    if _platform(spec) != "pai-dlc":
+    if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
         ecs.submit(spec, command, dry_run, as_json, name, yes, backend, ranks, no_check, timeout_hours)
@@ -171,12 +174,12 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
     """List the jobs trainstack started for SPEC's stack (Cloud Assistant on ECS, PAI-DLC), newest first."""
     from generator.live import dlc
 
-    if _platform(spec) != "pai-dlc":
+    if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
         ecs.jobs(spec, as_json, limit, backend)
         return
-    from generator.plan import report
+    from generator.present import text as report
 
     plan = _dlc_plan(spec)
     outputs = _outputs(spec, plan, backend)
@@ -213,7 +216,7 @@ def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interva
     checkpoint bucket (also after the nodes are destroyed); each pod's on PAI-DLC."""
     from generator.live import dlc
 
-    if _platform(spec) != "pai-dlc":
+    if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
         ecs.logs(spec, job, rank, follow, interval, backend)
@@ -254,7 +257,7 @@ def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
     job is refused."""
     from generator.live import dlc
 
-    if _platform(spec) != "pai-dlc":
+    if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
         ecs.cancel(spec, job, yes, backend)

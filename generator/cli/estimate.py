@@ -1,6 +1,6 @@
 """``trainstack estimate`` (memory for a model and layout, no spec file) and ``trainstack cost SPEC``.
 
-Both are thin: parsing and printing here, the logic in :mod:`generator.plan.estimate`. Neither imports pulumi;
+Both are thin: parsing and printing here, the logic in :mod:`generator.estimate`. Neither imports pulumi;
 ``estimate`` does not even load pydantic, so it answers in a fraction of a second.
 """
 
@@ -115,7 +115,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
       trainstack estimate --layers 105 --hidden 20480 --heads 128 --ffn-hidden 81920 --vocab 51200 \\
           --mlp-matrices 2 --tied-embeddings --gpus 4480 --tp 8 --pp 35 --gpu A100-80G
     """
-    from generator.plan import estimate as est
+    import generator.estimate as est
 
     result = est.estimate(
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
@@ -138,9 +138,9 @@ def cost_command(spec: str, as_json: bool) -> None:
     Prices marked ESTIMATE are trainstack estimates, not published list prices; the runners-up are the
     other instance types that fit, with their cost.
     """
+    import generator.estimate as est
     from generator import api
     from generator.catalog import load_catalog
-    from generator.plan import estimate as est
 
     catalog = load_catalog()
     report = est.cost_report(api.plan(spec, catalog), catalog)

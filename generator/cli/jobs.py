@@ -320,7 +320,7 @@ def _confirm(question: str, err: bool = False) -> None:
 
 def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
     from generator.live.jobs import ops
-    from generator.plan import report
+    from generator.present import text as report
 
     _, cluster = _cluster(target, backend)
     if not any(n.instance_id for n in cluster.nodes) and cluster.bucket:

@@ -50,6 +50,8 @@ from generator.live.stock import (
     short_stock,
 )
 from generator.live.target import check_fresh
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 STOCK_ATTEMPTS = 5  # questions for stock before heal gives up on a round
 STOCK_BACKOFF = (60.0, 120.0, 240.0, 480.0)  # seconds between them (the last repeats)
@@ -104,7 +106,7 @@ def diagnose(target: Target, fleet: Fleet, state: Sequence[StateResource]) -> li
 def require_healable(target: Target) -> Fleet:
     """A folder heal can work on: ECS nodes, fresh against its spec, and nodes that a deploy has declared."""
     fleet = fleet_of(target.stack_dir)
-    if fleet.platform != "ecs":
+    if not platform_for(fleet.platform).has(Capability.ECS_INSTANCES):
         raise BadTarget(f"{target.stack_dir} runs Lingjun nodes; heal re-creates ECS instances only, so use "
                         "`trainstack up` to restore Lingjun nodes.")
     fresh = check_fresh(Path(target.stack_dir))

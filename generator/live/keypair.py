@@ -24,6 +24,8 @@ from typing import Any, Protocol
 from generator.live.errors import EXIT_NO_STOCK, BadTarget, LiveError, StackNotDeployed
 from generator.live.mountaddr import sdk_config
 from generator.live.stock import SKIP_FLAG, SdkStockChecker, fleet_of, nodes_to_create
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 API_DOC = "https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describekeypairs"
 
@@ -96,7 +98,7 @@ def key_pair_preflight(engine: Any, target: Any, checker: KeyPairChecker, say: S
         state = engine.resources(target)
     except StackNotDeployed:
         state = None
-    if fleet.platform == "ecs" and not nodes_to_create(fleet, state):
+    if platform_for(fleet.platform).has(Capability.ECS_INSTANCES) and not nodes_to_create(fleet, state):
         return None
     checker.check()
     try:

@@ -29,6 +29,8 @@ from typing import Any, Protocol
 from generator.live.engine import StateResource
 from generator.live.errors import BadTarget, EcsSdkMissing, EngineFailed, LiveError, NoStock, StackNotDeployed
 from generator.live.mountaddr import INSTALL_LIVE, sdk_config
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 API_DOC = "https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeavailableresource"
 ECS_SDK_MODULES = ("alibabacloud_ecs20140526", "alibabacloud_tea_openapi", "alibabacloud_credentials")
@@ -237,7 +239,7 @@ def stock_preflight(engine: Any, target: Any, checker: StockChecker, say: Say) -
     machine types DescribeAvailableResource does not cover).
     """
     fleet = fleet_of(target.stack_dir)
-    if fleet.platform != "ecs":
+    if not platform_for(fleet.platform).has(Capability.ECS_INSTANCES):
         say(f"stock: not checked: Lingjun nodes are not ECS instance types ({API_DOC} covers ECS only)")
         return []
     try:

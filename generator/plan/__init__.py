@@ -1,11 +1,12 @@
-"""Stage 2, plan: a Spec and the catalog -> an immutable :class:`~generator.plan.model.Plan`, pure (no I/O, no clock).
+"""Stage 3, plan: a Spec and the catalog -> an immutable :class:`~generator.plan.model.Plan`, pure (no I/O, no clock).
 
-Modules: ``check`` (spec facts against the catalog), ``planner`` (``make_plan``, which composes the parts),
-``model`` (the Plan's frozen dataclasses and plan.json), ``estimate`` (the memory and cost model without a spec),
-``report`` (the plan as text), ``report_markdown`` (the plan as Markdown, through ``markdown``, the
-Markdown escaping render shares), ``pipeline`` (load, check and plan a file).
+Modules: ``check`` (spec facts against the catalog, and each platform's rules), ``planner`` (``make_plan``, which
+composes the parts), ``model`` (the Plan's frozen dataclasses and plan.json), ``pipeline`` (load, check and plan a
+file), ``fit`` (what the parts share), ``naming`` (node names), ``search`` (the node-count search).
 
-The parts, each building its part of the Plan with its decisions: ``compute`` (the winning fit, from the fits
-``layout`` finds), ``network``, ``storage``, ``checkpoints``, ``spot``, ``lingjun`` and ``cost``; ``fit`` holds
-what they share.
+The shared parts, each building its part of the Plan with its decisions: ``compute`` (the winning fit, from the fits
+``layout`` finds; ``reasons``: what set the node count), ``schedule`` (one layout's hours and the checkpoint tier),
+``network`` (ECS's fabric, VPC and node places; the IP plan), ``storage`` (with ``weights``), ``checkpoints``,
+``spot`` and ``cost``. What differs by platform is in :mod:`generator.platforms`; presentation (text, Markdown,
+Mermaid) in :mod:`generator.present`; ``trainstack estimate`` in :mod:`generator.estimate`.
 """

@@ -16,6 +16,8 @@ from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Checkpoints, Decision, Storage
 from generator.plan.schedule import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
 from generator.plan.spot import spot_split
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes, human_seconds
 
@@ -52,7 +54,7 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                      lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
-    if not k.enabled and fit.nodes > 1 and spec.compute.platform == "ecs":
+    if not k.enabled and fit.nodes > 1 and platform_for(spec).has(Capability.CLUSTER_FACTS):
         # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
         # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
         raise PlanningError([Problem(("checkpoints", "enabled"), (
@@ -111,5 +113,5 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                f"{days} days (restorable {k.retention_days} days more)"))))
     return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
                        k.abort_multipart_days, endpoint, size, round(write_s, 3), round(mtbf_h, 3),
-                       facts_key(k.prefix) if spec.compute.platform == "ecs" else "", choice.kind, directory,
+                       facts_key(k.prefix) if platform_for(spec).has(Capability.CLUSTER_FACTS) else "", choice.kind, directory,
                        round(restore_s, 3), k.keep_last, days, k.keep_last is not None and not spec.compute.paused)

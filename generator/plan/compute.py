@@ -41,6 +41,8 @@ from generator.plan.model import (
 from generator.plan.reasons import nodes_reason
 from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec import limits
 from generator.spec.model import Spec
 from generator.spec.units import human_count, human_seconds
@@ -185,12 +187,13 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
         key_pair=spec.compute.admin_key_pair or (
             f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None),
-        image=spec.compute.image_id or (images.ecs_default().image if spec.compute.platform == "ecs" else ""))
+        image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
+                                        else ""))
 
 
 def image_decision(spec: Spec, compute: Compute) -> Decision | None:
     """Why the ECS nodes boot the image they do, when the spec names none (the pinned catalog default)."""
-    if spec.compute.platform != "ecs" or spec.compute.image_id:
+    if not platform_for(spec).has(Capability.DEFAULT_IMAGE) or spec.compute.image_id:
         return None
     image = images.ecs_default()
     return Decision("image", image.image, (

@@ -205,7 +205,7 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
 def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
     """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric. PAI-DLC manages the network
     between its workers (trainstack attaches nothing), so multi-node DLC jobs are allowed on 8-GPU workers; the
-    plan says what that network is (:mod:`generator.plan.dlc`)."""
+    plan says what that network is (:mod:`generator.platforms.dlc.plan`)."""
     return t.rdma or spec.compute.platform in ("lingjun", "pai-dlc")
 
 

@@ -416,7 +416,7 @@ class Dlc:
     resource: str  # "public" (pay-as-you-go public resources) -- trainstack plans no resource quota
     outputs: tuple[tuple[str, str], ...]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
     max_running_hours: int | None = None  # CreateJob JobMaxRunningTimeMinutes / 60 (None: DLC's default, 30 days)
-    # ModelScope weights (generator/plan/dlc_weights.py): the command every worker runs before the user's command,
+    # ModelScope weights (generator/platforms/dlc/weights.py): the command every worker runs before the user's command,
     # and the checkpoint-bucket key the stack publishes trainstack-weights at; "" otherwise (and left out of plan.json)
     prelude: str = ""
     weights_script_key: str = ""

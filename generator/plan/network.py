@@ -2,7 +2,7 @@
 consumer takes which addresses), the MTU and jumbo frames by the catalog, NCCL variables and egress, and where each
 rank goes (fixed private address, deployment set), with their decisions.
 
-Lingjun clusters take theirs from :mod:`generator.plan.lingjun`.
+Lingjun clusters take theirs from :mod:`generator.platforms.lingjun.plan`.
 """
 
 from __future__ import annotations

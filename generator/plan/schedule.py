@@ -20,6 +20,8 @@ from generator.plan.fit import expert_degree
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec.model import Spec
 from generator.spec.units import human_seconds
 
@@ -53,7 +55,7 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
     nic = nodes * t.network_gbps  # 0: not stated (Lingjun types)
     bound = (lambda gbps: min(gbps, nic) if nic > 0 else gbps)
     oss = sizing.Tier("OSS", bound(region.oss_upload_gbps), bound(region.oss_download_gbps))
-    if spec.compute.platform == "pai-dlc":
+    if not platform_for(spec).has(Capability.NODE_BOOTSTRAP):  # PAI-DLC: no trainstack process on the workers
         return TierChoice(oss, "oss", "PAI-DLC workers write to the checkpoint dataset (the bucket, mounted) and "
                                       "trainstack runs no copy process in DLC containers: written to OSS at the "
                                       f"{region.id} upload limit of {region.oss_upload_gbps:g} Gbit/s per account "
@@ -93,7 +95,7 @@ def batch_sequences(spec: Spec) -> int | None:
 
 def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
     """Whether the nodes reach each other over RDMA, as :func:`generator.plan.network.fabric` decides."""
-    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/plan/dlc.py)
+    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/platforms/dlc/plan.py)
         return False
     return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
 
@@ -260,7 +262,7 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
                          f" at {ok:g} or less the run finishes")
         base = next((b for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
                      if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
-        if spec.compute.platform != "pai-dlc":  # a DLC job's workers are all spot or all on demand
+        if platform_for(spec).has(Capability.MIXED_SPOT):  # a DLC job's workers are all spot or all on demand
             fixes.append(f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
                          if base is not None else
                          f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})")

@@ -13,6 +13,8 @@ from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Dataset, Decision, Network, Storage
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec import limits
 from generator.spec.limits import CPFS_MIN_GIB, CPFS_STEP_GIB
 from generator.spec.model import Spec
@@ -40,7 +42,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     s = spec.storage
     ds = s.dataset
     kind: str = s.shared  # the spec's choice, then what auto resolves to
-    if spec.compute.platform == "lingjun":
+    if not platform_for(spec).has(Capability.SHARED_FILE_SYSTEM):  # Lingjun
         if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
             raise PlanningError([Problem(("storage", "shared"), "Lingjun plans have no shared file system",
                                          "set storage.shared: none and remove storage.dataset")])
@@ -128,7 +130,7 @@ def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
 
 def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
     """The shared file system a plan of ``nodes`` nodes gets: ``cpfs``, ``extreme-nas`` or ``none``."""
-    if spec.compute.platform == "lingjun":
+    if not platform_for(spec).has(Capability.SHARED_FILE_SYSTEM):
         return "none"
     return auto_kind(spec, region, nodes)[0] if spec.storage.shared == "auto" else spec.storage.shared
 

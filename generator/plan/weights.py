@@ -5,7 +5,7 @@ The weights land once on the shared file system (``<mount>/weights/...``), which
 shared storage keeps them on each node's own disk. ECS and PAI-DLC plans with several nodes and ``storage.shared:
 none`` are refused (a fix exists: shared storage); Lingjun plans have no shared file system, so each node downloads
 its own copy and the plan warns. On PAI-DLC, weights in OSS are not copied at all: DLC mounts the folder read-only
-(:mod:`generator.plan.dlc_weights`), so ``fetches`` is 0 and no storage is sized for them. The size is an estimate
+(:mod:`generator.platforms.dlc.weights`), so ``fetches`` is 0 and no storage is sized for them. The size is an estimate
 from the parameter count (``docs/spec.md``, "model.weights").
 """
 
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from generator.catalog import Region
 from generator.errors import Problem
-from generator.plan import dlc_weights
 from generator.plan.fit import PlanningError
 from generator.plan.model import Decision, Network, Storage, Weights
+from generator.platforms.base import Capability
+from generator.platforms.dlc import weights as dlc_weights
+from generator.platforms.registry import platform_for
 from generator.spec import weights as source
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes
@@ -57,8 +59,9 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
         return None
     src = source.parse(spec.model.weights)
     size = estimated_size(spec, parameters)
-    lingjun = spec.compute.platform == "lingjun"
-    if spec.compute.platform == "pai-dlc":
+    platform = platform_for(spec)
+    lingjun = not platform.has(Capability.SHARED_FILE_SYSTEM)  # each Lingjun node fetches its own copy
+    if not platform.has(Capability.NODE_BOOTSTRAP):  # PAI-DLC: the job mounts or fetches them itself
         return _plan_dlc_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
     shared = storage.kind != "none"
     if not shared and nodes > 1 and not lingjun:
@@ -76,7 +79,7 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
         how = _modelscope_how(src)
     else:
         how = (f"copied with ossutil over the internal endpoint {endpoint}, so the bucket must be in {region.id}; "
-               + ("the RAM user's policy" if lingjun else "the nodes' RAM role") + f" may read oss://{src.bucket}/"
+               + ("the nodes' RAM role" if platform.has(Capability.NODE_RAM_ROLE) else "the RAM user's policy") + f" may read oss://{src.bucket}/"
                f"{src.prefix} and list that prefix, nothing else of the bucket")
     if shared:
         where = (f"on the shared {storage.kind} file system, fetched once: the node that takes the lock "

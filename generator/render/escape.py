@@ -14,8 +14,8 @@ import re
 import shlex
 from typing import Any
 
-from generator.plan import markdown as _md
-from generator.plan.markdown import nonprintable as _escape_nonprintable
+from generator.present import md as _md
+from generator.present.md import nonprintable as _escape_nonprintable
 
 
 class Escaped(str):

@@ -12,8 +12,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from generator.plan import diagram, dlc_weights, naming
+from generator.plan import naming
 from generator.plan.model import Plan, dumps
+from generator.platforms.base import Capability
+from generator.platforms.dlc import weights as dlc_weights
+from generator.platforms.registry import platform_for
+from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 
@@ -60,6 +64,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
               "deployment_set": r.deployment_set or ""} for r in c.ranks]
     return {
         "plan": plan,
+        "program_parts": platform_for(plan).program_parts,  # the platform's parts of __main__.py, in order (constants)
         "spec_path": spec_path,
         "tags": tags,
         "nodes": nodes,
@@ -231,9 +236,9 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
         f"{MARKER}/DO_NOT_EDIT": env.get_template("stack/DO_NOT_EDIT.j2").render(ctx),
         ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n.trainstack/pending/\n.trainstack/quarantine.json\n",
     }
-    if plan.dlc is None:  # DLC boots its own nodes: no cloud-init bootstrap
+    if platform_for(plan).has(Capability.NODE_BOOTSTRAP):  # PAI-DLC boots its own nodes: no cloud-init bootstrap
         files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)
-    elif plan.dlc.weights_script_key:  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
+    elif plan.dlc is not None and plan.dlc.weights_script_key:  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
         files[dlc_weights.SCRIPT_NAME] = weights_script(plan)
     for name, text in files.items():
         if not text.endswith("\n"):

@@ -4,7 +4,7 @@ ECS: the program fills in a node's rank, name and spot flag, gzip-compresses the
 same script gives the same bytes) and base64-encodes it. Linux user data on ECS is run by cloud-init, which takes
 gzip-compressed content and runs what it unpacks; the limit applies to the bytes before base64, so here to the
 compressed bytes (docs/bootstrap.md, "How the bootstrap is delivered"). Lingjun: the node group takes a plain
-script (no documented cloud-init; see :data:`generator.plan.lingjun.LINGJUN_USER_DATA_MAX`), so node-init.sh goes
+script (no documented cloud-init; see :data:`generator.platforms.lingjun.plan.LINGJUN_USER_DATA_MAX`), so node-init.sh goes
 inside a short bash wrapper that unpacks it (base64, gzip) and runs it: :func:`lingjun_user_data`.
 
 :func:`check` runs at render time, on the largest user data any node of the plan can get; the generated program
@@ -17,14 +17,15 @@ import base64
 import gzip
 
 from generator.errors import TrainstackError
-from generator.plan.lingjun import LINGJUN_USER_DATA_MAX
 from generator.plan.model import Plan
+from generator.platforms.registry import platform_for
 
 # ECS user data: "Before user data is encoded in Base64, the user data can only be up to 32 KB in size"
 # (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-user-data, last updated 2024-06-07);
 # the older page https://www.alibabacloud.com/help/doc-detail/49121.htm says 16 KB before encoding. trainstack keeps
 # to the smaller, 16 KB, so user data that passes here passes under either reading.
-ECS_USER_DATA_MAX = 16 * 1024
+ECS_USER_DATA_MAX = platform_for("ecs").user_data_max_bytes
+LINGJUN_USER_DATA_MAX = platform_for("lingjun").user_data_max_bytes  # base64 of at most 16 KB [PU-EFLO]
 GZIP_LEVEL = 9  # fixed: the same script must give the same user data bytes on every run
 MAX_ADDRESS = "x" * 253  # the longest DNS name (RFC 1035): the worst case of the shared file system's address
 

@@ -81,7 +81,7 @@ def job_command(dlc: Dlc, command: Sequence[str]) -> str:
     """The job's ``UserCommand``: :func:`user_command`, behind the plan's prelude when it has one.
 
     With ModelScope base weights, ``Dlc.prelude`` runs trainstack-weights in every worker first
-    (:mod:`generator.plan.dlc_weights`): ``PRELUDE && exec bash -c 'COMMAND'``. The user's command line is quoted whole
+    (:mod:`generator.platforms.dlc.weights`): ``PRELUDE && exec bash -c 'COMMAND'``. The user's command line is quoted whole
     (:func:`shlex.quote`), so its own ``;``, ``&&``, ``|`` or ``#`` stay inside it and it runs only once the weights
     are there; ``exec`` leaves it the process the job's shell was. Both inherit the job's environment unchanged,
     including the MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK that DLC injects into every PyTorchJob worker

@@ -27,6 +27,8 @@ from generator.live.jobs.cluster import (
 from generator.live.jobs.cure import apply, instance_status, plan_actions
 from generator.live.target import default_backend, has_state, planned_target
 from generator.plan import pipeline
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 LINGJUN_SENTENCE = (
     "jobs and checks run through ECS Cloud Assistant, and Lingjun nodes are not ECS instances: the EFLO controller "
@@ -54,7 +56,8 @@ def stack_cluster(
     planned in memory). A Lingjun stack is refused in one sentence (exit 2)."""
     env = os.environ if env is None else env
     t = planned_target(target, backend, env)
-    if t.platform == "lingjun" or (not t.platform and platform_of(str(t.stack_dir)) == "lingjun"):
+    platform = platform_for(t.platform or platform_of(str(t.stack_dir)))
+    if not platform.has(Capability.CLOUD_ASSISTANT_JOBS) and not platform.has(Capability.DLC_JOBS):  # Lingjun
         raise BadInput(f"{target}: {LINGJUN_SENTENCE}.")
     if not (t.stack_dir / "plan.json").is_file():
         return t, cluster_from_plan(json.loads(pipeline.plan_file(Path(target)).to_json()), {}, target)

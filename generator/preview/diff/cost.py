@@ -1,7 +1,7 @@
 """The cost delta of a diff: what each side costs per hour, per month (730 h) and for the whole run, and the change.
 
 :func:`cost_delta` takes the two sides' Plans (``None`` for an empty side, ``/dev/null``) and compares the
-planner's own figures (``Plan.cost``, via :func:`generator.plan.estimate.cost_report`, so ``trainstack cost`` and
+planner's own figures (``Plan.cost``, via :func:`generator.estimate.cost_report`, so ``trainstack cost`` and
 the diff never disagree). Every amount is broken down into compute on demand, compute spot, shared storage and
 object storage, and each line says whether it rests on an estimated price. A paused side
 (``compute.paused``) runs no node: its lines are what it still pays for (:class:`~generator.plan.model.PausedCost`),
@@ -124,7 +124,7 @@ class CostDelta:
 
 def side_cost(plan: Plan | None, catalog: Catalog) -> SideCost:
     """One side's cost from its plan (``None``: no cluster, 0)."""
-    from generator.plan.estimate import cost_report
+    from generator.estimate import cost_report
 
     if plan is None:
         return NO_CLUSTER

@@ -125,7 +125,7 @@ def classes_used(result: DiffResult) -> list[str]:
 
 def diagram(base: Plan | None, head: Plan | None, result: DiffResult, what: WhatChanged | None = None) -> str:
     """Mermaid flowchart text of the change ("" when neither side has a plan)."""
-    from generator.plan.diagram import label
+    from generator.present.diagram import label
 
     if base is None and head is None:
         return ""

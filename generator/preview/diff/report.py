@@ -466,7 +466,7 @@ def _cost_tables(delta: CostDelta) -> list[tuple[str, list[list[str]]]]:
 
 
 def _cost_text(delta: CostDelta) -> list[str]:
-    from generator.plan.report import table  # text helpers only
+    from generator.present.text import table  # text helpers only
 
     cur = delta.currency
     out = [f"cost ({cur}): base -> head" + ("; includes estimated prices (*)" if delta.estimated else "")]

@@ -15,11 +15,12 @@ from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.model import Checkpoints, Decision, Lingjun, LingjunSubnet, Network, Node, VSwitch
 from generator.plan.naming import node_name
+from generator.platforms.lingjun import PLATFORM
 from generator.spec.model import Spec
 
 # eflo.Cluster cluster_type; the API's values are AckEdgePro, ExclusiveBareCluster and Lite [SDK-EFLO]
 LINGJUN_CLUSTER_TYPE = "Lite"
-LINGJUN_USER_DATA_MAX = 16 * 1024  # node group user data: base64 of at most 16 KB [PU-EFLO]
+LINGJUN_USER_DATA_MAX = PLATFORM.user_data_max_bytes  # node group user data: base64 of at most 16 KB [PU-EFLO]
 LINGJUN_BONDS_ASSUMED = 8  # addresses per node to reserve in the VPD subnet when the catalog gives no bond count
 
 

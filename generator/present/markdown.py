@@ -4,14 +4,14 @@ Sections: a summary table (instance type, nodes, GPUs, layout, memory per GPU, c
 basis: list price or ESTIMATE), the cost table, the decisions with their reasons, the instance types considered
 (the runners-up and why they lost), warnings, waived lint rules and tags. The long parts (price sources,
 decisions, runners-up) are folded in ``<details>``. Every piece of user or plan text goes through
-:mod:`generator.plan.markdown`, so a tag or a waiver reason cannot add markup, HTML, links or table cells.
+:mod:`generator.present.md`, so a tag or a waiver reason cannot add markup, HTML, links or table cells.
 """
 
 from __future__ import annotations
 
-from generator.plan import markdown as md
 from generator.plan.model import Plan
-from generator.plan.report import schedule_rows
+from generator.present import md
+from generator.present.text import schedule_rows
 from generator.spec.units import human_bytes, human_count, human_seconds
 
 MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment

@@ -1,7 +1,7 @@
 """``trainstack cost``: what a planned run costs, line by line with the price data behind each line.
 
 The money figures are the planner's (``plan.cost``); this module only says which price each rests on. Split from
-:mod:`generator.plan.estimate` (which re-exports :func:`cost_report` and :func:`cost_text`) to keep modules small.
+:mod:`generator.estimate` (which re-exports :func:`cost_report` and :func:`cost_text`) to keep modules small.
 Nothing here imports pulumi or pydantic.
 """
 
@@ -222,7 +222,7 @@ def _price_line(p: dict[str, Any]) -> str:
 
 def cost_text(report: dict[str, Any]) -> str:
     """The cost report as a page: the cost table, the price data behind each line, and the runners-up."""
-    from generator.plan.report import table
+    from generator.present.text import table
 
     cur, comp = report["currency"], report["compute"]
     lines = [

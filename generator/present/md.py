@@ -1,7 +1,7 @@
 """Markdown escaping and tables, shared by the plan's Markdown report and the rendered stack's README.
 
 The plan stage comes before render, so the helpers live here: :mod:`generator.render.escape` wraps them in its
-``Escaped`` type (its ``md`` and ``mdcode`` filters), and :mod:`generator.plan.report_markdown` uses them for
+``Escaped`` type (its ``md`` and ``mdcode`` filters), and :mod:`generator.present.markdown` uses them for
 ``trainstack plan --format markdown``. Every function returns plain ``str``.
 """
 

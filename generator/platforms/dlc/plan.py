@@ -22,7 +22,6 @@ from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
-from generator.plan import dlc_weights
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
     DLC_OUTPUTS,
@@ -40,6 +39,7 @@ from generator.plan.model import (
 )
 from generator.plan.network import ip_plan
 from generator.plan.storage import shared_storage_needed
+from generator.platforms.dlc import weights as dlc_weights
 from generator.spec.model import Spec
 
 JOB_TYPE = "PyTorchJob"  # CreateJob JobType for torchrun/DeepSpeed/Megatron jobs [DOC-DLC-JOB, SDK-DLC]
@@ -226,7 +226,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
              spot: DlcSpot | None, decisions: list[Decision], warnings: list[str],
              weights: Weights | None = None) -> Dlc:
     """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions; with
-    base weights, their dataset, environment and prelude (:mod:`generator.plan.dlc_weights`)."""
+    base weights, their dataset, environment and prelude (:mod:`generator.platforms.dlc.weights`)."""
     fit, t = best.fit, best.fit.itype
     row = catalog.dlc_spec(t.name)
     ws = workspace_name(spec)

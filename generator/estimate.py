@@ -1,6 +1,6 @@
 """Quick answers without a spec file: per-GPU memory for a model and layout (``trainstack estimate``), and
 what a planned run costs, line by line with the price data behind each line (``trainstack cost``, in
-:mod:`generator.plan.cost_report`, re-exported here).
+:mod:`generator.present.cost_report`, re-exported here).
 
 Everything here is a pure function returning plain dicts (JSON-ready: ints, floats, strings, lists), plus
 text renderers for people. The arithmetic lives in :mod:`generator.sizing` (docs/sizing.md); this module
@@ -15,7 +15,7 @@ from typing import Any
 from generator import sizing
 from generator.catalog import Catalog, GpuModel
 from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
-from generator.plan.cost_report import cost_report, cost_text
+from generator.present.cost_report import cost_report, cost_text
 from generator.spec.units import human_count
 
 __all__ = [
@@ -366,7 +366,7 @@ def _gb(n: float) -> str:
 def estimate_text(result: dict[str, Any]) -> str:
     """The estimate as a page a person reads: model, layout, memory table, how it relates to the ZeRO
     paper, fit on the GPU, compute, and the formulas with numbers plugged in."""
-    from generator.plan.report import table  # text helpers only; keeps this module's import graph tiny
+    from generator.present.text import table  # text helpers only; keeps this module's import graph tiny
 
     a, s, m = result["architecture"], result["setup"], result["per_gpu_bytes"]
     lines = [

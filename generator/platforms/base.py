@@ -1,0 +1,83 @@
+"""What a platform is, as data: its capabilities, the program parts it renders, and the spec fields it does not
+honour (each an error or a warning there, never silence).
+
+In the manner of SkyPilot's one class per cloud with a feature set (``skypilot-org/skypilot`` ``sky/clouds/cloud.py``:
+``CloudImplementationFeatures``, checked once by ``check_features_are_supported``): code that differs by platform
+asks ``platform_for(spec or plan).has(Capability.X)`` (:mod:`generator.platforms.registry`) instead of comparing
+``compute.platform`` with a name. A declaration imports nothing but the spec model, so every stage from the plan on
+can ask it; what a platform *does* (its rules and plan parts) lives beside it in its folder and is reached through
+:mod:`generator.platforms.planning`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class Capability(enum.Enum):
+    """Something a platform does (or lets trainstack do) that another may not."""
+
+    NODES = "nodes"  # trainstack creates the nodes itself (ECS instances, eflo nodes); PAI-DLC manages its own
+    ECS_INSTANCES = "ecs-instances"  # the nodes are ECS instances (heal re-creates them, stock and key pairs are ECS's)
+    NODE_BOOTSTRAP = "node-bootstrap"  # the nodes boot trainstack's node-init.sh as user data
+    ZONE_CHOICE = "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
+    RDMA = "rdma"  # an RDMA fabric between the nodes (eRDMA or RoCE on ECS, HPN on Lingjun)
+    JUMBO_FRAMES = "jumbo-frames"  # trainstack sets the nodes' MTU (8500 with jumbo frames, else 1400)
+    DEPLOYMENT_SETS = "deployment-sets"  # ECS deployment sets place the nodes
+    FIXED_ADDRESSES = "fixed-addresses"  # each rank has a private address fixed in the plan
+    SPOT = "spot"  # preemptible capacity
+    MIXED_SPOT = "mixed-spot"  # some nodes on demand, the rest spot (spot.on_demand_base)
+    ELASTIC = "elastic"  # an elastic launch with a minimum node count (spot.min_nodes)
+    SHARED_FILE_SYSTEM = "shared-file-system"  # CPFS or Extreme NAS mounted by the nodes
+    DATA_DISKS = "data-disks"  # encrypted data disks on the nodes (compute.data_disk_gib)
+    PAUSE = "pause"  # compute.paused: the nodes go, everything else stays
+    SSH = "ssh"  # an SSH port opened to network.admin_cidrs
+    DEFAULT_IMAGE = "default-image"  # the program looks a node image up when compute.image_id is unset
+    NODE_RAM_ROLE = "node-ram-role"  # the nodes get OSS credentials from a RAM role through the metadata service
+    CLUSTER_FACTS = "cluster-facts"  # the program publishes the cluster facts the nodes read at boot
+    CLOUD_ASSISTANT_JOBS = "cloud-assistant-jobs"  # submit/jobs/logs/cancel/check run over ECS Cloud Assistant
+    DLC_JOBS = "dlc-jobs"  # submit/jobs/logs/cancel create and follow PAI-DLC jobs
+
+
+class Level(enum.Enum):
+    """What a spec that sets a field a platform does not honour gets."""
+
+    ERROR = "error"  # the spec is refused (exit 2) with file, line and field: the user relies on the field
+    WARNING = "warning"  # the plan warns, naming the field: the field only tunes something the platform decides
+
+
+@dataclass(frozen=True)
+class Unhonoured:
+    """A spec field a platform does not honour.
+
+    ``why`` says what the platform does instead (with its source). ``rule`` is True when a platform rule already
+    reports the field with its own message, for the values ``when`` names (the others are fine); otherwise setting
+    the field in the spec at all (any value, the default too) gets ``why`` as an error or a warning.
+    """
+
+    level: Level
+    why: str
+    hint: str = ""
+    rule: bool = False
+    when: str = ""  # with rule: the values the rule refuses or warns about ("true", "cpfs or extreme-nas")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One platform: the ``compute.platform`` value, what it can do and what it renders."""
+
+    name: str  # the compute.platform value
+    title: str  # how the docs and messages name it
+    capabilities: frozenset[Capability]
+    program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
+    unhonoured: Mapping[str, Unhonoured] = field(default_factory=dict)  # spec field path ("network.jumbo_frames")
+    user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
+
+    def has(self, capability: Capability) -> bool:
+        return capability in self.capabilities
+
+    def honours(self, path: str) -> bool:
+        """Whether the platform honours the spec field at ``path`` (or every field under a section ``path``)."""
+        return path not in self.unhonoured

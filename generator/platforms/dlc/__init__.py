@@ -1,0 +1,47 @@
+"""PAI-DLC (``compute.platform: pai-dlc``): a Deep Learning Containers job on workers DLC manages; trainstack sizes
+it and builds its surroundings (workspace, VPC, storage, checkpoint bucket, role). The declaration below is data;
+the plan parts and rules are in :mod:`generator.platforms.dlc.plan`, base weights in
+:mod:`generator.platforms.dlc.weights`, composed by :mod:`generator.platforms.dlc.parts`.
+"""
+
+from __future__ import annotations
+
+from generator.platforms.base import Capability, Level, Platform, Unhonoured
+
+C = Capability
+
+
+def rule(when: str) -> Unhonoured:
+    """A field a PAI-DLC rule refuses for the values ``when`` names (generator/platforms/dlc/plan.py dlc_rules)."""
+    return Unhonoured(Level.ERROR, "refused by a PAI-DLC rule", rule=True, when=when)
+
+
+PLATFORM = Platform(
+    name="pai-dlc",
+    title="PAI-DLC",
+    capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS}),
+    program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
+    unhonoured={
+        "compute.image_id": rule("any"),
+        "compute.data_disk_gib": rule("more than 0"),
+        "compute.paused": rule("true"),
+        # DLC manages the workers: CreateJob's worker spec (generator/live/dlc/request.py) carries no disk size,
+        # no key pair and no MTU [SDK-DLC]
+        "compute.system_disk_gib": Unhonoured(Level.WARNING, "DLC manages the workers' disks: the job's worker spec "
+                                              "takes no system disk size", "remove compute.system_disk_gib"),
+        "compute.admin_key_pair": Unhonoured(Level.ERROR, "DLC workers are containers DLC manages: there is no node "
+                                             "to log in to with a key pair",
+                                             "remove compute.admin_key_pair; use the DLC console's terminal or "
+                                             "`trainstack logs`"),
+        "network.admin_cidrs": rule("any"),
+        "network.rdma": rule("true"),
+        "network.jumbo_frames": Unhonoured(Level.WARNING, "DLC manages the workers' network and its MTU: trainstack "
+                                           "sets none on PAI-DLC", "remove network.jumbo_frames"),
+        "spot.on_demand_base": rule("more than 0, with spot"),
+        "spot.min_nodes": rule("any"),
+        "spot.strategy": rule("SpotAsPriceGo, with spot"),
+        "spot.interruption": rule("stop, with spot"),
+        "spot.protection_hours": Unhonoured(Level.WARNING, "the job's SpotSpec takes a strategy and a price limit, no "
+                                            "protection period [API-DLC-SPOT]", "remove spot.protection_hours"),
+    },
+)

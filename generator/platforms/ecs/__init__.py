@@ -1,0 +1,21 @@
+"""ECS (``compute.platform: ecs``, the default): GPU instances (gn, ebmgn) that trainstack creates, places and boots.
+
+The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``network`` for the
+fabric, the VPC and the nodes' places), composed by :mod:`generator.platforms.ecs.parts`.
+"""
+
+from __future__ import annotations
+
+from generator.platforms.base import Capability, Platform
+
+# ECS user data: "Before user data is encoded in Base64, the user data can only be up to 32 KB in size" on one page
+# and 16 KB on another; trainstack keeps to the smaller (generator/render/userdata.py)
+USER_DATA_MAX = 16 * 1024
+
+PLATFORM = Platform(
+    name="ecs",
+    title="ECS",
+    capabilities=frozenset(Capability) - {Capability.DLC_JOBS},
+    program_parts=("network", "identity_ecs", "checkpoints", "storage", "compute_ecs", "facts", "outputs_ecs"),
+    user_data_max_bytes=USER_DATA_MAX,
+)

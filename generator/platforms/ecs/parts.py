@@ -1,0 +1,38 @@
+"""ECS's behaviour for the planner (:class:`~generator.platforms.contract.PlanParts`): the fabric, the VPC and
+the nodes' places of :mod:`generator.plan.network`, the spot plan of :mod:`generator.plan.spot`. ECS has no rules
+beyond the shared checks and no part of its own in the Plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.catalog import Catalog, Region
+from generator.errors import Problem
+from generator.plan.fit import Fit, Scored
+from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.network import fabric, plan_network, plan_nodes
+from generator.plan.spot import plan_spot
+from generator.platforms.contract import Placement
+from generator.spec.model import Spec
+
+
+class EcsParts:
+    def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
+        return []
+
+    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
+              warnings: list[str]) -> Placement:
+        rdma, eri = fabric(spec, fit, decisions, warnings)
+        network = plan_network(spec, zone, fit, rdma, eri, decisions)
+        ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
+        return Placement(zone, rdma, eri, network, ranks, dsets)
+
+    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
+             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+        return plan_spot(spec, fit, ranks, decisions, warnings), None
+
+    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
+             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
+             warnings: list[str]) -> dict[str, Any]:
+        return {}

@@ -1,0 +1,50 @@
+"""Lingjun (``compute.platform: lingjun``, eflo): bare-metal GPU nodes in an eflo cluster and node group on the HPN
+RDMA network. The declaration below is data; the plan parts are in :mod:`generator.platforms.lingjun.plan`, the
+rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`. The live job
+commands (submit, jobs, logs, cancel, check) refuse Lingjun stacks: neither jobs capability.
+"""
+
+from __future__ import annotations
+
+from generator.platforms.base import Capability, Level, Platform, Unhonoured
+
+C = Capability
+NO_SPOT = Unhonoured(Level.WARNING, "Lingjun has no spot nodes (spot.enabled is refused there), so it has no effect",
+                     "remove it")
+NO_SHARED = Unhonoured(Level.WARNING, "Lingjun plans have no shared file system (storage.shared is none there), so "
+                       "it has no effect", "remove it")
+
+PLATFORM = Platform(
+    name="lingjun",
+    title="Lingjun",
+    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH}),
+    program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
+                   "outputs_lingjun"),
+    unhonoured={
+        "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
+                                              when="any"),
+        "compute.data_disk_gib": Unhonoured(Level.ERROR, "eflo.Node data disks cannot be encrypted", rule=True,
+                                            when="more than 0"),
+        # The HPN network is Lingjun's: eflo.Node and eflo.NodeGroup take no MTU in pulumi-alicloud 4.x (the
+        # package's eflo module has no MTU argument), and the plan sets none (MTU 1500, jumbo frames off).
+        "network.jumbo_frames": Unhonoured(Level.WARNING, "Lingjun's HPN network decides the nodes' MTU: eflo nodes "
+                                           "and node groups take no MTU in pulumi-alicloud, so trainstack sets none",
+                                           "remove network.jumbo_frames"),
+        "storage.shared": Unhonoured(Level.ERROR, "Lingjun nodes mount no CPFS or NAS", rule=True,
+                                     when="cpfs or extreme-nas"),
+        "storage.capacity": NO_SHARED,
+        "storage.storage_class": NO_SHARED,
+        "storage.mount_path": NO_SHARED,
+        "storage.dataset": Unhonoured(Level.ERROR, "importing a dataset needs CPFS", rule=True, when="any"),
+        "spot.enabled": Unhonoured(Level.ERROR, "eflo.Node is billed Subscription or PayAsYouGo", rule=True,
+                                   when="true"),
+        "spot.strategy": NO_SPOT,
+        "spot.max_price_ratio": NO_SPOT,
+        "spot.on_demand_base": NO_SPOT,
+        "spot.protection_hours": NO_SPOT,
+        "spot.interruption": NO_SPOT,
+        "spot.interruptions_per_node_day": NO_SPOT,
+        "spot.price_ratio": NO_SPOT,
+    },
+    user_data_max_bytes=16 * 1024,  # node group user data: base64 of at most 16 KB [PU-EFLO]
+)

@@ -1,0 +1,51 @@
+"""Lingjun's behaviour for the planner (:class:`~generator.platforms.contract.PlanParts`): its rules
+(:mod:`generator.platforms.lingjun.rules`), the zone from the machine type's HPN zone, the HPN fabric, the VPD and
+VPC split, the ranks and ``Plan.lingjun`` (:mod:`generator.platforms.lingjun.plan`). Lingjun has no spot nodes: the
+spot plan is the shared one, which a Lingjun spec (spot.enabled refused) leaves off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.catalog import Catalog, Region
+from generator.errors import Problem
+from generator.plan.fit import Fit, Scored
+from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.spot import plan_spot
+from generator.platforms.contract import Placement
+from generator.platforms.lingjun.plan import (
+    lingjun_fabric,
+    lingjun_network,
+    lingjun_nodes,
+    lingjun_place,
+    plan_lingjun,
+)
+from generator.platforms.lingjun.rules import lingjun_rules
+from generator.spec.model import Spec
+
+
+class LingjunParts:
+    def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
+        return lingjun_rules(spec, catalog, region)
+
+    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
+              warnings: list[str]) -> Placement:
+        lj = catalog.lingjun_type(fit.itype.name)
+        assert lj is not None, "the layout offers only Lingjun machine types on Lingjun"
+        zone, hpn_zone = lingjun_place(spec, lj, decisions)
+        rdma, eri = lingjun_fabric(spec, lj, decisions, warnings)
+        network, vpd_cidr, subnets = lingjun_network(spec, zone, fit, lj, decisions)
+        ranks = lingjun_nodes(spec, zone, fit, decisions)
+        return Placement(zone, rdma, eri, network, ranks, (), lj, hpn_zone, vpd_cidr, subnets)
+
+    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
+             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+        return plan_spot(spec, fit, ranks, decisions, warnings), None
+
+    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
+             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
+             warnings: list[str]) -> dict[str, Any]:
+        assert placement.machine is not None
+        return {"lingjun": plan_lingjun(spec, placement.machine, placement.zone, placement.hpn_zone,
+                                        placement.vpd_cidr, placement.subnets, best, checkpoints, decisions, warnings)}

@@ -1,0 +1,114 @@
+"""The platforms trainstack knows, one line each, and :func:`platform_for`: the one way to ask which platform a spec,
+a plan or a ``compute.platform`` value means.
+
+The spec model's ``compute.platform`` literal lists the same names (``tests/test_platforms.py`` checks that they
+agree), and :func:`honour_table` is the table docs/platforms.md prints: for every spec field, which platforms
+honour it and what a spec that sets it gets on the others.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from generator.errors import Problem
+from generator.platforms import dlc, ecs, lingjun
+from generator.platforms.base import Level, Platform, Unhonoured
+from generator.spec.model import Spec
+
+PLATFORMS: dict[str, Platform] = {p.name: p for p in (
+    ecs.PLATFORM,
+    lingjun.PLATFORM,
+    dlc.PLATFORM,
+)}
+
+
+def platform_for(subject: Any) -> Platform:
+    """The platform of a :class:`Spec`, a :class:`~generator.plan.model.Plan` (or anything with
+    ``compute.platform``) or a ``compute.platform`` value; an unknown name is a ``KeyError``."""
+    name = subject if isinstance(subject, str) else subject.compute.platform
+    return PLATFORMS[name or "ecs"]
+
+
+def spec_fields(model: type[BaseModel] = Spec, prefix: str = "") -> list[str]:
+    """Every field path of the spec language (``network.jumbo_frames``), sections and leaves, in model order."""
+    out: list[str] = []
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{name}"
+        out.append(path)
+        sub = _model_of(info.annotation)
+        if sub is not None:
+            out.extend(spec_fields(sub, f"{path}."))
+    return out
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        if (m := _model_of(arg)) is not None:
+            return m
+    return None
+
+
+def unhonoured(platform: Platform, path: str) -> Unhonoured | None:
+    """What ``platform`` says about the field at ``path``: its own entry, or that of a section holding it."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        entry = platform.unhonoured.get(".".join(parts[:i]))
+        if entry is not None:
+            return entry
+    return None
+
+
+def _is_set(spec: Spec, path: str) -> bool:
+    """Whether the spec file sets the field at ``path`` (any value, the default too)."""
+    node: Any = spec
+    for name in path.split("."):
+        if not isinstance(node, BaseModel) or name not in node.model_fields_set:
+            return False
+        node = getattr(node, name)
+    return True
+
+
+def _set_unhonoured(spec: Spec, level: Level) -> list[tuple[str, Unhonoured]]:
+    p = platform_for(spec)
+    return [(path, u) for path, u in p.unhonoured.items() if u.level is level and not u.rule and _is_set(spec, path)]
+
+
+def unhonoured_problems(spec: Spec) -> list[Problem]:
+    """The fields the spec sets that its platform does not honour and refuses (those its rules do not report)."""
+    title = platform_for(spec).title
+    return [Problem(tuple(path.split(".")), f"{path} is not honoured on {title}: {u.why}", u.hint)
+            for path, u in _set_unhonoured(spec, Level.ERROR)]
+
+
+def unhonoured_warnings(spec: Spec) -> list[str]:
+    """The fields the spec sets that its platform ignores, each as a plan warning that names the field."""
+    title = platform_for(spec).title
+    return [f"{path} is ignored on {title}: {u.why}" + (f" ({u.hint})" if u.hint else "")
+            for path, u in _set_unhonoured(spec, Level.WARNING)]
+
+
+def honour_table() -> list[tuple[str, ...]]:
+    """One row per spec field with a platform that does not honour it: the field, then per platform ``yes``,
+    ``warning`` or ``error`` (with the values a rule refuses, where only some are). Fields every platform honours are left out (the table says so)."""
+    rows = []
+    for path in spec_fields():
+        cells = []
+        for p in PLATFORMS.values():
+            u = unhonoured(p, path)
+            cells.append("yes" if u is None else u.level.value + (f" ({u.when})" if u.when and u.when != "any" else ""))
+        if set(cells) != {"yes"}:
+            rows.append((path, *cells))
+    return rows
+
+
+def honour_markdown() -> str:
+    """:func:`honour_table` as the Markdown table docs/platforms.md holds."""
+    head = ["field", *(p.title for p in PLATFORMS.values())]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join((f"`{row[0]}`", *row[1:])) + " |" for row in honour_table()]
+    return "\n".join(lines) + "\n"

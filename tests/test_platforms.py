@@ -1,0 +1,147 @@
+"""The platforms as data (generator/platforms/): the registry agrees with the spec language, every spec field a
+platform does not honour is a real field and gets an error or a warning there (never silence), the honour table in
+docs/platforms.md is the generated one, and each platform's program parts exist."""
+
+from __future__ import annotations
+
+import copy
+import json
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator import api
+from generator.errors import SpecErrors
+from generator.platforms.base import Capability, Level
+from generator.platforms.planning import PARTS
+from generator.platforms.registry import PLATFORMS, honour_markdown, platform_for, spec_fields
+from generator.spec.model import ComputeSpec, Spec
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = "i190982651690986913088"  # the image id of the provider's eflo examples (tests/test_lingjun.py)
+BASES: dict[str, dict[str, Any]] = {
+    "ecs": {"name": "pf-run", "region": "cn-hangzhou", "model": {"preset": "llama-2-7b"}},
+    "lingjun": {"name": "pf-run", "region": "cn-wulanchabu", "model": {"preset": "llama-2-7b"},
+                "compute": {"platform": "lingjun", "image_id": IMAGE}},
+    "pai-dlc": {"name": "pf-run", "region": "cn-hangzhou", "model": {"preset": "llama-2-7b"},
+                "compute": {"platform": "pai-dlc"}},
+}
+
+
+def _spec(tmp_path: Path, platform: str, sets: dict[str, Any]) -> Path:
+    data = copy.deepcopy(BASES[platform])
+    for path, value in sets.items():
+        node = data
+        *parents, leaf = path.split(".")
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[leaf] = value
+    out = tmp_path / f"{platform}.yaml"
+    out.write_text(json.dumps(data, indent=1) + "\n")  # JSON is YAML: the loader locates its lines as well
+    return out
+
+
+def _default(path: str) -> Any:
+    model: Any = Spec
+    *parents, leaf = path.split(".")
+    for name in parents:
+        model = next(a for a in (model.model_fields[name].annotation, *typing.get_args(
+            model.model_fields[name].annotation)) if isinstance(a, type))
+    value = model.model_fields[leaf].default
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_the_registry_is_the_spec_languages_list_of_platforms() -> None:
+    literal = typing.get_args(ComputeSpec.model_fields["platform"].annotation)
+    assert set(PLATFORMS) == set(literal) == set(PARTS)
+    assert all(platform_for(name).name == name for name in literal)
+
+
+def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
+    fields = set(spec_fields())
+    for p in PLATFORMS.values():
+        assert set(p.unhonoured) <= fields, (p.name, set(p.unhonoured) - fields)
+        assert all(u.when for u in p.unhonoured.values() if u.rule), p.name  # a rule says which values it refuses
+
+
+def test_each_platforms_program_parts_exist() -> None:
+    parts = ROOT / "templates" / "stack" / "parts"
+    for p in PLATFORMS.values():
+        assert p.program_parts and all((parts / f"{name}.py.j2").is_file() for name in p.program_parts), p.name
+        assert p.has(Capability.NODE_BOOTSTRAP) == (p.user_data_max_bytes > 0), p.name
+    # a platform's live job commands go one way at most (Lingjun's are refused: generator/live/jobs/stack.py)
+    assert all(p.has(Capability.DLC_JOBS) + p.has(Capability.CLOUD_ASSISTANT_JOBS) <= 1 for p in PLATFORMS.values())
+
+
+def test_docs_list_the_generated_honour_table() -> None:
+    doc = (ROOT / "docs" / "platforms.md").read_text()
+    start, end = "<!-- honour-table: generated -->\n", "<!-- /honour-table -->"
+    assert start in doc and end in doc
+    assert doc.split(start, 1)[1].split(end, 1)[0] == honour_markdown(), \
+        "regenerate: python -c 'from generator.platforms.registry import honour_markdown; print(honour_markdown())'"
+
+
+GENERIC = [(p.name, path, u.level) for p in PLATFORMS.values() for path, u in p.unhonoured.items() if not u.rule]
+
+
+@pytest.mark.parametrize("platform, path, level", GENERIC, ids=[f"{p}-{f}" for p, f, _ in GENERIC])
+def test_a_field_a_platform_ignores_is_an_error_or_a_warning_there(tmp_path: Path, platform: str, path: str,
+                                                                    level: Level) -> None:
+    """Set to its default, even: writing the field is what the user relies on."""
+    spec = _spec(tmp_path, platform, {path: _default(path)})
+    if level is Level.ERROR:
+        with pytest.raises(SpecErrors) as e:
+            api.load(spec)
+        hits = [p for p in e.value.problems if p.dotted == path]
+        assert hits and all(p.hint and p.line for p in hits), e.value.render()
+    else:
+        plan = api.plan(spec)
+        assert [w for w in plan.warnings if w.startswith(f"{path} is ignored on {platform_for(platform).title}")]
+        assert not [w for w in api.plan(_spec(tmp_path, platform, {})).warnings if w.startswith(f"{path} ")]
+
+
+# The values each platform rule refuses (or warns about), as its table entry's ``when`` says.
+RULED = {
+    ("lingjun", "compute.system_disk_gib"): {"compute.system_disk_gib": 200},
+    ("lingjun", "compute.data_disk_gib"): {"compute.data_disk_gib": 100},
+    ("lingjun", "storage.shared"): {"storage.shared": "extreme-nas"},
+    ("lingjun", "storage.dataset"): {"storage.dataset": {"source": "oss://data-bucket/corpus/", "size": "2TB"}},
+    ("lingjun", "spot.enabled"): {"spot.enabled": True},
+    ("pai-dlc", "compute.image_id"): {"compute.image_id": "m-bp1g7004ksh0oeuc0000"},
+    ("pai-dlc", "compute.data_disk_gib"): {"compute.data_disk_gib": 100},
+    ("pai-dlc", "compute.paused"): {"compute.paused": True},
+    ("pai-dlc", "network.admin_cidrs"): {"network.admin_cidrs": ["192.168.10.0/24"]},
+    ("pai-dlc", "network.rdma"): {"network.rdma": True},
+    ("pai-dlc", "spot.on_demand_base"): {"spot.enabled": True, "spot.on_demand_base": 1},
+    ("pai-dlc", "spot.min_nodes"): {"spot.min_nodes": 1},
+    ("pai-dlc", "spot.strategy"): {"spot.enabled": True, "spot.on_demand_base": 0, "spot.strategy": "SpotAsPriceGo"},
+    ("pai-dlc", "spot.interruption"): {"spot.enabled": True, "spot.on_demand_base": 0, "spot.interruption": "stop"},
+}
+
+
+def test_every_ruled_entry_has_a_case() -> None:
+    assert set(RULED) == {(p.name, path) for p in PLATFORMS.values() for path, u in p.unhonoured.items() if u.rule}
+
+
+@pytest.mark.parametrize("platform, path", sorted(RULED), ids=[f"{p}-{f}" for p, f in sorted(RULED)])
+def test_a_platform_rule_reports_the_field_its_table_entry_names(tmp_path: Path, platform: str, path: str) -> None:
+    entry = PLATFORMS[platform].unhonoured[path]
+    spec = _spec(tmp_path, platform, RULED[platform, path])
+    if entry.level is Level.ERROR:
+        with pytest.raises(SpecErrors) as e:
+            api.load(spec)
+        assert [p for p in e.value.problems if p.dotted == path], e.value.render()
+    else:
+        assert [w for w in api.plan(spec).warnings if w.startswith(path)]
+
+
+def test_jumbo_frames_warn_on_lingjun_and_dlc_and_stay_a_decision_on_ecs(tmp_path: Path) -> None:
+    """The reproduced silence of issue #27: network.jumbo_frames: true was ignored without a word off ECS."""
+    for platform in ("lingjun", "pai-dlc"):
+        plan = api.plan(_spec(tmp_path, platform, {"network.jumbo_frames": True}))
+        assert not plan.network.jumbo_frames
+        assert [w for w in plan.warnings if w.startswith("network.jumbo_frames is ignored")], platform
+    ecs = api.plan(_spec(tmp_path, "ecs", {"network.jumbo_frames": True}))
+    assert not [w for w in ecs.warnings if w.startswith("network.jumbo_frames is ignored")]
