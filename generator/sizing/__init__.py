@@ -35,7 +35,8 @@ The package re-exports the public names of its modules, so ``from generator impo
   and the all-to-all traffic of expert parallelism;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
-* :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.activations`: activations per pipeline stage (Korthikanti et al., context parallelism);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
 * :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;
@@ -45,6 +46,12 @@ The package re-exports the public names of its modules, so ``from generator impo
 
 from __future__ import annotations
 
+from generator.sizing.activations import (
+    RECOMPUTE_MODES,
+    activation_bytes_per_layer,
+    pipeline_splits,
+    stage_layers,
+)
 from generator.sizing.architecture import (
     PRESETS,
     Architecture,
@@ -72,15 +79,11 @@ from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_fra
 from generator.sizing.memory import (
     DEFAULT_RESERVE_FRACTION,
     DEFAULT_RESERVE_MIN_BYTES,
-    RECOMPUTE_MODES,
     MemoryBreakdown,
     TrainingSetup,
-    activation_bytes_per_layer,
     lora_trainable_parameters,
     model_state_bytes,
     per_gpu_memory,
-    pipeline_splits,
-    stage_layers,
     tp_splits_heads,
     validate_setup,
 )
