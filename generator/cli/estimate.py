@@ -69,6 +69,9 @@ def _dump(data: Any) -> str:
 @click.option("--vpp", type=_POSITIVE, default=1, show_default=True,
               help="Interleaved (virtual) pipeline stages per GPU (parallelism.virtual_stages); pp x vpp must divide "
                    "the layers.")
+@click.option("--cp", type=_POSITIVE, default=1, show_default=True,
+              help="Context-parallel degree (parallelism.context): each sequence split over cp ranks; dp = gpus / "
+                   "(tp x pp x cp); the sequence length must be a multiple of 2 x cp.")
 @click.option("--seq-len", type=_POSITIVE, default=4096, show_default=True, help="Sequence length in tokens.")
 @click.option("--micro-batch", type=_POSITIVE, default=1, show_default=True, help="Sequences per GPU per step.")
 @click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default="bf16", show_default=True,
@@ -79,7 +82,7 @@ def _dump(data: Any) -> str:
 @click.option("--framework", type=click.Choice(list(sizing.FRAMEWORK_CHOICES)), default="auto", show_default=True,
               help="Whose accounting of the model states: auto = megatron for ZeRO 0/1, deepspeed for 2/3; "
                    "zero-paper = the ZeRO paper's formula.")
-@click.option("--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp). Default: tp x pp (dp = 1).")
+@click.option("--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp x cp). Default: tp x pp x cp (dp = 1).")
 @click.option("--tp", type=_POSITIVE, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=_POSITIVE, default=1, show_default=True, help="Pipeline-parallel degree.")
 @click.option("--recompute", type=click.Choice(list(sizing.RECOMPUTE_MODES)), default="selective",
@@ -99,7 +102,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
                      heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
                      mlp_matrices: int | None, tied_embeddings: bool | None, head_dim: int | None,
                      experts: int | None, top_k: int | None, expert_ffn_hidden: int | None, shared_experts: int,
-                     dense_layers: int, capacity_factor: float | None, ep: int, vpp: int,
+                     dense_layers: int, capacity_factor: float | None, ep: int, vpp: int, cp: int,
                      seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
                      gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
                      paged_optimizer: bool, headroom: float, gpu: str | None, tokens: int | None,
@@ -121,7 +124,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
         params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
         ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, head_dim=head_dim,
         experts=experts, top_k=top_k, expert_ffn_hidden=expert_ffn_hidden, shared_experts=shared_experts,
-        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, seq_len=seq_len,
+        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, cp=cp, seq_len=seq_len,
         micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
         tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
         paged_optimizer=paged_optimizer, headroom=headroom, gpu=gpu, tokens=tokens)

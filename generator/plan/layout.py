@@ -15,7 +15,15 @@ import re
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
-from generator.plan.fit import Fit, PlanningError, expert_degree
+from generator.plan.fit import (
+    Fit,
+    PlanningError,
+    context_degree,
+    data_parallel,
+    expert_degree,
+    replica_gpus,
+    with_context,
+)
 from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
@@ -32,6 +40,12 @@ AUTO_PIPELINE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 48, 64)
 # Layouts whose per-GPU memory stays under this share of the GPU's usable memory are "comfortable"; the fit search
 # prefers them over tighter ones at the same node count (docs/sizing.md, "Headroom and the layout tie-break").
 COMFORT_SHARE = 0.90
+
+# ``parallelism.context: auto`` considers context parallelism only for sequences at least this long, and only when
+# no layout without it fits (docs/sizing.md, "Context parallelism"): Megatron-Core recommends it for long context,
+# and at 32K tokens a 70B layer's activations alone reach ~10 GB per GPU at tp=8.
+LONG_CONTEXT = 32768
+AUTO_CONTEXT = (2, 4, 8, 16, 32)
 
 
 def architecture(spec: Spec) -> sizing.Architecture:
@@ -59,6 +73,15 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                            "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
                            f"model's {arch.moe.experts} experts", "use expert: auto" + (
                                "" if arch.moe is None else ", or a degree that divides the experts")))
+    c, s = p.context, spec.model.sequence_length
+    if isinstance(c, int) and c > 1 and s % (2 * c):
+        ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
+        out.append(Problem(("parallelism", "context"), f"context parallelism {c} splits each sequence into 2 x {c} "
+                           f"chunks (Megatron-Core balances the causal mask that way), which {s} tokens do not give",
+                           f"use context: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(c, int) and c > 1 and spec.model.finetune.method in ("lora", "qlora"):
+        out.append(Problem(("parallelism", "context"), f"context parallelism {c} is modelled for full training "
+                           "(Megatron-Core); LoRA/QLoRA trainers do not run it", "use context: auto or 1"))
     v = p.virtual_stages
     if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
         ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
@@ -85,7 +108,7 @@ def usable_bytes(spec: Spec, gpu_bytes: int) -> int:
 
 def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
     m, p = spec.model, spec.parallelism
-    return sizing.TrainingSetup(
+    return sizing.TrainingSetup(cp=context_degree(spec),
         arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
         optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
         sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
@@ -234,16 +257,8 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue
         best: Fit | None = None
-        # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
-        # split evenly when they can: the largest stage sets the pipeline's pace).
-        for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
-            for tp in tps:
-                if t.gpus % tp:
-                    continue
-                for pp in group:
-                    fit = _smallest(spec, catalog, arch, lora_rank, t, tp, pp, max_nodes, gpu_bytes)
-                    if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
-                        best = fit
+        for cp in _context_options(spec, lora_rank, t, tps):
+            best = _best_layout(with_context(spec, cp), catalog, arch, lora_rank, t, tps, pps, max_nodes, gpu_bytes)
             if best is not None:
                 break
         if best is None:
@@ -254,6 +269,40 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             continue
         fits.append(best)
     return fits, rejected
+
+
+def _context_options(spec: Spec, lora_rank: int | None, t: InstanceType, tps: list[int]) -> list[int]:
+    """The context-parallel degrees to try, in order: the spec's when fixed; for ``auto`` 1, then (a sequence of
+    at least LONG_CONTEXT tokens, full training) each degree of AUTO_CONTEXT that splits the sequence into 2 x cp
+    chunks, those with cp x tp inside one node first (ring attention over NVLink; the smallest tp the spec
+    allows counts)."""
+    c, m = spec.parallelism.context, spec.model
+    if isinstance(c, int):
+        return [c]
+    if m.sequence_length < LONG_CONTEXT or lora_rank is not None:
+        return [1]
+    ok = [d for d in AUTO_CONTEXT if m.sequence_length % (2 * d) == 0]
+    inside = [d for d in ok if d * min(tps or [1]) <= t.gpus]
+    return [1, *inside, *[d for d in ok if d not in inside]]
+
+
+def _best_layout(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
+                 tps: list[int], pps: list[int], max_nodes: int, gpu_bytes: int) -> Fit | None:
+    """The best (tp, pp) layout of ``t`` at the spec's context-parallel degree (:func:`layout_key`), or None."""
+    best: Fit | None = None
+    # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
+    # split evenly when they can: the largest stage sets the pipeline's pace).
+    for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
+        for tp in tps:
+            if t.gpus % tp:
+                continue
+            for pp in group:
+                fit = _smallest(spec, catalog, arch, lora_rank, t, tp, pp, max_nodes, gpu_bytes)
+                if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
+                    best = fit
+        if best is not None:
+            break
+    return best
 
 
 def layout_key(fit: Fit, arch: sizing.Architecture, usable: int) -> tuple[int, int, int, int, int, int]:
@@ -273,9 +322,10 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     node_options = _node_options(spec, t, tp, pp, max_nodes)
     if not node_options:
         return None
+    cp = context_degree(spec)
     try:
         def mem(n: int) -> sizing.MemoryBreakdown:
-            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, int(n * t.gpus // (tp * pp)), lora_rank))
+            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, data_parallel(n * t.gpus, tp, pp, cp), lora_rank))
 
         last = mem(node_options[-1])
     except sizing.SizingError:
@@ -290,8 +340,8 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     if at is None:
         return None
     n = node_options[at]
-    dp = int(n * t.gpus // (tp * pp))
-    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp))
+    dp = data_parallel(n * t.gpus, tp, pp, cp)
+    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp), cp)
 
 
 def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
@@ -299,17 +349,18 @@ def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int,
     whole replicas, at the spec's fixed data-parallel degree, and (``batch``) giving a data-parallel degree that
     divides the global batch."""
     p = spec.parallelism
-    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
+    per = replica_gpus(tp, pp, context_degree(spec))
+    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % per == 0]
     if isinstance(spec.compute.nodes, int):
-        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
+        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % per == 0 else []
     if isinstance(p.data, int):
-        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+        node_options = [n for n in node_options if n * t.gpus == p.data * per]
     if isinstance(p.expert, int) and p.expert > 1:  # the expert-parallel group is carved from the dp ranks
-        node_options = [n for n in node_options if (n * t.gpus // (tp * pp)) % p.expert == 0]
+        node_options = [n for n in node_options if (n * t.gpus // per) % p.expert == 0]
     batch_seqs = _batch_sequences(spec)
     if batch and batch_seqs is not None:
         node_options = [n for n in node_options
-                        if batch_seqs % (n * t.gpus // (tp * pp) * spec.model.micro_batch_size) == 0]
+                        if batch_seqs % (n * t.gpus // per * spec.model.micro_batch_size) == 0]
     return node_options
 
 
@@ -337,23 +388,25 @@ def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
                if (opts := _node_options(spec, t, tp, pp, max_nodes, batch=False))]
     if not layouts:
         tp, pp = max(tps), min(pps)
-        per_replica = tp * pp
+        per_replica = replica_gpus(tp, pp, context_degree(spec))
+        cpx = f" x cp={context_degree(spec)}" if context_degree(spec) > 1 else ""
         if isinstance(c.nodes, int):
-            return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica does not divide the "
+            return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica does not divide the "
                     f"{c.nodes * t.gpus} GPUs of {c.nodes} node(s); choose a pipeline degree whose product with tp "
                     "divides them")
         step = per_replica // math.gcd(per_replica, t.gpus)
         if isinstance(spec.parallelism.data, int):
             return (f"parallelism.data {spec.parallelism.data} x tp={tp} x pp={pp} needs "
                     f"{spec.parallelism.data * per_replica} GPUs, which no node count up to {max_nodes} gives")
-        return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica needs {step} node(s)"
+        return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica needs {step} node(s)"
                 + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
     needs: list[tuple[float, int, int, list[int]]] = []
     for tp, pp, opts in layouts:
         n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
         try:
-            needs.append((sizing.per_gpu_memory(_setup(spec, arch, tp, pp, n * t.gpus // (tp * pp), lora_rank)).total,
+            dp = data_parallel(n * t.gpus, tp, pp, context_degree(spec))
+            needs.append((sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total,
                           tp, pp, opts))
         except sizing.SizingError as e:
             needs.append((math.inf, tp, pp, opts))
@@ -495,14 +548,15 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     pipeline degrees: the floor of an elastic launch. Memory never grows with the data-parallel degree, so a
     binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
     t = fit.itype
+    spec = with_context(spec, fit.cp)
     ep = spec.parallelism.expert if isinstance(spec.parallelism.expert, int) else 1  # a fixed ep must divide dp
-    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0
-               and (n * t.gpus // (fit.tp * fit.pp)) % ep == 0]
+    options = [n for n in range(1, fit.nodes + 1) if (dp := data_parallel(n * t.gpus, fit.tp, fit.pp, fit.cp))
+               and dp % ep == 0]
     gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
 
     def fits(i: int) -> bool:
         try:
-            dp = options[i] * t.gpus // (fit.tp * fit.pp)
+            dp = data_parallel(options[i] * t.gpus, fit.tp, fit.pp, fit.cp)
             return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
         except sizing.SizingError:
             return False

@@ -168,6 +168,7 @@ class Compute:
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
+    cp: int = 1  # context-parallel degree: each sequence split over cp ranks; dp = total_gpus / (tp pp cp)
     # compute.admin_key_pair (Lingjun: that or NAME-admin); None: no key pair, access through Cloud Assistant
     key_pair: str | None = None
     # the image the nodes boot: compute.image_id, or on ECS the pinned default of catalog images.csv ("" on DLC)

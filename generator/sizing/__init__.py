@@ -36,6 +36,7 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.reserve`: the runtime reserve (CUDA context, NCCL buffers, allocator fragmentation);
 * :mod:`~generator.sizing.activations`: activations per pipeline stage (Korthikanti et al., context parallelism);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
@@ -77,8 +78,6 @@ from generator.sizing.compute import (
 )
 from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_framework, resolve_framework
 from generator.sizing.memory import (
-    DEFAULT_RESERVE_FRACTION,
-    DEFAULT_RESERVE_MIN_BYTES,
     MemoryBreakdown,
     TrainingSetup,
     lora_trainable_parameters,
@@ -95,6 +94,7 @@ from generator.sizing.moe import (
     name_looks_moe,
 )
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
+from generator.sizing.reserve import runtime_reserve
 from generator.sizing.schedule import (
     RELAUNCH_HOURS,
     FlopsPerToken,
@@ -114,8 +114,6 @@ __all__ = [
     "DEFAULT_IMBALANCE",
     "DEFAULT_MFU",
     "DEFAULT_NODE_MTBF_HOURS",
-    "DEFAULT_RESERVE_FRACTION",
-    "DEFAULT_RESERVE_MIN_BYTES",
     "FP8_SPEEDUP",
     "FRAMEWORKS",
     "FRAMEWORK_CHOICES",
@@ -158,6 +156,7 @@ __all__ = [
     "pipeline_splits",
     "precision_peak",
     "resolve_framework",
+    "runtime_reserve",
     "schedule",
     "stage_layers",
     "tp_splits_heads",

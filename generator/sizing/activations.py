@@ -19,7 +19,8 @@ from generator.sizing.setup import TrainingSetup
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 
 
-def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute: str) -> Fraction:
+def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute: str,
+                            keys: int | None = None) -> Fraction:
     """Bytes per (s*b*h) for one layer, [SP] Table 2 (16-bit activations, 1-byte dropout masks).
 
     The 34 = 11 (attention: QKV input 2, Q and K 4, V 2, projection input 2, dropout mask 1)
@@ -27,7 +28,7 @@ def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute:
            + 4  (two LayerNorm inputs), and 5as/h = softmax output 2 + dropout mask 1 +
     dropout output 2 per attention score (a*s*s*b entries).
     """
-    attn_scores = Fraction(5 * a * s, h * t)  # 5as/(ht)
+    attn_scores = Fraction(5 * a * (keys or s), h * t)  # 5as/(ht); s keys per query (all s under context parallelism)
     if recompute == "none":
         # TP only: LayerNorm/dropout regions (10 sbh) stay replicated; SP splits them too.
         return (Fraction(34, t) if sp else 10 + Fraction(24, t)) + attn_scores
@@ -93,16 +94,34 @@ def _ranges(values: list[int]) -> str:
 
 
 
+def stage_sizes(layers: int, pp: int) -> tuple[int, ...]:
+    """The layers of each pipeline stage as practitioners split them (:func:`pipeline_splits`): ``L/pp`` each when
+    ``pp`` divides ``L``; else ceil(L/pp) on every middle stage and the rest shared by the first and last stages, the
+    first taking the smaller half (Llama 3 405B: 7 + 14 x 8 + 7; BLOOM 5 + 10 x 6 + 5)."""
+    if layers % pp == 0:
+        return (layers // pp,) * pp
+    if pp == 2:
+        return (layers // 2, layers - layers // 2)
+    m = stage_layers(layers, pp)
+    rest = layers - (pp - 2) * m
+    return (rest // 2, *(m,) * (pp - 2), rest - rest // 2)
+
+
 def activations(setup: TrainingSetup, notes: list[str]) -> int:
-    """Activation bytes on the worst pipeline stage ([SP] Sec. 4, Table 2 and Sec. 4.3)."""
+    """Activation bytes on the worst pipeline stage ([SP] Sec. 4, Table 2 and Sec. 4.3).
+
+    Context parallelism (``setup.cp``) splits the sequence over cp ranks: each holds s/cp tokens of every activation
+    (Megatron-Core context parallelism; the attention scores of recompute=none are s/cp queries against all s keys),
+    and one layer's K and V chunks from the ring peers are in flight (double-buffered)."""
     arch = setup.arch
-    s, b, h, a, L, v = setup.seq_len, setup.micro_batch, arch.hidden, arch.heads, arch.layers, arch.vocab
+    c = setup.cp
+    s, b, h, a, L, v = setup.seq_len // c, setup.micro_batch, arch.hidden, arch.heads, arch.layers, arch.vocab
     t, p, sp, mode = setup.tp, setup.pp, setup.sequence_parallel, setup.recompute
     # [SP] counts 16-bit activations (+1-byte dropout masks); fp32 training doubles everything
     # (over-counts the masks, < 3%).
     scale = Fraction(PRECISION_BYTES[setup.precision], 2)
     sbh = s * b * h
-    coeff = _activation_coefficient(s, h, a, t, sp, mode)
+    coeff = _activation_coefficient(s, h, a, t, sp, mode, keys=setup.seq_len)
     moe_delta = (routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
                  if arch.moe is not None else Fraction(0))
     if mode != "full":
@@ -118,15 +137,19 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
         f"recompute={mode}) = s*b*h*{_coeff_text(mode, sp, t)} = {s}*{b}*{h}*{float(coeff):.4g}"
         f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   [Korthikanti et al. 2022, Table 2]"
+        + (f"; s = {setup.seq_len}/cp={c} tokens per context-parallel rank" if c > 1 else "")
     )
-    # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight, so the first stage
-    # stores L/p layers x p micro-batches = L layer-activations ([SP] Sec. 4.2.3).  Assumes at
-    # least p micro-batches per step.  The last stage holds one micro-batch of its L/p layers.
-    layers_per_stage = stage_layers(L, p)
-    # interleaved schedule with v chunks per stage: the first stage holds L (1 + (p-1)/(p v)) layer-activations
-    # ([SP] Sec. 4.2.3): the warm-up runs further ahead on the chunks
+    # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight ([SP] Sec. 4.2.3; assumes at least p
+    # micro-batches per step), so with even stages the first stores L/p layers x p micro-batches = L
+    # layer-activations. With uneven stages (the first and last lighter) the worst is the stage i that maximises
+    # layers_i x (p - i): Llama 3 405B's 7 + 14 x 8 + 7 peaks on the second stage, 8 x 15 = 120 < 8 x 16.
+    sizes = stage_sizes(L, p)
+    # interleaved schedule with v chunks per stage (even stages only): the first stage holds L (1 + (p-1)/(p v))
+    # layer-activations ([SP] Sec. 4.2.3): the warm-up runs further ahead on the chunks
     interleave = 1 + Fraction(p - 1, p * setup.vpp) if setup.vpp > 1 else Fraction(1)
-    stored_first = layers_per_stage * p * per_layer * interleave
+    held = [n * (p - i) for i, n in enumerate(sizes)]
+    worst_mid = max(range(1, p - 1), key=lambda i: held[i]) if p > 2 else 0  # 0: no middle stage
+    stored_first = held[0] * per_layer * interleave
     # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
     # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
     # the cross-entropy 4*s*b*v/t (vocab-parallel, so /t even without SP).
@@ -142,17 +165,23 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations.
     working = (sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
                if mode == "full" else Fraction(0))
+    if c > 1:
+        # ring attention: the K and V chunks of one peer being computed on and the next one arriving, per layer in
+        # flight (Megatron-Core context parallelism overlaps the exchange with attention): 2 x 2 x s/cp x b x g*d/t
+        working += Fraction(2 * 2 * 2 * s * b * arch.kv_heads * arch.d_head, max(1, t)) * scale
     first = stored_first + embed_mask + working
+    mid = held[worst_mid] * per_layer + working if worst_mid else Fraction(0)
     if p == 1:
         first += output
         activations, where = _ceil(first), "single stage"
     else:
-        last = layers_per_stage * per_layer + output + working
-        activations = _ceil(max(first, last))
-        where = "first pipeline stage" if first >= last else "last pipeline stage"
-    stored = (f"ceil(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
-              f"micro-batches)" + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
-                                   if setup.vpp > 1 else "") + " x per-layer"
+        last = held[-1] * per_layer + output + working
+        activations = _ceil(max(first, last, mid))
+        where = ("first pipeline stage" if first >= max(last, mid) else "last pipeline stage" if last >= mid
+                 else f"pipeline stage {worst_mid} ({sizes[worst_mid]} layers x {p - worst_mid} micro-batches)")
+    stored = (f"layers x micro-batches in flight on the first stage = {sizes[0]}*{p} (1F1B: stage i holds pp - i)"
+              + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
+                 if setup.vpp > 1 else "") + " x per-layer"
               if p > 1 else f"L = {L} layers x per-layer")
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"
@@ -160,6 +189,7 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
         f" + output (4*s*b*h{'/t' if sp else ''} + fp32 logits 4*s*b*v/t){' [last stage]' if p > 1 else ''}"
         f" = {_gb(output)}"
         + (f" + recompute working set (one layer) = {_gb(working)}" if working else "")
+        + (f"; stages of {'+'.join(map(str, sizes))} layers" if L % p else "")
         + f"; worst GPU: {where} = {_gb(activations)}"
     )
     if arch.moe is not None and mode != "full":

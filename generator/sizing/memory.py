@@ -30,6 +30,7 @@ from generator.sizing.precision import (
     _check_precision,
     optimizer_bytes_per_param,
 )
+from generator.sizing.reserve import runtime_reserve
 from generator.sizing.setup import TrainingSetup
 
 
@@ -55,13 +56,6 @@ class MemoryBreakdown:
                 "reserve": self.reserve, "total": self.total}
 
 
-# Runtime reserve: CUDA context + cuBLAS/cuDNN workspaces (~0.5-1 GiB), NCCL communicator
-# buffers (hundreds of MiB per communicator), and caching-allocator fragmentation (often
-# 5-10% of the peak).  This is an engineering assumption, not a published figure.
-DEFAULT_RESERVE_MIN_BYTES = 2 * GiB
-DEFAULT_RESERVE_FRACTION = Fraction(5, 100)
-
-
 def validate_setup(setup: TrainingSetup) -> None:
     """Raise SizingError (with what to change) if the setup cannot be sized."""
     arch = setup.arch
@@ -82,6 +76,14 @@ def validate_setup(setup: TrainingSetup) -> None:
                           f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
                           f"heads when tp exceeds them); use a tensor-parallel degree from {ok}.")
     _positive_int("ep", setup.ep)
+    _positive_int("cp", setup.cp)
+    if setup.cp > 1 and setup.seq_len % (2 * setup.cp):
+        raise SizingError(f"cp={setup.cp} splits each sequence into 2 x cp = {2 * setup.cp} chunks (Megatron-Core "
+                          f"context parallelism balances the causal mask that way): the sequence length "
+                          f"{setup.seq_len} must be a multiple of {2 * setup.cp}.")
+    if setup.cp > 1 and setup.lora_rank is not None:
+        raise SizingError(f"cp={setup.cp}: context parallelism is modelled for full training (Megatron-Core); "
+                          "LoRA/QLoRA trainers (PEFT) do not run it, use cp=1.")
     _positive_int("vpp", setup.vpp)
     if setup.vpp > 1 and (setup.pp == 1 or arch.layers % (setup.pp * setup.vpp)):
         raise SizingError(f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
@@ -191,9 +193,7 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
         reserve = setup.reserve_bytes
         notes.append(f"reserve = {_gb(reserve)} (given)")
     else:
-        reserve = max(DEFAULT_RESERVE_MIN_BYTES, _ceil(DEFAULT_RESERVE_FRACTION * rest))
-        notes.append(f"reserve = max(2 GiB, 5% of {_gb(rest)}) = {_gb(reserve)} (CUDA context, NCCL buffers, "
-                     "allocator fragmentation; engineering assumption)")
+        reserve = runtime_reserve(rest, tp=setup.tp, pp=setup.pp, cp=setup.cp, ep=setup.ep, notes=notes)
     total = rest + reserve
     notes.append(f"total = {_gb(total)} per GPU ({total / GiB:.1f} GiB)")
     return MemoryBreakdown(weights=weights, gradients=gradients, optimizer_states=optimizer_states,
@@ -209,6 +209,12 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     part over all dp (Megatron-Core MoE README, "expert data parallel"); the two parts are sized apart and added."""
     arch = setup.arch
     t, p, dp, ep = setup.tp, setup.pp, setup.dp, setup.ep
+    if setup.cp > 1:
+        # the cp ranks of a replica hold the same weights, so gradients are reduced, and ZeRO or the distributed
+        # optimizer shards, over dp x cp ranks (Megatron-Core's data-parallel group "with context parallel")
+        notes.append(f"context parallelism cp={setup.cp}: every cp rank holds the whole stage's weights; ZeRO shards "
+                     f"over dp x cp = {dp} x {setup.cp} = {dp * setup.cp} ranks (Megatron-Core)")
+        dp *= setup.cp
     per_stage = stage_layers(arch.layers, p)
     share = Fraction(per_stage, arch.layers) if arch.layers % p else Fraction(1, p)
     replicated = kv_replication_parameters(arch, t)

@@ -252,6 +252,7 @@ class ParallelismSpec(_Strict):
     pipeline: AutoInt = "auto"
     data: AutoInt = "auto"
     expert: AutoInt = "auto"  # expert-parallel degree (MoE models; 1 for dense)
+    context: AutoInt = "auto"  # context-parallel degree: the sequence split over cp ranks (long context)
     virtual_stages: Annotated[int, Field(ge=1, le=64)] = 1  # interleaved 1F1B chunks per pipeline stage
     framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = "auto"
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
