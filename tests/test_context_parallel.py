@@ -137,3 +137,78 @@ def test_estimate_cli_cp(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
         main(["estimate", "--help"])
     assert "--cp" in capsys.readouterr().out
+
+
+# ---- CPU offload (parallelism.offload, estimate --offload) ----
+
+def offload_setup(**kw) -> sizing.TrainingSetup:
+    base = {"arch": sizing.PRESETS["llama-2-70b"], "seq_len": 4096, "micro_batch": 1, "dp": 16, "zero_stage": 3,
+            "framework": "deepspeed", "recompute": "full"}
+    return sizing.TrainingSetup(**{**base, **kw})
+
+
+def test_offload_moves_states_to_the_host_as_deepspeed_estimates_them() -> None:
+    none = sizing.per_gpu_memory(offload_setup())
+    opt = sizing.per_gpu_memory(offload_setup(offload="optimizer"))
+    both = sizing.per_gpu_memory(offload_setup(offload="optimizer+params"))
+    assert none.host == 0 and none.pcie_bytes == 0
+    assert both.model_states < opt.model_states < none.model_states
+    assert opt.gradients == opt.optimizer_states == 0 and opt.host > 0
+    # ZeRO-Infinity to CPU: 18 bytes/param over all GPUs, x1.5 buffers (estimate_zero3_model_states_mem_needs)
+    params = sizing.PRESETS["llama-2-70b"].parameters
+    assert both.host == pytest.approx(18 * params / 16 * 1.5, rel=1e-6)
+    assert both.pcie_bytes > opt.pcie_bytes > 0
+    # ZeRO-Offload under ZeRO-2: only the 16-bit weights stay (estimate_zero2_model_states_mem_needs: 2 B/param)
+    z2 = sizing.per_gpu_memory(offload_setup(zero_stage=2, offload="optimizer"))
+    assert z2.model_states == 2 * params
+    fsdp = sizing.per_gpu_memory(offload_setup(framework="fsdp", offload="optimizer+params"))
+    assert fsdp.optimizer_states == 0 and fsdp.host == pytest.approx(16 * params / 16, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw, needle", [
+    ({"framework": "megatron", "zero_stage": 1, "offload": "optimizer"}, "not megatron"),
+    ({"framework": "fsdp", "offload": "optimizer"}, "no optimizer-only offload"),
+    ({"zero_stage": 2, "offload": "optimizer+params"}, "only under ZeRO-3"),
+    ({"zero_stage": 0, "offload": "optimizer"}, "zero_stage 1, 2 or 3"),
+])
+def test_offload_refused_where_the_framework_does_not_run_it(kw: dict, needle: str) -> None:
+    with pytest.raises(sizing.SizingError, match=needle):
+        sizing.per_gpu_memory(offload_setup(**kw))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4, 8, 16, 32, 64]),
+       st.sampled_from(["optimizer", "optimizer+params"]))
+def test_offload_host_memory_never_grows_with_dp(a: int, b: int, offload: str) -> None:
+    lo, hi = sorted((a, b))
+    assert (sizing.per_gpu_memory(offload_setup(dp=hi, offload=offload)).host
+            <= sizing.per_gpu_memory(offload_setup(dp=lo, offload=offload)).host)
+
+
+def test_planner_checks_host_memory_and_charges_pcie() -> None:
+    par = {"framework": "deepspeed", "zero_stage": 3, "offload": "optimizer+params", "recompute": "full",
+           "tensor": 1, "pipeline": 1}
+    model = {"preset": "llama-2-70b", "tokens": "1B"}
+    p = plan(model=model, compute={"gpu": "A100-80G", "nodes": 4}, parallelism=par)
+    assert p.sizing.total < 10 * 2**30
+    assert p.schedule is not None and any("over PCIe" in n for n in p.schedule.notes)
+    with pytest.raises(PlanningError) as e:
+        plan(model=model, compute={"gpu": "A100-80G", "nodes": 2}, parallelism=par)
+    assert "of host memory per node" in e.value.problems[0].message
+    assert "more host memory" in e.value.problems[0].hint
+    with pytest.raises(Exception) as bad:
+        plan(model=model, parallelism={"framework": "megatron", "offload": "optimizer"})
+    assert "offload" in str(bad.value)
+    with pytest.raises(PlanningError) as e:
+        plan(model=model, parallelism={"framework": "fsdp", "zero_stage": 3, "offload": "optimizer"})
+    assert e.value.problems[0].path == ("parallelism", "offload")
+
+
+def test_estimate_offload_json() -> None:
+    r = estimate(preset="llama-2-70b", gpus=16, zero=3, framework="deepspeed", offload="optimizer+params",
+                 recompute="full", gpu="A100-80G")
+    assert r["fits"] and r["setup"]["offload"] == "optimizer+params"
+    assert r["offload"]["host_bytes_per_gpu"] > 0 and r["offload"]["pcie_bytes_per_step"] > 0
+    assert estimate(preset="llama-2-7b")["offload"] is None
+    with pytest.raises(EstimateError, match="not megatron"):
+        estimate(preset="llama-2-70b", gpus=16, offload="optimizer")

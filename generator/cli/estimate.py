@@ -92,6 +92,10 @@ def _dump(data: Any) -> str:
 @click.option("--qlora", is_flag=True, help="LoRA over a 4-bit NF4 base (needs --lora-rank).")
 @click.option("--paged-optimizer", is_flag=True,
               help="LoRA/QLoRA: optimizer states in paged memory that spills to CPU RAM (bitsandbytes, QLoRA Sec. 3).")
+@click.option("--offload", type=click.Choice(list(sizing.OFFLOAD_MODES)), default="none", show_default=True,
+              help="CPU offload (parallelism.offload): optimizer = DeepSpeed ZeRO-Offload (--zero 1-3); "
+                   "optimizer+params = ZeRO-Infinity to CPU (--zero 3) or FSDP CPUOffload; needs --framework "
+                   "deepspeed or fsdp.")
 @click.option("--headroom", type=click.FloatRange(0, 0.5), default=0.05, show_default=True,
               help="Share of the GPU's memory a fit must leave free (parallelism.memory_headroom).")
 @click.option("--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G).")
@@ -105,7 +109,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
                      dense_layers: int, capacity_factor: float | None, ep: int, vpp: int, cp: int,
                      seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
                      gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
-                     paged_optimizer: bool, headroom: float, gpu: str | None, tokens: int | None,
+                     paged_optimizer: bool, offload: str, headroom: float, gpu: str | None, tokens: int | None,
                      as_json: bool) -> None:
     """Per-GPU memory (and optionally fit and compute) for a model and layout, without a spec file.
 
@@ -127,7 +131,7 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
         dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, cp=cp, seq_len=seq_len,
         micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
         tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
-        paged_optimizer=paged_optimizer, headroom=headroom, gpu=gpu, tokens=tokens)
+        paged_optimizer=paged_optimizer, offload=offload, headroom=headroom, gpu=gpu, tokens=tokens)
     click.echo(_dump(result) if as_json else est.estimate_text(result), nl=as_json)
 
 

@@ -116,6 +116,7 @@ def estimate(
     lora_rank: int | None = None,
     qlora: bool = False,
     paged_optimizer: bool = False,
+    offload: str = "none",
     framework: str = DEFAULT_FRAMEWORK,
     headroom: float = DEFAULT_HEADROOM,
     gpu: str | None = None,
@@ -194,6 +195,7 @@ def estimate(
             arch=arch, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
             zero_stage=zero, tp=tp, pp=pp, dp=dp, sequence_parallel=sp and tp > 1, recompute=recompute,
             lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep, vpp=vpp,
+            offload=offload,
             cp=cp)
         memory = sizing.per_gpu_memory(setup)
         resolved = sizing.resolve_framework(framework, zero)
@@ -226,9 +228,12 @@ def estimate(
             "sequence_parallel": setup.sequence_parallel, "recompute": recompute,
             "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",
             "lora_rank": lora_rank, "paged_optimizer": paged_optimizer, "framework": resolved,
-            "headroom": headroom,
+            "headroom": headroom, "offload": offload,
         },
         "per_gpu_bytes": memory.to_dict(),
+        # CPU offload: host memory per GPU for the offloaded states and their PCIe bytes per optimizer step
+        "offload": None if offload == "none" else {"host_bytes_per_gpu": memory.host,
+                                                   "pcie_bytes_per_step": memory.pcie_bytes},
         "model_states": _model_states(arch, setup, memory),
         "notes": list(memory.notes),
         "warnings": warnings,
@@ -398,7 +403,8 @@ def estimate_text(result: dict[str, Any]) -> str:
         f"{s['precision']}, {s['optimizer']}, seq {s['seq_len']}, micro-batch {s['micro_batch']}, "
         f"recompute {s['recompute']}" + (", sequence parallel" if s["sequence_parallel"] else "")
         + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else "")
-        + (", paged optimizer" if s["paged_optimizer"] else ""),
+        + (", paged optimizer" if s["paged_optimizer"] else "") + (f", offload {s['offload']}"
+                                                                      if s["offload"] != "none" else ""),
         "",
         "Memory per GPU (worst GPU)",
         table(["term", "bytes", "GB", "GiB"], [
@@ -410,6 +416,12 @@ def estimate_text(result: dict[str, Any]) -> str:
         "",
     ]
     lines += _zero_paper_text(result)
+    if result["offload"]:
+        o = result["offload"]
+        lines += [(f"Offload  {s['offload']}: host memory {o['host_bytes_per_gpu'] / GiB:,.1f} GiB per GPU "
+                   f"({8 * o['host_bytes_per_gpu'] / GiB:,.0f} GiB for an 8-GPU node; the planner keeps it within 80% "
+                   f"of the instance type's memory); {o['pcie_bytes_per_step'] / GB:,.2f} GB per GPU per step over "
+                   "PCIe"), ""]
     if "fits" in result:
         g = result["gpu"]
         need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB

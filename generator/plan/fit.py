@@ -93,3 +93,16 @@ class Scored:
     run_cost: float | None
     key: tuple[float, ...]
     schedule: sizing.Schedule | None = None  # run_hours = compute + bubble + writes; rework_hours = rework + restores
+
+
+def training_setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int,
+                   lora_rank: int | None) -> sizing.TrainingSetup:
+    """The sizing setup of a layout of the spec: tp, pp and dp given, cp from the spec (:func:`context_degree`)."""
+    m, p = spec.model, spec.parallelism
+    return sizing.TrainingSetup(
+        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
+        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
+        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
+        qlora=m.finetune.method == "qlora", framework=p.framework,
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, offload=p.offload,
+        ep=expert_degree(arch, p.expert, tp, dp), vpp=p.virtual_stages if pp > 1 else 1, cp=context_degree(spec))

@@ -24,6 +24,7 @@ from generator.plan.fit import (
     replica_gpus,
     with_context,
 )
+from generator.plan.fit import training_setup as _setup
 from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
@@ -73,6 +74,13 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                            "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
                            f"model's {arch.moe.experts} experts", "use expert: auto" + (
                                "" if arch.moe is None else ", or a degree that divides the experts")))
+    if p.offload != "none":
+        try:
+            sizing.check_offload(p.offload, sizing.resolve_framework(p.framework, p.zero_stage), p.zero_stage,
+                                 spec.model.finetune.method in ("lora", "qlora"), arch.moe is not None)
+        except sizing.SizingError as e:
+            out.append(Problem(("parallelism", "offload"), str(e).rstrip("."),
+                               "use offload: none, or the framework and zero_stage the message names"))
     c, s = p.context, spec.model.sequence_length
     if isinstance(c, int) and c > 1 and s % (2 * c):
         ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
@@ -104,17 +112,6 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
 def usable_bytes(spec: Spec, gpu_bytes: int) -> int:
     """The GPU memory a layout may use: all of it less ``parallelism.memory_headroom`` (5% by default)."""
     return int(gpu_bytes * (1 - spec.parallelism.memory_headroom))
-
-
-def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
-    m, p = spec.model, spec.parallelism
-    return sizing.TrainingSetup(cp=context_degree(spec),
-        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
-        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
-        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
-        qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp),
-        vpp=p.virtual_stages if pp > 1 else 1)
 
 
 def _divisors(n: int) -> list[int]:
@@ -330,11 +327,11 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
         last = mem(node_options[-1])
     except sizing.SizingError:
         return None
-    if last.total > gpu_bytes:
+    if not _holds(last, t, gpu_bytes):
         return None
     # the first node count whose memory fits (monotone), then the first from there that meets the deadline with
     # every overhead of the layout counted (unimodal wall time): generator/plan/search.py
-    lo = first_true(len(node_options), lambda i: mem(node_options[i]).total <= gpu_bytes)
+    lo = first_true(len(node_options), lambda i: _holds(mem(node_options[i]), t, gpu_bytes))
     assert lo is not None  # the last option fits
     at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, node_options, lo, tp, pp)
     if at is None:
@@ -342,6 +339,12 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     n = node_options[at]
     dp = data_parallel(n * t.gpus, tp, pp, cp)
     return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp), cp)
+
+
+def _holds(m: sizing.MemoryBreakdown, t: InstanceType, gpu_bytes: int) -> bool:
+    """Whether a layout's memory fits the GPU and, with CPU offload, its offloaded states the node's host memory
+    (both shrink as the data-parallel degree grows)."""
+    return m.total <= gpu_bytes and (not m.host or sizing.host_fits(m.host, t.gpus, t.memory_gib))
 
 
 def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
@@ -402,18 +405,27 @@ def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
                 + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
     needs: list[tuple[float, int, int, list[int]]] = []
+    host_short = ""
     for tp, pp, opts in layouts:
         n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
         try:
             dp = data_parallel(n * t.gpus, tp, pp, context_degree(spec))
-            needs.append((sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank)).total,
-                          tp, pp, opts))
+            m = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank))
+            if m.host and not sizing.host_fits(m.host, t.gpus, t.memory_gib):
+                host_short = (f"offload {spec.parallelism.offload}: the offloaded states need "
+                              f"{human_bytes(m.host * t.gpus)} of host memory per node even at {n} node(s) with "
+                              f"tp={tp} pp={pp}; {t.name} has {t.memory_gib:g} GiB, "
+                              f"{human_bytes(int(sizing.HOST_USABLE_SHARE * t.memory_gib * 2**30))} of it usable "
+                              "for them (80%)")
+            needs.append((m.total, tp, pp, opts))
         except sizing.SizingError as e:
             needs.append((math.inf, tp, pp, opts))
             error = str(e)
     need, tp, pp, opts = min(needs, key=lambda x: (x[0], x[2], x[1]))
     if need == math.inf:
         return error
+    if host_short and need <= usable:
+        return host_short
     if need > usable:
         return (f"needs {human_bytes(need)} per GPU even at {opts[-1]} node(s) with tp={tp} pp={pp}; each {t.gpu} has "
                 f"{t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
@@ -453,7 +465,7 @@ def rejection_kind(why: str) -> str:
         return "deadline"
     if why.startswith("fits in memory, but no node count up to"):
         return "batch"
-    if why.startswith("needs ") and " per GPU" in why:
+    if (why.startswith("needs ") and " per GPU" in why) or why.startswith("offload "):
         return "memory"
     if why.startswith(("tp=", "tensor parallelism", "no tensor-parallel", "parallelism.data", "no layout")):
         return "layout"
@@ -512,6 +524,10 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
                 fixes.append("lower model.micro_batch_size")
         if c.gpu != "auto":
             fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if any(why.startswith("offload ") for why in rejected.values()):
+        fixes.insert(0, "spread the offloaded states over more nodes (compute.nodes: auto, or more), or choose an "
+                        "instance type with more host memory, or parallelism.offload: optimizer (keeps the weights "
+                        "on the GPUs)")
     if "batch" in kinds:
         fixes.append("choose a model.global_batch_tokens whose sequences divide by more data-parallel degrees "
                      "(a power of two)")

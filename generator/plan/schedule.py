@@ -16,7 +16,7 @@ from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
 from generator.plan import search
-from generator.plan.fit import context_degree, data_parallel, expert_degree, replica_gpus
+from generator.plan.fit import context_degree, data_parallel, expert_degree, replica_gpus, training_setup
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
@@ -152,7 +152,8 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
              f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
              f"{dpx:.0%} of compute"), dpx),
             ((f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
-              f"{assumed}, {cpx:.0%} of compute, not overlapped"), cpx))
+              f"{assumed}, {cpx:.0%} of compute, not overlapped"), cpx),
+            offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s))
     mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
@@ -162,6 +163,20 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
         interval = None
     return sizing.schedule(executed, gpus, peak, mfu, pp, micro, size, tier,
                            interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
+
+
+def offload_term(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, tp: int, pp: int,
+                 dp: int, step_s: float) -> tuple[str, float]:
+    """CPU offload's PCIe traffic per optimizer step over the step's compute time (not overlapped: DeepSpeed's
+    CPU step and the upload of the updated weights follow the backward pass), as a layout-MFU entry; ("", 0)
+    without offload. The CPU optimizer step itself is not modelled (docs/sizing.md, 'CPU offload')."""
+    if spec.parallelism.offload == "none" or step_s <= 0:
+        return "", 0.0
+    m = sizing.per_gpu_memory(training_setup(spec, arch, tp, pp, dp, lora_rank))
+    seconds = sizing.pcie_seconds(m.pcie_bytes, t.gpu)
+    return (f"offload {spec.parallelism.offload} moves {m.pcie_bytes / 1e9:,.2f} GB per GPU per step over PCIe "
+            f"({sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
+            f"{sizing.PCIE_EFFICIENCY:.0%}), {seconds / step_s:.0%} of compute, not overlapped"), seconds / step_s
 
 
 def virtual_degree(spec: Spec, pp: int) -> int:

@@ -18,11 +18,13 @@ from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
 from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
+    FSDP_LIVE_UNITS,
     check_framework,
     full_model_states,
     largest_module_parameters,
     resolve_framework,
 )
+from generator.sizing.offload import check_offload, offload_states
 from generator.sizing.precision import (
     PRECISION_BYTES,
     PURE_16BIT_OPTIMIZERS,
@@ -45,6 +47,8 @@ class MemoryBreakdown:
     reserve: int
     total: int
     notes: tuple[str, ...]
+    host: int = 0  # host (CPU) memory per GPU for offloaded states (parallelism.offload)
+    pcie_bytes: int = 0  # bytes per optimizer step over the GPU's PCIe link for offloaded states
 
     @property
     def model_states(self) -> int:
@@ -108,6 +112,8 @@ def validate_setup(setup: TrainingSetup) -> None:
                           f"{arch.layers - (setup.pp - 2) * stage_layers(arch.layers, setup.pp)} for the first and "
                           f"last); use a pipeline degree from {_ranges(ok)}.")
     check_framework(setup.framework, setup.zero_stage)
+    check_offload(setup.offload, resolve_framework(setup.framework, setup.zero_stage), setup.zero_stage,
+                  setup.lora_rank is not None, arch.moe is not None)
     if setup.paged_optimizer and setup.lora_rank is None:
         raise SizingError("paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
                           "set lora_rank or turn paged_optimizer off.")
@@ -184,7 +190,11 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
     """
     validate_setup(setup)
     notes: list[str] = []
-    weights, gradients, optimizer_states = _model_states(setup, notes)
+    host = pcie = 0
+    if setup.offload != "none":
+        weights, gradients, optimizer_states, host, pcie = _offloaded(setup, notes)
+    else:
+        weights, gradients, optimizer_states = _model_states(setup, notes)
     if setup.precision == "fp8":
         weights += _fp8_weight_cache(setup, notes)
     activations = stage_activations(setup, notes)
@@ -197,7 +207,25 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
     total = rest + reserve
     notes.append(f"total = {_gb(total)} per GPU ({total / GiB:.1f} GiB)")
     return MemoryBreakdown(weights=weights, gradients=gradients, optimizer_states=optimizer_states,
-                           activations=activations, reserve=reserve, total=total, notes=tuple(notes))
+                           activations=activations, reserve=reserve, total=total, notes=tuple(notes), host=host,
+                           pcie_bytes=pcie)
+
+
+def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, int, int]:
+    """Model states on the GPU, host bytes and PCIe bytes per step under CPU offload (dense full training only:
+    :func:`generator.sizing.offload.check_offload`), sharded over dp x cp."""
+    arch, t, p = setup.arch, setup.tp, setup.pp
+    params = arch.parameters + kv_replication_parameters(arch, t)
+    per_stage = stage_layers(arch.layers, p)
+    psi = Fraction(params * per_stage, arch.layers * t) if arch.layers % p else Fraction(params, t * p)
+    notes.append(f"Psi per GPU = {float(psi):,.0f} parameters (its tensor shard of its largest pipeline stage)")
+    largest = Fraction(largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
+                                                 arch.kv_heads * arch.d_head), t)
+    return offload_states(resolve_framework(setup.framework, setup.zero_stage), setup.offload, psi=psi,
+                          pb=PRECISION_BYTES[setup.precision],
+                          k=optimizer_bytes_per_param(setup.optimizer, setup.precision), zero_stage=setup.zero_stage,
+                          dp=setup.dp * setup.cp, layer_params=Fraction(arch.layer_parameters, t),
+                          largest_module=largest, live_units=FSDP_LIVE_UNITS, notes=notes)
 
 
 def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int]:

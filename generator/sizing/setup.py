@@ -33,4 +33,5 @@ class TrainingSetup:
     paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU (Megatron-LM --num-layers-per-virtual-pipeline-stage)
+    offload: str = "none"  # CPU offload: none | optimizer | optimizer+params (DeepSpeed ZeRO-Offload/Infinity, FSDP)
     cp: int = 1  # context-parallel degree: the sequence split over cp ranks (Megatron-Core --context-parallel-size)

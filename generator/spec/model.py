@@ -258,6 +258,7 @@ class ParallelismSpec(_Strict):
     zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
     sequence_parallel: bool = True
     recompute: Literal["none", "selective", "full"] = "selective"
+    offload: Literal["none", "optimizer", "optimizer+params"] = "none"  # CPU offload (DeepSpeed, FSDP)
     memory_headroom: Annotated[float, Field(ge=0, le=0.5)] = 0.05
 
     @field_validator("memory_headroom", mode="before")
@@ -266,6 +267,16 @@ class ParallelismSpec(_Strict):
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.5 < v <= 100:
             raise spec_error(f"{_shown(v)} is not a share of the GPU's memory (at most 0.5)",
                              "write a fraction: 0.05 keeps 5% of each GPU's memory free")
+        return v
+
+    @field_validator("offload")
+    @classmethod
+    def _framework_that_offloads(cls, v: str, info: ValidationInfo) -> str:
+        if v != "none" and info.data.get("framework") in ("megatron", "zero-paper"):
+            raise spec_error(f"offload {v} runs on DeepSpeed (ZeRO-Offload, ZeRO-Infinity) or FSDP (CPUOffload); "
+                             f"trainstack does not model it for framework {info.data.get('framework')}",
+                             "use framework: deepspeed (zero_stage 1-3; optimizer+params needs 3) or fsdp "
+                             "(optimizer+params), or offload: none")
         return v
 
     @field_validator("zero_stage")
