@@ -212,3 +212,22 @@ def test_estimate_offload_json() -> None:
     assert estimate(preset="llama-2-7b")["offload"] is None
     with pytest.raises(EstimateError, match="not megatron"):
         estimate(preset="llama-2-70b", gpus=16, offload="optimizer")
+
+
+def test_estimate_and_the_spec_share_one_home_for_defaults() -> None:
+    from generator.spec import defaults
+    from generator.spec.model import ModelSpec, ParallelismSpec
+
+    m, p = ModelSpec.model_fields, ParallelismSpec.model_fields
+    assert m["sequence_length"].default == defaults.SEQUENCE_LENGTH
+    assert (m["micro_batch_size"].default, m["precision"].default, m["optimizer"].default) == (
+        defaults.MICRO_BATCH_SIZE, defaults.PRECISION, defaults.OPTIMIZER)
+    assert (p["zero_stage"].default, p["recompute"].default, p["framework"].default, p["memory_headroom"].default,
+            p["sequence_parallel"].default, p["offload"].default) == (
+        defaults.ZERO_STAGE, defaults.RECOMPUTE, defaults.FRAMEWORK, defaults.MEMORY_HEADROOM,
+        defaults.SEQUENCE_PARALLEL, defaults.OFFLOAD)
+    s = estimate(preset="llama-2-7b")["setup"]
+    assert (s["seq_len"], s["micro_batch"], s["precision"], s["optimizer"], s["zero_stage"], s["recompute"],
+            s["headroom"], s["offload"]) == (defaults.SEQUENCE_LENGTH, defaults.MICRO_BATCH_SIZE, defaults.PRECISION,
+                                             defaults.OPTIMIZER, defaults.ZERO_STAGE, defaults.RECOMPUTE,
+                                             defaults.MEMORY_HEADROOM, defaults.OFFLOAD)

@@ -17,6 +17,7 @@ from generator.catalog import Catalog, GpuModel
 from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
 from generator.plan.cost_report import cost_report, cost_text
 from generator.plan.fit import data_parallel, replica_gpus
+from generator.spec import defaults
 from generator.spec.units import human_count
 
 __all__ = [
@@ -32,12 +33,13 @@ __all__ = [
 GB = 10**9
 GiB = 2**30
 
-# The spec's defaults (generator/spec/model.py), so `estimate` and a spec with the same fields agree.
-DEFAULT_SEQ_LEN = 4096
-DEFAULT_ZERO_STAGE = 1
-DEFAULT_RECOMPUTE = "selective"
-DEFAULT_FRAMEWORK = "auto"
-DEFAULT_HEADROOM = 0.05  # parallelism.memory_headroom's default
+# The spec's defaults, from their one home (generator/spec/defaults.py, which the spec model reads too), so
+# `estimate` and a spec with the same fields left out agree.
+DEFAULT_SEQ_LEN = defaults.SEQUENCE_LENGTH
+DEFAULT_ZERO_STAGE = defaults.ZERO_STAGE
+DEFAULT_RECOMPUTE = defaults.RECOMPUTE
+DEFAULT_FRAMEWORK = defaults.FRAMEWORK
+DEFAULT_HEADROOM = defaults.MEMORY_HEADROOM
 
 # The ZeRO paper's worked example (Rajbhandari et al. 2020, Sec. 5 and Figure 1): 7.5B parameters,
 # N_d = 64, mixed-precision Adam; P_os+g+p is 16 * 7.5e9 / 64 = 1.875 GB, printed as "1.9GB".
@@ -104,19 +106,19 @@ def estimate(
     vpp: int = 1,
     cp: int = 1,
     seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int = 1,
-    precision: str = "bf16",
-    optimizer: str = "adamw",
+    micro_batch: int = defaults.MICRO_BATCH_SIZE,
+    precision: str = defaults.PRECISION,
+    optimizer: str = defaults.OPTIMIZER,
     zero: int = DEFAULT_ZERO_STAGE,
     gpus: int | None = None,
     tp: int = 1,
     pp: int = 1,
     recompute: str = DEFAULT_RECOMPUTE,
-    sp: bool = True,
+    sp: bool = defaults.SEQUENCE_PARALLEL,
     lora_rank: int | None = None,
     qlora: bool = False,
     paged_optimizer: bool = False,
-    offload: str = "none",
+    offload: str = defaults.OFFLOAD,
     framework: str = DEFAULT_FRAMEWORK,
     headroom: float = DEFAULT_HEADROOM,
     gpu: str | None = None,
