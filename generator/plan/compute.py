@@ -237,7 +237,8 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         else round(sched.mfu, 4),
         peak_tflops=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[0],
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
-        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
+        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes), offload=spec.parallelism.offload,
+        host_per_gpu=mem.host)
 
 
 def model_summary(spec: Spec, choice: Choice) -> ModelSummary:

@@ -132,6 +132,8 @@ class Sizing:
     peak_tflops: float
     framework: str = "zero-paper"  # whose accounting of the model states (megatron, deepspeed, fsdp, zero-paper)
     min_headroom: int = 0  # bytes per GPU the fit search kept free (parallelism.memory_headroom)
+    offload: str = "none"  # parallelism.offload: none | optimizer | optimizer+params
+    host_per_gpu: int = 0  # host memory bytes per GPU the offloaded states take (0 without offload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,7 @@ def plan_text(plan: Plan) -> str:
             ["total", z.total, human_bytes(z.total)],
             ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
             ["headroom", z.headroom, human_bytes(z.headroom)],
+            *([[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]] if z.host_per_gpu else []),
         ], right=(1, 2)),
         "",
         *paused_cost_lines(plan),

@@ -4,13 +4,15 @@ flags) without importing pydantic, so an estimate and a spec that leave the same
 
 from __future__ import annotations
 
-SEQUENCE_LENGTH = 4096  # model.sequence_length
-MICRO_BATCH_SIZE = 1  # model.micro_batch_size
-PRECISION = "bf16"  # model.precision
-OPTIMIZER = "adamw"  # model.optimizer
-FRAMEWORK = "auto"  # parallelism.framework
-ZERO_STAGE = 1  # parallelism.zero_stage
-SEQUENCE_PARALLEL = True  # parallelism.sequence_parallel
-RECOMPUTE = "selective"  # parallelism.recompute
-OFFLOAD = "none"  # parallelism.offload
-MEMORY_HEADROOM = 0.05  # parallelism.memory_headroom
+from typing import Final
+
+SEQUENCE_LENGTH: Final = 4096  # model.sequence_length
+MICRO_BATCH_SIZE: Final = 1  # model.micro_batch_size
+PRECISION: Final = "bf16"  # model.precision
+OPTIMIZER: Final = "adamw"  # model.optimizer
+FRAMEWORK: Final = "auto"  # parallelism.framework
+ZERO_STAGE: Final = 1  # parallelism.zero_stage
+SEQUENCE_PARALLEL: Final = True  # parallelism.sequence_parallel
+RECOMPUTE: Final = "selective"  # parallelism.recompute
+OFFLOAD: Final = "none"  # parallelism.offload
+MEMORY_HEADROOM: Final = 0.05  # parallelism.memory_headroom
