@@ -573,7 +573,7 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     def fits(i: int) -> bool:
         try:
             dp = data_parallel(options[i] * t.gpus, fit.tp, fit.pp, fit.cp)
-            return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
+            return _holds(sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)), t, gpu_bytes)
         except sizing.SizingError:
             return False
 
