@@ -134,6 +134,14 @@ def _fit_rows() -> list[dict[str, Any]]:
     bloom = estimate(preset="bloom-176b", gpus=384, tp=4, pp=12, zero=1, seq_len=2048, micro_batch=2,
                      recompute="full", gpu="A100-80G")
     full_7b = estimate(preset="llama-2-7b", zero=0, seq_len=4096, gpu="A100-80G")
+    # Llama 3 405B (Sec. 3.3.2 and Table 4): FSDP shards the optimizer states and gradients but not the weights
+    # (ZeRO-2 as FSDP's SHARD_GRAD_OP runs it), 7 + 14 x 8 + 7 layers on 16 stages, and no activation checkpointing
+    # at 8K with FlashAttention (trainstack's selective recompute: no attention scores stored)
+    llama3 = {"preset": "llama-3-405b", "gpus": 16384, "tp": 8, "pp": 16, "zero": 2, "framework": "fsdp",
+              "recompute": "selective", "gpu": "H100"}
+    l3_8k = estimate(**llama3, seq_len=8192)
+    l3_128k = estimate(**llama3, cp=16, seq_len=131072)
+    l3_128k_no_cp = estimate(**llama3, seq_len=131072)
     return [
         _row("QLoRA: LLaMA 65B, r=64 on all linear layers, NF4 + paged AdamW, fits one 48 GB GPU (L20)", 1,
              1 if qlora["fits"] else 0, "fits (1 = yes)", 0.0,
@@ -147,7 +155,18 @@ def _fit_rows() -> list[dict[str, Any]]:
              1 if full_7b["fits"] else 0, "fits (1 = yes)", 0.0,
              "Hugging Face Transformers docs, model memory anatomy (18 bytes/param for mixed-precision AdamW: "
              "6.74B x 18 B = 121 GB > 80 GB); https://huggingface.co/docs/transformers/model_memory_anatomy"),
+        _row("Llama 3 405B at 8K on 16,384 H100 80GB, tp=8 pp=16 dp=128, FSDP (gradients and optimizer sharded), "
+             "no activation checkpointing: fits", 1, 1 if l3_8k["fits"] else 0, "fits (1 = yes)", 0.0, LLAMA3),
+        _row("Llama 3 405B at 128K on 16,384 H100 80GB, tp=8 cp=16 pp=16 dp=8: fits", 1,
+             1 if l3_128k["fits"] else 0, "fits (1 = yes)", 0.0, LLAMA3),
+        _row("Llama 3 405B at 128K without context parallelism (tp=8 pp=16 cp=1): does not fit", 0,
+             1 if l3_128k_no_cp["fits"] else 0, "fits (1 = yes)", 0.0, LLAMA3),
     ]
+
+
+LLAMA3 = ("Dubey et al. 2024, The Llama 3 Herd of Models, Sec. 3.3.2 and Table 4 (16K H100 80GB; TP 8, CP 1, PP 16, "
+          "DP 128 at 8K; TP 8, CP 16, PP 16, DP 8 at 128K; FSDP shards optimizer states and gradients; 8K pre-training "
+          "without activation checkpointing); https://arxiv.org/abs/2407.21783")
 
 
 DEEPSEEK_V3 = ("DeepSeek-AI 2024, DeepSeek-V3 Technical Report, Sec. 1, 3.2 and 4.2 (671B total, 37B activated; "

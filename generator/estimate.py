@@ -16,6 +16,8 @@ from generator import sizing
 from generator.catalog import Catalog, GpuModel
 from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
 from generator.present.cost_report import cost_report, cost_text
+from generator.plan.fit import data_parallel, replica_gpus
+from generator.spec import defaults
 from generator.spec.units import human_count
 
 __all__ = [
@@ -31,12 +33,13 @@ __all__ = [
 GB = 10**9
 GiB = 2**30
 
-# The spec's defaults (generator/spec/model.py), so `estimate` and a spec with the same fields agree.
-DEFAULT_SEQ_LEN = 4096
-DEFAULT_ZERO_STAGE = 1
-DEFAULT_RECOMPUTE = "selective"
-DEFAULT_FRAMEWORK = "auto"
-DEFAULT_HEADROOM = 0.05  # parallelism.memory_headroom's default
+# The spec's defaults, from their one home (generator/spec/defaults.py, which the spec model reads too), so
+# `estimate` and a spec with the same fields left out agree.
+DEFAULT_SEQ_LEN = defaults.SEQUENCE_LENGTH
+DEFAULT_ZERO_STAGE = defaults.ZERO_STAGE
+DEFAULT_RECOMPUTE = defaults.RECOMPUTE
+DEFAULT_FRAMEWORK = defaults.FRAMEWORK
+DEFAULT_HEADROOM = defaults.MEMORY_HEADROOM
 
 # The ZeRO paper's worked example (Rajbhandari et al. 2020, Sec. 5 and Figure 1): 7.5B parameters,
 # N_d = 64, mixed-precision Adam; P_os+g+p is 16 * 7.5e9 / 64 = 1.875 GB, printed as "1.9GB".
@@ -53,27 +56,31 @@ class EstimateError(TrainstackError):
 # estimate
 
 
-def data_parallel_degree(gpus: int | None, tp: int, pp: int) -> int:
-    """dp = gpus / (tp * pp); without ``gpus`` one model replica (dp = 1).
+def data_parallel_degree(gpus: int | None, tp: int, pp: int, cp: int = 1) -> int:
+    """dp = gpus / (tp * pp * cp); without ``gpus`` one model replica (dp = 1).
 
-    Every GPU holds one tensor-parallel shard of one pipeline stage of one replica, so the total must be a
-    whole multiple of tp * pp; anything else leaves GPUs idle, which the user almost surely did not mean.
+    Every GPU holds one tensor-parallel shard of one pipeline stage of one context-parallel share of one replica,
+    so the total must be a whole multiple of tp * pp * cp; anything else leaves GPUs idle, which the user almost
+    surely did not mean. The degree itself is :func:`generator.plan.fit.data_parallel`, as the planner counts it.
     """
-    for flag, value in (("--tp", tp), ("--pp", pp)):
+    for flag, value in (("--tp", tp), ("--pp", pp), ("--cp", cp)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise EstimateError(f"{flag} must be a whole number >= 1, got {value!r}.")
     if gpus is None:
         return 1
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise EstimateError(f"--gpus must be a whole number >= 1, got {gpus!r}.")
-    per_replica = tp * pp
-    if gpus % per_replica:
+    per_replica = replica_gpus(tp, pp, cp)
+    dp = data_parallel(gpus, tp, pp, cp)
+    if not dp:
         lower = gpus // per_replica * per_replica
         near = " or ".join(str(n) for n in (lower, lower + per_replica) if n >= per_replica)
+        what = f"tp x pp = {tp} x {pp}" if cp == 1 else f"tp x pp x cp = {tp} x {pp} x {cp}"
         raise EstimateError(
-            f"--gpus {gpus} is not a multiple of tp x pp = {tp} x {pp} = {per_replica}: the data-parallel degree "
-            f"gpus/(tp*pp) must be a whole number; use --gpus {near}, or change --tp/--pp.")
-    return gpus // per_replica
+            f"--gpus {gpus} is not a multiple of {what} = {per_replica}: the data-parallel degree "
+            f"gpus/({'tp*pp' if cp == 1 else 'tp*pp*cp'}) must be a whole number; use --gpus {near}, or change "
+            f"--tp/--pp{'/--cp' if cp > 1 else ''}.")
+    return dp
 
 
 def estimate(
@@ -97,19 +104,21 @@ def estimate(
     capacity_factor: float | None = None,
     ep: int = 1,
     vpp: int = 1,
+    cp: int = 1,
     seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int = 1,
-    precision: str = "bf16",
-    optimizer: str = "adamw",
+    micro_batch: int = defaults.MICRO_BATCH_SIZE,
+    precision: str = defaults.PRECISION,
+    optimizer: str = defaults.OPTIMIZER,
     zero: int = DEFAULT_ZERO_STAGE,
     gpus: int | None = None,
     tp: int = 1,
     pp: int = 1,
     recompute: str = DEFAULT_RECOMPUTE,
-    sp: bool = True,
+    sp: bool = defaults.SEQUENCE_PARALLEL,
     lora_rank: int | None = None,
     qlora: bool = False,
     paged_optimizer: bool = False,
+    offload: str = defaults.OFFLOAD,
     framework: str = DEFAULT_FRAMEWORK,
     headroom: float = DEFAULT_HEADROOM,
     gpu: str | None = None,
@@ -131,7 +140,8 @@ def estimate(
     must leave free, as ``parallelism.memory_headroom`` in a spec.
     ``experts``, ``top_k``, ``expert_ffn_hidden``, ``shared_experts``, ``dense_layers`` and ``capacity_factor``
     make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp);
-    ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``).
+    ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``); ``cp`` the context-parallel
+    degree (as ``parallelism.context``): each sequence split over cp ranks, dp = gpus / (tp x pp x cp).
     ``catalog`` is only read when ``gpu`` is given. Raises :class:`EstimateError` with a sentence for any
     input the sizing model cannot use.
     """
@@ -164,7 +174,7 @@ def estimate(
         # as in a spec (model.parameters with model.preset or model.architecture is an error): one size only
         raise EstimateError(f"give the model's size one way: --params, or --preset, or --layers/--hidden/--heads; "
                             f"the {'shape' if full_shape else 'preset'} fixes the parameter count, so drop --params.")
-    dp = data_parallel_degree(gpus, tp, pp)
+    dp = data_parallel_degree(gpus, tp, pp, cp)
     warnings: list[str] = []
     shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "vocab": vocab,
              "ffn_hidden": ffn_hidden, "mlp_matrices": mlp_matrices, "tied_embeddings": tied_embeddings,
@@ -186,7 +196,9 @@ def estimate(
         setup = sizing.TrainingSetup(
             arch=arch, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
             zero_stage=zero, tp=tp, pp=pp, dp=dp, sequence_parallel=sp and tp > 1, recompute=recompute,
-            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep, vpp=vpp)
+            lora_rank=lora_rank, qlora=qlora, framework=framework, paged_optimizer=paged_optimizer, ep=ep, vpp=vpp,
+            offload=offload,
+            cp=cp)
         memory = sizing.per_gpu_memory(setup)
         resolved = sizing.resolve_framework(framework, zero)
     except sizing.SizingError as e:
@@ -213,14 +225,17 @@ def estimate(
                 "capacity_factor": arch.moe.capacity_factor},
         },
         "setup": {
-            "gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "vpp": vpp, "zero_stage": zero, "precision": precision,
+            "gpus": tp * pp * cp * dp, "tp": tp, "pp": pp, "dp": dp, "ep": ep, "vpp": vpp, "cp": cp, "zero_stage": zero, "precision": precision,
             "optimizer": optimizer, "seq_len": seq_len, "micro_batch": micro_batch,
             "sequence_parallel": setup.sequence_parallel, "recompute": recompute,
             "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",
             "lora_rank": lora_rank, "paged_optimizer": paged_optimizer, "framework": resolved,
-            "headroom": headroom,
+            "headroom": headroom, "offload": offload,
         },
         "per_gpu_bytes": memory.to_dict(),
+        # CPU offload: host memory per GPU for the offloaded states and their PCIe bytes per optimizer step
+        "offload": None if offload == "none" else {"host_bytes_per_gpu": memory.host,
+                                                   "pcie_bytes_per_step": memory.pcie_bytes},
         "model_states": _model_states(arch, setup, memory),
         "notes": list(memory.notes),
         "warnings": warnings,
@@ -263,7 +278,7 @@ def estimate(
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
                 raise EstimateError(f"{gpu_model.name}: {e}") from None
             result["gpu_hours"] = gpu_hours
-            result["hours"] = gpu_hours / (tp * pp * dp)
+            result["hours"] = gpu_hours / (replica_gpus(tp, pp, cp) * dp)
         if lora_rank is not None:
             warnings.append("6ND counts weight gradients for every parameter; LoRA skips them for the frozen base, "
                             "so its compute is nearer 4ND (the figure is an upper bound)")
@@ -383,13 +398,15 @@ def estimate_text(result: dict[str, Any]) -> str:
            + (f", {a['moe']['dense_layers']} dense layers first" if a['moe']['dense_layers'] else "")
            + f"; {human_count(a['active_parameters'])} active per token ({a['active_parameters']:,}), "
            f"{human_count(a['expert_parameters'])} in routed experts"] if a["moe"] else []),
-        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']} x dp {s['dp']}"
+        f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']}" + (f" x cp {s['cp']}" if s["cp"] > 1 else "")
+        + f" x dp {s['dp']}"
         + (f" (ep {s['ep']})" if a["moe"] else "") + f", ZeRO-{s['zero_stage']} "
         f"({s['framework'] if s['finetune'] == 'full' else 'adapters as PEFT holds them'}), "
         f"{s['precision']}, {s['optimizer']}, seq {s['seq_len']}, micro-batch {s['micro_batch']}, "
         f"recompute {s['recompute']}" + (", sequence parallel" if s["sequence_parallel"] else "")
         + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else "")
-        + (", paged optimizer" if s["paged_optimizer"] else ""),
+        + (", paged optimizer" if s["paged_optimizer"] else "") + (f", offload {s['offload']}"
+                                                                      if s["offload"] != "none" else ""),
         "",
         "Memory per GPU (worst GPU)",
         table(["term", "bytes", "GB", "GiB"], [
@@ -401,6 +418,12 @@ def estimate_text(result: dict[str, Any]) -> str:
         "",
     ]
     lines += _zero_paper_text(result)
+    if result["offload"]:
+        o = result["offload"]
+        lines += [(f"Offload  {s['offload']}: host memory {o['host_bytes_per_gpu'] / GiB:,.1f} GiB per GPU "
+                   f"({8 * o['host_bytes_per_gpu'] / GiB:,.0f} GiB for an 8-GPU node; the planner keeps it within 80% "
+                   f"of the instance type's memory); {o['pcie_bytes_per_step'] / GB:,.2f} GB per GPU per step over "
+                   "PCIe"), ""]
     if "fits" in result:
         g = result["gpu"]
         need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB

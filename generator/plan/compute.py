@@ -16,7 +16,7 @@ from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
 from generator.plan.cost import is_subscription, prepaid, subscription_months
-from generator.plan.fit import Fit, PlanningError, Scored
+from generator.plan.fit import Fit, PlanningError, Scored, data_parallel, replica_gpus, with_context
 from generator.plan.layout import (
     architecture,
     memory_minimum,
@@ -105,7 +105,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
     if not finishing:
         f = ranked[0].fit
-        raise PlanningError([never_finishes(spec, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
+        raise PlanningError([never_finishes(with_context(spec, f.cp), catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
                                             cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
@@ -128,8 +128,10 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
     candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
-    decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
+    decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(with_context(spec, fit.cp), catalog, arch,
+                                                                    lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"
+                              + (f" cp={fit.cp}" if fit.cp > 1 else "")
                               + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
@@ -146,7 +148,7 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
     fit = choice.best.fit
     floor = memory_minimum(spec, choice.arch, choice.lora_rank, fit)
     asked = spec.spot.min_nodes
-    step = f"tp={fit.tp} pp={fit.pp}"
+    step = f"tp={fit.tp} pp={fit.pp}" + (f" cp={fit.cp}" if fit.cp > 1 else "")
     if asked is None:
         decisions.append(Decision("elastic minimum", f"{floor} of {fit.nodes} node(s)",
                                   f"the fewest nodes whose GPUs still hold the training state with {step} (ZeRO "
@@ -161,9 +163,10 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
         problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} cannot hold the training state: with "
                                 f"{step} the GPUs of fewer than {floor} node(s) run out of memory",
                                 f"use a value from {floor} to {fit.nodes}, or leave it out"))
-    elif (asked * fit.itype.gpus) % (fit.tp * fit.pp):
+    elif not data_parallel(asked * fit.itype.gpus, fit.tp, fit.pp, fit.cp):
+        per = replica_gpus(fit.tp, fit.pp, fit.cp)
         problems.append(Problem(("spot", "min_nodes"), f"{asked} node(s) have {asked * fit.itype.gpus} GPUs, which "
-                                f"{step} cannot split evenly", f"use a multiple of {fit.tp * fit.pp // math.gcd(fit.tp * fit.pp, fit.itype.gpus)}"))
+                                f"{step} cannot split evenly", f"use a multiple of {per // math.gcd(per, fit.itype.gpus)}"))
     if problems:
         raise PlanningError(problems)
     decisions.append(Decision("elastic minimum", f"{asked} of {fit.nodes} node(s)",
@@ -184,7 +187,7 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes, ep=fit.ep, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
+        min_nodes=min_nodes, ep=fit.ep, cp=fit.cp, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
         key_pair=spec.compute.admin_key_pair or (
             f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None),
         image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
@@ -237,7 +240,8 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         else round(sched.mfu, 4),
         peak_tflops=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[0],
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
-        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes))
+        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes), offload=spec.parallelism.offload,
+        host_per_gpu=mem.host)
 
 
 def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
@@ -305,6 +309,7 @@ def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) ->
 
 def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
     t = fit.itype
+    spec = with_context(spec, fit.cp)
     on_demand_nodes, spot_nodes = spot_split(spec, fit.nodes)
     spot_price = t.price.cny_per_hour * spec.spot.price_ratio
     per_hour = on_demand_nodes * t.price.cny_per_hour + spot_nodes * spot_price
@@ -409,7 +414,15 @@ def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing
     link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
     parts = [(f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
              f"{arch.heads} heads"), _pipeline_text(fit.pp, arch.layers),
-             f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp)"]
+             f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp" + ("*cp)" if fit.cp > 1 else ")")]
+    if fit.cp > 1:
+        inside = fit.cp * fit.tp <= fit.itype.gpus
+        parts.append(f"context parallel {fit.cp} splits each {spec.model.sequence_length}-token sequence into "
+                     f"{spec.model.sequence_length // fit.cp}-token shares (" + (
+                         "as the spec asks" if isinstance(spec.parallelism.context, int) else
+                         f"no layout without it fits at {spec.model.sequence_length} tokens")
+                     + ("; cp x tp stays inside one node's NVLink)" if inside else
+                        "; cp x tp spans nodes: the KV ring crosses the network, counted in the MFU)"))
     if arch.moe is not None:
         inside = fit.ep * fit.tp <= fit.itype.gpus
         parts.append(f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "

@@ -15,7 +15,16 @@ import re
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
-from generator.plan.fit import Fit, PlanningError, expert_degree
+from generator.plan.fit import (
+    Fit,
+    PlanningError,
+    context_degree,
+    data_parallel,
+    expert_degree,
+    replica_gpus,
+    with_context,
+)
+from generator.plan.fit import training_setup as _setup
 from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
@@ -32,6 +41,12 @@ AUTO_PIPELINE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 48, 64)
 # Layouts whose per-GPU memory stays under this share of the GPU's usable memory are "comfortable"; the fit search
 # prefers them over tighter ones at the same node count (docs/sizing.md, "Headroom and the layout tie-break").
 COMFORT_SHARE = 0.90
+
+# ``parallelism.context: auto`` considers context parallelism only for sequences at least this long, and only when
+# no layout without it fits (docs/sizing.md, "Context parallelism"): Megatron-Core recommends it for long context,
+# and at 32K tokens a 70B layer's activations alone reach ~10 GB per GPU at tp=8.
+LONG_CONTEXT = 32768
+AUTO_CONTEXT = (2, 4, 8, 16, 32)
 
 
 def architecture(spec: Spec) -> sizing.Architecture:
@@ -59,6 +74,22 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                            "model" if arch.moe is None else f"expert parallelism {p.expert} does not divide the "
                            f"model's {arch.moe.experts} experts", "use expert: auto" + (
                                "" if arch.moe is None else ", or a degree that divides the experts")))
+    if p.offload != "none":
+        try:
+            sizing.check_offload(p.offload, sizing.resolve_framework(p.framework, p.zero_stage), p.zero_stage,
+                                 spec.model.finetune.method in ("lora", "qlora"), arch.moe is not None)
+        except sizing.SizingError as e:
+            out.append(Problem(("parallelism", "offload"), str(e).rstrip("."),
+                               "use offload: none, or the framework and zero_stage the message names"))
+    c, s = p.context, spec.model.sequence_length
+    if isinstance(c, int) and c > 1 and s % (2 * c):
+        ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
+        out.append(Problem(("parallelism", "context"), f"context parallelism {c} splits each sequence into 2 x {c} "
+                           f"chunks (Megatron-Core balances the causal mask that way), which {s} tokens do not give",
+                           f"use context: auto, or one of {', '.join(map(str, ok))}"))
+    if isinstance(c, int) and c > 1 and spec.model.finetune.method in ("lora", "qlora"):
+        out.append(Problem(("parallelism", "context"), f"context parallelism {c} is modelled for full training "
+                           "(Megatron-Core); LoRA/QLoRA trainers do not run it", "use context: auto or 1"))
     v = p.virtual_stages
     if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
         ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
@@ -81,17 +112,6 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
 def usable_bytes(spec: Spec, gpu_bytes: int) -> int:
     """The GPU memory a layout may use: all of it less ``parallelism.memory_headroom`` (5% by default)."""
     return int(gpu_bytes * (1 - spec.parallelism.memory_headroom))
-
-
-def _setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None) -> sizing.TrainingSetup:
-    m, p = spec.model, spec.parallelism
-    return sizing.TrainingSetup(
-        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
-        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
-        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
-        qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, ep=expert_degree(arch, p.expert, tp, dp),
-        vpp=p.virtual_stages if pp > 1 else 1)
 
 
 def _divisors(n: int) -> list[int]:
@@ -234,16 +254,8 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
             continue
         best: Fit | None = None
-        # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
-        # split evenly when they can: the largest stage sets the pipeline's pace).
-        for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
-            for tp in tps:
-                if t.gpus % tp:
-                    continue
-                for pp in group:
-                    fit = _smallest(spec, catalog, arch, lora_rank, t, tp, pp, max_nodes, gpu_bytes)
-                    if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
-                        best = fit
+        for cp in _context_options(spec, lora_rank, t, tps):
+            best = _best_layout(with_context(spec, cp), catalog, arch, lora_rank, t, tps, pps, max_nodes, gpu_bytes)
             if best is not None:
                 break
         if best is None:
@@ -254,6 +266,40 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             continue
         fits.append(best)
     return fits, rejected
+
+
+def _context_options(spec: Spec, lora_rank: int | None, t: InstanceType, tps: list[int]) -> list[int]:
+    """The context-parallel degrees to try, in order: the spec's when fixed; for ``auto`` 1, then (a sequence of
+    at least LONG_CONTEXT tokens, full training) each degree of AUTO_CONTEXT that splits the sequence into 2 x cp
+    chunks, those with cp x tp inside one node first (ring attention over NVLink; the smallest tp the spec
+    allows counts)."""
+    c, m = spec.parallelism.context, spec.model
+    if isinstance(c, int):
+        return [c]
+    if m.sequence_length < LONG_CONTEXT or lora_rank is not None:
+        return [1]
+    ok = [d for d in AUTO_CONTEXT if m.sequence_length % (2 * d) == 0]
+    inside = [d for d in ok if d * min(tps or [1]) <= t.gpus]
+    return [1, *inside, *[d for d in ok if d not in inside]]
+
+
+def _best_layout(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
+                 tps: list[int], pps: list[int], max_nodes: int, gpu_bytes: int) -> Fit | None:
+    """The best (tp, pp) layout of ``t`` at the spec's context-parallel degree (:func:`layout_key`), or None."""
+    best: Fit | None = None
+    # Pipeline degrees that divide the layers first; uneven stages only when none of those fits (practitioners
+    # split evenly when they can: the largest stage sets the pipeline's pace).
+    for group in ([d for d in pps if arch.layers % d == 0], [d for d in pps if arch.layers % d]):
+        for tp in tps:
+            if t.gpus % tp:
+                continue
+            for pp in group:
+                fit = _smallest(spec, catalog, arch, lora_rank, t, tp, pp, max_nodes, gpu_bytes)
+                if fit and (best is None or layout_key(fit, arch, gpu_bytes) < layout_key(best, arch, gpu_bytes)):
+                    best = fit
+        if best is not None:
+            break
+    return best
 
 
 def layout_key(fit: Fit, arch: sizing.Architecture, usable: int) -> tuple[int, int, int, int, int, int]:
@@ -273,25 +319,32 @@ def _smallest(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank
     node_options = _node_options(spec, t, tp, pp, max_nodes)
     if not node_options:
         return None
+    cp = context_degree(spec)
     try:
         def mem(n: int) -> sizing.MemoryBreakdown:
-            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, int(n * t.gpus // (tp * pp)), lora_rank))
+            return sizing.per_gpu_memory(_setup(spec, arch, tp, pp, data_parallel(n * t.gpus, tp, pp, cp), lora_rank))
 
         last = mem(node_options[-1])
     except sizing.SizingError:
         return None
-    if last.total > gpu_bytes:
+    if not _holds(last, t, gpu_bytes):
         return None
     # the first node count whose memory fits (monotone), then the first from there that meets the deadline with
     # every overhead of the layout counted (unimodal wall time): generator/plan/search.py
-    lo = first_true(len(node_options), lambda i: mem(node_options[i]).total <= gpu_bytes)
+    lo = first_true(len(node_options), lambda i: _holds(mem(node_options[i]), t, gpu_bytes))
     assert lo is not None  # the last option fits
     at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, node_options, lo, tp, pp)
     if at is None:
         return None
     n = node_options[at]
-    dp = int(n * t.gpus // (tp * pp))
-    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp))
+    dp = data_parallel(n * t.gpus, tp, pp, cp)
+    return Fit(t, n, tp, pp, dp, mem(n), expert_degree(arch, spec.parallelism.expert, tp, dp), cp)
+
+
+def _holds(m: sizing.MemoryBreakdown, t: InstanceType, gpu_bytes: int) -> bool:
+    """Whether a layout's memory fits the GPU and, with CPU offload, its offloaded states the node's host memory
+    (both shrink as the data-parallel degree grows)."""
+    return m.total <= gpu_bytes and (not m.host or sizing.host_fits(m.host, t.gpus, t.memory_gib))
 
 
 def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int, batch: bool = True) -> list[int]:
@@ -299,17 +352,18 @@ def _node_options(spec: Spec, t: InstanceType, tp: int, pp: int, max_nodes: int,
     whole replicas, at the spec's fixed data-parallel degree, and (``batch``) giving a data-parallel degree that
     divides the global batch."""
     p = spec.parallelism
-    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % (tp * pp) == 0]
+    per = replica_gpus(tp, pp, context_degree(spec))
+    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % per == 0]
     if isinstance(spec.compute.nodes, int):
-        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % (tp * pp) == 0 else []
+        node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % per == 0 else []
     if isinstance(p.data, int):
-        node_options = [n for n in node_options if n * t.gpus == p.data * tp * pp]
+        node_options = [n for n in node_options if n * t.gpus == p.data * per]
     if isinstance(p.expert, int) and p.expert > 1:  # the expert-parallel group is carved from the dp ranks
-        node_options = [n for n in node_options if (n * t.gpus // (tp * pp)) % p.expert == 0]
+        node_options = [n for n in node_options if (n * t.gpus // per) % p.expert == 0]
     batch_seqs = _batch_sequences(spec)
     if batch and batch_seqs is not None:
         node_options = [n for n in node_options
-                        if batch_seqs % (n * t.gpus // (tp * pp) * spec.model.micro_batch_size) == 0]
+                        if batch_seqs % (n * t.gpus // per * spec.model.micro_batch_size) == 0]
     return node_options
 
 
@@ -337,30 +391,41 @@ def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
                if (opts := _node_options(spec, t, tp, pp, max_nodes, batch=False))]
     if not layouts:
         tp, pp = max(tps), min(pps)
-        per_replica = tp * pp
+        per_replica = replica_gpus(tp, pp, context_degree(spec))
+        cpx = f" x cp={context_degree(spec)}" if context_degree(spec) > 1 else ""
         if isinstance(c.nodes, int):
-            return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica does not divide the "
+            return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica does not divide the "
                     f"{c.nodes * t.gpus} GPUs of {c.nodes} node(s); choose a pipeline degree whose product with tp "
                     "divides them")
         step = per_replica // math.gcd(per_replica, t.gpus)
         if isinstance(spec.parallelism.data, int):
             return (f"parallelism.data {spec.parallelism.data} x tp={tp} x pp={pp} needs "
                     f"{spec.parallelism.data * per_replica} GPUs, which no node count up to {max_nodes} gives")
-        return (f"tp={tp} x pp={pp} = {per_replica} GPUs per model replica needs {step} node(s)"
+        return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica needs {step} node(s)"
                 + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
     needs: list[tuple[float, int, int, list[int]]] = []
+    host_short = ""
     for tp, pp, opts in layouts:
         n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
         try:
-            needs.append((sizing.per_gpu_memory(_setup(spec, arch, tp, pp, n * t.gpus // (tp * pp), lora_rank)).total,
-                          tp, pp, opts))
+            dp = data_parallel(n * t.gpus, tp, pp, context_degree(spec))
+            m = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank))
+            if m.host and not sizing.host_fits(m.host, t.gpus, t.memory_gib):
+                host_short = (f"offload {spec.parallelism.offload}: the offloaded states need "
+                              f"{human_bytes(m.host * t.gpus)} of host memory per node even at {n} node(s) with "
+                              f"tp={tp} pp={pp}; {t.name} has {t.memory_gib:g} GiB, "
+                              f"{human_bytes(int(sizing.HOST_USABLE_SHARE * t.memory_gib * 2**30))} of it usable "
+                              "for them (80%)")
+            needs.append((m.total, tp, pp, opts))
         except sizing.SizingError as e:
             needs.append((math.inf, tp, pp, opts))
             error = str(e)
     need, tp, pp, opts = min(needs, key=lambda x: (x[0], x[2], x[1]))
     if need == math.inf:
         return error
+    if host_short and need <= usable:
+        return host_short
     if need > usable:
         return (f"needs {human_bytes(need)} per GPU even at {opts[-1]} node(s) with tp={tp} pp={pp}; each {t.gpu} has "
                 f"{t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
@@ -400,7 +465,7 @@ def rejection_kind(why: str) -> str:
         return "deadline"
     if why.startswith("fits in memory, but no node count up to"):
         return "batch"
-    if why.startswith("needs ") and " per GPU" in why:
+    if (why.startswith("needs ") and " per GPU" in why) or why.startswith("offload "):
         return "memory"
     if why.startswith(("tp=", "tensor parallelism", "no tensor-parallel", "parallelism.data", "no layout")):
         return "layout"
@@ -459,6 +524,10 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
                 fixes.append("lower model.micro_batch_size")
         if c.gpu != "auto":
             fixes.append("set compute.gpu: auto or choose a GPU with more memory")
+    if any(why.startswith("offload ") for why in rejected.values()):
+        fixes.insert(0, "spread the offloaded states over more nodes (compute.nodes: auto, or more), or choose an "
+                        "instance type with more host memory, or parallelism.offload: optimizer (keeps the weights "
+                        "on the GPUs)")
     if "batch" in kinds:
         fixes.append("choose a model.global_batch_tokens whose sequences divide by more data-parallel degrees "
                      "(a power of two)")
@@ -495,15 +564,16 @@ def memory_minimum(spec: Spec, arch: sizing.Architecture, lora_rank: int | None,
     pipeline degrees: the floor of an elastic launch. Memory never grows with the data-parallel degree, so a
     binary search finds it; a node count whose GPUs the layout cannot split evenly is skipped."""
     t = fit.itype
+    spec = with_context(spec, fit.cp)
     ep = spec.parallelism.expert if isinstance(spec.parallelism.expert, int) else 1  # a fixed ep must divide dp
-    options = [n for n in range(1, fit.nodes + 1) if (n * t.gpus) % (fit.tp * fit.pp) == 0
-               and (n * t.gpus // (fit.tp * fit.pp)) % ep == 0]
+    options = [n for n in range(1, fit.nodes + 1) if (dp := data_parallel(n * t.gpus, fit.tp, fit.pp, fit.cp))
+               and dp % ep == 0]
     gpu_bytes = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
 
     def fits(i: int) -> bool:
         try:
-            dp = options[i] * t.gpus // (fit.tp * fit.pp)
-            return sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)).total <= gpu_bytes
+            dp = data_parallel(options[i] * t.gpus, fit.tp, fit.pp, fit.cp)
+            return _holds(sizing.per_gpu_memory(_setup(spec, arch, fit.tp, fit.pp, dp, lora_rank)), t, gpu_bytes)
         except sizing.SizingError:
             return False
 

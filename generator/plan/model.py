@@ -132,6 +132,8 @@ class Sizing:
     peak_tflops: float
     framework: str = "zero-paper"  # whose accounting of the model states (megatron, deepspeed, fsdp, zero-paper)
     min_headroom: int = 0  # bytes per GPU the fit search kept free (parallelism.memory_headroom)
+    offload: str = "none"  # parallelism.offload: none | optimizer | optimizer+params
+    host_per_gpu: int = 0  # host memory bytes per GPU the offloaded states take (0 without offload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,7 @@ class Compute:
     min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
+    cp: int = 1  # context-parallel degree: each sequence split over cp ranks; dp = total_gpus / (tp pp cp)
     # compute.admin_key_pair (Lingjun: that or NAME-admin); None: no key pair, access through Cloud Assistant
     key_pair: str | None = None
     # the image the nodes boot: compute.image_id, or on ECS the pinned default of catalog images.csv ("" on DLC)

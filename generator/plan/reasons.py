@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from generator import sizing
 from generator.catalog import Catalog
-from generator.plan.fit import Fit
+from generator.plan.fit import Fit, data_parallel, with_context
 from generator.plan.layout import memory_minimum
 from generator.plan.schedule import batch_sequences, first_meeting_deadline, fit_schedule
 from generator.spec.model import Spec
@@ -33,14 +33,15 @@ def _days(hours: float) -> str:
 
 def nodes_reason(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, fit: Fit) -> NodesReason:
     t, n = fit.itype, fit.nodes
-    layout = f"tp={fit.tp} pp={fit.pp}"
+    spec = with_context(spec, fit.cp)
+    layout = f"tp={fit.tp} pp={fit.pp}" + (f" cp={fit.cp}" if fit.cp > 1 else "")
     need = f"{human_bytes(fit.memory.total)} per GPU of {t.gpu_memory_gib:g} GiB"
     floor = memory_minimum(spec, arch, lora_rank, fit)
     if isinstance(spec.compute.nodes, int):
         return NodesReason(("spec",), floor, None, (
             f"as the spec asks (compute.nodes); each GPU then needs {human_bytes(fit.memory.total)} of its "
             f"{t.gpu_memory_gib:g} GiB; memory alone would need {floor} node(s) with {layout}"))
-    counts = [k for k in range(1, n + 1) if (k * t.gpus) % (fit.tp * fit.pp) == 0]
+    counts = [k for k in range(1, n + 1) if data_parallel(k * t.gpus, fit.tp, fit.pp, fit.cp)]
     days = spec.budget.max_days
     deadline: int | None = None
     if days is not None and spec.model.tokens:
@@ -84,7 +85,7 @@ def nodes_reason(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
         parts.append(f"memory alone needs only {floor} node(s) with {layout} (now {need})")
     if "batch" in binding:
         parts.append(f"rounded up for the global batch: {batch} sequences must split evenly over dp x micro-batch "
-                     f"{spec.model.micro_batch_size}; {low} node(s) would give dp={low * t.gpus // (fit.tp * fit.pp)}, "
+                     f"{spec.model.micro_batch_size}; {low} node(s) would give dp={data_parallel(low * t.gpus, fit.tp, fit.pp, fit.cp)}, "
                      f"and the next count that divides it is {n} (dp={fit.dp})"
                      + (f", finishing in {_days(_wall(spec, catalog, arch, lora_rank, fit, n))}"
                         if deadline is not None else ""))
@@ -92,6 +93,6 @@ def nodes_reason(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
 
 
 def _wall(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, fit: Fit, nodes: int) -> float:
-    s = fit_schedule(spec, catalog, arch, lora_rank, fit.itype, nodes, fit.tp, fit.pp)
+    s = fit_schedule(with_context(spec, fit.cp), catalog, arch, lora_rank, fit.itype, nodes, fit.tp, fit.pp)
     assert s is not None
     return s.wall_hours

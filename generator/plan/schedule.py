@@ -16,12 +16,13 @@ from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
 from generator.plan import search
-from generator.plan.fit import expert_degree
+from generator.plan.fit import context_degree, data_parallel, expert_degree, replica_gpus, training_setup
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
+from generator.sizing.context import context_ratio
 from generator.spec.model import Spec
 from generator.spec.units import human_seconds
 
@@ -127,7 +128,8 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     gpu = catalog.gpu(t.gpu)
     assert region is not None and gpu is not None
     gpus = nodes * t.gpus
-    dp = max(1, gpus // (tp * pp))
+    cp = context_degree(spec)
+    dp = max(1, data_parallel(gpus, tp, pp, cp))
     rdma = rdma_between_nodes(spec, t)
     ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
     stated = internode_gbps(spec, catalog, t, rdma)
@@ -137,18 +139,23 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
     peak, base_mfu = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, m.precision)
     a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)
+    cpx = context_ratio(arch, m.sequence_length, cp, tp, t.gpus, nodes, nic, peak, base_mfu)
     # one optimizer step: dp x micro-batch x m sequences, at the GPU's rated MFU
     step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
     step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * base_mfu)
     experts = arch.expert_parameters
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
     trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
-    dpx = sizing.data_parallel_ratio(trainable, dp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
+    # the cp ranks of a replica reduce gradients together with the dp ranks (Megatron-Core's dp x cp group)
+    dpx = sizing.data_parallel_ratio(trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
     comm = (((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
              f"{a2a:.0%} of compute, not overlapped"), a2a),
             ((f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
              f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
-             f"{dpx:.0%} of compute"), dpx))
+             f"{dpx:.0%} of compute"), dpx),
+            ((f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
+              f"{assumed}, {cpx:.0%} of compute, not overlapped"), cpx),
+            offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s))
     mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
@@ -158,6 +165,20 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
         interval = None
     return sizing.schedule(executed, gpus, peak, mfu, pp, micro, size, tier,
                            interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
+
+
+def offload_term(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, tp: int, pp: int,
+                 dp: int, step_s: float) -> tuple[str, float]:
+    """CPU offload's PCIe traffic per optimizer step over the step's compute time (not overlapped: DeepSpeed's
+    CPU step and the upload of the updated weights follow the backward pass), as a layout-MFU entry; ("", 0)
+    without offload. The CPU optimizer step itself is not modelled (docs/sizing.md, 'CPU offload')."""
+    if spec.parallelism.offload == "none" or step_s <= 0:
+        return "", 0.0
+    m = sizing.per_gpu_memory(training_setup(spec, arch, tp, pp, dp, lora_rank))
+    seconds = sizing.pcie_seconds(m.pcie_bytes, t.gpu)
+    return (f"offload {spec.parallelism.offload} moves {m.pcie_bytes / 1e9:,.2f} GB per GPU per step over PCIe "
+            f"({sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
+            f"{sizing.PCIE_EFFICIENCY:.0%}), {seconds / step_s:.0%} of compute, not overlapped"), seconds / step_s
 
 
 def virtual_degree(spec: Spec, pp: int) -> int:
@@ -210,7 +231,8 @@ def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
     counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often)."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
         return 1
-    step = tp * pp // math.gcd(tp * pp, t.gpus)
+    per = replica_gpus(tp, pp, context_degree(spec))
+    step = per // math.gcd(per, t.gpus)
     options = list(range(step, upto + 1, step))
     at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, options, 0, tp, pp)
     return None if at is None else options[at]

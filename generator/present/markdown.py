@@ -62,7 +62,7 @@ def _summary(plan: Plan) -> list[str]:
         ["nodes", (f"**PAUSED**: none declared; resumes as {c.nodes}" if c.paused else str(c.nodes))],
         ["GPUs", md.text(f"{c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)")],
         ["layout", md.text(f"tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
-                           + (f" vpp={c.vpp}" if c.vpp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
+                           + (f" vpp={c.vpp}" if c.vpp > 1 else "") + (f" cp={c.cp}" if c.cp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
                            + (" sp" if c.sequence_parallel else ""))],
         ["memory per GPU", md.text(f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} "
                                    f"(headroom {human_bytes(z.headroom)})")],

@@ -74,7 +74,7 @@ def plan_text(plan: Plan) -> str:
         + f"{c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
         + (" bare metal" if c.bare_metal else ""),
         f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
-        + (f" vpp={c.vpp}" if c.vpp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
+        + (f" vpp={c.vpp}" if c.vpp > 1 else "") + (f" cp={c.cp}" if c.cp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
         + (" sp" if c.sequence_parallel else ""),
         f"  network      RDMA {c.rdma}" + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
         + f", VPC {plan.network.vpc_cidr}, egress {plan.network.egress}",
@@ -108,6 +108,7 @@ def plan_text(plan: Plan) -> str:
             ["total", z.total, human_bytes(z.total)],
             ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
             ["headroom", z.headroom, human_bytes(z.headroom)],
+            *([[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]] if z.host_per_gpu else []),
         ], right=(1, 2)),
         "",
         *paused_cost_lines(plan),

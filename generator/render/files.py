@@ -204,6 +204,8 @@ def launch_env(plan: Plan) -> list[tuple[str, str]]:
         # a MoE model's expert-parallel degree and interleaved stages, only when the plan has them
         *([("EP_SIZE", str(c.ep))] if plan.model.moe is not None else []),
         *([("VPP_SIZE", str(c.vpp))] if c.vpp > 1 else []),
+        *([("CP_SIZE", str(c.cp))] if c.cp > 1 else []),
+        *([("OFFLOAD", plan.sizing.offload)] if plan.sizing.offload != "none" else []),
         ("SHARED_DIR", plan.storage.mount_path if plan.storage.kind != "none" else "/mnt/local"),
         ("CHECKPOINT_URL", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else ""),
         ("CHECKPOINT_ENDPOINT", plan.checkpoints.internal_endpoint if plan.checkpoints.enabled else ""),

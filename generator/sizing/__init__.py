@@ -35,7 +35,11 @@ The package re-exports the public names of its modules, so ``from generator impo
   and the all-to-all traffic of expert parallelism;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
-* :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, activations, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.offload`: CPU offload (DeepSpeed ZeRO-Offload/Infinity, FSDP CPUOffload): GPU and host
+  memory, PCIe bytes;
+* :mod:`~generator.sizing.reserve`: the runtime reserve (CUDA context, NCCL buffers, allocator fragmentation);
+* :mod:`~generator.sizing.activations`: activations per pipeline stage (Korthikanti et al., context parallelism);
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
 * :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;
@@ -45,6 +49,12 @@ The package re-exports the public names of its modules, so ``from generator impo
 
 from __future__ import annotations
 
+from generator.sizing.activations import (
+    RECOMPUTE_MODES,
+    activation_bytes_per_layer,
+    pipeline_splits,
+    stage_layers,
+)
 from generator.sizing.architecture import (
     PRESETS,
     Architecture,
@@ -70,17 +80,11 @@ from generator.sizing.compute import (
 )
 from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_framework, resolve_framework
 from generator.sizing.memory import (
-    DEFAULT_RESERVE_FRACTION,
-    DEFAULT_RESERVE_MIN_BYTES,
-    RECOMPUTE_MODES,
     MemoryBreakdown,
     TrainingSetup,
-    activation_bytes_per_layer,
     lora_trainable_parameters,
     model_state_bytes,
     per_gpu_memory,
-    pipeline_splits,
-    stage_layers,
     tp_splits_heads,
     validate_setup,
 )
@@ -91,7 +95,18 @@ from generator.sizing.moe import (
     alltoall_bytes_per_token,
     name_looks_moe,
 )
+from generator.sizing.offload import (
+    DEFAULT_PCIE_GBYTES,
+    HOST_USABLE_SHARE,
+    OFFLOAD_MODES,
+    PCIE_EFFICIENCY,
+    PCIE_GBYTES,
+    check_offload,
+    host_fits,
+    pcie_seconds,
+)
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
+from generator.sizing.reserve import runtime_reserve
 from generator.sizing.schedule import (
     RELAUNCH_HOURS,
     FlopsPerToken,
@@ -111,13 +126,16 @@ __all__ = [
     "DEFAULT_IMBALANCE",
     "DEFAULT_MFU",
     "DEFAULT_NODE_MTBF_HOURS",
-    "DEFAULT_RESERVE_FRACTION",
-    "DEFAULT_RESERVE_MIN_BYTES",
+    "DEFAULT_PCIE_GBYTES",
     "FP8_SPEEDUP",
     "FRAMEWORKS",
     "FRAMEWORK_CHOICES",
+    "HOST_USABLE_SHARE",
     "KNOWN_MOE_NAMES",
+    "OFFLOAD_MODES",
     "OPTIMIZER_BYTES",
+    "PCIE_EFFICIENCY",
+    "PCIE_GBYTES",
     "PRECISION_BYTES",
     "PRESETS",
     "RECOMPUTE_FLOP_FACTOR",
@@ -138,12 +156,14 @@ __all__ = [
     "alltoall_ratio",
     "architecture_for",
     "check_framework",
+    "check_offload",
     "checkpoint_plan",
     "checkpoint_size_bytes",
     "data_parallel_ratio",
     "derive_architecture",
     "executed_flops",
     "flops_per_token",
+    "host_fits",
     "layout_mfu",
     "lora_trainable_parameters",
     "microbatches",
@@ -151,10 +171,12 @@ __all__ = [
     "name_looks_moe",
     "optimizer_bytes_per_param",
     "parameters_of",
+    "pcie_seconds",
     "per_gpu_memory",
     "pipeline_splits",
     "precision_peak",
     "resolve_framework",
+    "runtime_reserve",
     "schedule",
     "stage_layers",
     "tp_splits_heads",

@@ -35,7 +35,7 @@ _FP32 = 4
 # FSDP with one unit per transformer block (transformer_auto_wrap_policy): the unit being computed and the one
 # prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit, and one unit's unsharded
 # 16-bit gradient lives until its reduce-scatter.  Assumption, from [FSDP] Sec. 3.3-3.4.
-_FSDP_LIVE_UNITS = 2
+FSDP_LIVE_UNITS = 2
 
 
 def resolve_framework(framework: str, zero_stage: int) -> str:
@@ -172,8 +172,8 @@ def _fsdp(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fr
         g = _ceil(4 * psi / d + pb * layer)           # fp32 grad shard + one unit's unsharded 16-bit grads
         w_sharded = Fraction(param32, 1) * psi / d
         if z == 3:
-            w = _ceil(w_sharded + _FSDP_LIVE_UNITS * pb * layer)
-            how = (f"{strategy}: {sharded}/d bytes/param + {_FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
+            w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer)
+            how = (f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
                    "16-bit gradient (assumption: one unit per transformer block, backward prefetch)")
         else:
             w = _ceil(w_sharded + unit16 * psi)

@@ -12,17 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from generator.sizing.activations import RECOMPUTE_MODES, _ranges, pipeline_splits, stage_layers
+from generator.sizing.activations import activations as stage_activations
 from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
-from generator.sizing.fp8 import activation_saving as fp8_activation_saving
 from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
+    FSDP_LIVE_UNITS,
     check_framework,
     full_model_states,
     largest_module_parameters,
     resolve_framework,
 )
-from generator.sizing.moe import routed_mlp_activation_delta
+from generator.sizing.offload import check_offload, offload_states
 from generator.sizing.precision import (
     PRECISION_BYTES,
     PURE_16BIT_OPTIMIZERS,
@@ -30,32 +32,8 @@ from generator.sizing.precision import (
     _check_precision,
     optimizer_bytes_per_param,
 )
-
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingSetup:
-    arch: Architecture
-    seq_len: int
-    micro_batch: int
-    precision: str = "bf16"
-    optimizer: str = "adamw"
-    zero_stage: int = 0
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    sequence_parallel: bool = False
-    recompute: str = "none"  # none | selective | full
-    lora_rank: int | None = None
-    qlora: bool = False
-    reserve_bytes: int | None = None  # None -> default runtime reserve
-    # Whose accounting of the model states: "zero-paper" (the library default, [ZeRO] Sec. 5), "megatron",
-    # "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed for 2/3; the spec's and CLI's default).
-    framework: str = "zero-paper"
-    paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
-    ep: int = 1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
-    vpp: int = 1  # interleaved (virtual) pipeline stages per GPU (Megatron-LM --num-layers-per-virtual-pipeline-stage)
+from generator.sizing.reserve import runtime_reserve
+from generator.sizing.setup import TrainingSetup
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +47,8 @@ class MemoryBreakdown:
     reserve: int
     total: int
     notes: tuple[str, ...]
+    host: int = 0  # host (CPU) memory per GPU for offloaded states (parallelism.offload)
+    pcie_bytes: int = 0  # bytes per optimizer step over the GPU's PCIe link for offloaded states
 
     @property
     def model_states(self) -> int:
@@ -78,13 +58,6 @@ class MemoryBreakdown:
         return {"weights": self.weights, "gradients": self.gradients,
                 "optimizer_states": self.optimizer_states, "activations": self.activations,
                 "reserve": self.reserve, "total": self.total}
-
-
-# Runtime reserve: CUDA context + cuBLAS/cuDNN workspaces (~0.5-1 GiB), NCCL communicator
-# buffers (hundreds of MiB per communicator), and caching-allocator fragmentation (often
-# 5-10% of the peak).  This is an engineering assumption, not a published figure.
-DEFAULT_RESERVE_MIN_BYTES = 2 * GiB
-DEFAULT_RESERVE_FRACTION = Fraction(5, 100)
 
 
 def validate_setup(setup: TrainingSetup) -> None:
@@ -107,6 +80,14 @@ def validate_setup(setup: TrainingSetup) -> None:
                           f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
                           f"heads when tp exceeds them); use a tensor-parallel degree from {ok}.")
     _positive_int("ep", setup.ep)
+    _positive_int("cp", setup.cp)
+    if setup.cp > 1 and setup.seq_len % (2 * setup.cp):
+        raise SizingError(f"cp={setup.cp} splits each sequence into 2 x cp = {2 * setup.cp} chunks (Megatron-Core "
+                          f"context parallelism balances the causal mask that way): the sequence length "
+                          f"{setup.seq_len} must be a multiple of {2 * setup.cp}.")
+    if setup.cp > 1 and setup.lora_rank is not None:
+        raise SizingError(f"cp={setup.cp}: context parallelism is modelled for full training (Megatron-Core); "
+                          "LoRA/QLoRA trainers (PEFT) do not run it, use cp=1.")
     _positive_int("vpp", setup.vpp)
     if setup.vpp > 1 and (setup.pp == 1 or arch.layers % (setup.pp * setup.vpp)):
         raise SizingError(f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
@@ -131,6 +112,8 @@ def validate_setup(setup: TrainingSetup) -> None:
                           f"{arch.layers - (setup.pp - 2) * stage_layers(arch.layers, setup.pp)} for the first and "
                           f"last); use a pipeline degree from {_ranges(ok)}.")
     check_framework(setup.framework, setup.zero_stage)
+    check_offload(setup.offload, resolve_framework(setup.framework, setup.zero_stage), setup.zero_stage,
+                  setup.lora_rank is not None, arch.moe is not None)
     if setup.paged_optimizer and setup.lora_rank is None:
         raise SizingError("paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
                           "set lora_rank or turn paged_optimizer off.")
@@ -176,47 +159,6 @@ def model_state_bytes(parameters: int, *, precision: str = "bf16", optimizer: st
     return w, g, o
 
 
-def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute: str) -> Fraction:
-    """Bytes per (s*b*h) for one layer, [SP] Table 2 (16-bit activations, 1-byte dropout masks).
-
-    The 34 = 11 (attention: QKV input 2, Q and K 4, V 2, projection input 2, dropout mask 1)
-           + 19 (MLP: input 2, GeLU input 8, second linear input 8, dropout mask 1)
-           + 4  (two LayerNorm inputs), and 5as/h = softmax output 2 + dropout mask 1 +
-    dropout output 2 per attention score (a*s*s*b entries).
-    """
-    attn_scores = Fraction(5 * a * s, h * t)  # 5as/(ht)
-    if recompute == "none":
-        # TP only: LayerNorm/dropout regions (10 sbh) stay replicated; SP splits them too.
-        return (Fraction(34, t) if sp else 10 + Fraction(24, t)) + attn_scores
-    if recompute == "selective":
-        # The a*s*s attention-core activations are recomputed, everything else kept.
-        return Fraction(34, t) if sp else 10 + Fraction(24, t)
-    # full: only each layer's input (2 bytes per element) is kept; SP keeps it split over t.
-    return Fraction(2, t) if sp else Fraction(2)
-
-
-def activation_bytes_per_layer(seq_len: int, micro_batch: int, hidden: int, heads: int, *, tp: int = 1,
-                               sequence_parallel: bool = False, recompute: str = "none") -> int:
-    """Activation bytes of one transformer layer for one micro-batch on one GPU, [SP] Table 2.
-
-    ==========================  ===========================================
-    no parallelism              s*b*h*(34 + 5*a*s/h)
-    tensor parallel             s*b*h*(10 + 24/t + 5*a*s/(h*t))
-    tensor + sequence parallel  s*b*h*(34/t + 5*a*s/(h*t))
-    TP + selective recompute    s*b*h*(10 + 24/t)
-    TP + SP + selective         s*b*h*34/t
-    full recompute              2*s*b*h  (2*s*b*h/t with SP)
-    ==========================  ===========================================
-    """
-    for name, v in (("seq_len", seq_len), ("micro_batch", micro_batch), ("hidden", hidden),
-                    ("heads", heads), ("tp", tp)):
-        _positive_int(name, v)
-    if recompute not in RECOMPUTE_MODES:
-        raise SizingError(f"unknown recompute {recompute!r}; allowed: {', '.join(RECOMPUTE_MODES)}.")
-    coeff = _activation_coefficient(seq_len, hidden, heads, tp, sequence_parallel, recompute)
-    return _ceil(seq_len * micro_batch * hidden * coeff)
-
-
 def lora_trainable_parameters(arch: Architecture, rank: int) -> int:
     """LoRA adapter parameters with rank r on q, k, v, o and every MLP projection [LoRA].
 
@@ -248,53 +190,42 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
     """
     validate_setup(setup)
     notes: list[str] = []
-    weights, gradients, optimizer_states = _model_states(setup, notes)
+    host = pcie = 0
+    if setup.offload != "none":
+        weights, gradients, optimizer_states, host, pcie = _offloaded(setup, notes)
+    else:
+        weights, gradients, optimizer_states = _model_states(setup, notes)
     if setup.precision == "fp8":
         weights += _fp8_weight_cache(setup, notes)
-    activations = _activations(setup, notes)
+    activations = stage_activations(setup, notes)
     rest = weights + gradients + optimizer_states + activations
     if setup.reserve_bytes is not None:
         reserve = setup.reserve_bytes
         notes.append(f"reserve = {_gb(reserve)} (given)")
     else:
-        reserve = max(DEFAULT_RESERVE_MIN_BYTES, _ceil(DEFAULT_RESERVE_FRACTION * rest))
-        notes.append(f"reserve = max(2 GiB, 5% of {_gb(rest)}) = {_gb(reserve)} (CUDA context, NCCL buffers, "
-                     "allocator fragmentation; engineering assumption)")
+        reserve = runtime_reserve(rest, tp=setup.tp, pp=setup.pp, cp=setup.cp, ep=setup.ep, notes=notes)
     total = rest + reserve
     notes.append(f"total = {_gb(total)} per GPU ({total / GiB:.1f} GiB)")
     return MemoryBreakdown(weights=weights, gradients=gradients, optimizer_states=optimizer_states,
-                           activations=activations, reserve=reserve, total=total, notes=tuple(notes))
+                           activations=activations, reserve=reserve, total=total, notes=tuple(notes), host=host,
+                           pcie_bytes=pcie)
 
 
-def stage_layers(layers: int, pp: int) -> int:
-    """Layers on the largest pipeline stage: ceil(L/pp).  When pp does not divide L, Megatron-LM places the
-    remainder with ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` and
-    DeepSpeed's ``PipelineModule`` partitions by layer count; either way no stage holds more than ceil(L/pp)
-    (Llama 3 405B: 126 layers on 16 stages, one layer fewer on the first and last, [Llama3] Sec. 3.3.2)."""
-    return -(-layers // pp)
-
-
-def pipeline_splits(layers: int, pp: int) -> bool:
-    """Whether ``pp`` stages can hold ``layers`` as practitioners split them: every middle stage ceil(L/pp) layers,
-    the first and last at least one and at most that many (Megatron-LM's --decoder-first-pipeline-num-layers and
-    --decoder-last-pipeline-num-layers; Llama 3 405B 7 + 14x8 + 7 = 126; BLOOM 5 + 10x6 + 5 = 70)."""
-    if pp < 1 or pp > layers:
-        return False
-    if layers % pp == 0 or pp <= 2:
-        return True
-    m = stage_layers(layers, pp)
-    return 2 <= layers - (pp - 2) * m <= 2 * m
-
-
-def _ranges(values: list[int]) -> str:
-    """[2, 3, 4, 7, 8] -> '2-4, 7, 8': a long list of degrees, short (runs of three or more collapse)."""
-    runs: list[list[int]] = []
-    for v in values:
-        if runs and runs[-1][-1] == v - 1:
-            runs[-1].append(v)
-        else:
-            runs.append([v])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) >= 3 else ", ".join(map(str, r)) for r in runs)
+def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, int, int]:
+    """Model states on the GPU, host bytes and PCIe bytes per step under CPU offload (dense full training only:
+    :func:`generator.sizing.offload.check_offload`), sharded over dp x cp."""
+    arch, t, p = setup.arch, setup.tp, setup.pp
+    params = arch.parameters + kv_replication_parameters(arch, t)
+    per_stage = stage_layers(arch.layers, p)
+    psi = Fraction(params * per_stage, arch.layers * t) if arch.layers % p else Fraction(params, t * p)
+    notes.append(f"Psi per GPU = {float(psi):,.0f} parameters (its tensor shard of its largest pipeline stage)")
+    largest = Fraction(largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
+                                                 arch.kv_heads * arch.d_head), t)
+    return offload_states(resolve_framework(setup.framework, setup.zero_stage), setup.offload, psi=psi,
+                          pb=PRECISION_BYTES[setup.precision],
+                          k=optimizer_bytes_per_param(setup.optimizer, setup.precision), zero_stage=setup.zero_stage,
+                          dp=setup.dp * setup.cp, layer_params=Fraction(arch.layer_parameters, t),
+                          largest_module=largest, live_units=FSDP_LIVE_UNITS, notes=notes)
 
 
 def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int]:
@@ -306,6 +237,12 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     part over all dp (Megatron-Core MoE README, "expert data parallel"); the two parts are sized apart and added."""
     arch = setup.arch
     t, p, dp, ep = setup.tp, setup.pp, setup.dp, setup.ep
+    if setup.cp > 1:
+        # the cp ranks of a replica hold the same weights, so gradients are reduced, and ZeRO or the distributed
+        # optimizer shards, over dp x cp ranks (Megatron-Core's data-parallel group "with context parallel")
+        notes.append(f"context parallelism cp={setup.cp}: every cp rank holds the whole stage's weights; ZeRO shards "
+                     f"over dp x cp = {dp} x {setup.cp} = {dp * setup.cp} ranks (Megatron-Core)")
+        dp *= setup.cp
     per_stage = stage_layers(arch.layers, p)
     share = Fraction(per_stage, arch.layers) if arch.layers % p else Fraction(1, p)
     replicated = kv_replication_parameters(arch, t)
@@ -495,99 +432,3 @@ def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: in
                      f"{_gb(optimizer_states)} ({setup.optimizer} moments only: the adapters are the optimizer's "
                      "parameters, no master copy)")
     return weights, gradients, optimizer_states, weights_full, live_layer_bytes
-
-
-def _activations(setup: TrainingSetup, notes: list[str]) -> int:
-    """Activation bytes on the worst pipeline stage ([SP] Sec. 4, Table 2 and Sec. 4.3)."""
-    arch = setup.arch
-    s, b, h, a, L, v = setup.seq_len, setup.micro_batch, arch.hidden, arch.heads, arch.layers, arch.vocab
-    t, p, sp, mode = setup.tp, setup.pp, setup.sequence_parallel, setup.recompute
-    # [SP] counts 16-bit activations (+1-byte dropout masks); fp32 training doubles everything
-    # (over-counts the masks, < 3%).
-    scale = Fraction(PRECISION_BYTES[setup.precision], 2)
-    sbh = s * b * h
-    coeff = _activation_coefficient(s, h, a, t, sp, mode)
-    moe_delta = (routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
-                 if arch.moe is not None else Fraction(0))
-    if mode != "full":
-        coeff += moe_delta
-    if setup.precision == "fp8":
-        saving = fp8_activation_saving(t, sp and t > 1, mode)
-        coeff -= saving
-        if saving:
-            notes.append(f"fp8: the four GEMM inputs of a block are stored in FP8 (Transformer Engine), half their "
-                         f"bytes: {float(saving):.4g} x s*b*h less per layer than bf16")
-    per_layer = sbh * coeff * scale
-    notes.append(
-        f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
-        f"recompute={mode}) = s*b*h*{_coeff_text(mode, sp, t)} = {s}*{b}*{h}*{float(coeff):.4g}"
-        f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   [Korthikanti et al. 2022, Table 2]"
-    )
-    # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight, so the first stage
-    # stores L/p layers x p micro-batches = L layer-activations ([SP] Sec. 4.2.3).  Assumes at
-    # least p micro-batches per step.  The last stage holds one micro-batch of its L/p layers.
-    layers_per_stage = stage_layers(L, p)
-    # interleaved schedule with v chunks per stage: the first stage holds L (1 + (p-1)/(p v)) layer-activations
-    # ([SP] Sec. 4.2.3): the warm-up runs further ahead on the chunks
-    interleave = 1 + Fraction(p - 1, p * setup.vpp) if setup.vpp > 1 else Fraction(1)
-    stored_first = layers_per_stage * p * per_layer * interleave
-    # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
-    # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
-    # the cross-entropy 4*s*b*v/t (vocab-parallel, so /t even without SP).
-    split = t if sp else 1
-    embed_mask = Fraction(sbh * p, split)
-    output = Fraction(4 * sbh, split) * scale + Fraction(4 * s * b * v, t)
-    # Full recompute: during a layer's backward pass its recomputed activations are live, so
-    # add one layer's non-recomputed activations (minus the input already counted).  Selective
-    # recompute only re-materialises one layer's attention scores (5as^2b/t, transient, and
-    # never materialised by FlashAttention); [SP] Table 2 does not count it and neither do we.
-    # FlashAttention (what recompute=full runs with in Megatron-LM, DeepSpeed and FSDP trainers) never stores the
-    # a*s*s scores, so the working set is the selective-recompute layer (Dao et al. 2022, FlashAttention,
-    # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations.
-    working = (sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
-               if mode == "full" else Fraction(0))
-    first = stored_first + embed_mask + working
-    if p == 1:
-        first += output
-        activations, where = _ceil(first), "single stage"
-    else:
-        last = layers_per_stage * per_layer + output + working
-        activations = _ceil(max(first, last))
-        where = "first pipeline stage" if first >= last else "last pipeline stage"
-    stored = (f"ceil(L/pp)*pp = {layers_per_stage}*{p} layer-micro-batches (1F1B: first stage holds pp "
-              f"micro-batches)" + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
-                                   if setup.vpp > 1 else "") + " x per-layer"
-              if p > 1 else f"L = {L} layers x per-layer")
-    notes.append(
-        f"activations = {stored} = {_gb(stored_first)}"
-        f" + embedding dropout mask s*b*h*p{'/t' if sp else ''} = {_gb(embed_mask)}"
-        f" + output (4*s*b*h{'/t' if sp else ''} + fp32 logits 4*s*b*v/t){' [last stage]' if p > 1 else ''}"
-        f" = {_gb(output)}"
-        + (f" + recompute working set (one layer) = {_gb(working)}" if working else "")
-        + f"; worst GPU: {where} = {_gb(activations)}"
-    )
-    if arch.moe is not None and mode != "full":
-        m = arch.moe
-        notes.append(f"MoE layers: the MLP term becomes the router input and logits plus (top_k {m.top_k} x "
-                     f"imbalance {float(m.imbalance):g} + {m.shared_experts} shared) token copies x (2 + 2 x "
-                     f"{arch.mlp_matrices} x {m.expert_ffn_hidden}/h) per expert, /tp: {float(moe_delta):+.4g} x s*b*h "
-                     "per layer (imbalance: " + ("the capacity factor" if m.capacity_factor else
-                                                  "a dropless router's reserve, Switch Transformer's 1.25") + ")")
-    if mode == "none":
-        notes.append("recompute=none assumes attention scores are materialised (5as/h term); with "
-                     "FlashAttention/fused attention use recompute='selective', which drops that term")
-    if setup.lora_rank is not None:
-        notes.append("activations for LoRA/QLoRA are taken as for full fine-tuning (adapters add "
-                     "r-wide tensors; frozen layers still need their inputs for the adapters)")
-    return activations
-
-
-def _coeff_text(mode: str, sp: bool, t: int) -> str:
-    """The [SP] Table 2 coefficient of s*b*h, as text."""
-    if mode == "none":
-        if t == 1:
-            return "(34 + 5as/h)"
-        return "(34/t + 5as/(ht))" if sp else "(10 + 24/t + 5as/(ht))"
-    if mode == "selective":
-        return "34" if t == 1 else "34/t" if sp else "(10 + 24/t)"
-    return "2/t" if sp and t > 1 else "2"

@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from generator.errors import clip, excerpt
-from generator.spec import limits, units
+from generator.spec import defaults, limits, units
 from generator.spec import weights as weights_source
 from generator.spec.moe import MoESpec
 from generator.spec.tags import TagKey, TagValue, spec_error
@@ -217,10 +217,10 @@ class ModelSpec(_Strict):
     preset: str | None = None
     architecture: ArchitectureSpec | None = None
     moe: MoESpec | None = None  # mixture of experts (generator/spec/moe.py)
-    precision: Literal["bf16", "fp16", "fp32", "fp8"] = "bf16"
-    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = "adamw"
-    sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = 4096
-    micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = 1
+    precision: Literal["bf16", "fp16", "fp32", "fp8"] = defaults.PRECISION
+    optimizer: Literal["adamw", "adam", "sgd", "adafactor", "lion", "adamw-8bit", "adamw-bf16"] = defaults.OPTIMIZER
+    sequence_length: Annotated[int, Field(gt=0, le=10_000_000)] = defaults.SEQUENCE_LENGTH
+    micro_batch_size: Annotated[int, Field(gt=0, le=4096)] = defaults.MICRO_BATCH_SIZE
     global_batch_tokens: BatchTokens | None = None
     tokens: TokenCount | None = None
     finetune: FinetuneSpec = FinetuneSpec()
@@ -252,12 +252,14 @@ class ParallelismSpec(_Strict):
     pipeline: AutoInt = "auto"
     data: AutoInt = "auto"
     expert: AutoInt = "auto"  # expert-parallel degree (MoE models; 1 for dense)
+    context: AutoInt = "auto"  # context-parallel degree: the sequence split over cp ranks (long context)
     virtual_stages: Annotated[int, Field(ge=1, le=64)] = 1  # interleaved 1F1B chunks per pipeline stage
-    framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = "auto"
-    zero_stage: Annotated[int, Field(ge=0, le=3)] = 1
-    sequence_parallel: bool = True
-    recompute: Literal["none", "selective", "full"] = "selective"
-    memory_headroom: Annotated[float, Field(ge=0, le=0.5)] = 0.05
+    framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = defaults.FRAMEWORK
+    zero_stage: Annotated[int, Field(ge=0, le=3)] = defaults.ZERO_STAGE
+    sequence_parallel: bool = defaults.SEQUENCE_PARALLEL
+    recompute: Literal["none", "selective", "full"] = defaults.RECOMPUTE
+    offload: Literal["none", "optimizer", "optimizer+params"] = defaults.OFFLOAD  # CPU offload (DeepSpeed, FSDP)
+    memory_headroom: Annotated[float, Field(ge=0, le=0.5)] = defaults.MEMORY_HEADROOM
 
     @field_validator("memory_headroom", mode="before")
     @classmethod
@@ -265,6 +267,16 @@ class ParallelismSpec(_Strict):
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.5 < v <= 100:
             raise spec_error(f"{_shown(v)} is not a share of the GPU's memory (at most 0.5)",
                              "write a fraction: 0.05 keeps 5% of each GPU's memory free")
+        return v
+
+    @field_validator("offload")
+    @classmethod
+    def _framework_that_offloads(cls, v: str, info: ValidationInfo) -> str:
+        if v != "none" and info.data.get("framework") in ("megatron", "zero-paper"):
+            raise spec_error(f"offload {v} runs on DeepSpeed (ZeRO-Offload, ZeRO-Infinity) or FSDP (CPUOffload); "
+                             f"trainstack does not model it for framework {info.data.get('framework')}",
+                             "use framework: deepspeed (zero_stage 1-3; optimizer+params needs 3) or fsdp "
+                             "(optimizer+params), or offload: none")
         return v
 
     @field_validator("zero_stage")

@@ -312,6 +312,10 @@ def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
            ("ZERO_STAGE", str(spec.parallelism.zero_stage))]
     if fit.ep > 1:  # a MoE model's expert-parallel degree, named as the ECS launcher's
         env.append(("EP_SIZE", str(fit.ep)))
+    if fit.cp > 1:  # context parallelism and CPU offload, named as the ECS launcher's
+        env.append(("CP_SIZE", str(fit.cp)))
+    if spec.parallelism.offload != "none":
+        env.append(("OFFLOAD", spec.parallelism.offload))
     if storage.kind != "none":
         env.append(("SHARED_DIR", storage.mount_path))
     if any(d.mount_path == DATA_MOUNT for d in sources):
