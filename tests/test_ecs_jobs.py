@@ -470,19 +470,6 @@ def test_check_dry_run_sends_nothing() -> None:
     assert "export NCCL_IB_HCA=erdma\n" in text  # the plan's NCCL settings, as training gets them
 
 
-def test_lingjun_is_one_clear_sentence(tmp_path: Path) -> None:
-    spec = tmp_path / "examples" / "lingjun.yaml"
-    spec.write_text(
-        "name: lj-run\nregion: cn-wulanchabu\nmodel: {preset: llama-2-70b, tokens: 20B}\n"
-        "compute: {platform: lingjun, image_id: i190982651690986913088, nodes: 4}\n"
-        "network: {vpc_cidr: 10.8.0.0/16, admin_cidrs: [192.168.10.0/24]}\n"
-    )
-    for args in (["submit", str(spec), "--dry-run", "--", "train.py"], ["check", str(spec), "--dry-run"]):
-        result = run(args)
-        assert result.exit_code == 2 and "EFLO controller" in result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1
-
-
 # ------------------------------------------------------------------------------------------------ verdicts (pure)
 def test_xids_are_classified_by_nvidias_catalog() -> None:
     assert health.classify_xids([13, 79, 31, 48, 8]) == ((48, 79), (13, 31), (8,))

@@ -31,13 +31,12 @@ def platform_of(target: str) -> str:
     return of(target)
 
 
-def _api(region: str) -> Any:
-    api = _obj("ecs_api")
-    if api is not None:
-        return api
-    from generator.live.jobs.client import SdkEcsApi
+def _api(t: Any, cluster: Any) -> Any:
+    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun (tests: ``"ecs_api"`` /
+    ``"eflo_api"`` in the context object)."""
+    from generator.live.jobs.stack import jobs_api
 
-    return SdkEcsApi(region)
+    return jobs_api(cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"))
 
 
 def _store(region: str) -> Any:
@@ -72,8 +71,9 @@ def _cloud_ready(api: Any) -> None:
     live.require_credentials(os.environ)
 
 
-def _print_requests(region: str, maps: Any, extra: dict[str, Any] | None = None) -> None:
-    items = [{"action": a, "region": region, "request": m, **(extra or {})} for a, m in maps]
+def _print_requests(region: str, maps: Any, extra: dict[str, Any] | None = None, api: Any = None) -> None:
+    product = {"api": api.api} if isinstance(getattr(api, "api", None), str) else {}
+    items = [{"action": a, "region": region, "request": m, **product, **(extra or {})} for a, m in maps]
     _say(json.dumps(items[0] if len(items) == 1 else items, indent=2, sort_keys=True, ensure_ascii=False))
 
 
@@ -150,7 +150,7 @@ def check(
     t, cluster = _cluster(target, backend)
     wanted = parse_ranks(ranks, len(cluster.nodes)) if ranks else None
     check_id = job_id(f"{cluster.name}-check", _stamp())
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     if dry_run:
         nodes, _ = select(with_placeholders(cluster, PLACEHOLDER), wanted)
         exp = health.expectation(cluster)
@@ -158,7 +158,7 @@ def check(
         api.check()
         maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
         if as_json:
-            _print_requests(cluster.region, maps, {"dry_run": True})
+            _print_requests(cluster.region, maps, {"dry_run": True}, api)
         else:
             _say(
                 f"check {check_id} ({level}) on {len(nodes)} node(s) of {cluster.name}, in "
@@ -210,7 +210,7 @@ def submit(
         job = check_job_id(name) if name else job_id(cluster.name, _stamp())
     except ValueError as e:
         raise BadInput(f"--name: {e}") from None
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     say = (lambda s: _say(s, err=True)) if as_json else _say
     if dry_run:
         nodes, left_out = select(
@@ -224,7 +224,7 @@ def submit(
         api.check()
         maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
         if as_json:
-            _print_requests(cluster.region, maps, {"dry_run": True})
+            _print_requests(cluster.region, maps, {"dry_run": True}, api)
             return
         _say(
             f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
@@ -322,7 +322,7 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
     from generator.live.jobs import ops
     from generator.plan import report
 
-    _, cluster = _cluster(target, backend)
+    t, cluster = _cluster(target, backend)
     if not any(n.instance_id for n in cluster.nodes) and cluster.bucket:
         # the nodes are gone (or never were): the jobs whose logs the checkpoint bucket keeps
         store = _store(cluster.region)
@@ -343,7 +343,7 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
             for n in names:
                 _say(f"  {n}")
         return
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     _cloud_ready(api)
     found = ops.stack_jobs(api, cluster, limit)
     if as_json:
@@ -381,9 +381,9 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
 def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, backend: str | None) -> None:
     from generator.live.jobs import ops
 
-    _, cluster = _cluster(target, backend)
+    t, cluster = _cluster(target, backend)
     deployed = any(n.instance_id for n in cluster.nodes)
-    api = _api(cluster.region) if deployed else None
+    api = _api(t, cluster) if deployed else None
     store = _store(cluster.region) if cluster.bucket else None
     if api is not None:
         _cloud_ready(api)
@@ -420,8 +420,8 @@ def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, b
 def cancel(target: str, job: str, yes: bool, backend: str | None) -> None:
     from generator.live.jobs import ops
 
-    _, cluster = _cluster(target, backend)
-    api = _api(cluster.region)
+    t, cluster = _cluster(target, backend)
+    api = _api(t, cluster)
     _cloud_ready(api)
     record = ops.stack_job(api, cluster, job)
     if record.status not in ops.ACTIVE:

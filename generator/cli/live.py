@@ -420,7 +420,7 @@ def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace
 
     obj = click.get_current_context().find_root().obj
     obj = obj if isinstance(obj, dict) else {}
-    t, cluster = stack_cluster(target, backend, engine)
+    t, cluster = stack_cluster(target, backend, engine, ecs_only=True)
     api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
     live.require_credentials(os.environ)
     now = obj.get("now") or datetime.datetime.now(datetime.timezone.utc)

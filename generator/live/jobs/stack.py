@@ -1,6 +1,7 @@
 """The stack a job, check or ``heal --health`` acts on: its ``compute.platform``, its engine target and its
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
-(the ECS reads, the action table of :mod:`~generator.live.jobs.cure`, the calls, the quarantine update).
+(the ECS reads, the action table of :mod:`~generator.live.jobs.cure`, the calls, the quarantine update); and
+:func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.live.jobs.eflo`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from generator.errors import BadInput
 from generator.live.checks import preflight
@@ -29,9 +30,9 @@ from generator.live.target import default_backend, has_state, planned_target
 from generator.plan import pipeline
 
 LINGJUN_SENTENCE = (
-    "jobs and checks run through ECS Cloud Assistant, and Lingjun nodes are not ECS instances: the EFLO controller "
-    "has its own RunCommand API (2022-12-15) that trainstack does not drive yet, so start trainstack-launch on "
-    "Lingjun nodes as docs/bootstrap.md shows"
+    "heal --health reads ECS instance health and events (DescribeInstancesFullStatus, "
+    "DescribeInstanceHistoryEvents), and Lingjun nodes are not ECS instances: the EFLO controller API has no such "
+    "calls that trainstack drives, so restore Lingjun nodes with `trainstack up`"
 )
 
 
@@ -48,13 +49,19 @@ def platform_of(target: str) -> str:
 
 
 def stack_cluster(
-    target: str, backend: str | None, engine: Any, env: Mapping[str, str] | None = None
+    target: str,
+    backend: str | None,
+    engine: Any,
+    env: Mapping[str, str] | None = None,
+    *,
+    ecs_only: bool = False,
 ) -> tuple[Target, Cluster]:
     """The stack's target and cluster; no instance ids when it was never deployed (a spec never rendered is
-    planned in memory). A Lingjun stack is refused in one sentence (exit 2)."""
+    planned in memory). With ``ecs_only`` (``heal --health``) a Lingjun stack is refused in one sentence (exit 2)."""
     env = os.environ if env is None else env
     t = planned_target(target, backend, env)
-    if t.platform == "lingjun" or (not t.platform and platform_of(str(t.stack_dir)) == "lingjun"):
+    lingjun = t.platform == "lingjun" or (not t.platform and platform_of(str(t.stack_dir)) == "lingjun")
+    if lingjun and ecs_only:
         raise BadInput(f"{target}: {LINGJUN_SENTENCE}.")
     if not (t.stack_dir / "plan.json").is_file():
         return t, cluster_from_plan(json.loads(pipeline.plan_file(Path(target)).to_json()), {}, target)
@@ -63,6 +70,20 @@ def stack_cluster(
         preflight(t, credentials=False, env=env)
         outputs = stack_outputs(engine, t)
     return t, cluster_of(t.stack_dir, outputs)
+
+
+def jobs_api(cluster: Cluster, stack_dir: Path, ecs: Any = None, eflo: Any = None) -> EcsApi:
+    """The Cloud Assistant of the stack's nodes: ECS (``ecs``, default :class:`SdkEcsApi`) or, on Lingjun, the EFLO
+    controller's (``eflo``, default :class:`SdkEfloApi`) behind the same port."""
+    if cluster.platform == "lingjun":
+        from generator.live.jobs.eflo import EfloJobsApi, SdkEfloApi
+
+        return EfloJobsApi(eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir)
+    if ecs is not None:
+        return cast(EcsApi, ecs)
+    from generator.live.jobs.client import SdkEcsApi
+
+    return SdkEcsApi(cluster.region)
 
 
 def heal_health(
