@@ -92,7 +92,8 @@ def _report(cluster: Any, reps: Any) -> None:
 
 
 def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, check_id: str) -> Any:
-    """Run the health gate on ``nodes``, record the quarantine, return the node reports."""
+    """Run the health gate on ``nodes`` (at level full, bisect a cross-node NCCL failure down to the node), record
+    the quarantine, return the node reports."""
     from generator.live.jobs import health, ops
     from generator.live.jobs.cluster import read_quarantine, write_quarantine
 
@@ -101,20 +102,15 @@ def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, 
     invoke_ids = ops.send(api, requests, say)
     timeout = 900.0 if level == "quick" else 3900.0
     ops.wait_started(api, cluster, invoke_ids, nodes, say, sleep=_sleep())
-    records: dict[str, Any] = {}
-    deadline = time.monotonic() + timeout
-    while True:
-        records = {str(r.get("InstanceId")): r for i in invoke_ids for r in ops.results(api, cluster, i)}
-        if all(
-            str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ops.ACTIVE for n in nodes
-        ):
-            break
-        if time.monotonic() >= deadline:
-            break
-        _sleep()(10.0)
+    records = ops.finished_results(api, cluster, invoke_ids, nodes, timeout=timeout, sleep=_sleep())
     reps = health.reports(nodes, records, exp)
+    found = None
+    if level == "full":
+        from generator.live.jobs.bisect import name_cross_node_fault
+
+        found = name_cross_node_fault(api, cluster, nodes, reps, exp, check_id, say, _sleep())
     write_quarantine(t.stack_dir, health.update_quarantine(read_quarantine(t.stack_dir), reps, check_id))
-    return reps, exp
+    return reps, exp, found
 
 
 @click.command()
@@ -168,9 +164,12 @@ def check(
     nodes, _ = select(cluster, wanted)
     _cloud_ready(api)
     say = (lambda s: _say(s, err=True)) if as_json else _say
-    reps, exp = run_check(t, cluster, nodes, level, api, say, check_id)
+    reps, exp, found = run_check(t, cluster, nodes, level, api, say, check_id)
     if as_json:
-        _say(json.dumps(health.summary_json(cluster, level, check_id, reps, exp), indent=2, sort_keys=True))
+        summary = health.summary_json(cluster, level, check_id, reps, exp)
+        if found is not None:
+            summary["bisection"] = found.to_json()
+        _say(json.dumps(summary, indent=2, sort_keys=True))
     else:
         _report(cluster, reps)
         bad = [r for r in reps if not r.healthy]
@@ -244,7 +243,7 @@ def submit(
     _cloud_ready(api)
     if not no_check:
         say(f"health gate: trainstack check --level quick on {len(nodes)} node(s) (skip it with --no-check)")
-        reps, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
+        reps, _, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
         bad = {r.rank for r in reps if not r.healthy}
         for r in reps:
             for f in r.failed:
