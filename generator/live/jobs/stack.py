@@ -25,7 +25,7 @@ from generator.live.jobs.cluster import (
     read_quarantine,
     write_quarantine,
 )
-from generator.live.jobs.cure import apply, instance_status, plan_actions
+from generator.live.jobs.cure import Action, apply, instance_status, plan_actions
 from generator.live.target import default_backend, has_state, planned_target
 from generator.plan import pipeline
 
@@ -94,13 +94,16 @@ def heal_health(
     confirm: Callable[[str], None] | None,
     now: Any,
     grace_minutes: int,
-) -> None:
+    *,
+    quiet_when_idle: bool = False,
+) -> list[Action]:
     """``heal --health``: read ECS health and events, decide by the action table, reboot or redeploy (after
-    ``confirm``, unless None), and record what was done in the quarantine file."""
+    ``confirm``, unless None), and record what was done in the quarantine file. Returns the actions decided;
+    ``quiet_when_idle`` (a watch round after an idle one) says nothing when there is nothing to do."""
     nodes = [n for n in cluster.nodes if n.instance_id]
     if not nodes:
         say("heal --health: the stack has no node instances in its outputs")
-        return
+        return []
     api.check()
     status = instance_status(api, cluster, [n.instance_id for n in nodes])
     quarantine = read_quarantine(target.stack_dir)
@@ -110,9 +113,11 @@ def heal_health(
         if a.kind != "none":
             say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}")
     if not todo:
-        say(f"heal --health: nothing to reboot or redeploy among {len(nodes)} node(s)")
-        return
+        if not (quiet_when_idle and all(a.kind == "none" for a in actions)):
+            say(f"heal --health: nothing to reboot or redeploy among {len(nodes)} node(s)")
+        return actions
     if confirm is not None:
         confirm(f"Reboot or redeploy {len(todo)} node(s) of {cluster.name}?")
     write_quarantine(target.stack_dir, apply(api, cluster, actions, quarantine, now, say))
     say("the nodes stay quarantined until `trainstack check` passes on them after the grace period")
+    return actions
