@@ -614,3 +614,20 @@ def test_the_launcher_shrinks_the_world_and_moves_the_rendezvous_only(tmp_path: 
 def test_submit_refuses_fewer_nodes_than_the_elastic_minimum() -> None:
     result = run(["submit", BIG, "--dry-run", "--nodes", "0-6", "--", "train.py"])
     assert result.exit_code == 2 and "elastic minimum of 8" in result.stderr
+
+
+def test_every_busbw_floor_says_whether_it_is_measured_or_a_threshold() -> None:
+    import csv
+
+    text = (ROOT / "generator" / "live" / "jobs" / "busbw.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert rows
+    for r in rows:
+        assert r["floor_kind"] in ("measured", "threshold"), r["gpu"]
+        assert r["source"].startswith("https://"), r["gpu"]
+        if r["floor_kind"] == "measured":  # a published figure: the number and where it was published
+            assert float(r["measured_busbw_gbs"]) > 0 and "https://" in r["measured_source"], r["gpu"]
+        else:  # a threshold: no figure, and the search that found none, dated
+            assert not r["measured_busbw_gbs"] and r["measured_source"][:4].isdigit(), r["gpu"]
+    exp = health.expectation(plan_cluster(BIG))
+    assert exp.intra_kind == "threshold" and exp.inter_kind == "threshold"

@@ -11,7 +11,8 @@ every node into verdicts:
   for a redeploy, application XIDs (13, 31, 43, 45: a program's fault) do not fail the node, any other XID fails it
   as a software fault (a reboot first);
 * the bus bandwidth must reach ``floor_factor`` x the link's one-way bandwidth (``busbw.csv`` beside this module,
-  each row with its source) inside a node, and half the eRDMA line rate of the catalog (``erdma_gbps``) across
+  each row with its source; ``floor_kind`` says whether a floor rests on a published nccl-tests figure or is a
+  threshold, which every row is today: no published all_reduce busbw was found for these families) inside a node, and half the eRDMA line rate of the catalog (``erdma_gbps``) across
   nodes; NCCL on plain sockets (``NET/Socket``) where the plan has RDMA fails the node;
 * a check that could not run (``ok: null``: DCGM or PyTorch not installed) is reported, never counted as passed.
 """
@@ -49,6 +50,9 @@ class Expectation:
     inter_floor_gbs: float | None
     intra_source: str = ""
     inter_source: str = ""
+    # "measured" (a published nccl-tests figure, cited in busbw.csv) or "threshold" (a fraction of the link)
+    intra_kind: str = "threshold"
+    inter_kind: str = "threshold"
 
 
 def _busbw_rows() -> dict[str, dict[str, str]]:
@@ -79,6 +83,7 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
         intra_floor_gbs=intra,
         inter_floor_gbs=inter,
         intra_source=row["source"] if row else "",
+        intra_kind=(row.get("floor_kind") or "threshold") if row else "threshold",
         inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "",
     )
 
@@ -334,6 +339,8 @@ def summary_json(
             "nccl_inter_min_gbs": exp.inter_floor_gbs,
             "nccl_intra_source": exp.intra_source,
             "nccl_inter_source": exp.inter_source,
+            "nccl_intra_floor_kind": exp.intra_kind,
+            "nccl_inter_floor_kind": exp.inter_kind,
         },
         "nodes": [r.to_json() for r in node_reports],
     }
