@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,17 +125,12 @@ def test_a_redeploy_without_stock_starts_the_cool_down() -> None:
         )
 
 
-def test_heal_health_command_reboots_a_quarantined_node(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _quarantined_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Any]:
+    """finetune-7b rendered with state, its one node Running and quarantined for a failed GPU check."""
     import shutil
 
-    from click.testing import CliRunner
-    from stock_recorded import RecordedStock
-
-    from generator.cli import main
     from generator.live import FakeEngine, OutputValue, StateResource
-    from generator.live.jobs.cluster import read_quarantine, write_quarantine
+    from generator.live.jobs.cluster import write_quarantine
 
     (tmp_path / "examples").mkdir()
     (tmp_path / ".git").mkdir()
@@ -165,6 +161,19 @@ def test_heal_health_command_reboots_a_quarantined_node(
         ],
         stack_outputs={"node_ids": OutputValue(["i-wl00000000000000"])},
     )
+    return folder, engine
+
+
+def test_heal_health_command_reboots_a_quarantined_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+    from stock_recorded import RecordedStock
+
+    from generator.cli import main
+    from generator.live.jobs.cluster import read_quarantine
+
+    folder, engine = _quarantined_stack(tmp_path, monkeypatch)
     ecs = RecordedEcsApi(FIXTURES)
     obj = {"engine": engine, "stock_checker": RecordedStock.in_stock(), "ecs_api": ecs, "now": NOW}
     result = CliRunner().invoke(
@@ -176,5 +185,80 @@ def test_heal_health_command_reboots_a_quarantined_node(
         ("RebootInstance", {"InstanceId": "i-wl00000000000000", "ForceStop": False})
     ]
     assert read_quarantine(folder)["healed"]["i-wl00000000000000"]["action"] == "reboot"
-    result = CliRunner().invoke(main, ["heal", "stacks/finetune-7b", "--health", "--watch", "60"], obj=obj)
-    assert result.exit_code == 2 and "cron" in result.output
+
+
+def test_heal_health_watch_reboots_waits_out_the_grace_then_redeploys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+
+    from click.testing import CliRunner
+    from stock_recorded import RecordedStock
+
+    from generator.cli import main
+    from generator.live.jobs.cluster import read_quarantine
+
+    folder, engine = _quarantined_stack(tmp_path, monkeypatch)
+    ecs = RecordedEcsApi(FIXTURES)
+    clock = [NOW]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the fake clock: a round every 10 minutes
+        slept.append(seconds)
+        clock[0] += datetime.timedelta(seconds=seconds)
+
+    obj = {
+        "engine": engine,
+        "stock_checker": RecordedStock.in_stock(),
+        "ecs_api": ecs,
+        "clock": lambda: clock[0],
+        "sleep": sleep,
+        "rounds": 3,
+    }
+    result = CliRunner().invoke(
+        main,
+        ["heal", "stacks/finetune-7b", "--health", "--watch", "600", "--yes"],
+        obj=obj,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    assert slept == [600, 600]
+    t0, t1, t2 = (NOW + datetime.timedelta(minutes=m) for m in (0, 10, 20))
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    lines = result.output.splitlines()
+    assert f"{t0.strftime(fmt)} health: rank 0 (i-wl00000000000000): reboot: gpus failed" in "\n".join(lines)
+    assert any(x.startswith(f"{t1.strftime(fmt)} health: rank 0") and ": wait: reboot at" in x for x in lines)
+    assert any(
+        x.startswith(f"{t2.strftime(fmt)} health: rank 0") and "redeploy: gpus failed again after a reboot" in x
+        for x in lines
+    )
+    assert [a for a, _ in ecs.calls if a in ("RebootInstance", "RedeployInstance")] == [
+        "RebootInstance",
+        "RedeployInstance",
+    ]
+    healed = read_quarantine(folder)["healed"]["i-wl00000000000000"]
+    assert healed["action"] == "redeploy" and healed["at"] == t2.strftime(fmt)
+
+
+def test_heal_health_watch_stops_on_ctrl_c_between_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+    from stock_recorded import RecordedStock
+
+    from generator.cli import main
+
+    _, engine = _quarantined_stack(tmp_path, monkeypatch)
+
+    def sleep(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    obj = {
+        "engine": engine,
+        "stock_checker": RecordedStock.in_stock(),
+        "ecs_api": RecordedEcsApi(FIXTURES),
+        "now": NOW,
+        "sleep": sleep,
+    }
+    result = CliRunner().invoke(main, ["heal", "stacks/finetune-7b", "--health", "--watch", "60", "--yes"], obj=obj)
+    assert result.exit_code == 130 and "between checks" in result.output

@@ -470,19 +470,6 @@ def test_check_dry_run_sends_nothing() -> None:
     assert "export NCCL_IB_HCA=erdma\n" in text  # the plan's NCCL settings, as training gets them
 
 
-def test_lingjun_is_one_clear_sentence(tmp_path: Path) -> None:
-    spec = tmp_path / "examples" / "lingjun.yaml"
-    spec.write_text(
-        "name: lj-run\nregion: cn-wulanchabu\nmodel: {preset: llama-2-70b, tokens: 20B}\n"
-        "compute: {platform: lingjun, image_id: i190982651690986913088, nodes: 4}\n"
-        "network: {vpc_cidr: 10.8.0.0/16, admin_cidrs: [192.168.10.0/24]}\n"
-    )
-    for args in (["submit", str(spec), "--dry-run", "--", "train.py"], ["check", str(spec), "--dry-run"]):
-        result = run(args)
-        assert result.exit_code == 2 and "EFLO controller" in result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1
-
-
 # ------------------------------------------------------------------------------------------------ verdicts (pure)
 def test_xids_are_classified_by_nvidias_catalog() -> None:
     assert health.classify_xids([13, 79, 31, 48, 8]) == ((48, 79), (13, 31), (8,))
@@ -627,3 +614,20 @@ def test_the_launcher_shrinks_the_world_and_moves_the_rendezvous_only(tmp_path: 
 def test_submit_refuses_fewer_nodes_than_the_elastic_minimum() -> None:
     result = run(["submit", BIG, "--dry-run", "--nodes", "0-6", "--", "train.py"])
     assert result.exit_code == 2 and "elastic minimum of 8" in result.stderr
+
+
+def test_every_busbw_floor_says_whether_it_is_measured_or_a_threshold() -> None:
+    import csv
+
+    text = (ROOT / "generator" / "live" / "jobs" / "busbw.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert rows
+    for r in rows:
+        assert r["floor_kind"] in ("measured", "threshold"), r["gpu"]
+        assert r["source"].startswith("https://"), r["gpu"]
+        if r["floor_kind"] == "measured":  # a published figure: the number and where it was published
+            assert float(r["measured_busbw_gbs"]) > 0 and "https://" in r["measured_source"], r["gpu"]
+        else:  # a threshold: no figure, and the search that found none, dated
+            assert not r["measured_busbw_gbs"] and r["measured_source"][:4].isdigit(), r["gpu"]
+    exp = health.expectation(plan_cluster(BIG))
+    assert exp.intra_kind == "threshold" and exp.inter_kind == "threshold"

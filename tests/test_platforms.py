@@ -72,7 +72,7 @@ def test_each_platforms_program_parts_exist() -> None:
         assert p.program_parts and all((parts / f"{name}.py.j2").is_file() for name in p.program_parts), p.name
         assert p.has(Capability.NODE_BOOTSTRAP) == (p.user_data_max_bytes > 0), p.name
     # a platform's live job commands go one way at most (Lingjun's are refused: generator/live/jobs/stack.py)
-    assert all(p.has(Capability.DLC_JOBS) + p.has(Capability.CLOUD_ASSISTANT_JOBS) <= 1 for p in PLATFORMS.values())
+    assert all(p.has(Capability.DLC_JOBS) + p.has(Capability.CLOUD_ASSISTANT_JOBS) + p.has(Capability.EFLO_JOBS) <= 1 for p in PLATFORMS.values())
 
 
 def test_docs_list_the_generated_honour_table() -> None:

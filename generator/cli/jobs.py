@@ -31,13 +31,12 @@ def platform_of(target: str) -> str:
     return of(target)
 
 
-def _api(region: str) -> Any:
-    api = _obj("ecs_api")
-    if api is not None:
-        return api
-    from generator.live.jobs.client import SdkEcsApi
+def _api(t: Any, cluster: Any) -> Any:
+    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun (tests: ``"ecs_api"`` /
+    ``"eflo_api"`` in the context object)."""
+    from generator.live.jobs.stack import jobs_api
 
-    return SdkEcsApi(region)
+    return jobs_api(cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"))
 
 
 def _store(region: str) -> Any:
@@ -72,8 +71,9 @@ def _cloud_ready(api: Any) -> None:
     live.require_credentials(os.environ)
 
 
-def _print_requests(region: str, maps: Any, extra: dict[str, Any] | None = None) -> None:
-    items = [{"action": a, "region": region, "request": m, **(extra or {})} for a, m in maps]
+def _print_requests(region: str, maps: Any, extra: dict[str, Any] | None = None, api: Any = None) -> None:
+    product = {"api": api.api} if isinstance(getattr(api, "api", None), str) else {}
+    items = [{"action": a, "region": region, "request": m, **product, **(extra or {})} for a, m in maps]
     _say(json.dumps(items[0] if len(items) == 1 else items, indent=2, sort_keys=True, ensure_ascii=False))
 
 
@@ -92,7 +92,8 @@ def _report(cluster: Any, reps: Any) -> None:
 
 
 def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, check_id: str) -> Any:
-    """Run the health gate on ``nodes``, record the quarantine, return the node reports."""
+    """Run the health gate on ``nodes`` (at level full, bisect a cross-node NCCL failure down to the node), record
+    the quarantine, return the node reports."""
     from generator.live.jobs import health, ops
     from generator.live.jobs.cluster import read_quarantine, write_quarantine
 
@@ -101,20 +102,15 @@ def run_check(t: Any, cluster: Any, nodes: Any, level: str, api: Any, say: Any, 
     invoke_ids = ops.send(api, requests, say)
     timeout = 900.0 if level == "quick" else 3900.0
     ops.wait_started(api, cluster, invoke_ids, nodes, say, sleep=_sleep())
-    records: dict[str, Any] = {}
-    deadline = time.monotonic() + timeout
-    while True:
-        records = {str(r.get("InstanceId")): r for i in invoke_ids for r in ops.results(api, cluster, i)}
-        if all(
-            str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ops.ACTIVE for n in nodes
-        ):
-            break
-        if time.monotonic() >= deadline:
-            break
-        _sleep()(10.0)
+    records = ops.finished_results(api, cluster, invoke_ids, nodes, timeout=timeout, sleep=_sleep())
     reps = health.reports(nodes, records, exp)
+    found = None
+    if level == "full":
+        from generator.live.jobs.bisect import name_cross_node_fault
+
+        found = name_cross_node_fault(api, cluster, nodes, reps, exp, check_id, say, _sleep())
     write_quarantine(t.stack_dir, health.update_quarantine(read_quarantine(t.stack_dir), reps, check_id))
-    return reps, exp
+    return reps, exp, found
 
 
 @click.command()
@@ -150,7 +146,7 @@ def check(
     t, cluster = _cluster(target, backend)
     wanted = parse_ranks(ranks, len(cluster.nodes)) if ranks else None
     check_id = job_id(f"{cluster.name}-check", _stamp())
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     if dry_run:
         nodes, _ = select(with_placeholders(cluster, PLACEHOLDER), wanted)
         exp = health.expectation(cluster)
@@ -158,7 +154,7 @@ def check(
         api.check()
         maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
         if as_json:
-            _print_requests(cluster.region, maps, {"dry_run": True})
+            _print_requests(cluster.region, maps, {"dry_run": True}, api)
         else:
             _say(
                 f"check {check_id} ({level}) on {len(nodes)} node(s) of {cluster.name}, in "
@@ -168,9 +164,12 @@ def check(
     nodes, _ = select(cluster, wanted)
     _cloud_ready(api)
     say = (lambda s: _say(s, err=True)) if as_json else _say
-    reps, exp = run_check(t, cluster, nodes, level, api, say, check_id)
+    reps, exp, found = run_check(t, cluster, nodes, level, api, say, check_id)
     if as_json:
-        _say(json.dumps(health.summary_json(cluster, level, check_id, reps, exp), indent=2, sort_keys=True))
+        summary = health.summary_json(cluster, level, check_id, reps, exp)
+        if found is not None:
+            summary["bisection"] = found.to_json()
+        _say(json.dumps(summary, indent=2, sort_keys=True))
     else:
         _report(cluster, reps)
         bad = [r for r in reps if not r.healthy]
@@ -210,7 +209,7 @@ def submit(
         job = check_job_id(name) if name else job_id(cluster.name, _stamp())
     except ValueError as e:
         raise BadInput(f"--name: {e}") from None
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     say = (lambda s: _say(s, err=True)) if as_json else _say
     if dry_run:
         nodes, left_out = select(
@@ -224,7 +223,7 @@ def submit(
         api.check()
         maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
         if as_json:
-            _print_requests(cluster.region, maps, {"dry_run": True})
+            _print_requests(cluster.region, maps, {"dry_run": True}, api)
             return
         _say(
             f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
@@ -244,7 +243,7 @@ def submit(
     _cloud_ready(api)
     if not no_check:
         say(f"health gate: trainstack check --level quick on {len(nodes)} node(s) (skip it with --no-check)")
-        reps, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
+        reps, _, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
         bad = {r.rank for r in reps if not r.healthy}
         for r in reps:
             for f in r.failed:
@@ -322,7 +321,7 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
     from generator.live.jobs import ops
     from generator.present import text as report
 
-    _, cluster = _cluster(target, backend)
+    t, cluster = _cluster(target, backend)
     if not any(n.instance_id for n in cluster.nodes) and cluster.bucket:
         # the nodes are gone (or never were): the jobs whose logs the checkpoint bucket keeps
         store = _store(cluster.region)
@@ -343,7 +342,7 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
             for n in names:
                 _say(f"  {n}")
         return
-    api = _api(cluster.region)
+    api = _api(t, cluster)
     _cloud_ready(api)
     found = ops.stack_jobs(api, cluster, limit)
     if as_json:
@@ -381,9 +380,9 @@ def jobs(target: str, as_json: bool, limit: int, backend: str | None) -> None:
 def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, backend: str | None) -> None:
     from generator.live.jobs import ops
 
-    _, cluster = _cluster(target, backend)
+    t, cluster = _cluster(target, backend)
     deployed = any(n.instance_id for n in cluster.nodes)
-    api = _api(cluster.region) if deployed else None
+    api = _api(t, cluster) if deployed else None
     store = _store(cluster.region) if cluster.bucket else None
     if api is not None:
         _cloud_ready(api)
@@ -420,8 +419,8 @@ def logs(target: str, job: str, rank: int | None, follow: bool, interval: int, b
 def cancel(target: str, job: str, yes: bool, backend: str | None) -> None:
     from generator.live.jobs import ops
 
-    _, cluster = _cluster(target, backend)
-    api = _api(cluster.region)
+    t, cluster = _cluster(target, backend)
+    api = _api(t, cluster)
     _cloud_ready(api)
     record = ops.stack_job(api, cluster, job)
     if record.status not in ops.ACTIVE:

@@ -383,9 +383,6 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     """
     from generator import live
 
-    if health and watch is not None:
-        raise click.UsageError("--health acts once per run: run `trainstack heal --health` from cron instead of "
-                               "--watch")
     engine = _engine()
     checker = None if skip_stock_check else _stock_checker()
     t = live.locate(target, backend)
@@ -405,26 +402,68 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
             if health:
                 _heal_health(engine, target, backend, yes, grace_minutes)
         else:
-            _say(f"heal: checking {len(fleet.nodes)} nodes every {watch} s; Ctrl-C stops")
-            live.watch(engine, t, fleet, checker, _say, watch, **options)
+            what = "nodes and their health" if health else "nodes"
+            _say(f"heal: checking {len(fleet.nodes)} {what} every {watch} s; Ctrl-C stops")
+            after = _health_rounds(engine, target, backend, yes, grace_minutes) if health else None
+            live.watch(engine, t, fleet, checker, _say, watch, rounds=_obj_get("rounds"), after_round=after,
+                       **options)
 
 
-def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int) -> None:
-    """``heal --health`` (docs/operations.md); the ECS client is the context object's ``"ecs_api"`` in tests."""
+def _obj_get(key: str) -> Any:
+    obj = click.get_current_context().find_root().obj
+    return obj.get(key) if isinstance(obj, dict) else None
+
+
+def _clock() -> Any:
+    """The time ``heal --health`` decides by: the context object's ``"clock"`` (a callable) or ``"now"`` in tests."""
     import datetime
+
+    clock = _obj_get("clock")
+    if clock is not None:
+        return clock()
+    return _obj_get("now") or datetime.datetime.now(datetime.timezone.utc)
+
+
+def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int,
+                 say: Any = None, quiet: bool = False) -> Any:
+    """``heal --health`` once (docs/operations.md); the ECS client is the context object's ``"ecs_api"`` in tests.
+    Returns the actions decided."""
     import os
 
     from generator import live
     from generator.live.jobs.client import SdkEcsApi
     from generator.live.jobs.stack import heal_health, stack_cluster
 
-    obj = click.get_current_context().find_root().obj
-    obj = obj if isinstance(obj, dict) else {}
-    t, cluster = stack_cluster(target, backend, engine)
-    api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
+    t, cluster = stack_cluster(target, backend, engine, ecs_only=True)
+    api = _obj_get("ecs_api") or SdkEcsApi(cluster.region)
     live.require_credentials(os.environ)
-    now = obj.get("now") or datetime.datetime.now(datetime.timezone.utc)
-    heal_health(t, cluster, api, _say, None if yes else _confirm, now, grace_minutes)
+    return heal_health(t, cluster, api, say or _say, None if yes else _confirm, _clock(), grace_minutes,
+                       quiet_when_idle=quiet)
+
+
+def _health_rounds(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int) -> Any:
+    """The ``--health`` part of each ``heal --watch`` round: the action table on a fresh read of ECS health, events
+    and the quarantine, each action printed as a timestamped event; the grace period and the stock cool-down carry
+    over between rounds in the quarantine file. An ECS API error ends the round, not the watch."""
+    from generator.live.jobs.client import EcsApiError
+
+    state = {"idle": False}
+
+    def round_() -> None:
+        stamp = _clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        def say(line: str) -> None:
+            _say(f"{stamp} health: {line}")
+
+        try:
+            actions = _heal_health(engine, target, backend, yes, grace_minutes, say, quiet=state["idle"])
+        except EcsApiError as e:
+            say(f"{e} (trying again next round)")
+            state["idle"] = False
+            return
+        state["idle"] = not any(a.kind != "none" for a in actions)
+
+    return round_
 
 
 def _sleep() -> Any:

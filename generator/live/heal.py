@@ -175,8 +175,10 @@ PASSING = (NoStock, StockCheckFailed, EngineFailed, StackLocked)
 
 
 def watch(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | None, say: Say, seconds: float, *,
-          rounds: int | None = None, sleep: Callable[[float], None] | None = None, **once: Any) -> int:
+          rounds: int | None = None, sleep: Callable[[float], None] | None = None,
+          after_round: Callable[[], None] | None = None, **once: Any) -> int:
     """Heal every ``seconds`` until Ctrl-C (or ``rounds`` rounds, for tests); returns how many nodes it healed.
+    ``after_round`` runs after each round's re-creation (``heal --health --watch``: the health actions).
 
     No stock, an engine failure or a locked stack ends a round with a log line, not the watch; setup errors
     (credentials, passphrase, a stale folder) end it. Ctrl-C between rounds is :class:`Interrupted` with its own
@@ -193,6 +195,8 @@ def watch(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | Non
         except PASSING as e:
             say(f"heal: {e} (trying again in {seconds:.0f} s)")
             healthy_said = False
+        if after_round is not None:
+            after_round()
         done += 1
         if rounds is not None and done >= rounds:
             return healed

@@ -38,6 +38,7 @@ class Capability(enum.Enum):
     NODE_RAM_ROLE = "node-ram-role"  # the nodes get OSS credentials from a RAM role through the metadata service
     CLUSTER_FACTS = "cluster-facts"  # the program publishes the cluster facts the nodes read at boot
     CLOUD_ASSISTANT_JOBS = "cloud-assistant-jobs"  # submit/jobs/logs/cancel/check run over ECS Cloud Assistant
+    EFLO_JOBS = "eflo-jobs"  # submit/jobs/logs/cancel/check run over the EFLO controller's RunCommand (2022-12-15)
     DLC_JOBS = "dlc-jobs"  # submit/jobs/logs/cancel create and follow PAI-DLC jobs
 
 

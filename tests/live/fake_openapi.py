@@ -14,6 +14,8 @@ document:
   the exit code and output the control file gives (``commands``: ``{"INSTANCE_ID or *": {"exit_code": 0,
   "output": "...", "status": "Success"}}``; default exit 0, empty output); an instance the fake cloud does not
   have fails the call with ``InvalidInstance.NotFound``;
+  RunCommand's tags are kept and DescribeInvocations filters on them; ``ContentEncoding: PlainText`` is honoured;
+* OSS ``ListObjectsV2`` (path-style, ``GET /BUCKET/?list-type=2``): every bucket is empty;
 * PAI-DLC (2020-12-03, ROA style) ``CreateJob``, ``ListJobs``, ``GetJob``, ``GetPodLogs``, ``StopJob``, jobs kept in
   memory.
 
@@ -54,6 +56,21 @@ def _indexed(params: Mapping[str, str], name: str) -> list[str]:
         value = params[name]
         out = json.loads(value) if value.startswith("[") else [value]
     return out
+
+
+def _tags(params: Mapping[str, str]) -> list[dict[str, str]]:
+    """``Tag.N.Key`` / ``Tag.N.Value`` (RPC flat lists) as DescribeInvocations returns them."""
+    keys = {m.group(1): v for k, v in params.items() if (m := re.fullmatch(r"Tag\.(\d+)\.Key", k))}
+    return [{"TagKey": v, "TagValue": params.get(f"Tag.{n}.Value", "")} for n, v in sorted(keys.items())]
+
+
+def _oss_list(bucket: str, prefix: str) -> bytes:
+    """OSS ListObjectsV2 (https://help.aliyun.com/zh/oss/developer-reference/listobjectsv2): an empty bucket."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>'
+        f"{bucket}</Name><Prefix>{prefix}</Prefix><MaxKeys>100</MaxKeys><KeyCount>0</KeyCount>"
+        "<IsTruncated>false</IsTruncated></ListBucketResult>"
+    ).encode()
 
 
 class FakeOpenApi:
@@ -231,6 +248,7 @@ class FakeOpenApi:
         instances = self._instances(p)
         command_id = self._id("c-")
         invoke_id = self._invoke(command_id, p.get("CommandContent", ""), p.get("Name", ""), instances)
+        self.invocations[invoke_id]["Tags"] = {"Tag": _tags(p)}  # RunCommand's Tag.N.Key / Tag.N.Value
         return {"CommandId": command_id, "InvokeId": invoke_id}
 
     def _InvokeCommand(self, p: Mapping[str, str]) -> dict[str, Any]:
@@ -246,6 +264,8 @@ class FakeOpenApi:
 
     def _DescribeInvocations(self, p: Mapping[str, str]) -> dict[str, Any]:
         found = [self._find(p)] if p.get("InvokeId") else list(self.invocations.values())
+        wanted = {(t["TagKey"], t["TagValue"]) for t in _tags(p)}  # every Tag.N given must match
+        found = [i for i in found if wanted <= {(t["TagKey"], t["TagValue"]) for t in i.get("Tags", {}).get("Tag", [])}]
         out = []
         for inv in found:
             instances = [
@@ -278,6 +298,8 @@ class FakeOpenApi:
         results = self._find(p)["results"]
         if p.get("InstanceId"):
             results = [r for r in results if r["InstanceId"] == p["InstanceId"]]
+        if p.get("ContentEncoding") == "PlainText":  # the API's default is Base64
+            results = [r | {"Output": base64.b64decode(r["Output"]).decode()} for r in results]
         return {
             "Invocation": {
                 "TotalCount": len(results),
@@ -358,6 +380,16 @@ class _Handler(BaseHTTPRequestHandler):
             params.update(parse_qsl(raw.decode(), keep_blank_values=True))
         action = self.headers.get("x-acs-action") or params.get("Action", "")
         request_id = str(uuid.uuid4()).upper()
+        if "list-type" in params and self.command == "GET":  # OSS ListObjectsV2, path-style: /BUCKET/
+            self.api.calls.append({"action": "ListObjectsV2", "method": "GET", "path": url.path, "params": params})
+            data = _oss_list(url.path.strip("/"), params.get("prefix", ""))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("x-oss-request-id", request_id)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         try:
             if not (params.get("AccessKeyId") or self.headers.get("Authorization")):
                 raise ApiError(400, "MissingAccessKeyId", "AccessKeyId is mandatory for this action.")

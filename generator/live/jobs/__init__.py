@@ -1,5 +1,6 @@
-"""Jobs and health checks on ECS and bare-metal stacks through Cloud Assistant, with no SSH, key pair or bastion:
-``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for ``compute.platform: ecs`` (docs/jobs.md).
+"""Jobs and health checks on ECS, bare-metal and Lingjun stacks through Cloud Assistant, with no SSH, key pair or
+bastion: ``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for ``compute.platform: ecs`` and
+``lingjun`` (docs/jobs.md).
 
 * :mod:`~generator.live.jobs.cluster`: the nodes (plan.json + the ``node_ids`` output), ``--nodes`` and the
   quarantine file;
@@ -12,12 +13,11 @@
 * :mod:`~generator.live.jobs.health`: the health gate (``check``): its script, the verdicts and the report;
 * :mod:`~generator.live.jobs.cure`: the action table of ``heal --health`` (reboot, redeploy, replace, wait);
 * :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
+* :mod:`~generator.live.jobs.eflo`: the same port over the EFLO controller's Cloud Assistant (Lingjun nodes are not
+  ECS instances): RunCommand, DescribeInvocations and StopInvocation of API version 2022-12-15;
 * :mod:`~generator.live.jobs.fake`: recorded API answers for tests.
 
-Lingjun stacks are refused with one sentence: their nodes are not ECS instances, and the EFLO controller's own
-Cloud Assistant API (RunCommand, DescribeInvocations, StopInvocation of API version 2022-12-15,
-https://help.aliyun.com/zh/pai/developer-reference/api-eflo-controller-2022-12-15-describeinvocations) is not driven
-by trainstack yet.
+``heal --health`` reads ECS health and events and is refused on Lingjun stacks in one sentence.
 """
 
 from __future__ import annotations

@@ -82,21 +82,23 @@ def ecs_client(env: Mapping[str, str], region: str) -> Any:
     return Client(sdk_config(env, region))
 
 
-def api_error(action: str, error: BaseException) -> EcsApiError:
+def api_error(action: str, error: BaseException, product: str = "ECS") -> EcsApiError:
     code = getattr(error, "code", None)
     message = " ".join(str(getattr(error, "message", None) or error or type(error).__name__).split())
     if len(message) > 300:
         message = message[:297] + "..."
     what = f"{code}: {message}" if code else f"{type(error).__name__}: {message}"
     hint = ""
-    if code and any(k in str(code) for k in ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized")):
+    if product != "ECS" and code and any(k in str(code) for k in ("Forbidden", "NoPermission", "Unauthorized")):
+        hint = f"; grant the RAM user the {product}'s {action} permission"
+    elif code and any(k in str(code) for k in ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized")):
         hint = (
             f"; grant the RAM user ecs:{action} (Cloud Assistant: AliyunECSAssistantFullAccess covers "
             "RunCommand, DescribeInvocations, DescribeInvocationResults and StopInvocation)"
         )
     elif code and "Throttling" in str(code):
         hint = "; the API throttled the calls, try again in a minute"
-    return EcsApiError(f"ECS {action} failed: {what}{hint}.")
+    return EcsApiError(f"{product} {action} failed: {what}{hint}.")
 
 
 class SdkEcsApi:

@@ -27,7 +27,7 @@ _RANKS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 class Node:
     rank: int
     name: str
-    private_ip: str
+    private_ip: str  # the rendezvous address: the planned IP on ECS, the host name (= name) on Lingjun
     instance_id: str  # "" when the stack outputs have no instance for this rank (not deployed, or gone)
 
 
@@ -94,7 +94,8 @@ def cluster_from_plan(
         Node(
             int(r["rank"]),
             str(r["name"]),
-            str(r.get("private_ip") or ""),
+            # Lingjun nodes get no planned address; their host name is the rank's name (compute_lingjun.py.j2)
+            str(r.get("private_ip") or (r["name"] if platform == "lingjun" else "")),
             str(ids[i]) if i < len(ids) and ids[i] else "",
         )
         for i, r in enumerate(ranks)

@@ -1,5 +1,6 @@
-"""Recorded answers for tests and demos: :class:`RecordedEcsApi` (ECS / Cloud Assistant) and
-:class:`RecordedLogStore` (the job logs in OSS).
+"""Recorded answers for tests and demos: :class:`RecordedEcsApi` (ECS / Cloud Assistant), :class:`RecordedEfloApi`
+(the EFLO controller's Cloud Assistant, Lingjun; the transport of :class:`~generator.live.jobs.eflo.EfloJobsApi`)
+and :class:`RecordedLogStore` (the job logs in OSS).
 
 ECS answers are JSON files named after the action (``RunCommand.json``, ``DescribeInvocations.json``, ...) in a folder
 such as ``tests/live_fixtures/cloud_assistant/``, each a response body as the API returns it (and as the SDK's
@@ -18,6 +19,7 @@ from typing import Any
 
 from generator.live.errors import EcsSdkMissing
 from generator.live.jobs.client import EcsApiError, sdk_request_map
+from generator.live.jobs.eflo import eflo_request_map
 
 
 class RecordedEcsApi:
@@ -38,11 +40,13 @@ class RecordedEcsApi:
         if self.missing_sdk is not None:
             raise self.missing_sdk
 
+    product = "ECS"
+
     def request_map(self, action: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return sdk_request_map(action, body)
 
     def call(self, action: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        sdk_request_map(action, body)  # a request the SDK's model would not take fails here as it would live
+        self.request_map(action, body)  # a request the SDK's model would not take fails here as it would live
         self.calls.append((action, copy.deepcopy(dict(body))))
         if action in self.errors:
             raise self.errors[action]
@@ -55,9 +59,19 @@ class RecordedEcsApi:
         if isinstance(data, dict) and "_by" in data:
             key = str(body.get(data["_by"]))
             if key not in data:
-                raise EcsApiError(f"ECS {action} failed: InvalidParam: no record for {data['_by']} {key}.")
+                raise EcsApiError(f"{self.product} {action} failed: InvalidParam: no record for {data['_by']} {key}.")
             return copy.deepcopy(data[key])
         return data
+
+
+class RecordedEfloApi(RecordedEcsApi):
+    """EFLO controller answers (``RunCommand.json``, ``DescribeInvocations.json``, ``StopInvocation.json``), each
+    request passed through ``alibabacloud_eflo_controller20221215``'s request model."""
+
+    product = "EFLO controller"
+
+    def request_map(self, action: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return eflo_request_map(action, body)
 
 
 class RecordedLogStore:

@@ -11,7 +11,8 @@ every node into verdicts:
   for a redeploy, application XIDs (13, 31, 43, 45: a program's fault) do not fail the node, any other XID fails it
   as a software fault (a reboot first);
 * the bus bandwidth must reach ``floor_factor`` x the link's one-way bandwidth (``busbw.csv`` beside this module,
-  each row with its source) inside a node, and half the eRDMA line rate of the catalog (``erdma_gbps``) across
+  each row with its source; ``floor_kind`` says whether a floor rests on a published nccl-tests figure or is a
+  threshold, which every row is today: no published all_reduce busbw was found for these families) inside a node, and half the eRDMA line rate of the catalog (``erdma_gbps``) across
   nodes; NCCL on plain sockets (``NET/Socket``) where the plan has RDMA fails the node;
 * a check that could not run (``ok: null``: DCGM or PyTorch not installed) is reported, never counted as passed.
 """
@@ -49,6 +50,9 @@ class Expectation:
     inter_floor_gbs: float | None
     intra_source: str = ""
     inter_source: str = ""
+    # "measured" (a published nccl-tests figure, cited in busbw.csv) or "threshold" (a fraction of the link)
+    intra_kind: str = "threshold"
+    inter_kind: str = "threshold"
 
 
 def _busbw_rows() -> dict[str, dict[str, str]]:
@@ -79,11 +83,15 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
         intra_floor_gbs=intra,
         inter_floor_gbs=inter,
         intra_source=row["source"] if row else "",
+        intra_kind=(row.get("floor_kind") or "threshold") if row else "threshold",
         inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "",
     )
 
 
-def check_script(cluster: Cluster, nodes: Sequence[Node], level: str, check_id: str, exp: Expectation) -> str:
+def check_script(
+    cluster: Cluster, nodes: Sequence[Node], level: str, check_id: str, exp: Expectation, only: str = ""
+) -> str:
+    """The check script; ``only="nccl-inter"`` runs the cross-node all-reduce alone (on ``nodes``, a subset)."""
     if level not in LEVELS:
         raise ValueError(f"--level {level}: give quick or full")
     nccl = base64.b64encode(script("nccl_allreduce.py").encode()).decode("ascii")
@@ -100,6 +108,8 @@ def check_script(cluster: Cluster, nodes: Sequence[Node], level: str, check_id: 
         _assign("TRAINSTACK_CHECK_MASTER_ADDR", nodes[0].private_ip),
         _assign("TRAINSTACK_CHECK_NCCL_PY", nccl),
     ]
+    if only:
+        head.append(_assign("TRAINSTACK_CHECK_ONLY", only))
     for key, value in cluster.nccl_env:  # the NCCL settings the plan gives training (network.nccl_env)
         if not _ENV_KEY.fullmatch(key):
             raise ValueError(f"NCCL setting {key!r} is not an environment variable name")
@@ -119,6 +129,68 @@ def check_requests(
         timeout_seconds=600 if level == "quick" else 3600,
         description=f"trainstack check --level {level}",
     )
+
+
+def inter_requests(
+    cluster: Cluster, groups: Sequence[Sequence[Node]], check_id: str, exp: Expectation
+) -> list[list[ApiRequest]]:
+    """One round of the bisection: per group, the RunCommand(s) of the cross-node all-reduce alone, with the group's
+    first node as its rendezvous and its own check id (so its rendezvous id is its own)."""
+    out = []
+    for i, group in enumerate(groups):
+        sub_id = f"{check_id[:54].rstrip('-')}-g{i}"
+        out.append(
+            run_command_requests(
+                cluster,
+                group,
+                sub_id,
+                check_script(cluster, group, "full", sub_id, exp, only="nccl-inter"),
+                kind="check",
+                timeout_seconds=1200,
+                description=f"trainstack check: cross-node all-reduce on {len(group)} node(s) (bisection)",
+            )
+        )
+    return out
+
+
+def inter_passed(records: Iterable[Mapping[str, Any] | None], exp: Expectation) -> bool:
+    """Whether every node of a group reports a cross-node all-reduce that passes (bandwidth floor, no socket
+    fallback where RDMA was planned)."""
+    for record in records:
+        items = [i for i in parse_lines(str((record or {}).get("Output") or "")) if i["check"] == "nccl-inter"]
+        if not items or _judge(items[-1], exp)[0].ok is not True:
+            return False
+    return True
+
+
+def apply_bisection(node_reports: Sequence[NodeReport], found: Any) -> None:
+    """Rewrite each node's ``nccl-inter`` finding by what the bisection (:class:`~generator.live.jobs.bisect.
+    Bisection`) showed: a bad node keeps it failed and names its healthy partner, a healthy one passes."""
+    unresolved = {r: g for g in found.unresolved for r in g}
+    for rep in node_reports:
+        for i, f in enumerate(rep.findings):
+            if f.check != "nccl-inter" or f.ok is not False:
+                continue
+            if rep.rank in found.bad:
+                partner = found.partner.get(rep.rank)
+                rep.findings[i] = Finding(
+                    f.check,
+                    False,
+                    f"the cross-node all-reduce fails with this node (bisection: also with healthy rank {partner}); "
+                    f"first run: {f.detail}",
+                )
+            elif rep.rank in found.good:
+                rep.findings[i] = Finding(
+                    f.check, True, "passed once the bad node(s) were left out (bisection)"
+                )
+            elif rep.rank in unresolved:
+                ranks = ", ".join(map(str, unresolved[rep.rank]))
+                rep.findings[i] = Finding(
+                    f.check,
+                    False,
+                    f"{f.detail}; the bisection could not narrow it below ranks {ranks} (fails only together: "
+                    "a switch, the fabric or the NCCL settings)",
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +339,8 @@ def summary_json(
             "nccl_inter_min_gbs": exp.inter_floor_gbs,
             "nccl_intra_source": exp.intra_source,
             "nccl_inter_source": exp.inter_source,
+            "nccl_intra_floor_kind": exp.intra_kind,
+            "nccl_inter_floor_kind": exp.inter_kind,
         },
         "nodes": [r.to_json() for r in node_reports],
     }

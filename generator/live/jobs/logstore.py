@@ -4,7 +4,9 @@ in ``trainstack[live]``, imported only when a command reads a log).
 
 Each node's job script (``scripts/job.sh``) writes ``<checkpoint prefix>_trainstack/jobs/JOB/rank-N.log`` and
 ``rank-N.exit.json`` (``{"job", "rank", "instance_id", "state": "running"|"finished", "exit_code", "time"}``).
-Credentials come from the same default chain as the ECS calls (``alibabacloud-credentials``).
+Credentials come from the same default chain as the ECS calls (``alibabacloud-credentials``, or the older
+``ALICLOUD_ACCESS_KEY`` / ``ALICLOUD_SECRET_KEY``), and ``TRAINSTACK_ALIBABA_ENDPOINT`` sends the OSS calls to the
+same one endpoint as every other Alibaba call (path-style bucket addressing there).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Protocol
 
 from generator.live.errors import EcsSdkMissing
 from generator.live.jobs.client import EcsApiError
-from generator.live.mountaddr import INSTALL_LIVE
+from generator.live.mountaddr import ENDPOINT_OVERRIDE, INSTALL_LIVE
 
 _RANK_FILE = re.compile(r"rank-([0-9]+|x)\.(log|exit\.json)$")
 
@@ -90,9 +92,14 @@ class OssLogStore:
             import alibabacloud_oss_v2 as oss
             from alibabacloud_credentials.client import Client as CredentialClient
 
-            chain = CredentialClient()
+            env = self.env
+            key_id, secret = env.get("ALICLOUD_ACCESS_KEY"), env.get("ALICLOUD_SECRET_KEY")
+            static = bool(key_id and secret and not env.get("ALIBABA_CLOUD_ACCESS_KEY_ID"))
+            chain = None if static else CredentialClient()
 
             def credentials() -> Any:
+                if chain is None:  # the provider's older names, as sdk_config takes them
+                    return oss.credentials.Credentials(key_id, secret, env.get("ALICLOUD_SECURITY_TOKEN") or None)
                 c = chain.get_credential()
                 return oss.credentials.Credentials(
                     c.access_key_id, c.access_key_secret, c.security_token or None
@@ -101,6 +108,12 @@ class OssLogStore:
             cfg = oss.config.load_default()
             cfg.credentials_provider = oss.credentials.CredentialsProviderFunc(credentials)
             cfg.region = self.region
+            override = env.get(ENDPOINT_OVERRIDE)
+            if override:  # the one endpoint of every Alibaba call (sdk_config): buckets as paths on it
+                scheme, _, host = override.rpartition("://")
+                cfg.endpoint = host.rstrip("/")
+                cfg.disable_ssl = scheme == "http"
+                cfg.use_path_style = True
             self._client = oss.Client(cfg)
         return self._client
 

@@ -150,6 +150,28 @@ def wait_started(
         sleep(interval)
 
 
+def finished_results(
+    api: EcsApi,
+    cluster: Cluster,
+    invoke_ids: Sequence[str],
+    nodes: Sequence[Node],
+    *,
+    timeout: float,
+    interval: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, dict[str, Any]]:
+    """Each instance's record once no node is active any more (or ``timeout``), by instance id."""
+    deadline = clock() + timeout
+    while True:
+        records = {str(r.get("InstanceId")): r for i in invoke_ids for r in results(api, cluster, i)}
+        if all(str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ACTIVE for n in nodes):
+            return records
+        if clock() >= deadline:
+            return records
+        sleep(interval)
+
+
 @dataclass
 class JobRecord:
     """This stack's invocations of one job, as DescribeInvocations lists them."""

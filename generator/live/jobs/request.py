@@ -54,6 +54,7 @@ JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 INSTANCE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
 PLACEHOLDER = "<unresolved:node_ids[{}]>"  # a dry run of a stack that is not deployed: no instance ids yet
 _PLACEHOLDER = re.compile(r"^<unresolved:node_ids\[[0-9]+\]>$")
+HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 ENDPOINT = re.compile(r"^[a-z0-9.-]{1,253}$")
 BUCKET = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 PREFIX = re.compile(r"^[A-Za-z0-9._/-]{0,512}$")
@@ -127,12 +128,22 @@ def _rank_map(nodes: Sequence[Node]) -> str:
     return ",".join(f"{n.instance_id}:{n.rank}" for n in nodes)
 
 
+def rendezvous_host(node: Node) -> str:
+    """Rank 0's address: an IPv4 address (ECS) or a plain host name (Lingjun); anything else raises."""
+    try:
+        ipaddress.IPv4Address(node.private_ip)
+    except ValueError:
+        if HOSTNAME.fullmatch(node.private_ip):
+            return node.private_ip
+        raise ValueError(f"rank {node.rank} has no rendezvous address (got {node.private_ip!r})") from None
+    return node.private_ip
+
+
 def job_script(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence[str]) -> str:
     """The script every node runs: the job's values (each checked against a strict pattern and shell-quoted, the argv
     base64) above the package's ``scripts/job.sh``."""
     check_job_id(job)
-    master = nodes[0].private_ip
-    ipaddress.IPv4Address(master)  # raises on anything but an address
+    master = rendezvous_host(nodes[0])
     if cluster.endpoint and not ENDPOINT.fullmatch(cluster.endpoint):
         raise ValueError(f"checkpoint endpoint {cluster.endpoint!r} is not a host name")
     head = [
@@ -143,6 +154,7 @@ def job_script(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence
         _assign("TRAINSTACK_JOB_MASTER_ADDR", master),
         _assign("TRAINSTACK_JOB_LOG_URL", _log_url(cluster, job)),
         _assign("TRAINSTACK_JOB_ENDPOINT", cluster.endpoint),
+        _assign("TRAINSTACK_JOB_REGION", cluster.region),
         _assign("TRAINSTACK_JOB_RANKS", _rank_map(nodes)),
         _assign("TRAINSTACK_JOB_ARGV", encode_argv(argv)),
     ]

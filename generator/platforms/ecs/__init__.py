@@ -15,7 +15,7 @@ USER_DATA_MAX = 16 * 1024
 PLATFORM = Platform(
     name="ecs",
     title="ECS",
-    capabilities=frozenset(Capability) - {Capability.DLC_JOBS},
+    capabilities=frozenset(Capability) - {Capability.DLC_JOBS, Capability.EFLO_JOBS},
     program_parts=("network", "identity_ecs", "checkpoints", "storage", "compute_ecs", "facts", "outputs_ecs"),
     user_data_max_bytes=USER_DATA_MAX,
 )

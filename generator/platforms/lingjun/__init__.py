@@ -1,7 +1,8 @@
 """Lingjun (``compute.platform: lingjun``, eflo): bare-metal GPU nodes in an eflo cluster and node group on the HPN
 RDMA network. The declaration below is data; the plan parts are in :mod:`generator.platforms.lingjun.plan`, the
 rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`. The live job
-commands (submit, jobs, logs, cancel, check) refuse Lingjun stacks: neither jobs capability.
+commands (submit, jobs, logs, cancel, check) run over the EFLO controller's Cloud Assistant (EFLO_JOBS,
+generator.live.jobs.eflo); heal --health, which reads ECS instance health, refuses Lingjun stacks.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ NO_SHARED = Unhonoured(Level.WARNING, "Lingjun plans have no shared file system 
 PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
-    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH}),
+    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
     unhonoured={

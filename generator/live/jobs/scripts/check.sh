@@ -12,6 +12,9 @@ emit() {  # emit NAME OK DETAIL [VALUE]
   printf 'TRAINSTACK-CHECK {"check": "%s", "ok": %s, "detail": "%s", "value": %s}\n' "$1" "$2" "${detail}" "${4:-null}"
 }
 
+# TRAINSTACK_CHECK_ONLY=nccl-inter: only the cross-node all-reduce, on a subset of the nodes (the bisection of a
+# cross-node failure, generator/live/jobs/bisect.py); every other check is skipped
+if [ "${TRAINSTACK_CHECK_ONLY:-}" != nccl-inter ]; then
 # bootstrap markers (node-init.sh: /run/trainstack, or /var/lib/trainstack where the launcher keeps them)
 if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" ]; then
   emit bootstrap false "bootstrap-failed is set: see /var/log/cloud-init-output.log"
@@ -67,6 +70,8 @@ if [ "${TRAINSTACK_CHECK_RDMA}" = erdma ]; then
   else emit erdma false "${up} of ${TRAINSTACK_CHECK_ERI} eRDMA link(s) ACTIVE: $(rdma link show 2>&1 | head -n 4)" "${up}"; fi
 fi
 
+fi
+
 # NCCL all-reduce: inside the node always at level full; across the nodes when TRAINSTACK_CHECK_NNODES > 1
 nccl() {  # nccl NAME NNODES
   if ! python3 -c 'import torch.distributed' 2> /dev/null || ! command -v torchrun > /dev/null; then
@@ -91,7 +96,9 @@ nccl() {  # nccl NAME NNODES
   fi
   rm -f "${py}" "${log}"
 }
-if [ "${TRAINSTACK_CHECK_LEVEL}" = full ]; then
+if [ "${TRAINSTACK_CHECK_ONLY:-}" = nccl-inter ]; then
+  nccl nccl-inter "${TRAINSTACK_CHECK_NNODES}"
+elif [ "${TRAINSTACK_CHECK_LEVEL}" = full ]; then
   if [ "${TRAINSTACK_CHECK_NNODES}" -gt 1 ]; then
     TRAINSTACK_CHECK_MASTER_ADDR_SAVED="${TRAINSTACK_CHECK_MASTER_ADDR}"
     TRAINSTACK_CHECK_MASTER_ADDR=127.0.0.1 nccl nccl-intra 1

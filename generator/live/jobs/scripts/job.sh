@@ -32,15 +32,36 @@ ossutil_bin() {
   command -v ossutil && return 0
   [ -x /usr/local/bin/ossutil ] && { echo /usr/local/bin/ossutil; return 0; }
   region="$(meta region-id)"
+  region="${region:-${TRAINSTACK_JOB_REGION:-}}"
   curl -fsSL --retry 3 -o /usr/local/bin/ossutil \
     "https://oos-public-${region}.oss-${region}-internal.aliyuncs.com/x64/ossutil64" &&
     chmod 0755 /usr/local/bin/ossutil && echo /usr/local/bin/ossutil
 }
+# Lingjun nodes have no RAM role (no metadata service): they copy with the RAM user's AccessKey that the bootstrap
+# keeps in /etc/trainstack/oss-credentials (docs/bootstrap.md), through an ossutil config file in a private folder,
+# never on a command line.
+OSS_CREDENTIALS="${TRAINSTACK_OSS_CREDENTIALS:-/etc/trainstack/oss-credentials}"
 upload() {
-  [ -n "${TRAINSTACK_JOB_LOG_URL}" ] && [ -n "${role}" ] && [ -e "$1" ] || return 0
+  [ -n "${TRAINSTACK_JOB_LOG_URL}" ] && [ -e "$1" ] || return 0
+  [ -n "${role}" ] || [ -r "${OSS_CREDENTIALS}" ] || return 0
   bin="$(ossutil_bin)" || return 0
-  "${bin}" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" -e "${TRAINSTACK_JOB_ENDPOINT}" \
-    --mode EcsRamRole --ecs-role-name "${role}" > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
+  if [ -n "${role}" ]; then
+    "${bin}" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" -e "${TRAINSTACK_JOB_ENDPOINT}" \
+      --mode EcsRamRole --ecs-role-name "${role}" > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
+    return 0
+  fi
+  cfg_dir="$(mktemp -d)" || return 0
+  (
+    umask 077
+    OSS_ACCESS_KEY_ID="" OSS_ACCESS_KEY_SECRET=""
+    # shellcheck disable=SC1090
+    . "${OSS_CREDENTIALS}"
+    printf '[Credentials]\nlanguage=EN\nendpoint=%s\naccessKeyID=%s\naccessKeySecret=%s\n' \
+      "${TRAINSTACK_JOB_ENDPOINT}" "${OSS_ACCESS_KEY_ID}" "${OSS_ACCESS_KEY_SECRET}" > "${cfg_dir}/ossutil.cfg"
+  )
+  "${bin}" --config-file "${cfg_dir}/ossutil.cfg" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" \
+    > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
+  rm -f "${cfg_dir}/ossutil.cfg"; rmdir "${cfg_dir}"
 }
 state() {  # state NAME [EXIT_CODE]
   printf '{"job": "%s", "rank": "%s", "instance_id": "%s", "state": "%s", "exit_code": %s, "time": "%s"}\n' \
