@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from generator import sizing
 from generator.catalog import load_catalog
 from generator.cli import main
-from generator.plan.estimate import EstimateError, data_parallel_degree, estimate
+from generator.estimate import EstimateError, data_parallel_degree, estimate
 from generator.plan.fit import data_parallel, replica_gpus
 from generator.plan.planner import PlanningError, make_plan
 from generator.sizing.activations import stage_sizes
