@@ -21,7 +21,6 @@ from generator.plan.layout import (
     architecture,
     memory_minimum,
     nothing_fits,
-    rejection_order,
     search,
     shape_problems,
     usable_bytes,
@@ -38,6 +37,7 @@ from generator.plan.model import (
     Node,
     Sizing,
 )
+from generator.plan import rejections
 from generator.plan.reasons import nodes_reason
 from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
@@ -107,8 +107,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
                                             cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
-            rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
-                                          "than the run makes between them")
+            rejected[s.fit.itype.name] = rejections.NeverFinishes(s.fit.nodes)
     ranked = finishing
     within = [s for s in ranked if _within_budget(spec, s)]
     if not within:
@@ -124,7 +123,8 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
-    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why.text(), why)
+                   for name, why in sorted(rejected.items(), key=rejections.order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(spec, catalog, arch, lora_rank, fit).text))
     decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"

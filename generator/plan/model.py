@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.plan.rejections import Rejection
+
 PLAN_SCHEMA_VERSION = 1
 
 
@@ -36,7 +38,8 @@ class Candidate:
     cost_per_hour: float
     run_cost: float | None
     run_hours: float | None
-    verdict: str  # "chosen", or why it lost
+    verdict: str  # "chosen", or why it lost (or was rejected), in words
+    reason: Rejection | None = None  # a rejected type's reason as data (plan.json: {"code", "kind", "fields"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,6 +460,11 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         data = _plain(dataclasses.asdict(self))
+        for row, candidate in zip(data["candidates"], self.candidates, strict=True):
+            if candidate.reason is None:
+                row.pop("reason")  # a fitting type's verdict is its rank, not a rejection
+            else:
+                row["reason"] = _plain(candidate.reason.to_dict())
         if data.get("lingjun") is None:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
         if data.get("dlc") is None:
