@@ -161,9 +161,7 @@ def test_a_spec_with_fp8_plans_on_an_fp8_gpu_and_is_faster(tmp_path: Path) -> No
     assert sized and all(CATALOG.gpu(t.gpu).fp8_tflops for t in sized)
     bf16 = plan_located(load(ROOT / "examples" / "pretrain-70b.yaml"))
     assert plan.schedule.compute_hours < bf16.schedule.compute_hours
-    from generator.plan import rejections
-
-    from generator.plan import layout
+    from generator.plan import layout, rejections
 
     spec = load(_spec(tmp_path)).spec
     _, rejected = layout.search(spec, CATALOG, CATALOG.region(spec.region), layout.architecture(spec), None)

@@ -15,6 +15,7 @@ from typing import cast
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
+from generator.plan import rejections
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.layout import (
@@ -37,7 +38,6 @@ from generator.plan.model import (
     Node,
     Sizing,
 )
-from generator.plan import rejections
 from generator.plan.reasons import nodes_reason
 from generator.plan.schedule import fit_schedule, never_finishes
 from generator.plan.spot import spot_split

@@ -19,7 +19,7 @@ from generator.plan.fit import Fit, PlanningError, expert_degree
 from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
-from generator.spec.units import human_bytes, human_count
+from generator.spec.units import human_count
 
 MULTI_NODE_GPUS = r.MULTI_NODE_GPUS
 

@@ -44,8 +44,12 @@ class Rejection:
     def text(self) -> str:
         raise NotImplementedError
 
+    def fields(self) -> dict[str, Any]:
+        """The typed fields by name (what plan.json's ``reason.fields`` holds)."""
+        return dataclasses.asdict(self)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "kind": self.kind, "fields": dataclasses.asdict(self)}
+        return {"code": self.code, "kind": self.kind, "fields": self.fields()}
 
 
 def _only_one(one_node: str | None, gpus: int) -> str:
@@ -358,4 +362,6 @@ def order(item: tuple[str, Rejection]) -> tuple[int, str]:
 
 def codes() -> list[type[Rejection]]:
     """Every rejection class, by code (docs/codes.md lists them)."""
-    return sorted(Rejection.__subclasses__(), key=lambda c: c.code)
+    # the module's names, not Rejection.__subclasses__(): slots=True replaces each class, and the replaced one lingers
+    found = {v for v in globals().values() if isinstance(v, type) and issubclass(v, Rejection) and v is not Rejection}
+    return sorted(found, key=lambda c: c.code)
