@@ -131,7 +131,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
                               + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
-    ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
+    ratio = t.host_to_gpu_memory_ratio
     if t.memory_gib and ratio < 1:
         warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
                         f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")

@@ -338,7 +338,7 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     d = _states(setup, psi, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
     notes.append(f"expert part: sharded over the expert data-parallel group of dp/ep = {dp}/{ep} = {dp // ep} ranks")
     e = _states(setup, psi_e, dp // ep, Fraction(0), notes, largest=Fraction(0))
-    total = tuple(a + b for a, b in zip(d, e))
+    total = tuple(a + b for a, b in zip(d, e, strict=True))
     notes.append(f"model states = non-expert + expert parts = {_gb(sum(d))} + {_gb(sum(e))}")
     return total[0], total[1], total[2]
 
@@ -372,7 +372,9 @@ def moe_layer_parameters(arch: Architecture, ep: int) -> int:
 def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction, notes: list[str],
             largest: Fraction | None = None) -> tuple[int, int, int]:
     """Model states of ``psi`` parameters per GPU, sharded by ZeRO over ``dp`` ranks, under the setup's framework
-    (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's)."""
+    (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's).
+
+    Length: weights, gradients and optimizer states in turn, each with its ZeRO sharding and its note."""
     arch = setup.arch
     t, z = setup.tp, setup.zero_stage
     pb = PRECISION_BYTES[setup.precision]
@@ -498,7 +500,9 @@ def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: in
 
 
 def _activations(setup: TrainingSetup, notes: list[str]) -> int:
-    """Activation bytes on the worst pipeline stage ([SP] Sec. 4, Table 2 and Sec. 4.3)."""
+    """Activation bytes on the worst pipeline stage ([SP] Sec. 4, Table 2 and Sec. 4.3).
+
+    Length: one published formula, term by term, each beside the note it writes (split, it reads in pieces)."""
     arch = setup.arch
     s, b, h, a, L, v = setup.seq_len, setup.micro_batch, arch.hidden, arch.heads, arch.layers, arch.vocab
     t, p, sp, mode = setup.tp, setup.pp, setup.sequence_parallel, setup.recompute
