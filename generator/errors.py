@@ -9,11 +9,10 @@ from __future__ import annotations
 import difflib
 import reprlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Exit codes shared by every command (documented in README.md). `trainstack diff` uses 2 for "changes" and the
 # live engine uses 20-30 for its preflight and engine failures (generator/live/, docs/live.md).
-EXIT_OK = 0
 EXIT_FAILURE = 1  # an operation failed (drift, stale stack, a lint finding, a live engine error)
 EXIT_USAGE = 2  # bad input: the spec or the command line is wrong
 
@@ -164,15 +163,6 @@ def clip_line(text: str, caret: int, width: int = ECHO_WIDTH) -> tuple[str, int]
     head = dots if start else ""
     tail = dots if end < len(text) else ""
     return head + text[start:end] + tail, len(head) + caret - start
-
-
-@dataclass(frozen=True, slots=True)
-class PlanProblem:
-    """Why no plan satisfies the spec, and what would."""
-
-    path: tuple[str | int, ...]
-    message: str
-    to_fix: tuple[str, ...] = field(default_factory=tuple)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -161,11 +161,14 @@ def test_a_spec_with_fp8_plans_on_an_fp8_gpu_and_is_faster(tmp_path: Path) -> No
     assert sized and all(CATALOG.gpu(t.gpu).fp8_tflops for t in sized)
     bf16 = plan_located(load(ROOT / "examples" / "pretrain-70b.yaml"))
     assert plan.schedule.compute_hours < bf16.schedule.compute_hours
-    from generator.plan.layout import precision_reason, rejection_order
+    from generator.plan import layout, rejections
 
-    why = precision_reason("fp8", "A100-80G")
-    assert why.startswith("no fp8 support (A100-80G") and "bf16 would allow it" in why
-    assert rejection_order(("x", why))[0] == 1
+    spec = load(_spec(tmp_path)).spec
+    _, rejected = layout.search(spec, CATALOG, CATALOG.region(spec.region), layout.architecture(spec), None)
+    no_fp8 = [r for r in rejected.values() if isinstance(r, rejections.NoPrecision)]
+    assert no_fp8 and {(r.code, r.kind, r.precision) for r in no_fp8} == {("TSR003", "filter", "fp8")}
+    assert all(not CATALOG.gpu(r.gpu).fp8_tflops for r in no_fp8)
+    assert rejections.order(("x", rejections.NoPrecision("fp8", "A100-80G")))[0] == 1
 
 
 def test_a_spec_with_fp8_on_a_gpu_without_it_is_refused_on_the_field(tmp_path: Path) -> None:

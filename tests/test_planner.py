@@ -106,13 +106,15 @@ def test_gpu_auto_leaves_out_gpus_without_bf16_with_a_reason():
     model = {"preset": "llama-2-7b", "tokens": "1B", "finetune": {"method": "lora"}}
     p = plan(region="cn-hangzhou", model=model, compute={"nodes": 1})
     v100 = [c for c in p.candidates if c.instance_type.startswith(("ecs.gn6", "ecs.ebmgn6"))]
-    assert v100 and all(not c.nodes and c.verdict.startswith("no bf16 support") for c in v100)
+    assert v100 and all(not c.nodes and c.reason is not None and (c.reason.code, c.reason.kind) == ("TSR003", "bf16")
+                        for c in v100)
+    assert all(c.reason is not None and c.reason.fields()["gpu"].startswith("V100") for c in v100)
     assert "V100" not in p.compute.gpu
     # the bf16 exclusions come after the types rejected for the run itself
-    verdicts = [c.verdict for c in p.candidates if not c.nodes]
-    assert verdicts == sorted(verdicts, key=lambda v: v.startswith("no bf16 support"))
+    kinds = [c.reason.kind for c in p.candidates if c.reason is not None]
+    assert kinds == sorted(kinds, key=lambda k: k == "bf16")
     fp16 = plan(region="cn-hangzhou", model={**model, "precision": "fp16"}, compute={"nodes": 1})
-    assert not any(c.verdict.startswith("no bf16") for c in fp16.candidates)
+    assert not any(c.reason is not None and c.reason.kind == "bf16" for c in fp16.candidates)
 
 
 def test_a_run_that_never_finishes_is_an_error_naming_the_spot_fields():

@@ -81,7 +81,7 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[tuple[int, _Row]]:
                 continue
             if len(cells) != len(columns):
                 raise CatalogError(f"{path}:{line}: expected {len(columns)} fields, got {len(cells)}")
-            rows.append((line, {k: v.strip() for k, v in zip(columns, cells)}))
+            rows.append((line, {k: v.strip() for k, v in zip(columns, cells, strict=True)}))
     return rows
 
 
@@ -428,6 +428,11 @@ def _load_default() -> Catalog:
 
 
 def _load(root: Path) -> Catalog:
+    """Parse every CSV of the catalog folder ``root`` and check the references between them.
+
+    Length: each file is parsed with its own row parser, then the cross-file checks (unique keys, dangling GPU,
+    region and source references) run in the order their errors read; each is one or two lines.
+    """
     files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
                                             "lingjun_machine_types", "jumbo_frames", "dlc_specs",
                                             "storage_throughput", "unavailable_accelerators")}

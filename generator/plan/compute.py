@@ -15,13 +15,13 @@ from typing import cast
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
+from generator.plan import rejections
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored, data_parallel, replica_gpus, with_context
 from generator.plan.layout import (
     architecture,
     memory_minimum,
     nothing_fits,
-    rejection_order,
     search,
     shape_problems,
     usable_bytes,
@@ -109,8 +109,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
                                             cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
-            rejected[s.fit.itype.name] = (f"never finishes on {s.fit.nodes} node(s): interruptions cost more time "
-                                          "than the run makes between them")
+            rejected[s.fit.itype.name] = rejections.NeverFinishes(s.fit.nodes)
     ranked = finishing
     within = [s for s in ranked if _within_budget(spec, s)]
     if not within:
@@ -126,7 +125,8 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
     candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
-    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why) for name, why in sorted(rejected.items(), key=rejection_order)][:12]
+    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why.text(), why)
+                   for name, why in sorted(rejected.items(), key=rejections.order)][:12]
     decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
     decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(with_context(spec, fit.cp), catalog, arch,
                                                                     lora_rank, fit).text))
@@ -135,7 +135,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
                               + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
                               _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
 
-    ratio = t.memory_gib / (t.gpus * t.gpu_memory_gib)
+    ratio = t.host_to_gpu_memory_ratio
     if t.memory_gib and ratio < 1:
         warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
                         f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")

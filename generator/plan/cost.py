@@ -14,7 +14,19 @@ import math
 from generator.catalog import Catalog
 from generator.errors import Problem
 from generator.plan.fit import Scored
-from generator.plan.model import Checkpoints, Cost, CostItem, Network, PausedCost, Storage
+from generator.plan.model import (
+    ASSUMPTION,
+    ESTIMATE,
+    LIST_PRICE,
+    NOT_PRICED,
+    Checkpoints,
+    Cost,
+    CostItem,
+    Network,
+    PausedCost,
+    PriceSource,
+    Storage,
+)
 from generator.plan.spot import spot_split
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes
@@ -88,10 +100,11 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     t = best.fit.itype
     on_demand_nodes, spot_nodes = spot_split(spec, best.fit.nodes)
     wall = None if best.run_hours is None else best.run_hours + (best.rework_hours or 0.0)
-    notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
-             + ("ESTIMATE" if t.price.estimated else "list price")
+    notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h " + _basis(t.price.estimated)
              + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
+    prices = [PriceSource("compute", t.name, _basis(t.price.estimated), t.price.source)]
     if spec.compute.platform == "pai-dlc":
+        prices.append(PriceSource("dlc_worker", t.name, ESTIMATE, "DOC-DLC-BILL"))
         # DLC bills public-resource workers per minute at the price its Create Job page shows [DOC-DLC-BILL]
         notes.append(f"PAI-DLC worker price: ESTIMATE equal to the ECS price of {t.name} above (DLC bills workers "
                      "per minute at the console's unit price, which may differ; catalog date 2026-11-30) "
@@ -103,10 +116,12 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
         sp = catalog.storage_price(item)
         if sp is not None:
             shared = sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
-            notes.append(f"{item}: {sp.price_cny:g} {sp.unit} " + ("ESTIMATE" if sp.estimated else "list price")
+            notes.append(f"{item}: {sp.price_cny:g} {sp.unit} " + _basis(sp.estimated)
                          + f" ({sp.region}, {sp.date}) [{sp.source}]")
+            prices.append(PriceSource("shared_storage", item, _basis(sp.estimated), sp.source))
         else:
             notes.append(f"{item}: no price in the catalog; not counted")
+            prices.append(PriceSource("shared_storage", item, NOT_PRICED))
     obj = 0.0
     kept = checkpoints_written(best, ckpt)
     after_month = None
@@ -127,8 +142,8 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                 after_month = one_ia * held  # once every checkpoint is past the IA transition (or all Standard)
             else:  # no run length: one checkpoint (the cost grows from there)
                 obj = one / HOURS_PER_MONTH
-            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} "
-                         + ("ESTIMATE" if sp.estimated else "list price") + f" [{sp.source}]; "
+            prices.append(PriceSource("object_storage", "oss-standard", _basis(sp.estimated), sp.source))
+            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} " + _basis(sp.estimated) + f" [{sp.source}]; "
                          + (f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
                             f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
                             "priced over the run" if kept and ckpt.expire_days else
@@ -137,11 +152,13 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                             "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
                             "current objects)"))
             if ia is not None and kept:
-                notes.append(f"oss-ia: {ia.price_cny:g} {ia.unit} " + ("ESTIMATE" if ia.estimated else "list price")
+                prices.append(PriceSource("object_storage_ia", "oss-ia", _basis(ia.estimated), ia.source))
+                notes.append(f"oss-ia: {ia.price_cny:g} {ia.unit} " + _basis(ia.estimated)
                              + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
                              "(checkpoints.transition_ia_days), retrieval fees not counted")
     if spot_nodes:
         notes.append(f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)")
+        prices.append(PriceSource("spot", t.name, ASSUMPTION))
     od = on_demand_nodes * t.price.cny_per_hour
     sp_h = spot_nodes * best.spot_per_hour
     total = od + sp_h + shared + obj
@@ -163,13 +180,17 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     paused = None
     if spec.compute.paused:
         paused = paused_cost(spec, catalog, storage, ckpt, network, round(shared, 2), round(obj, 2))
-    return Cost("CNY", round(od, 2), round(sp_h, 2), round(shared, 2), round(obj, 2), round(total, 2),
-                round(total * 24, 2), None if best.run_hours is None else round(best.run_hours, 2),
-                None if best.rework_hours is None else round(best.rework_hours, 2),
-                None if run_total is None else round(run_total, 2), tuple(notes), paused,
-                *run_lines,
-                checkpoints_held(kept, wall or 0.0, ckpt), None if after_month is None else round(after_month, 2),
-                months)
+    return Cost(
+        currency="CNY", compute_on_demand_per_hour=round(od, 2), compute_spot_per_hour=round(sp_h, 2),
+        shared_storage_per_hour=round(shared, 2), object_storage_per_hour=round(obj, 2),
+        total_per_hour=round(total, 2), total_per_day=round(total * 24, 2),
+        run_hours=None if best.run_hours is None else round(best.run_hours, 2),
+        expected_rework_hours=None if best.rework_hours is None else round(best.rework_hours, 2),
+        run_total=None if run_total is None else round(run_total, 2), price_notes=tuple(notes), paused=paused,
+        compute_on_demand_run=run_lines[0], compute_spot_run=run_lines[1], shared_storage_run=run_lines[2],
+        object_storage_run=run_lines[3], checkpoints_kept=checkpoints_held(kept, wall or 0.0, ckpt),
+        object_storage_after_run_per_month=None if after_month is None else round(after_month, 2),
+        subscription_months=months, prices=tuple(prices))
 
 
 def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
@@ -219,7 +240,7 @@ def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
 
 
 def _basis(estimated: bool) -> str:
-    return "ESTIMATE" if estimated else "list price"
+    return ESTIMATE if estimated else LIST_PRICE
 
 
 def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoints, network: Network | None,
@@ -236,21 +257,21 @@ def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoint
         items.append(CostItem("shared_storage", "shared storage", f"{storage.capacity_gib:,} GiB {storage.kind} "
                               f"{storage.storage_type} (billed by provisioned capacity)",
                               shared_per_hour if sp else None, round(shared_per_hour * 24, 2) if sp else None,
-                              _basis(sp.estimated) if sp else "not priced"))
+                              _basis(sp.estimated) if sp else NOT_PRICED))
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
         items.append(CostItem("object_storage", "checkpoint bucket", "the checkpoints written so far, in OSS "
                               "(priced as the run's average; nothing expires current checkpoints)",
                               object_per_hour if sp else None, round(object_per_hour * 24, 2) if sp else None,
-                              "ESTIMATE"))
+                              ESTIMATE))
     if network is not None and network.egress == "nat":
         items.append(CostItem("nat_gateway", "NAT gateway", "1 enhanced Internet NAT gateway (hourly instance fee; "
-                              "capacity units follow traffic, about none while paused)", None, None, "not priced"))
+                              "capacity units follow traffic, about none while paused)", None, None, NOT_PRICED))
         items.append(CostItem("egress_ip", "EIP", "1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
-                              "traffic about none while paused)", None, None, "not priced"))
+                              "traffic about none while paused)", None, None, NOT_PRICED))
     if spec.compute.platform == "lingjun":
         items.append(CostItem("lingjun_cluster", "Lingjun cluster and VPD", "the eflo cluster (no node), VPD and "
-                              "subnets", None, None, "not priced"))
+                              "subnets", None, None, NOT_PRICED))
     per_hour = round(sum(i.per_hour or 0.0 for i in items), 2)
     notes = ["paused: no GPU node runs and nothing trains; the nodes' cost is what a resume costs per hour",
              "the VPC, vSwitches, security group and RAM role are free"]

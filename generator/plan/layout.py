@@ -10,11 +10,11 @@ smallest node count is found by binary search. Which fit wins is decided in :mod
 from __future__ import annotations
 
 import math
-import re
 
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
+from generator.plan import rejections as r
 from generator.plan.fit import (
     Fit,
     PlanningError,
@@ -28,9 +28,9 @@ from generator.plan.fit import training_setup as _setup
 from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.spec.model import ComputeSpec, Spec
-from generator.spec.units import human_bytes, human_count
+from generator.spec.units import human_count
 
-MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
+MULTI_NODE_GPUS = r.MULTI_NODE_GPUS
 
 # Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
 # Megatron-LM's 175B/530B/1T runs pp=8..64, Llama 3 405B pp=16). Those that divide the layers come first; a degree
@@ -118,11 +118,11 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, r.Rejection]]:
     c = spec.compute
     if c.platform == "lingjun":
         return _eligible_lingjun(spec, catalog, region)
-    rejected: dict[str, str] = {}
+    rejected: dict[str, r.Rejection] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
     dlc = c.platform == "pai-dlc"  # DLC workers: the ECS types on DLC's public resource list (dlc_specs.csv)
@@ -134,23 +134,22 @@ def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[Instan
             continue
         if t.name not in offered:
             if allow:
-                rejected[t.name] = ("not on PAI-DLC's public resource list in the catalog (dlc_specs.csv)"
-                                    if dlc and t.name in in_region else f"not offered in {region.id} per the catalog")
+                rejected[t.name] = r.NotOnDlc() if dlc and t.name in in_region else r.NotOffered(region.id)
             continue
         if not _wanted(c, t, wanted_gpu):
             continue
         if not _precision_ok(spec, catalog, t):
-            rejected[t.name] = precision_reason(spec.model.precision, t.gpu)
+            rejected[t.name] = r.NoPrecision(spec.model.precision, t.gpu)
             continue
         if t.availability == "invite" and t.name not in allow:
-            rejected[t.name] = "invitation-only preview; list it in compute.instance_types to consider it"
+            rejected[t.name] = r.InviteOnly()
             continue
         if c.bare_metal == "require" and not t.bare_metal:
             continue
         if c.bare_metal == "avoid" and t.bare_metal:
             continue
         if spec.network.rdma is True and not t.rdma:
-            rejected[t.name] = "no eRDMA or RoCE, and network.rdma is true"
+            rejected[t.name] = r.RdmaRequired()
             continue
         out.append(t)
     return out, rejected
@@ -173,29 +172,13 @@ def _precision_ok(spec: Spec, catalog: Catalog, t: InstanceType | LingjunMachine
     return spec.model.precision != "bf16" or gpu.bf16
 
 
-def no_bf16_reason(gpu: str) -> str:
-    return f"no bf16 support ({gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would allow it"
-
-
-def precision_reason(precision: str, gpu: str) -> str:
-    """Why a type of this GPU is left out for the spec's precision (bf16 or fp8 the GPU cannot run)."""
-    if precision == "fp8":
-        return f"no fp8 support ({gpu}: no FP8 tensor cores) and model.precision is fp8; bf16 would allow it"
-    return no_bf16_reason(gpu)
-
-
-def rejection_order(item: tuple[str, str]) -> tuple[int, str]:
-    """Rejected types in the order a reader learns most from: those that fail on the run itself first, types of a
-    GPU without bf16 (excluded before any sizing) last; by name within each."""
-    name, why = item
-    return (1 if why.startswith(("no bf16 support", "no fp8 support")) else 0, name)
 
 
 def _eligible_lingjun(spec: Spec, catalog: Catalog,
-                      region: Region) -> tuple[list[InstanceType], dict[str, str]]:
+                      region: Region) -> tuple[list[InstanceType], dict[str, r.Rejection]]:
     """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
     c = spec.compute
-    rejected: dict[str, str] = {}
+    rejected: dict[str, r.Rejection] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
     out = []
@@ -204,19 +187,18 @@ def _eligible_lingjun(spec: Spec, catalog: Catalog,
             continue
         if region.id not in t.regions:
             if allow:
-                rejected[t.name] = f"not offered in {region.id} per the catalog"
+                rejected[t.name] = r.NotOffered(region.id)
             continue
         if not _wanted(c, t, wanted_gpu):
             continue
         if not _precision_ok(spec, catalog, t):
-            rejected[t.name] = precision_reason(spec.model.precision, t.gpu)
+            rejected[t.name] = r.NoPrecision(spec.model.precision, t.gpu)
             continue
         if c.bare_metal == "avoid":
-            rejected[t.name] = "Lingjun nodes are bare metal and compute.bare_metal is avoid"
+            rejected[t.name] = r.LingjunBareMetal()
             continue
         if spec.zones and not any(t.hpn_zone(z) for z in spec.zones):
-            known = ", ".join(f"{z} (HPN {h})" for z, h in t.hpn_zones)
-            rejected[t.name] = f"no known HPN zone in the zones you listed; the catalog knows it in {known}"
+            rejected[t.name] = r.NoHpnZone(tuple(t.hpn_zones))
             continue
         out.append(t.as_instance_type())
     return out, rejected
@@ -230,7 +212,7 @@ def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
 
 
 def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
-           lora_rank: int | None) -> tuple[list[Fit], dict[str, str]]:
+           lora_rank: int | None) -> tuple[list[Fit], dict[str, r.Rejection]]:
     """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
     types, rejected = _eligible(spec, catalog, region)
     p, c = spec.parallelism, spec.compute
@@ -242,8 +224,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
         multi_ok = t.gpus == MULTI_NODE_GPUS and (_rdma_capable(spec, t) or spec.network.rdma is False)
         max_nodes = c.nodes if isinstance(c.nodes, int) else (c.max_nodes if multi_ok else 1)
         if isinstance(c.nodes, int) and c.nodes > 1 and not multi_ok:
-            rejected[t.name] = (f"{t.gpus} GPUs per node; multi-node training uses 8-GPU nodes"
-                                if t.gpus != MULTI_NODE_GPUS else "no eRDMA or RoCE for multi-node training")
+            rejected[t.name] = r.NotMultiNode(t.gpus)
             continue
         tps = [p.tensor] if isinstance(p.tensor, int) else [d for d in _divisors(t.gpus)
                                                               if sizing.tp_splits_heads(arch, d)]
@@ -251,7 +232,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             d for d in AUTO_PIPELINE if sizing.pipeline_splits(arch.layers, d)
             and (p.virtual_stages == 1 or d == 1 or arch.layers % (d * p.virtual_stages) == 0)]
         if isinstance(p.tensor, int) and p.tensor > t.gpus:
-            rejected[t.name] = f"tensor parallelism {p.tensor} does not fit in a {t.gpus}-GPU node"
+            rejected[t.name] = r.TensorTooWide(p.tensor, t.gpus)
             continue
         best: Fit | None = None
         for cp in _context_options(spec, lora_rank, t, tps):
@@ -262,7 +243,7 @@ def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architectu
             rejected[t.name] = _why_not_fit(spec, catalog, arch, lora_rank, t, tps, pps, max_nodes, multi_ok)
             continue
         if best.nodes > 1 and not multi_ok:
-            rejected[t.name] = "needs more than one node but has no eRDMA/RoCE or fewer than 8 GPUs"
+            rejected[t.name] = r.MultiNodeNeeded()
             continue
         fits.append(best)
     return fits, rejected
@@ -375,123 +356,85 @@ def _batch_sequences(spec: Spec) -> int | None:
 
 
 def _why_not_fit(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
-                 tps: list[int], pps: list[int], max_nodes: int, multi_ok: bool = True) -> str:
+                 tps: list[int], pps: list[int], max_nodes: int, multi_ok: bool = True) -> r.Rejection:
     """The constraint that binds for a type no layout fits, checked in order over every (tp, pp) it could use: the
     layout cannot split the GPUs of any allowed node count; memory, even at the largest count a layout can use; the
     deadline (the nodes it needs, against compute.max_nodes, or no count at all once interruptions are counted);
     the global batch. A type without RDMA (or 8 GPUs) that ``nodes: auto`` keeps to one node says so."""
     if not tps:
-        return f"no tensor-parallel degree divides both {arch.heads} heads and {t.gpus} GPUs"
+        return r.NoTensorDegree(arch.heads, t.gpus)
     c = spec.compute
     one_node = (max_nodes == 1 and not isinstance(c.nodes, int) and c.max_nodes > 1 and not multi_ok)
-    only_one = (f"; it trains on one node only: {t.gpus} GPUs per node, and multi-node training uses 8-GPU nodes"
-                if t.gpus != MULTI_NODE_GPUS else "; it trains on one node only: no eRDMA or RoCE for multi-node "
-                "training") if one_node else ""
+    only_one = ("gpus" if t.gpus != MULTI_NODE_GPUS else "fabric") if one_node else None
     layouts = [(tp, pp, opts) for tp in tps if t.gpus % tp == 0 for pp in pps
                if (opts := _node_options(spec, t, tp, pp, max_nodes, batch=False))]
     if not layouts:
         tp, pp = max(tps), min(pps)
         per_replica = replica_gpus(tp, pp, context_degree(spec))
-        cpx = f" x cp={context_degree(spec)}" if context_degree(spec) > 1 else ""
         if isinstance(c.nodes, int):
-            return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica does not divide the "
-                    f"{c.nodes * t.gpus} GPUs of {c.nodes} node(s); choose a pipeline degree whose product with tp "
-                    "divides them")
+            return r.ReplicaSplitsNoNodes(tp, pp, c.nodes, t.gpus, context_degree(spec))
         step = per_replica // math.gcd(per_replica, t.gpus)
         if isinstance(spec.parallelism.data, int):
-            return (f"parallelism.data {spec.parallelism.data} x tp={tp} x pp={pp} needs "
-                    f"{spec.parallelism.data * per_replica} GPUs, which no node count up to {max_nodes} gives")
-        return (f"tp={tp} x pp={pp}{cpx} = {per_replica} GPUs per model replica needs {step} node(s)"
-                + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
+            return r.DataDegreeNoNodes(spec.parallelism.data, tp, pp, max_nodes, context_degree(spec))
+        return r.ReplicaNeedsNodes(tp, pp, step, max_nodes, t.gpus, only_one, context_degree(spec))
     usable = usable_bytes(spec, int(t.gpu_memory_gib * 2**30))
     needs: list[tuple[float, int, int, list[int]]] = []
-    host_short = ""
+    host_short: r.HostMemoryShort | None = None
     for tp, pp, opts in layouts:
         n = opts[-1]  # memory never grows with the data-parallel degree: the most nodes need the least
         try:
             dp = data_parallel(n * t.gpus, tp, pp, context_degree(spec))
             m = sizing.per_gpu_memory(_setup(spec, arch, tp, pp, dp, lora_rank))
             if m.host and not sizing.host_fits(m.host, t.gpus, t.memory_gib):
-                host_short = (f"offload {spec.parallelism.offload}: the offloaded states need "
-                              f"{human_bytes(m.host * t.gpus)} of host memory per node even at {n} node(s) with "
-                              f"tp={tp} pp={pp}; {t.name} has {t.memory_gib:g} GiB, "
-                              f"{human_bytes(int(sizing.HOST_USABLE_SHARE * t.memory_gib * 2**30))} of it usable "
-                              "for them (80%)")
+                host_short = r.HostMemoryShort(spec.parallelism.offload, m.host * t.gpus, n, tp, pp, t.name,
+                                               t.memory_gib, int(sizing.HOST_USABLE_SHARE * t.memory_gib * 2**30))
             needs.append((m.total, tp, pp, opts))
         except sizing.SizingError as e:
             needs.append((math.inf, tp, pp, opts))
             error = str(e)
     need, tp, pp, opts = min(needs, key=lambda x: (x[0], x[2], x[1]))
     if need == math.inf:
-        return error
-    if host_short and need <= usable:
+        return r.SizingFailed(error)
+    if host_short is not None and need <= usable:
         return host_short
     if need > usable:
-        return (f"needs {human_bytes(need)} per GPU even at {opts[-1]} node(s) with tp={tp} pp={pp}; each {t.gpu} has "
-                f"{t.gpu_memory_gib:g} GiB, {human_bytes(usable)} of it usable with the "
-                f"{spec.parallelism.memory_headroom:.0%} headroom" + only_one)
+        return r.OutOfMemory(need, opts[-1], tp, pp, t.gpu, t.gpu_memory_gib, usable,
+                             spec.parallelism.memory_headroom, t.gpus, only_one)
     fitting = [(tp, pp, opts) for m, tp, pp, opts in sorted(needs, key=lambda x: (x[2], x[1])) if m <= usable][:8]
     deadlines = [(deadline_nodes(spec, catalog, arch, lora_rank, t, tp, pp), tp, pp, opts) for tp, pp, opts in fitting]
     if all(d is None or d > opts[-1] for d, _, _, opts in deadlines):
-        days = f"{human_count(spec.model.tokens or 0)} tokens in {spec.budget.max_days:g} days"
-        counted = " (checkpoint writes, rework and restores after interruptions counted)"
+        tokens, days = spec.model.tokens or 0, spec.budget.max_days or 0.0
         known = [(d, tp, pp, o) for d, tp, pp, o in deadlines if d is not None]
         if known:
             d, tp, pp, _ = min(known, key=lambda x: x[0])
             # the first count from there that also splits the global batch evenly
             d = next(iter(n for n in _node_options(spec, t, tp, pp, 4 * d + 64) if n >= d), d)
-            return (f"fits in memory, but finishing {days}{counted} needs {d} nodes with tp={tp} pp={pp}"
-                    + (only_one if one_node else f", over compute.max_nodes ({max_nodes})"))
+            return r.DeadlineNodes(tokens, days, d, tp, pp, max_nodes, t.gpus, only_one)
         _, tp, pp, opts = deadlines[0]
         s = fit_schedule(spec, catalog, arch, lora_rank, t, opts[-1], tp, pp)
-        at = ("interruptions outpace progress" if s is None or not s.finishes else
-              f"it takes about {s.wall_hours / 24:,.1f} days")
-        return (f"fits in memory, but no node count finishes {days}{counted}: at {opts[-1]} node(s) with tp={tp} "
-                f"pp={pp} {at}, and more nodes bring more interruptions" + only_one)
+        taken = None if s is None or not s.finishes else s.wall_hours / 24
+        return r.DeadlineNever(tokens, days, opts[-1], tp, pp, taken, t.gpus, only_one)
     batch = _batch_sequences(spec)
     if batch is not None:
-        return (f"fits in memory, but no node count up to {max_nodes} gives a data-parallel degree that divides the "
-                f"global batch of {batch} sequences (x micro-batch {spec.model.micro_batch_size})")
-    return f"no layout of tp in {tps} and pp in {pps} fits up to {max_nodes} node(s)"
+        return r.BatchIndivisible(max_nodes, batch, spec.model.micro_batch_size)
+    return r.NoLayout(tuple(tps), tuple(pps), max_nodes)
 
 
-def rejection_kind(why: str) -> str:
-    """What bound a rejected type, from the reason :func:`_why_not_fit` or the filters gave: ``deadline``,
-    ``memory``, ``batch``, ``layout`` (tp x pp cannot split the GPUs), ``fabric`` (no RDMA, or not 8 GPUs, for
-    multi-node), ``bf16`` (a GPU without bf16) or ``filter`` (not offered, invitation-only, a spec filter)."""
-    if why.startswith("no bf16 support"):
-        return "bf16"
-    if why.startswith(("fits in memory, but finishing", "fits in memory, but no node count finishes")):
-        return "deadline"
-    if why.startswith("fits in memory, but no node count up to"):
-        return "batch"
-    if (why.startswith("needs ") and " per GPU" in why) or why.startswith("offload "):
-        return "memory"
-    if why.startswith(("tp=", "tensor parallelism", "no tensor-parallel", "parallelism.data", "no layout")):
-        return "layout"
-    if "eRDMA" in why or "RoCE" in why or "RDMA" in why or "multi-node training uses 8-GPU nodes" in why:
-        return "fabric"
-    return "filter"
-
-
-_KIND_ORDER = ("deadline", "memory", "batch", "layout", "fabric", "filter", "bf16")
-
-
-def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture,
+def nothing_fits(spec: Spec, rejected: dict[str, r.Rejection], arch: sizing.Architecture,
                  catalog: Catalog | None = None) -> Problem:
     """No type fits: the problem lists the first rejections (the most telling kinds first) and hints at what
     would fix the constraints that bound, not at others (more memory does not meet a deadline)."""
     c, p = spec.compute, spec.parallelism
-    kinds = {rejection_kind(why) for why in rejected.values()}
+    kinds = {why.kind for why in rejected.values()}
     fixes = []
     if isinstance(c.nodes, int):
         fixes.append("set compute.nodes: auto (or more nodes)")
     if "deadline" in kinds:
-        needs = [int(m[1]) for why in rejected.values() if rejection_kind(why) == "deadline"
-                 and (m := re.search(r"needs (\d+) nodes", why)) and "one node only" not in why]
+        needs = [why.nodes for why in rejected.values() if isinstance(why, r.DeadlineNodes) and why.one_node is None]
         if needs and not isinstance(c.nodes, int):
             fixes.append(f"raise compute.max_nodes (now {c.max_nodes}) to at least {min(needs)}")
-        if any(rejection_kind(why) == "deadline" and "no eRDMA or RoCE" in why for why in rejected.values()):
+        if any(isinstance(why, (r.DeadlineNodes, r.DeadlineNever)) and why.one_node == "fabric"
+               for why in rejected.values()):
             fixes.append("let the run use several nodes: a region with 8-GPU eRDMA types (see 'trainstack catalog "
                          "--regions'), or network.rdma: false to accept TCP")
         fixes.append(f"allow more days (budget.max_days, now {spec.budget.max_days:g})")
@@ -499,7 +442,7 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
         fixes.append("choose a GPU with a higher BF16 peak (compute.gpu: auto, or see 'trainstack catalog')"
                      if c.gpu != "auto" else
                      "choose a region with faster GPUs (see 'trainstack catalog --regions')")
-        if spec.spot.enabled and any("no node count finishes" in why for why in rejected.values()):
+        if spec.spot.enabled and any(isinstance(why, r.DeadlineNever) for why in rejected.values()):
             fixes.append("cut interruptions: keep more nodes on demand (spot.on_demand_base) or set "
                          "spot.enabled: false")
     # more memory does not meet a deadline: the types that fit memory already miss it, and the others are smaller
@@ -524,7 +467,7 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
                 fixes.append("lower model.micro_batch_size")
         if c.gpu != "auto":
             fixes.append("set compute.gpu: auto or choose a GPU with more memory")
-    if any(why.startswith("offload ") for why in rejected.values()):
+    if any(isinstance(why, r.HostMemoryShort) for why in rejected.values()):
         fixes.insert(0, "spread the offloaded states over more nodes (compute.nodes: auto, or more), or choose an "
                         "instance type with more host memory, or parallelism.offload: optimizer (keeps the weights "
                         "on the GPUs)")
@@ -546,9 +489,8 @@ def nothing_fits(spec: Spec, rejected: dict[str, str], arch: sizing.Architecture
     if not fixes:
         fixes.append("set compute.gpu: auto and widen the spec's filters (compute.instance_types, bare_metal, "
                      "gpus_per_node)")
-    shown = sorted(rejected.items(), key=lambda kv: ("one node only" in kv[1],
-                                                     _KIND_ORDER.index(rejection_kind(kv[1])), kv[0]))
-    details = "; ".join(f"{k}: {v}" for k, v in shown[:2])
+    shown = sorted(rejected.items(), key=lambda kv: (kv[1].one_node_only, r.KINDS.index(kv[1].kind), kv[0]))
+    details = "; ".join(f"{k}: {v.text()}" for k, v in shown[:2])
     if len(rejected) > 2:
         details += f"; and {len(rejected) - 2} more like these"
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)

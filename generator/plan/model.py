@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.plan.rejections import Rejection
+
 PLAN_SCHEMA_VERSION = 1
 
 
@@ -36,7 +38,8 @@ class Candidate:
     cost_per_hour: float
     run_cost: float | None
     run_hours: float | None
-    verdict: str  # "chosen", or why it lost
+    verdict: str  # "chosen", or why it lost (or was rejected), in words
+    reason: Rejection | None = None  # a rejected type's reason as data (plan.json: {"code", "kind", "fields"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +288,23 @@ class Spot:
     interruptions_per_node_day: float
 
 
+# Where a price comes from (``PriceSource.basis``, ``CostItem.basis``): a dated list price, an ESTIMATE (scaled,
+# borrowed or unverified), an assumption (the spot discount), or no price in the catalog.
+LIST_PRICE, ESTIMATE, ASSUMPTION, NOT_PRICED = "list price", "ESTIMATE", "assumption", "not priced"
+PRICE_BASES = (LIST_PRICE, ESTIMATE, ASSUMPTION, NOT_PRICED)
+
+
+@dataclass(frozen=True, slots=True)
+class PriceSource:
+    """The provenance of one priced line of the cost as data (``plan.json`` ``cost.prices``), so a reader asks
+    whether a figure is an estimate without reading the price notes' words."""
+
+    line: str  # "compute", "dlc_worker", "shared_storage", "object_storage", "object_storage_ia" or "spot"
+    item: str  # the catalog item priced: the instance type, cpfs-..., nas-extreme-..., oss-standard, oss-ia
+    basis: str  # one of PRICE_BASES
+    source: str = ""  # the catalog's source tag ("" when not priced)
+
+
 @dataclass(frozen=True, slots=True)
 class CostItem:
     """One line of what a paused cluster still pays for; ``per_hour`` is None when the catalog has no price."""
@@ -294,7 +314,7 @@ class CostItem:
     quantity: str
     per_hour: float | None
     per_day: float | None
-    basis: str  # "list price", "ESTIMATE" or "not priced"
+    basis: str  # LIST_PRICE, ESTIMATE or NOT_PRICED
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,8 +327,10 @@ class PausedCost:
     notes: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Cost:
+    """The plan's cost per hour, per day and for the whole run, line by line, with each price's provenance."""
+
     currency: str
     compute_on_demand_per_hour: float
     compute_spot_per_hour: float
@@ -330,6 +352,16 @@ class Cost:
     checkpoints_kept: int = 0  # checkpoints in the bucket at the end of the run (all, or keep_last's window); 0: unknown
     object_storage_after_run_per_month: float | None = None  # what the bucket costs each month after the run
     subscription_months: int | None = None  # Lingjun Subscription: the prepaid period the compute run is priced at
+    prices: tuple[PriceSource, ...] = ()  # where each line's price comes from (the notes say it in words)
+
+    def basis(self, line: str) -> str:
+        """The basis of one cost line's price (``PriceSource.line``); NOT_PRICED when the line has none."""
+        return next((p.basis for p in self.prices if p.line == line), NOT_PRICED)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether any price behind the figures is an ESTIMATE or an assumption."""
+        return any(p.basis in (ESTIMATE, ASSUMPTION) for p in self.prices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,6 +492,11 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         data = _plain(dataclasses.asdict(self))
+        for row, candidate in zip(data["candidates"], self.candidates, strict=True):
+            if candidate.reason is None:
+                row.pop("reason")  # a fitting type's verdict is its rank, not a rejection
+            else:
+                row["reason"] = _plain(candidate.reason.to_dict())
         if data.get("lingjun") is None:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
         if data.get("dlc") is None:

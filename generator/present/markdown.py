@@ -17,32 +17,21 @@ from generator.spec.units import human_bytes, human_count, human_seconds
 MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment
 
 
-def _basis(plan: Plan, prefix: str) -> str:
-    """``ESTIMATE`` or ``list price`` for the price note that starts with ``prefix``; ``not priced`` without one."""
-    for note in plan.cost.price_notes:
-        if note.startswith(prefix):
-            if "no price in the catalog" in note:
-                return "not priced"
-            return "ESTIMATE" if "ESTIMATE" in note else "list price"
-    return "not priced"
-
-
 def _money(x: float) -> str:
     return f"{x:,.2f}"
 
 
 def _cost_rows(plan: Plan) -> list[list[str]]:
-    cost, c = plan.cost, plan.compute
-    node_basis = _basis(plan, f"{c.instance_type}:")
-    storage_prefix = {"cpfs": "cpfs-", "extreme-nas": "nas-extreme-"}.get(plan.storage.kind, "\0")
+    cost = plan.cost
+    node_basis = cost.basis("compute")  # each price's provenance is data (Cost.prices), never read from the notes
     rows = [
         ["compute on demand", _money(cost.compute_on_demand_per_hour), node_basis],
         ["compute spot", _money(cost.compute_spot_per_hour),
          f"{node_basis}; spot discount assumed" if plan.spot.spot_ranks else "none"],
         ["shared storage", _money(cost.shared_storage_per_hour),
-         _basis(plan, storage_prefix) if plan.storage.kind != "none" else "none"],
+         cost.basis("shared_storage") if plan.storage.kind != "none" else "none"],
         ["object storage", _money(cost.object_storage_per_hour),
-         _basis(plan, "oss-standard") if plan.checkpoints.enabled else "none"],
+         cost.basis("object_storage") if plan.checkpoints.enabled else "none"],
     ]
     flagged = any(r[2].startswith("ESTIMATE") or "assumed" in r[2] for r in rows)
     rows.append(["**total**", f"**{_money(cost.total_per_hour)}**", "includes ESTIMATEs" if flagged else "list prices"])
@@ -51,7 +40,7 @@ def _cost_rows(plan: Plan) -> list[list[str]]:
 
 def _summary(plan: Plan) -> list[str]:
     c, z, m, cost = plan.compute, plan.sizing, plan.model, plan.cost
-    estimated = any("ESTIMATE" in n or "assumption" in n for n in cost.price_notes)
+    estimated = cost.estimated
     per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (" (ESTIMATE)" if estimated else "")
     rows = [
         ["model", md.text(f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "

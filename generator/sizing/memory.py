@@ -275,7 +275,7 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     d = _states(setup, psi, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
     notes.append(f"expert part: sharded over the expert data-parallel group of dp/ep = {dp}/{ep} = {dp // ep} ranks")
     e = _states(setup, psi_e, dp // ep, Fraction(0), notes, largest=Fraction(0))
-    total = tuple(a + b for a, b in zip(d, e))
+    total = tuple(a + b for a, b in zip(d, e, strict=True))
     notes.append(f"model states = non-expert + expert parts = {_gb(sum(d))} + {_gb(sum(e))}")
     return total[0], total[1], total[2]
 
@@ -309,7 +309,9 @@ def moe_layer_parameters(arch: Architecture, ep: int) -> int:
 def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction, notes: list[str],
             largest: Fraction | None = None) -> tuple[int, int, int]:
     """Model states of ``psi`` parameters per GPU, sharded by ZeRO over ``dp`` ranks, under the setup's framework
-    (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's)."""
+    (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's).
+
+    Length: weights, gradients and optimizer states in turn, each with its ZeRO sharding and its note."""
     arch = setup.arch
     t, z = setup.tp, setup.zero_stage
     pb = PRECISION_BYTES[setup.precision]

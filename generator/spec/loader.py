@@ -107,7 +107,11 @@ def _kind(v: Any) -> str:
 
 
 def parse_yaml(text: str, file: str) -> tuple[Any, dict[tuple[str | int, ...], tuple[int, int]]]:
-    """YAML -> plain Python data and a map from field path to (line, column), both 1-based."""
+    """YAML -> plain Python data and a map from field path to (line, column), both 1-based.
+
+    Length: the bounded parse is one sequence of refusals (nesting, aliases, duplicate keys, YAML errors with their
+    positions), each before the next can run; ruamel is imported here so commands that load no spec skip it.
+    """
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -466,10 +470,6 @@ def _first_model(ann: Any, typing: Any) -> Any:
         if found is not None:
             return found
     return None
-
-
-def field_names(model: type[BaseModel]) -> list[str]:
-    return list(model.model_fields)
 
 
 __all__ = ["Located", "load_file", "load_text", "one_of", "parse_yaml", "pydantic_problems"]

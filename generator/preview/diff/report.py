@@ -193,6 +193,8 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
     comes from the two plans (base -> head); the bold cost line counts what both stacks bill when HEAD is a new
     stack. The changes by impact, the cost tables and the price notes are folded. ``title`` replaces the heading's
     text (the workflow passes the spec path).
+
+    Length: the comment's sections in the order a reviewer reads them; each is a few lines of Markdown.
     """
     worst = result.worst_impact
     base, head = result.base.label or "base", result.head.label or "head"

@@ -116,7 +116,11 @@ def _node_actions(result: DiffResult) -> set[str]:
 
 def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost: CostDelta | None,
                  *, deleted: bool = False) -> WhatChanged:
-    """The spec-level summary of ``result``; ``base``/``head`` None for a new or a deleted spec."""
+    """The spec-level summary of ``result``; ``base``/``head`` None for a new or a deleted spec.
+
+    Length: one headline case after another (deleted, new or renamed stack, pause, resume, replace, grow, shrink,
+    update, none, then data at risk), in the order they take precedence; a table would hide that order.
+    """
     facts = []
     base_values = plan_facts(base, cost.base if cost is not None else None)
     head_values = plan_facts(head, cost.head_alone if cost is not None else None)

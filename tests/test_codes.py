@@ -1,0 +1,107 @@
+"""Facts as data: every rejection has a stable, unique code and kind, docs/codes.md lists exactly the codes the code
+defines (so the table cannot drift), plan.json carries each rejected type's reason and each price's provenance, and
+the texts are rendered from the fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generator.catalog import load_catalog
+from generator.plan import rejections
+from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
+from generator.plan.pipeline import plan_file
+from generator.spec.model import Spec
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG = load_catalog()
+DOC = ROOT / "docs" / "codes.md"
+
+
+def rejection_table() -> str:
+    """The table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | kind | event | when | fields |", "|---|---|---|---|---|"]
+    for cls in rejections.codes():
+        fields = ", ".join(f"`{f}`" for f in cls.__dataclass_fields__) or "none"
+        kind = "bf16 or filter" if cls is rejections.NoPrecision else cls.KIND
+        rows.append(f"| `{cls.code}` | {kind} | `{cls.__name__}` | {cls.summary} | {fields} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
+    classes = rejections.codes()
+    assert len({c.code for c in classes}) == len(classes)
+    assert all(c.code.startswith("TSR") and len(c.code) == 6 and c.summary for c in classes)
+    assert all(c.KIND in rejections.KINDS for c in classes)
+
+
+def test_docs_list_every_code() -> None:
+    expected = rejection_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the rejections table with\n{expected}"
+    for basis in PRICE_BASES:
+        assert f"`{basis}`" in DOC.read_text(encoding="utf-8")
+
+
+def test_plan_json_carries_each_rejected_types_reason() -> None:
+    data = json.loads((ROOT / "stacks" / "pretrain-70b" / "plan.json").read_text(encoding="utf-8"))
+    plan = plan_file(ROOT / "examples" / "pretrain-70b.yaml")
+    rejected = [c for c in plan.candidates if c.reason is not None]
+    assert rejected and all(not c.nodes for c in rejected)
+    by_type = {row["instance_type"]: row for row in data["candidates"]}
+    for c in rejected:
+        reason = by_type[c.instance_type]["reason"]
+        assert (reason["code"], reason["kind"]) == (c.reason.code, c.reason.kind)
+        assert reason["fields"].keys() == c.reason.fields().keys()
+        assert c.verdict == c.reason.text()  # the words are rendered from the fields
+    assert all("reason" not in row for row in data["candidates"] if row["nodes"])  # fitting types rank, not rejected
+
+
+def test_a_deadline_rejection_carries_the_nodes_it_needs() -> None:
+    spec = Spec.model_validate({"name": "tight", "region": "cn-wulanchabu",
+                                "model": {"preset": "llama-2-70b", "tokens": "2T"}, "budget": {"max_days": 20},
+                                "compute": {"max_nodes": 16}})
+    from generator.plan import layout
+
+    region = CATALOG.region(spec.region)
+    assert region is not None
+    _, rejected = layout.search(spec, CATALOG, region, layout.architecture(spec), None)
+    deadline = [r for r in rejected.values() if isinstance(r, rejections.DeadlineNodes)]
+    assert deadline and all(r.kind == "deadline" and r.nodes > r.max_nodes == 16 for r in deadline)
+    assert all(r.fields()["tokens"] == 2 * 10**12 and r.max_days == 20 for r in deadline)
+
+
+def test_every_rejection_renders_and_serialises() -> None:
+    samples = [
+        rejections.NotOffered("cn-x"), rejections.NotOnDlc(), rejections.NoPrecision("bf16", "V100-32G"),
+        rejections.NoPrecision("fp8", "A100-80G"), rejections.InviteOnly(), rejections.RdmaRequired(),
+        rejections.LingjunBareMetal(), rejections.NoHpnZone((("cn-x-a", "A1"),)), rejections.NotMultiNode(4),
+        rejections.NotMultiNode(8), rejections.TensorTooWide(16, 8), rejections.NoTensorDegree(40, 8),
+        rejections.ReplicaSplitsNoNodes(8, 4, 3, 8), rejections.DataDegreeNoNodes(3, 8, 1, 4),
+        rejections.ReplicaNeedsNodes(8, 8, 8, 4, 8, None), rejections.ReplicaNeedsNodes(8, 8, 8, 1, 4, "gpus"),
+        rejections.SizingFailed("x"), rejections.OutOfMemory(2.0**40, 4, 8, 1, "A10", 24.0, 2**34, 0.05, 8, None),
+        rejections.DeadlineNodes(10**12, 10.0, 40, 8, 1, 16, 8, None),
+        rejections.DeadlineNever(10**12, 10.0, 16, 8, 1, None, 8, "fabric"), rejections.BatchIndivisible(16, 1000, 1),
+        rejections.NoLayout((1, 2), (1,), 4), rejections.MultiNodeNeeded(), rejections.NeverFinishes(64),
+        rejections.HostMemoryShort("optimizer", 2**40, 2, 8, 1, "ecs.gn7i-c8g1.2xlarge", 30.0, 2**34),
+        rejections.ReplicaNeedsNodes(8, 8, 8, 4, 8, None, 2),
+    ]
+    assert {type(s) for s in samples} == set(rejections.codes())
+    for s in samples:
+        assert s.text() and json.loads(json.dumps(s.to_dict()))["code"] == s.code
+    assert rejections.NoPrecision("bf16", "V100-32G").kind == "bf16"
+    assert rejections.NoPrecision("fp8", "A100-80G").kind == "filter"
+    assert rejections.DeadlineNever(1, 1.0, 1, 1, 1, None, 8, "fabric").one_node_only
+    assert not rejections.DeadlineNodes(1, 1.0, 1, 1, 1, 1, 8, None).one_node_only
+
+
+def test_price_provenance_is_data() -> None:
+    plan = plan_file(ROOT / "examples" / "pretrain-70b.yaml")
+    t = CATALOG.instance(plan.compute.instance_type)
+    assert plan.cost.basis("compute") == (ESTIMATE if t.price.estimated else LIST_PRICE)
+    assert (plan.cost.basis("spot") == ASSUMPTION) == bool(plan.spot.spot_ranks)
+    data = json.loads((ROOT / "stacks" / "pretrain-70b" / "plan.json").read_text(encoding="utf-8"))
+    assert {p["line"] for p in data["cost"]["prices"]} >= {"compute", "object_storage"}
+    assert all(p["basis"] in PRICE_BASES for p in data["cost"]["prices"])
+    dlc = plan_file(ROOT / "examples" / "finetune-dlc.yaml")
+    assert dlc.cost.basis("dlc_worker") == ESTIMATE and dlc.cost.estimated
+
