@@ -112,7 +112,9 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
 
     Context parallelism (``setup.cp``) splits the sequence over cp ranks: each holds s/cp tokens of every activation
     (Megatron-Core context parallelism; the attention scores of recompute=none are s/cp queries against all s keys),
-    and one layer's K and V chunks from the ring peers are in flight (double-buffered)."""
+    and one layer's K and V chunks from the ring peers are in flight (double-buffered).
+
+    Length: one published formula, term by term, each beside the note it writes (split, it reads in pieces)."""
     arch = setup.arch
     c = setup.cp
     s, b, h, a, L, v = setup.seq_len // c, setup.micro_batch, arch.hidden, arch.heads, arch.layers, arch.vocab

@@ -61,7 +61,10 @@ class MemoryBreakdown:
 
 
 def validate_setup(setup: TrainingSetup) -> None:
-    """Raise SizingError (with what to change) if the setup cannot be sized."""
+    """Raise SizingError (with what to change) if the setup cannot be sized.
+
+    Length: a flat list of independent refusals (fourteen), each with its own message; split, they would only be
+    called one after another."""
     arch = setup.arch
     for name in ("seq_len", "micro_batch", "tp", "pp", "dp"):
         _positive_int(name, getattr(setup, name))
