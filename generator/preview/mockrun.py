@@ -1,7 +1,8 @@
 """Execute a generated Pulumi program offline, under Pulumi's mock runtime, with the real pulumi_alicloud SDK.
 
 Nothing reaches a cloud or a Pulumi engine: every resource registration is answered by :class:`Recorder`,
-which keeps what the program asked for. A wrong argument name or type raises inside the SDK, so running a
+which keeps what the program asked for (resources after the first of their type are recorded from the SDK's own
+input translation without the runtime's registration, or reused from earlier runs: :mod:`generator.preview.memo`). A wrong argument name or type raises inside the SDK, so running a
 program here is trainstack's compile check. Used by ``trainstack preview`` (offline), ``diff`` and the tests.
 """
 
