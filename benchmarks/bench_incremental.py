@@ -16,7 +16,8 @@ round to round (paired runs: each variant sees the same machine load, which canc
 * ``harness``: ``benchmarks/bare_harness.py`` on BASE's rendered folder: Pulumi's mock runtime as its unit-testing
   guide sets it up, nothing else (the floor).
 * ``cold``: ``trainstack preview BASE`` with an empty cache folder: what a fresh CI runner meets. ``--settings``
-  adds ``cold`` with one runtime setting turned off (``untuned-gc``: CPython's collector; ``stack-traces``: a stack
+  adds ``cold`` with one runtime setting turned off (``registered``: every resource registered through the runtime,
+  none derived from the SDK's input translation; ``untuned-gc``: CPython's collector; ``stack-traces``: a stack
   trace per registration; ``threaded-monitor``: monitor calls in a worker thread; ``teardown``: interpreter teardown;
   ``whole-sdk``: whole SDK packages) and with all of them off (``pulumi``: Pulumi's own defaults).
 * ``preview-head``: ``trainstack preview HEAD`` with a cache that holds only BASE's graph (copied in before each run).
@@ -62,6 +63,7 @@ from generator.render import stackdir
 
 BASE_SPEC = ROOT / "examples" / "pretrain-70b.yaml"
 SETTINGS = {
+    "registered": {"TRAINSTACK_MOCK_DERIVE": "off"},
     "untuned-gc": {"TRAINSTACK_MOCK_GC": "default"},
     "stack-traces": {"TRAINSTACK_MOCK_STACK_TRACES": "on"},
     "threaded-monitor": {"TRAINSTACK_MOCK_INLINE": "off"},

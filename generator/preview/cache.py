@@ -232,6 +232,7 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     if graph is not None:
         with _ignored():
             os.utime(_entry(digest))  # most recently used
+        _LAST_HIT[:] = [(digest, graph)]
         return graph
     run_salt = memo.salt(environment(), project, stack)
     graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
@@ -257,6 +258,11 @@ def run_files(files: Mapping[str, str], *, project: str, stack: str, region: str
         return graph, (inspect(dest) if inspect is not None else None)
 
 
+# The graph this process last answered from the cache: `diff` reads BASE's entry, then HEAD's run reuses it; a large
+# cluster's entry is not read and checked twice.
+_LAST_HIT: list[tuple[str, Graph]] = []
+
+
 def _memo_index(run_salt: str) -> Path:
     return cache_dir() / "memo" / run_salt
 
@@ -268,8 +274,9 @@ def reusable(run_salt: str) -> dict[str, Resource]:
     except (OSError, UnicodeDecodeError):
         return {}
     out: dict[str, Resource] = {}
+    last = dict(_LAST_HIT)
     for digest in digests[:MEMO_ENTRIES]:
-        graph = load(digest) if len(digest) == 64 else None
+        graph = last.get(digest) or (load(digest) if len(digest) == 64 else None)
         if graph is None:
             continue
         for r in graph.resources:

@@ -18,6 +18,15 @@ reads one (a later resource uses it, or it is exported), the run is marked and :
 run_program` runs it again without reusing that type, so the graph is always the one a full run gives. The first
 resource of each type is always registered for real, so one-of-a-kind resources whose outputs feed others (a bucket,
 a role) never need the second run. Keys never depend on a resource's position in the program, only on its inputs.
+
+A registration that is not in the memo can still skip the runtime (``derive``, on unless
+``TRAINSTACK_MOCK_DERIVE=off``): every resource after the first of its type, with plain options, gets its recorded
+inputs from the SDK's own input translation, the same ``rpc.serialize_properties`` call the runtime's
+``prepare_resource`` makes (names translated by the args type, Outputs awaited) and the ``rpc.deserialize_properties``
+the mock monitor applies to the request. What the runtime adds around that (one Output and future per property, the
+request, the monitor's answer serialized and read back, dependency bookkeeping) never reaches the recorded graph;
+its urn, id and unread outputs are given as for a memo hit. ``tests/test_incremental.py`` checks derived graphs
+against full runs.
 """
 
 from __future__ import annotations
@@ -25,10 +34,17 @@ from __future__ import annotations
 import asyncio
 import enum
 import hashlib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 ID_SUFFIX = "-id"
+DERIVE_ENV = "TRAINSTACK_MOCK_DERIVE"
+
+
+def derive_enabled() -> bool:
+    """Whether resources after the first of their type are derived rather than registered (on by default)."""
+    return os.environ.get(DERIVE_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
 def mock_id(name: str) -> str:
@@ -88,9 +104,14 @@ class Memo:
     """Keys every registration of one run and answers those found in ``known`` (key -> recorded resource)."""
 
     def __init__(
-        self, run_salt: str, known: Mapping[str, Any], skip_types: frozenset[str] = frozenset()
+        self, run_salt: str, known: Mapping[str, Any], skip_types: frozenset[str] = frozenset(),
+        derive: bool = False,
     ) -> None:
-        self.salt, self.known, self.skip_types = run_salt, known, skip_types
+        self.salt, self.known, self.skip_types, self.derive = run_salt, known, skip_types, derive
+        # (type, name, inputs as the monitor would read them, protect, retain_on_delete, parent,
+        # delete_before_replace) of every derived resource, and the tasks still translating inputs
+        self.derived: list[tuple[str, str, Any, bool, bool, str, bool]] = []
+        self._pending: list[asyncio.Future[Any]] = []
         self.keys: dict[
             str, str
         ] = {}  # "type::name" -> key, for every resource registered for real with a key
@@ -132,11 +153,13 @@ class Memo:
         assert self._original is not None
         first = ty not in self._types_seen
         self._types_seen.add(ty)
-        props_digest = key = None
+        props_digest = key = opts_digest = None
         if not remote and package_ref is None:
             try:
-                props_digest = self._digest(dict(props))
-                key = self._key(ty, name, custom, props_digest, self._options(opts))
+                opts_digest = self._options(opts)
+                if self.salt:
+                    props_digest = self._digest(dict(props))
+                    key = self._key(ty, name, custom, props_digest, opts_digest)
             except _Undigestable:
                 key = None
         hit = self.known.get(key) if key is not None else None
@@ -152,6 +175,11 @@ class Memo:
             self._answer(res, ty, name, props, hit)
             self.reused.append(hit)
             self.keys[f"{ty}::{name}"] = key
+            return
+        if self.derive and custom and not first and opts_digest is not None and ty not in self.skip_types:
+            self._derive(res, ty, name, props, opts, typ)
+            if key is not None:
+                self.keys[f"{ty}::{name}"] = key
             return
         self._original(res, ty, name, custom, remote, new_dependency, props, opts, typ, package_ref)
         if key is not None:
@@ -182,7 +210,44 @@ class Memo:
             if out is not None and prop not in _ID_OUTPUTS:
                 self._origin[id(out)] = (out, info, prop)
 
-    def _answer(self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any) -> None:
+    def _derive(self, res: Any, ty: str, name: str, props: Mapping[str, Any], opts: Any, typ: Any) -> None:
+        """Record ``res`` with the inputs the mock monitor would read from its request, without the runtime.
+
+        The options are plain (:meth:`_options`), so the resource has no parent of its own: the runtime parents it to
+        the root stack. Its inputs are translated in a task, since an input may be an Output still resolving."""
+        from pulumi.runtime.mocks import get_project, get_stack
+
+        parent = _urn("", "pulumi:pulumi:Stack", f"{get_project()}-{get_stack()}")  # the runtime's Stack resource
+        self._answer(res, ty, name, props, None, parent)
+        flags = (bool(getattr(opts, "protect", None)), bool(getattr(opts, "retain_on_delete", None)), parent,
+                 bool(getattr(opts, "delete_before_replace", None)))
+        self._pending.append(asyncio.ensure_future(self._translate(res, ty, name, dict(props), typ, flags)))
+
+    async def _translate(self, res: Any, ty: str, name: str, props: dict[str, Any], typ: Any,
+                         flags: tuple[bool, bool, str, bool]) -> None:
+        """The SDK's translation of ``props`` as ``prepare_resource`` calls it (for a custom resource, not remote)
+        and as the mock monitor reads the request back (``MockMonitor.RegisterResource``)."""
+        from pulumi.runtime import rpc
+
+        translate = None if typ is not None else res.translate_input_property
+        struct = await rpc.serialize_properties(props, {}, res, translate, typ, keep_output_values=False,
+                                                exclude_resource_refs_from_deps=False)
+        inputs = rpc.deserialize_properties(struct)
+        self.derived.append((ty, name, dict(inputs), *flags))
+
+    async def settle(self) -> None:
+        """Wait for every derived resource's inputs (the first failure is raised, as a failed registration's)."""
+        while self._pending:
+            pending, self._pending = self._pending, []
+            await asyncio.gather(*pending)
+
+    def cancel(self) -> None:
+        """Drop the derivations of a run that failed."""
+        for task in self._pending:
+            task.cancel()
+        self._pending.clear()
+
+    def _answer(self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any, parent: str = "") -> None:
         """Give ``res`` what registering it would: its urn and id resolved, its other outputs unread."""
         from pulumi.output import Output, _OutputData
 
@@ -193,7 +258,7 @@ class Memo:
             out._data = fut
             return out
 
-        urn = _urn(hit.parent, ty, name)
+        urn = _urn(hit.parent if hit is not None else parent, ty, name)
         res.__dict__["urn"] = resolved(urn)
         res.__dict__["id"] = resolved(mock_id(name))
         info = (ty, name, None)
@@ -290,4 +355,4 @@ def _urn(parent: str, type_: str, name: str) -> str:
     return f"urn:pulumi:{get_stack()}::{get_project()}::{type_}::{name}"
 
 
-__all__ = ["Memo", "ReusedOutputRead", "mock_id", "salt"]
+__all__ = ["DERIVE_ENV", "Memo", "ReusedOutputRead", "derive_enabled", "mock_id", "salt"]

@@ -1,7 +1,8 @@
 """Execute a generated Pulumi program offline, under Pulumi's mock runtime, with the real pulumi_alicloud SDK.
 
 Nothing reaches a cloud or a Pulumi engine: every resource registration is answered by :class:`Recorder`,
-which keeps what the program asked for. A wrong argument name or type raises inside the SDK, so running a
+which keeps what the program asked for (resources after the first of their type are recorded from the SDK's own
+input translation without the runtime's registration, or reused from earlier runs: :mod:`generator.preview.memo`). A wrong argument name or type raises inside the SDK, so running a
 program here is trainstack's compile check. Used by ``trainstack preview`` (offline), ``diff`` and the tests.
 """
 
@@ -80,6 +81,7 @@ class Graph:
     # what later runs of the same stack reuse. Not part of what the program declares, so not compared.
     keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     reused: int = field(default=0, compare=False, repr=False)  # resources answered from earlier runs
+    derived: int = field(default=0, compare=False, repr=False)  # resources derived without the runtime (memo)
 
     def of_type(self, token: str) -> list[Resource]:
         """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
@@ -258,7 +260,7 @@ def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
 
 def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
                 config: Mapping[str, str] | None = None, *, memo_salt: str = "",
-                reuse: Mapping[str, Resource] | None = None) -> Graph:
+                reuse: Mapping[str, Resource] | None = None, derive: bool | None = None) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
 
     ``config`` is the stack config the program sees. Unless it names ``trainstack:sharedFsAddress`` (an empty value
@@ -269,6 +271,10 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     one whose key is in ``reuse`` (key -> resource, from earlier graphs) is answered from there instead of the
     runtime (:mod:`generator.preview.memo`). If the program reads an output of a reused resource, the run is
     repeated without reusing that type; the graph is always the one a run without ``reuse`` gives.
+
+    With ``derive`` (default: :func:`generator.preview.memo.derive_enabled`) every resource after the first of its
+    type whose options are plain is recorded from the SDK's input translation without the runtime's registration; the
+    graph is the same.
     """
     program_dir = Path(program_dir).resolve()
     main = program_dir / "__main__.py"
@@ -276,10 +282,13 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
         raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
     skip: frozenset[str] = frozenset()
     known = dict(reuse or {}) if memo_salt else {}
+    from generator.preview import memo
+
+    derive = memo.derive_enabled() if derive is None else derive
     for _attempt in range(3):
         read: set[str] = set()
         try:
-            graph = _run_once(main, project, stack, config, memo_salt, known, skip, read)
+            graph = _run_once(main, project, stack, config, memo_salt, known, skip, read, derive)
         except ProgramError:
             if not read:
                 raise
@@ -289,11 +298,11 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
             assert graph is not None
             return graph
         skip |= frozenset(read)  # an output of a reused resource was read: run again, registering that type
-    return _run_once(main, project, stack, config, memo_salt, {}, skip, set())
+    return _run_once(main, project, stack, config, memo_salt, {}, skip, set(), False)
 
 
 def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | None, memo_salt: str,
-              known: Mapping[str, Resource], skip: frozenset[str], read: set[str]) -> Graph:
+              known: Mapping[str, Resource], skip: frozenset[str], read: set[str], derive: bool) -> Graph:
     import pulumi
     from pulumi.runtime import mocks, settings
     from pulumi.runtime import stack as stack_mod
@@ -320,7 +329,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     settings.SETTINGS.outputs.clear()
     root = settings.get_root_resource()
     graph = Graph()
-    memo = Memo(memo_salt, known, skip) if memo_salt else None
+    memo = Memo(memo_salt, known, skip, derive) if memo_salt or derive else None
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
@@ -331,6 +340,8 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
                         runpy.run_path(str(main), run_name="__main__")
 
                     _sync_await(stack_mod.run_pulumi_func(run_main))
+                    if memo is not None:
+                        _sync_await(memo.settle())
                     graph.outputs = _resolve_outputs(root, _sync_await)
                 _assemble(graph, recorder, monitor, memo, read)
     except TrainstackError:
@@ -338,6 +349,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
     except Exception as e:  # the program or the SDK rejected something: say which resource, no traceback
         if memo is not None:
             read.update(memo.read_types)
+            memo.cancel()
         raise ProgramError(_explain(e, recorder)) from e
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
@@ -350,13 +362,17 @@ def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[st
     """Fill ``graph.resources`` (sorted by type and name) from the recorded requests and the reused resources."""
     if memo is not None:
         read.update(memo.read_types)
-        graph.keys, graph.reused = memo.keys, len(memo.reused)
+        graph.keys, graph.reused, graph.derived = memo.keys, len(memo.reused), len(memo.derived)
     monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
     seen, recorder.seen = recorder.seen, []
     recorded = []
     while seen:  # each request's inputs are dropped as their stripped copy is made: never two copies of the graph
         typ, name, inputs = seen.pop()
         recorded.append((typ, name, _strip_unknowns(inputs)))
+    derived = memo.derived if memo else []
+    while derived:
+        typ, name, inputs, *flags = derived.pop()
+        recorded.append((typ, name, Resource(typ, name, _strip_unknowns(inputs), *flags)))
     for typ, name, inputs in sorted(recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])],
                                     key=lambda x: (x[0], x[1])):
         if isinstance(inputs, Resource):
@@ -515,8 +531,10 @@ def _resolve_outputs(root: Any, sync_await: Any) -> dict[str, Any]:
 
 
 def _strip_unknowns(value: Any) -> Any:
+    """A recorded input as plain data: unknowns as None, whole doubles as ints, and every dict in key order (the
+    protobuf Struct the request crosses has no order of its own, and its iteration order varies by process)."""
     if isinstance(value, dict):
-        return {k: _strip_unknowns(v) for k, v in value.items()}
+        return {k: _strip_unknowns(value[k]) for k in sorted(value)}
     if isinstance(value, list):
         return [_strip_unknowns(v) for v in value]
     if type(value).__name__ == "Unknown":
