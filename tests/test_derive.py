@@ -6,6 +6,7 @@ options, Outputs made by ``apply`` and reads of a derived resource's outputs; th
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,20 @@ def test_an_input_the_sdk_rejects_fails_a_derived_run_as_a_full_one(tmp_path: Pa
     for derive in (True, False):
         with pytest.raises(mockrun.ProgramError):
             mockrun.run_program(folder, project="p", stack="dev", derive=derive)
+
+
+def test_a_failed_run_leaves_no_future_to_log_its_error_later(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The error is the ProgramError's: no "Future exception was never retrieved" from a finaliser at a later
+    garbage collection (which, inside another ast.parse, made CPython 3.11 fail with an AST SystemError)."""
+    import gc
+
+    folder = _program(tmp_path, cidr="object() if i == 2 else '10.0.0.0/24'")
+    for derive in (True, False):
+        with pytest.raises(mockrun.ProgramError):
+            mockrun.run_program(folder, project="p", stack="dev", derive=derive)
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
 
 
 def test_the_off_switch_registers_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -350,12 +350,26 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
         if memo is not None:
             read.update(memo.read_types)
             memo.cancel()
+        _retrieve_failed_futures()
         raise ProgramError(_explain(e, recorder)) from e
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
     if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
             graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
+
+
+def _retrieve_failed_futures() -> None:
+    """After a failed run, mark the error of every future the runtime left failed as retrieved (ProgramError carries
+    it). Left alone, each would log "Future exception was never retrieved" from its finaliser whenever the garbage
+    collector next ran, at any later moment: inside an unrelated ``ast.parse``, CPython 3.11's traceback carets then
+    re-enter the parser and it fails with ``SystemError: AST constructor recursion depth mismatch``. Only the error
+    path walks the heap."""
+    import gc
+
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
+            obj.exception()
 
 
 def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[str]) -> None:
