@@ -247,7 +247,9 @@ def estimate(
             raise EstimateError(f"--precision fp8 needs a GPU with FP8 tensor cores, and {gpu_model.name} (--gpu) has "
                                 "none (FP8 training needs NVIDIA Ada, Hopper or Blackwell): use --precision bf16, or "
                                 "a GPU with FP8 such as H20, L20 or H100")
-        peak, rated_mfu = sizing.precision_peak(gpu_model.bf16_tflops, gpu_model.fp8_tflops, gpu_model.mfu, precision)
+        # the efficiency fitted to published runs at this model's width (generator/sizing/mfu.py), on executed FLOPs
+        peak, rated_mfu = sizing.precision_peak(gpu_model.bf16_tflops, gpu_model.fp8_tflops,
+                                                sizing.compute_efficiency(arch.hidden, gpu_model.mfu), precision)
         capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
         usable = int(capacity * (1 - headroom))  # the planner's usable_bytes
         result["fits"] = memory.total <= usable
@@ -258,7 +260,7 @@ def estimate(
         if gpu_model.notes.startswith("NOT OFFERED"):
             warnings.append(f"{gpu_model.name} is not offered by Alibaba Cloud (trainstack catalog --gpu "
                             f"{gpu_model.name} says why and which GPUs are nearest): its published memory and BF16 "
-                            f"peak are used for comparison only, at the assumed MFU {gpu_model.mfu:g}")
+                            f"peak are used for comparison only, at the efficiency fitted to published runs")
         if precision == "bf16" and not gpu_model.bf16:
             warnings.append(f"{gpu_model.name} has no bf16 support (Volta tensor cores do fp16 and fp32 only): a bf16 "
                             f"run cannot train on it, and a spec with precision bf16 and this GPU is refused; use "
@@ -273,7 +275,8 @@ def estimate(
         result["executed_flops"] = sizing.executed_flops(arch, seq_len, tokens, recompute)
         if gpu_model is not None:
             try:
-                # executed FLOPs at the GPU's rated MFU, as the planner's schedule counts them
+                # executed FLOPs at the fitted efficiency (= model FLOPs at the MFU), as the planner's schedule counts
+                # them before the bubble and the network
                 gpu_hours = result["executed_flops"] / (peak * 1e12 * rated_mfu) / 3600
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
                 raise EstimateError(f"{gpu_model.name}: {e}") from None
@@ -452,10 +455,10 @@ def estimate_text(result: dict[str, Any]) -> str:
         if "gpu_hours" in result:
             g = result["gpu"]
             lines.append(f"         {result['executed_flops']:.3g} executed FLOPs / ({g['peak_tflops']:g} TFLOP/s x "
-                         f"{g['mfu']:.0%} MFU on {g['name']}) = {result['gpu_hours']:,.0f} GPU-hours = "
+                         f"{g['mfu']:.0%} fitted efficiency on {g['name']}) = {result['gpu_hours']:,.0f} GPU-hours = "
                          f"{result['hours']:,.1f} h on {s['gpus']} GPU(s)")
         else:
-            lines.append("         give --gpu to turn this into GPU-hours at that GPU's assumed MFU")
+            lines.append("         give --gpu to turn this into GPU-hours at the efficiency fitted to published runs")
         lines.append("")
     lines.append("Formulas (docs/sizing.md)")
     lines += [f"  - {n}" for n in result["notes"]]

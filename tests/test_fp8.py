@@ -159,7 +159,12 @@ def test_a_spec_with_fp8_plans_on_an_fp8_gpu_and_is_faster(tmp_path: Path) -> No
     # every type the plan sized has FP8; A100 types (the 1T example's in this region) are left out for it
     sized = [CATALOG.instance(c.instance_type) for c in plan.candidates if c.nodes]
     assert sized and all(CATALOG.gpu(t.gpu).fp8_tflops for t in sized)
-    bf16 = plan_located(load(ROOT / "examples" / "pretrain-70b.yaml"))
+    # the same GPU, nodes and layout in bf16 computes longer (the pretrain-70b example itself plans on A100s)
+    same = (ROOT / "examples" / "pretrain-70b.yaml").read_text().replace("  gpu: auto", f"  gpu: {gpu.name}")
+    same = same.replace("  nodes: auto", f"  nodes: {plan.compute.nodes}")
+    (tmp_path / "bf16.yaml").write_text(same)
+    bf16 = plan_located(load(tmp_path / "bf16.yaml"))
+    assert bf16.compute.instance_type == plan.compute.instance_type and bf16.compute.nodes == plan.compute.nodes
     assert plan.schedule.compute_hours < bf16.schedule.compute_hours
     from generator.plan import layout, rejections
 

@@ -15,7 +15,7 @@ from generator.plan.pipeline import load, plan_located
 from generator.plan.planner import make_plan
 from generator.render import userdata
 from generator.render.files import launch_env, render
-from generator.sizing.schedule import NEVER_HOURS, TCP_FACTOR, TP_ACROSS_NODES_FACTOR, TP_OVER_PCIE_FACTOR
+from generator.sizing.schedule import NEVER_HOURS, TP_ACROSS_NODES_FACTOR, TP_OVER_PCIE_FACTOR
 
 CATALOG = load_catalog()
 TIER = sizing.Tier("OSS", 10.0, 10.0)
@@ -29,7 +29,7 @@ def test_attention_is_16_to_27_percent_of_an_8b_model_at_8k_context() -> None:
 
 
 def test_the_pipeline_bubble_follows_pp_and_the_micro_batches() -> None:
-    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 16, True)
+    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 16)
     flat = sizing.schedule(1e23, 1024, 312, mfu, 1, 8, 0, TIER, 0.0)
     deep = sizing.schedule(1e23, 1024, 312, mfu, 16, 8, 0, TIER, 0.0)
     assert flat.pipeline_bubble_hours == 0 and deep.pipeline_bubble_hours == pytest.approx(flat.compute_hours * 15 / 8)
@@ -37,16 +37,32 @@ def test_the_pipeline_bubble_follows_pp_and_the_micro_batches() -> None:
     assert sizing.microbatches(4096, 16, 1, 16) == 256 and sizing.microbatches(None, 4, 1, 4) == 16
 
 
-def test_pcie_tensor_parallelism_tp_across_nodes_and_tcp_lower_the_mfu() -> None:
-    assert sizing.layout_mfu(0.3, 1, 8, "pcie", 1, True).mfu == 0.3
-    assert sizing.layout_mfu(0.3, 8, 8, "pcie", 1, True).mfu == pytest.approx(0.3 * TP_OVER_PCIE_FACTOR)
-    assert sizing.layout_mfu(0.4, 16, 8, "nvlink", 2, True).mfu == pytest.approx(0.4 * TP_ACROSS_NODES_FACTOR)
-    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 2, False).mfu == pytest.approx(0.4 * TCP_FACTOR)
-    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 1, False).mfu == 0.4  # one node: no network between nodes
+def test_pcie_tensor_parallelism_and_tp_across_nodes_lower_the_mfu() -> None:
+    assert sizing.layout_mfu(0.3, 1, 8, "pcie", 1).mfu == 0.3
+    assert sizing.layout_mfu(0.3, 8, 8, "pcie", 1).mfu == pytest.approx(0.3 * TP_OVER_PCIE_FACTOR)
+    assert sizing.layout_mfu(0.4, 16, 8, "nvlink", 2).mfu == pytest.approx(0.4 * TP_ACROSS_NODES_FACTOR)
+    # TCP is no factor on the MFU: it lowers the bandwidth the network charges see (tests/test_network_time.py)
+    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 2).mfu == 0.4
+    assert sizing.layout_mfu(0.4, 8, 8, "nvlink", 2, (("exchange", 0.25),)).mfu == pytest.approx(0.4 / 1.25)
+
+
+def test_mfu_is_on_model_flops_and_recompute_lowers_it() -> None:
+    """Model FLOPs (what a paper's MFU counts) apart from executed FLOPs (recompute counted as work): the same
+    efficiency gives an MFU 3/4 as high under full recompute, and the compute hours follow the executed work."""
+    arch = sizing.PRESETS["llama-2-70b"]
+    model = sizing.model_flops(arch, 4096, 10**12)
+    assert model == pytest.approx(sizing.flops_per_token(arch, 4096).total * 10**12)
+    full = sizing.executed_flops(arch, 4096, 10**12, "full")
+    assert full == pytest.approx(model * 8 / 6)
+    eff = sizing.compute_efficiency(arch.hidden)
+    mfu = sizing.layout_mfu(eff * model / full, 8, 8, "nvlink", 1)
+    s = sizing.schedule(model, 512, 312, mfu, 1, 8, 0, TIER, 0.0)
+    assert mfu.mfu == pytest.approx(eff * 3 / 4)
+    assert s.compute_hours == pytest.approx(full / (512 * 312e12 * eff) / 3600)
 
 
 def test_checkpoint_writes_rework_and_restores_add_up_to_the_wall_time() -> None:
-    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 256, True)
+    mfu = sizing.layout_mfu(0.4, 8, 8, "nvlink", 256)
     s = sizing.schedule(1e24, 2048, 312, mfu, 1, 8, 14 * 10**12, TIER, 256 / 2000)
     assert s.write_seconds == pytest.approx(14e12 / (10e9 / 8)) and s.restore_seconds == s.write_seconds
     assert s.checkpoint_write_hours == pytest.approx(s.compute_hours / s.interval_hours * s.write_seconds / 3600)

@@ -42,3 +42,31 @@ def test_the_docs_table_is_what_the_script_generates() -> None:
     docs = (ROOT / "docs" / "sizing.md").read_text(encoding="utf-8")
     assert script.docs_section(docs) == table, "run: python benchmarks/validate_sizing.py --write-docs"
     assert all(script.within(r) for r in script.all_rows())
+
+
+def test_the_fitted_parameters_are_what_the_script_fits() -> None:
+    """generator/sizing/data/mfu_fit.json is benchmarks/calibrate_mfu.py's fit of benchmarks/published_runs.csv:
+    two global parameters, every fitted run within 20%, dense and MoE rows, A100 and H100, each with its URL."""
+    import json
+
+    from generator.sizing.mfu import FIT_PATH, fitted
+
+    cal = _module("calibrate_mfu")
+    stored = json.loads(FIT_PATH.read_text(encoding="utf-8"))
+    assert stored == cal.document(cal.fit()), "run: python benchmarks/calibrate_mfu.py --write"
+    assert fitted() == cal.fit() and len(stored["parameters"]) == 2
+    fitted_rows = [r for r in stored["residuals"] if r["fitted"]]
+    assert len(fitted_rows) >= 12 and all(abs(r["ratio"] - 1) <= 0.20 for r in fitted_rows)
+    runs = cal.runs()
+    assert {r["gpu"] for r in runs} >= {"A100", "H100", "H800"} and all(r["source"].startswith("https://")
+                                                                        for r in runs)
+    assert any(cal.architecture(r).moe is not None for r in runs)
+    assert {r["run"] for r in stored["residuals"] if not r["fitted"]} == set(cal.NOT_FITTED)
+
+
+def test_megatron_tflops_count_the_recomputed_forward() -> None:
+    """PTD-P's 96·B·s·l·h²·(1 + s/6h + V/16lh) counts recompute: its 163 TFLOP/s on the 1T model is an MFU of
+    ~3/4 of 163/312 on model FLOPs."""
+    cal = _module("calibrate_mfu")
+    row = next(r for r in cal.runs() if r["run"] == "ptdp-1t")
+    assert cal.published_mfu(row) == pytest.approx(163 / 312 * 3 / 4, rel=0.01)

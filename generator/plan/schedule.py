@@ -133,16 +133,23 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     rdma = rdma_between_nodes(spec, t)
     ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
     stated = internode_gbps(spec, catalog, t, rdma)
-    nic = stated or ASSUMED_NIC_GBPS
+    # over TCP the network charges see the share of the line rate NCCL's socket transport reaches (not the MFU)
+    nic = (stated or ASSUMED_NIC_GBPS) * (1.0 if rdma else sizing.TCP_BANDWIDTH_FACTOR)
     assumed = "" if stated else " (not stated for this type: an assumption)"
+    if not rdma:
+        assumed += f" over TCP (x{sizing.TCP_BANDWIDTH_FACTOR:g} of the line rate, an assumption)"
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
+    model = sizing.model_flops(arch, m.sequence_length, m.tokens)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
-    peak, base_mfu = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, m.precision)
+    # the fitted efficiency on executed FLOPs (generator/sizing/mfu.py), and the MFU on model FLOPs it gives
+    peak, efficiency = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops,
+                                             sizing.compute_efficiency(arch.hidden, gpu.mfu), m.precision)
+    base_mfu = efficiency * model / executed
     a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)
     cpx = context_ratio(arch, m.sequence_length, cp, tp, t.gpus, nodes, nic, peak, base_mfu)
-    # one optimizer step: dp x micro-batch x m sequences, at the GPU's rated MFU
+    # one optimizer step: dp x micro-batch x m sequences, at the fitted efficiency
     step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
-    step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * base_mfu)
+    step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * efficiency)
     experts = arch.expert_parameters
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
     trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
@@ -156,14 +163,14 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
             ((f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
               f"{assumed}, {cpx:.0%} of compute, not overlapped"), cpx),
             offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s))
-    mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, rdma, comm)
+    mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
     tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
     interval = k.interval if k.enabled and isinstance(k.interval, int) else None
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None
-    return sizing.schedule(executed, gpus, peak, mfu, pp, micro, size, tier,
+    return sizing.schedule(model, gpus, peak, mfu, pp, micro, size, tier,
                            interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
 
 

@@ -44,7 +44,8 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
 * :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;
 * :mod:`~generator.sizing.schedule`: model FLOPs with attention and logits, layout MFU, the pipeline bubble and
-  the wall-clock schedule with checkpoint writes, rework and restores.
+  the wall-clock schedule with checkpoint writes, rework and restores;
+* :mod:`~generator.sizing.mfu`: the compute efficiency fitted to published runs (benchmarks/calibrate_mfu.py).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ from generator.sizing.memory import (
     tp_splits_heads,
     validate_setup,
 )
+from generator.sizing.mfu import MfuParameters, compute_efficiency
 from generator.sizing.moe import (
     DEFAULT_IMBALANCE,
     KNOWN_MOE_NAMES,
@@ -109,6 +111,7 @@ from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimiz
 from generator.sizing.reserve import runtime_reserve
 from generator.sizing.schedule import (
     RELAUNCH_HOURS,
+    TCP_BANDWIDTH_FACTOR,
     FlopsPerToken,
     LayoutMfu,
     Schedule,
@@ -119,6 +122,7 @@ from generator.sizing.schedule import (
     flops_per_token,
     layout_mfu,
     microbatches,
+    model_flops,
     schedule,
 )
 
@@ -141,11 +145,13 @@ __all__ = [
     "RECOMPUTE_FLOP_FACTOR",
     "RECOMPUTE_MODES",
     "RELAUNCH_HOURS",
+    "TCP_BANDWIDTH_FACTOR",
     "Architecture",
     "CheckpointModel",
     "FlopsPerToken",
     "LayoutMfu",
     "MemoryBreakdown",
+    "MfuParameters",
     "MoE",
     "Schedule",
     "SizingError",
@@ -159,6 +165,7 @@ __all__ = [
     "check_offload",
     "checkpoint_plan",
     "checkpoint_size_bytes",
+    "compute_efficiency",
     "data_parallel_ratio",
     "derive_architecture",
     "executed_flops",
@@ -167,6 +174,7 @@ __all__ = [
     "layout_mfu",
     "lora_trainable_parameters",
     "microbatches",
+    "model_flops",
     "model_state_bytes",
     "name_looks_moe",
     "optimizer_bytes_per_param",

@@ -21,9 +21,11 @@ TP_OVER_PCIE_FACTOR = 0.7
 # Tensor parallelism across nodes: [PTD-P] Sec. 5.4.1, Fig. 13 and Takeaway #1 ("tensor model parallelism should
 # generally be used up to degree g when using g-GPU servers"): throughput drops steeply once tp leaves the server.
 TP_ACROSS_NODES_FACTOR = 0.5
-# Data-parallel gradient exchange over TCP instead of RDMA between nodes: NCCL's socket transport reaches a
-# fraction of the NIC's line rate and costs host CPU (NCCL docs, NCCL_NET / socket transport); assumption.
-TCP_FACTOR = 0.7
+# Traffic between nodes over TCP instead of RDMA: NCCL's socket transport reaches a fraction of the NIC's line rate
+# and costs host CPU (NCCL docs, NCCL_NET / socket transport); an assumption. It scales the bandwidth the network
+# charges of :func:`data_parallel_ratio` and :func:`alltoall_ratio` see, and only those: a job whose exchange hides
+# behind its compute loses nothing to TCP (an earlier flat x0.7 on the MFU counted TCP twice: issue 24).
+TCP_BANDWIDTH_FACTOR = 0.7
 # Micro-batches per step per pipeline when the spec gives no global batch: an assumption (PTD-P recommends m >> p).
 DEFAULT_MICROBATCHES_PER_STAGE = 4
 # Fixed time to relaunch the job after an interruption (rendezvous, NCCL init, data-loader warm-up), on top of the
@@ -59,6 +61,13 @@ def flops_per_token(arch: Architecture, seq_len: int) -> FlopsPerToken:
                          6.0 * arch.vocab * arch.hidden)
 
 
+def model_flops(arch: Architecture, seq_len: int, tokens: int) -> float:
+    """Model FLOPs of training on ``tokens`` tokens ([PaLM] App. B): what a published MFU is measured against, no
+    recompute and no capacity padding counted."""
+    _positive_int("tokens", tokens)
+    return flops_per_token(arch, seq_len).total * tokens
+
+
 def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str) -> float:
     """FLOPs the GPUs execute: model FLOPs, plus one extra forward with full recompute (x 8/6), or the attention
     core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute."""
@@ -92,21 +101,20 @@ class LayoutMfu:
     factors: tuple[tuple[str, float], ...]  # (why, factor) applied to the GPU's rated MFU
 
 
-def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int, rdma: bool,
+def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int,
                comm: tuple[tuple[str, float], ...] = ()) -> LayoutMfu:
-    """The expected MFU of a layout: the GPU's rated MFU times a factor for tensor parallelism over PCIe, tensor
-    parallelism across nodes and TCP instead of RDMA between nodes (each an assumption, see the constants), and for
-    each ``comm`` entry (why, ratio) the network time it leaves exposed as a ratio of compute time, a factor
-    1/(1 + ratio): the expert all-to-all (:func:`alltoall_ratio`) and the data-parallel gradient exchange
-    (:func:`data_parallel_ratio`)."""
+    """The expected MFU of a layout: ``rated_mfu`` (the fitted efficiency x model/executed FLOPs,
+    :func:`generator.sizing.mfu.compute_efficiency`) times a factor for tensor parallelism over PCIe and tensor
+    parallelism across nodes (assumptions, see the constants), and for each ``comm`` entry (why, ratio) the network
+    time it leaves exposed as a ratio of compute time, a factor 1/(1 + ratio): one entry per collective kind, the
+    expert all-to-all (:func:`alltoall_ratio`) and the data-parallel gradient exchange (:func:`data_parallel_ratio`);
+    TCP between nodes lowers the bandwidth those see (:data:`TCP_BANDWIDTH_FACTOR`), not the MFU."""
     _positive_number("rated_mfu", rated_mfu)
     factors: list[tuple[str, float]] = [(why, 1.0 / (1.0 + ratio)) for why, ratio in comm if ratio > 0]
     if tp > gpus_per_node:
         factors.append((f"tensor parallel {tp} spans nodes of {gpus_per_node} GPUs", TP_ACROSS_NODES_FACTOR))
     elif tp > 1 and interconnect == "pcie":
         factors.append((f"tensor parallel {tp} over PCIe (no NVLink)", TP_OVER_PCIE_FACTOR))
-    if nodes > 1 and not rdma:
-        factors.append((f"{nodes} nodes exchange gradients over TCP, not RDMA", TCP_FACTOR))
     return LayoutMfu(rated_mfu * math.prod(f for _, f in factors), tuple(factors))
 
 
@@ -196,12 +204,13 @@ class Schedule:
         return self.wall_hours < NEVER_HOURS
 
 
-def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
+def schedule(flops: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
              tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None,
              virtual_stages: int = 1) -> Schedule:
-    """The schedule of a run of ``executed`` FLOPs on ``gpus`` GPUs.
+    """The schedule of a run of ``flops`` model FLOPs (:func:`model_flops`) on ``gpus`` GPUs.
 
-    * compute = executed / (gpus x peak x mfu); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
+    * compute = flops / (gpus x peak x mfu), the MFU on model FLOPs without the bubble (recompute is in it:
+      :func:`generator.sizing.mfu.compute_efficiency` x model/executed FLOPs); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
       the pipelined time ([PTD-P] Sec. 2.2.1); with v interleaved (virtual) stages per GPU, (pp-1)/(v m)
       ([PTD-P] Sec. 2.2.2: each stage's work is split into v chunks, so the bubble shrinks v-fold);
     * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
@@ -211,7 +220,7 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
 
     ``interval_seconds`` None: tau is Young/Daly sqrt(2 C M) from the tier's write time.
     """
-    _positive_number("executed", executed)
+    _positive_number("flops", flops)
     _positive_int("gpus", gpus)
     _positive_number("peak_tflops", peak_tflops)
     _positive_int("pp", pp)
@@ -219,7 +228,7 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     _positive_int("virtual_stages", virtual_stages)
     if interruptions_per_hour < 0:
         raise SizingError(f"interruptions_per_hour must be >= 0, got {interruptions_per_hour!r}.")
-    compute = executed / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
+    compute = flops / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
     vm = virtual_stages * m
     bubble_fraction = (pp - 1) / (vm + pp - 1)
     bubble = compute * (pp - 1) / vm
@@ -241,7 +250,7 @@ def schedule(executed: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp:
     rework = interrupts * tau_h / 2
     restore = interrupts * (restore_s / 3600.0 + RELAUNCH_HOURS)
     notes = (
-        f"compute = {executed:.3g} FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
+        f"compute = {flops:.3g} model FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
         f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
         (f"pipeline bubble = (pp-1)/(v*m) = {pp - 1}/({virtual_stages}*{m}) (interleaved)" if virtual_stages > 1
          else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}")

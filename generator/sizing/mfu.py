@@ -1,0 +1,55 @@
+"""The expected MFU of a layout, calibrated on published runs.
+
+Owns the compute efficiency a GPU reaches at a model's width (its two global parameters are fitted by
+benchmarks/calibrate_mfu.py to the published runs of benchmarks/published_runs.csv and kept in
+``data/mfu_fit.json`` with the fit's residuals), and the conversion to MFU in the papers' sense.
+
+Two FLOP counts, as [PaLM] App. B separates them:
+
+* model FLOPs (:func:`generator.sizing.schedule.flops_per_token`): 6·N + attention + logits, no recompute; what a
+  published MFU is measured against, and what trainstack divides by the MFU;
+* executed FLOPs (:func:`generator.sizing.schedule.executed_flops`): what the GPUs run, recompute and capacity
+  padding included.
+
+The fitted efficiency is a utilisation of *executed* FLOPs with the pipeline bubble taken out (bubble-free): the
+fit divides each run's end-to-end figure by its bubble, and the schedule adds the bubble back once
+(:func:`generator.sizing.schedule.schedule`), so the bubble is never counted twice. The MFU of a layout is then
+efficiency x model/executed FLOPs x the network's factors (:func:`generator.sizing.schedule.layout_mfu`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+FIT_PATH = Path(__file__).resolve().parent / "data" / "mfu_fit.json"
+# The catalog MFU (generator/catalog/data/v1/gpus.csv) of the NVLink parts the published runs used (A100, H100,
+# H800; H20 is rated the same): a GPU rated lower (PCIe cards, V100) keeps its ratio to this as a factor on the
+# fitted efficiency. No published run on those parts is in the table: an assumption.
+REFERENCE_GPU_MFU = 0.40
+
+
+@dataclass(frozen=True, slots=True)
+class MfuParameters:
+    """The fitted global parameters: efficiency = peak_efficiency x h / (h + half_width) for hidden size h (the
+    GEMMs' share of the work grows with h against the elementwise work, norms and softmax, that grows with h^0
+    per parameter; [PTD-P] Table 1: 44% of peak at h=2304 to 52% at h=25600)."""
+
+    peak_efficiency: float
+    half_width: float
+
+
+@lru_cache(maxsize=1)
+def fitted() -> MfuParameters:
+    """The parameters benchmarks/calibrate_mfu.py fitted (``data/mfu_fit.json``)."""
+    data = json.loads(FIT_PATH.read_text(encoding="utf-8"))
+    return MfuParameters(float(data["parameters"]["peak_efficiency"]), float(data["parameters"]["half_width"]))
+
+
+def compute_efficiency(hidden: int, gpu_mfu: float = REFERENCE_GPU_MFU, params: MfuParameters | None = None) -> float:
+    """Executed FLOPs per peak FLOP a GPU reaches on a model of width ``hidden``, bubble and network aside;
+    ``gpu_mfu`` the catalog's MFU for the GPU (scaled against :data:`REFERENCE_GPU_MFU`)."""
+    p = params or fitted()
+    return min(1.0, p.peak_efficiency * hidden / (hidden + p.half_width) * gpu_mfu / REFERENCE_GPU_MFU)
