@@ -48,7 +48,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "boot"))
-from sandbox import ALINUX_OS_RELEASE, OVERLAYS, STUBS, _q  # noqa: E402
+from sandbox import ALINUX_OS_RELEASE, OVERLAYS, STUBS, _q
 
 INSTANCE = "alicloud:ecs/instance:Instance"
 OBJECT = "alicloud:oss/bucketObject:BucketObject"
@@ -148,7 +148,7 @@ class FakeCloud:
         self.net = subprocess.Popen(
             ["unshare", "--net", "bash", "-c", f"exec -a {TAG}-net sleep infinity"],
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - one prctl(2) before exec
         )
         _wait(lambda: _netns(self.net.pid) != _netns(os.getpid()), "the bridge's network namespace")
         self._in_net("ip", "link", "add", "br0", "type", "bridge")
@@ -298,7 +298,8 @@ exec -a {TAG}-init {_q(sys.executable)} -c {_q(INIT)}
             proc = subprocess.Popen(
                 ["unshare", "--net", "--mount", "--pid", "--uts", "--fork", "--kill-child", "--mount-proc",
                  "bash", str(root / "node.sh"), TAG],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - one prctl(2) before exec
             )  # fmt: skip
         machine = Machine(iid, name, ip, root, proc)
         self.machines[iid] = machine

@@ -331,6 +331,9 @@ class FakeOpenApi:
 
     def _DescribeInvocationResults(self, p: Mapping[str, str]) -> dict[str, Any]:
         results = [{k: v for k, v in r.items() if k != "proc"} for r in self._find(p)["results"]]
+        if p.get("ContentEncoding") == "PlainText":  # the API's default is Base64
+            for r in results:
+                r["Output"] = base64.b64decode(r["Output"]).decode(errors="replace")
         if p.get("InstanceId"):
             results = [r for r in results if r["InstanceId"] == p["InstanceId"]]
         return {
