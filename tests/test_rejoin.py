@@ -1,5 +1,6 @@
-"""heal's rejoin (generator/live/jobs/rejoin.py): a running job of the stack is started on the re-created nodes
-with its own script, a boot wait put first, its tags and a ClientToken of its own; finished jobs are left alone."""
+"""heal's rejoin (generator/live/jobs/rejoin.py): a running job of the stack is stopped and started again on its
+remaining nodes and the re-created ones with its own script, a boot wait put first, its tags and a ClientToken of
+its own; finished jobs are left alone."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _invocation(job: str, status: str, content: str) -> dict[str, Any]:
         "Timeout": 7200,
         "CreationTime": "2026-12-01T00:00:00Z",
         "Tags": {"Tag": [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in _tags(job)]},
-        "InvokeInstances": {"InvokeInstance": []},
+        "InvokeInstances": {"InvokeInstance": [{"InstanceId": "i-new0"}, {"InstanceId": "i-old1"}]},
     }
 
 
@@ -47,13 +48,14 @@ def _tags(job: str) -> list[dict[str, str]]:
     return list(req.request["Tag"])
 
 
-def test_a_running_job_starts_on_the_healed_rank_and_a_finished_one_does_not(tmp_path: Path) -> None:
+def test_a_running_job_restarts_at_full_size_and_a_finished_one_is_left_alone(tmp_path: Path) -> None:
     content = submit_requests(CLUSTER, CLUSTER.nodes, "run1", ["train.py", "--lr", "0.1"])[0].request
     running = _invocation("run1", "Running", content["CommandContent"])
     done = _invocation("run0", "Success", content["CommandContent"])
     (tmp_path / "DescribeInvocations.json").write_text(
         json.dumps({"TotalCount": 2, "Invocations": {"Invocation": [running, done]}})
     )
+    (tmp_path / "StopInvocation.json").write_text("{}")
     (tmp_path / "RunCommand.json").write_text(json.dumps({"InvokeId": "t-rejoin", "CommandId": "c-1"}))
     api = RecordedEcsApi(tmp_path)
     said: list[str] = []
@@ -61,13 +63,16 @@ def test_a_running_job_starts_on_the_healed_rank_and_a_finished_one_does_not(tmp
     runs = [body for action, body in api.calls if action == "RunCommand"]
     assert len(runs) == 1
     run = runs[0]
-    assert run["InstanceId"] == ["i-new1"] and run["Timeout"] == 7200 and run["Name"] == "run1"
+    stops = [body["InvokeId"] for action, body in api.calls if action == "StopInvocation"]
+    assert stops == ["t-run1"]  # the running job only, stopped before the new call
+    assert [a for a, _ in api.calls].index("StopInvocation") < [a for a, _ in api.calls].index("RunCommand")
+    assert run["InstanceId"] == ["i-new0", "i-new1"] and run["Timeout"] == 7200 and run["Name"] == "run1"
     assert tag_value({"Tags": {"Tag": run["Tag"]}}, TAG_JOB) == "run1"
     assert run["ClientToken"] != client_token("run1", 0)  # not the submit's: Cloud Assistant would not run it
     sent = base64.b64decode(run["CommandContent"]).decode()
     original = base64.b64decode(content["CommandContent"]).decode()
     assert sent == f"TRAINSTACK_JOB_BOOT_WAIT={BOOT_WAIT_SECONDS}\n{original}"
-    assert any("run1" in line and "rank(s) 1" in line for line in said)
+    assert any("run1" in line and "rank(s) 0, 1" in line for line in said)
 
 
 def test_no_healed_instance_no_call(tmp_path: Path) -> None:

@@ -373,7 +373,7 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
                                              "last `trainstack check` (docs/operations.md, heal --health).")
 @click.option("--grace-minutes", default=15, show_default=True, type=click.IntRange(0, 1440),
               help="With --health: leave a node alone this long after heal rebooted or redeployed it.")
-@click.option("--no-rejoin", is_flag=True, help="Leave running jobs alone: do not start them on the re-created nodes "
+@click.option("--no-rejoin", is_flag=True, help="Leave running jobs alone: do not restart them at full size with the re-created nodes "
                                                 "(ECS stacks; docs/operations.md, heal).")
 @handle
 def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool, health: bool,

@@ -221,6 +221,13 @@ class FakeCloud:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
 
+    def _instance_ids(self) -> set[str]:
+        try:
+            resources = json.loads(self.cloud_file.read_text()).get("resources", {}).values()
+        except (OSError, ValueError):
+            return set()
+        return {r["id"] for r in resources if r["type"] == INSTANCE}
+
     def _in_net(self, *argv: str) -> None:
         subprocess.run(["nsenter", "-t", str(self.net.pid), "-n", *argv], check=True, capture_output=True)
 
@@ -349,6 +356,8 @@ exec -a {TAG}-init {_q(sys.executable)} -c {_q(INIT)}
         """A Cloud Assistant command on the node: ``bash`` of the script, as root, in all its namespaces, in a
         session of its own (a stop ends its process tree); output (stdout and stderr) in the returned process's
         ``output_path``."""
+        # an instance just created may be a moment away from its node (the watcher polls the state file)
+        _wait(lambda: instance_id in self.machines or instance_id not in self._instance_ids(), "the node", 30)
         with self._lock:
             machine = self.machines.get(instance_id)
             if machine is None or not machine.init_pid:

@@ -1,7 +1,7 @@
 """A cluster in a box (issue 23): a 3-node spec goes through `render`, `up` on the real Pulumi CLI, `check`,
 `submit` of a PyTorch job (tests/e2e/train.py: gloo on the CPU, one process per node), a spot notice on rank 1
-(checkpoint, restart on the survivors), its reclaim, `heal` (the node is re-created, boots and rejoins, the job
-returns to full size from the saved step) and `destroy`, on one machine: the fake cloud of tests/live whose
+(checkpoint, restart on the survivors), its reclaim, `heal` (the node is re-created and boots, the job is restarted
+on all three nodes and resumes at full size from the saved step) and `destroy`, on one machine: the fake cloud of tests/live whose
 instances boot simulated nodes (tests/e2e/cloud.py) that run their real user data.
 
 The steps run in order on one stack folder; each asserts on trainstack's exit codes and JSON, on the nodes and on
@@ -81,6 +81,7 @@ def e2e(
         cloud.start(f"{k.bucket}.{k.internal_endpoint}")
         live.openapi.machines = cloud
         (cloud.shared / "e2e").mkdir()
+        (cloud.shared / "checkpoints").mkdir()  # there before rank 0's sync starts (else it retries in 30 s)
         shutil.copy(HERE / "train.py", cloud.shared / "e2e" / "train.py")
         yield E2E(live, cloud)
     finally:
