@@ -15,7 +15,8 @@ document:
   "output": "...", "status": "Success"}}``; default exit 0, empty output); an instance the fake cloud does not
   have fails the call with ``InvalidInstance.NotFound``. With ``machines`` set (tests/e2e/cloud.py's FakeCloud,
   whose nodes the fake cloud's instances boot), a command runs for real inside the instance's node instead: its
-  status is ``Running`` until it ends, then its real exit code and output; StopInvocation ends its process tree;
+  status is ``Running`` until it ends, then its real exit code and output; StopInvocation ends its process tree
+  (every descendant, as TerminationMode ProcessTree does, also torchrun's workers in sessions of their own);
 * PAI-DLC (2020-12-03, ROA style) ``CreateJob``, ``ListJobs``, ``GetJob``, ``GetPodLogs``, ``StopJob``, jobs kept in
   memory.
 
@@ -349,9 +350,10 @@ class FakeOpenApi:
         inv = self._find(p)
         for r in inv["results"]:
             if r["InvocationStatus"] == "Running":
-                if r.get("proc") is not None:  # TerminationMode ProcessTree: the command's whole session
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(r["proc"].pid, signal.SIGKILL)
+                if r.get("proc") is not None:  # TerminationMode ProcessTree: every descendant, in any session
+                    for pid in [r["proc"].pid, *_descendants(r["proc"].pid)]:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
                     r["proc"].wait()
                 r["InvocationStatus"], r["InvokeRecordStatus"] = "Stopped", "Finished"
         return {}
@@ -399,6 +401,23 @@ class FakeOpenApi:
             if len(parts) == 5 and parts[2] == "pods" and parts[4] == "logs":
                 return {"JobId": parts[1], "PodId": parts[3], "Logs": [f"fake log of {parts[3]}"]}
         raise ApiError(404, "InvalidAction.NotFound", f"the fake endpoint has no {method} {path}")
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (by parent, through new sessions), read from /proc before any is killed."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _overall(results: list[dict[str, Any]]) -> str:
