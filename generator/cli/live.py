@@ -373,9 +373,11 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
                                              "last `trainstack check` (docs/operations.md, heal --health).")
 @click.option("--grace-minutes", default=15, show_default=True, type=click.IntRange(0, 1440),
               help="With --health: leave a node alone this long after heal rebooted or redeployed it.")
+@click.option("--no-rejoin", is_flag=True, help="Leave running jobs alone: do not restart them at full size with the re-created nodes "
+                                                "(ECS stacks; docs/operations.md, heal).")
 @handle
 def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool, health: bool,
-         grace_minutes: int) -> None:
+         grace_minutes: int, no_rejoin: bool = False) -> None:
     """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
 
     It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
@@ -398,7 +400,9 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     options = {"confirm": None if yes else confirm, "on_event": live.ProgressPrinter(_emit), "sleep": _sleep()}
     with _cloud_work():
         if watch is None:
-            live.heal_once(engine, t, fleet, checker, _say, **options)
+            healed = live.heal_once(engine, t, fleet, checker, _say, **options)
+            if healed and not no_rejoin and (t.platform or "ecs") == "ecs":
+                _rejoin(engine, target, backend, [s.node.rank for s in healed])
             if health:
                 _heal_health(engine, target, backend, yes, grace_minutes)
         else:
@@ -464,6 +468,25 @@ def _health_rounds(engine: Any, target: str, backend: str | None, yes: bool, gra
         state["idle"] = not any(a.kind != "none" for a in actions)
 
     return round_
+
+
+def _rejoin(engine: Any, target: str, backend: str | None, ranks: list[int]) -> None:
+    """The running jobs of the stack start on the re-created ranks (generator/live/jobs/rejoin.py)."""
+    import os
+
+    from generator import live
+    from generator.live.jobs.client import SdkEcsApi, require_ecs_sdk
+    from generator.live.jobs.rejoin import rejoin
+    from generator.live.jobs.stack import stack_cluster
+
+    obj = click.get_current_context().find_root().obj
+    obj = obj if isinstance(obj, dict) else {}
+    _, cluster = stack_cluster(target, backend, engine)
+    if obj.get("ecs_api") is None:
+        require_ecs_sdk("heal's rejoin of running jobs (--no-rejoin skips it)")
+    api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
+    live.require_credentials(os.environ)
+    rejoin(api, cluster, ranks, _say)
 
 
 def _sleep() -> Any:

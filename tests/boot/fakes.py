@@ -7,7 +7,9 @@
   the STS token, and keeps objects under STATE/oss/BUCKET/KEY (multipart uploads included);
 * the VPC-internal mirror host on 127.0.0.1:80, serving STATE/mirror/PATH.
 
-Switches are files in STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
+Per-node answers are files in STATE too: ``instance-id`` and ``region-id`` (absent: 404), ``role`` (the attached
+role's name, instead of the command line's). Switches are files in
+STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
 time), ``stall-metadata`` (the next notice read hangs for 60 s, once). Every request is logged to STATE/requests.log.
 """
 
@@ -31,6 +33,12 @@ STATE = Path(sys.argv[1])
 ROLE = sys.argv[2]
 KEY_ID, SECRET, STS = "STS.test-key-id", "test-secret/with+chars", "test-sts-token"
 TOKEN = "metadata-token-0123"
+
+
+def role() -> str:
+    """The role attached to the instance: the file STATE/role when there is one (a RamRoleAttachment), else argv."""
+    path = STATE / "role"
+    return path.read_text().strip() if path.exists() else ROLE
 
 
 def log(line: str) -> None:
@@ -67,7 +75,8 @@ class Metadata(Handler):
             log(f"metadata GET {self.path} 401 (no token)")
             return self.reply(401)
         if (
-            self.path == f"/latest/meta-data/ram/security-credentials/{ROLE}"
+            role()
+            and self.path == f"/latest/meta-data/ram/security-credentials/{role()}"
             and not (STATE / "no-role").exists()
         ):
             log(f"metadata GET {self.path} 200")
@@ -84,6 +93,13 @@ class Metadata(Handler):
                     }
                 ).encode(),
             )
+        if self.path == "/latest/meta-data/ram/security-credentials/" and role() and not (STATE / "no-role").exists():
+            log(f"metadata GET {self.path} 200")
+            return self.reply(200, role().encode())
+        plain = {"/latest/meta-data/instance-id": "instance-id", "/latest/meta-data/region-id": "region-id"}
+        if self.path in plain and (STATE / plain[self.path]).exists():
+            log(f"metadata GET {self.path} 200")
+            return self.reply(200, (STATE / plain[self.path]).read_bytes())
         if self.path == "/latest/meta-data/instance/spot/termination-time":
             if (STATE / "stall-metadata").exists():  # once
                 (STATE / "stall-metadata").unlink()

@@ -88,10 +88,12 @@ def program_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Live:
     """A folder with a spec, its stack folder and its own fake cloud, and the environment of a user's shell."""
 
-    def __init__(self, root: Path, bin_dir: Path, pulumi_home: Path, spec: str):
+    def __init__(self, root: Path, bin_dir: Path, pulumi_home: Path, spec: str | Path):
+        """``spec``: a file of tests/live/specs, or a path (tests/e2e's)."""
         self.root = root
-        shutil.copy(HERE / "specs" / spec, root / spec)
-        self.spec = root / spec
+        source = spec if isinstance(spec, Path) else HERE / "specs" / spec
+        shutil.copy(source, root / source.name)
+        self.spec = root / source.name
         self.name = self.spec.stem
         self.stack_dir = root / "stacks" / self.name
         self.cloud_file = root / "cloud.json"

@@ -13,7 +13,10 @@ document:
   and its siblings): a command "runs" at once on every instance that exists in the fake cloud and finishes with
   the exit code and output the control file gives (``commands``: ``{"INSTANCE_ID or *": {"exit_code": 0,
   "output": "...", "status": "Success"}}``; default exit 0, empty output); an instance the fake cloud does not
-  have fails the call with ``InvalidInstance.NotFound``;
+  have fails the call with ``InvalidInstance.NotFound``. With ``machines`` set (tests/e2e/cloud.py's FakeCloud,
+  whose nodes the fake cloud's instances boot), a command runs for real inside the instance's node instead: its
+  status is ``Running`` until it ends, then its real exit code and output; StopInvocation ends its process tree
+  (every descendant, as TerminationMode ProcessTree does, also torchrun's workers in sessions of their own);
   RunCommand's tags are kept and DescribeInvocations filters on them; ``ContentEncoding: PlainText`` is honoured;
 * OSS ``ListObjectsV2`` (path-style, ``GET /BUCKET/?list-type=2``): every bucket is empty;
 * PAI-DLC (2020-12-03, ROA style) ``CreateJob``, ``ListJobs``, ``GetJob``, ``GetPodLogs``, ``StopJob``, jobs kept in
@@ -28,9 +31,12 @@ and read at every request. Every request is appended to
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import os
 import re
+import signal
 import threading
 import uuid
 from collections.abc import Mapping
@@ -81,6 +87,7 @@ class FakeOpenApi:
         self.calls: list[dict[str, Any]] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         self.invocations: dict[str, dict[str, Any]] = {}
+        self.machines: Any = None  # tests/e2e/cloud.py's FakeCloud: commands run inside the nodes
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"api": self})
@@ -202,11 +209,35 @@ class FakeOpenApi:
             )
         return wanted
 
-    def _invoke(self, command_id: str, content: str, name: str, instances: list[str]) -> str:
+    def _invoke(
+        self, command_id: str, content: str, name: str, instances: list[str], encoding: str = ""
+    ) -> str:
         commands = self._control().get("commands", {})
         invoke_id = self._id("t-")
         results = []
-        for iid in instances:
+        if self.machines is not None:
+            script = base64.b64decode(content).decode() if encoding.lower() == "base64" else content
+            for iid in instances:
+                proc = self.machines.run(iid, script, f"{invoke_id}-{iid}")
+                results.append(
+                    {
+                        "InstanceId": iid,
+                        "InvokeId": invoke_id,
+                        "CommandId": command_id,
+                        "ExitCode": 0,
+                        "InvocationStatus": "Running",
+                        "InvokeRecordStatus": "Running",
+                        "Output": "",
+                        "ErrorCode": "",
+                        "ErrorInfo": "",
+                        "StartTime": "2026-12-01T00:00:00Z",
+                        "FinishedTime": "",
+                        "Dropped": 0,
+                        "Repeats": 1,
+                        "proc": proc,
+                    }
+                )
+        for iid in instances if self.machines is None else ():
             spec = commands.get(iid) or commands.get("*") or {}
             status = spec.get("status", "Success" if int(spec.get("exit_code", 0)) == 0 else "Failed")
             results.append(
@@ -226,19 +257,14 @@ class FakeOpenApi:
                     "Repeats": 1,
                 }
             )
-        overall = (
-            "Success"
-            if all(r["InvocationStatus"] == "Success" for r in results)
-            else ("Running" if any(r["InvocationStatus"] == "Running" for r in results) else "Failed")
-        )
         self.invocations[invoke_id] = {
             "InvokeId": invoke_id,
             "CommandId": command_id,
             "CommandName": name,
             "CommandContent": content,
             "CommandType": "RunShellScript",
-            "InvocationStatus": overall,
-            "InvokeStatus": "Finished",
+            "InvocationStatus": _overall(results),
+            "InvokeStatus": "Finished" if _overall(results) != "Running" else "Running",
             "CreationTime": "2026-12-01T00:00:00Z",
             "results": results,
         }
@@ -247,8 +273,11 @@ class FakeOpenApi:
     def _RunCommand(self, p: Mapping[str, str]) -> dict[str, Any]:
         instances = self._instances(p)
         command_id = self._id("c-")
-        invoke_id = self._invoke(command_id, p.get("CommandContent", ""), p.get("Name", ""), instances)
+        invoke_id = self._invoke(
+            command_id, p.get("CommandContent", ""), p.get("Name", ""), instances, p.get("ContentEncoding", "")
+        )
         self.invocations[invoke_id]["Tags"] = {"Tag": _tags(p)}  # RunCommand's Tag.N.Key / Tag.N.Value
+        self.invocations[invoke_id]["Timeout"] = int(p.get("Timeout") or 60)
         return {"CommandId": command_id, "InvokeId": invoke_id}
 
     def _InvokeCommand(self, p: Mapping[str, str]) -> dict[str, Any]:
@@ -260,10 +289,31 @@ class FakeOpenApi:
         invocation = self.invocations.get(p.get("InvokeId", ""))
         if invocation is None:
             raise ApiError(404, "InvalidInvokeId.NotFound", "The specified InvokeId does not exist.")
-        return invocation
+        return self._refresh(invocation)
+
+    def _refresh(self, inv: dict[str, Any]) -> dict[str, Any]:
+        """A command running in a node: its output so far, and its exit code once it has ended."""
+        for r in inv["results"]:
+            proc = r.get("proc")
+            if proc is None:
+                continue
+            r["Output"] = base64.b64encode(proc.output_path.read_bytes()[-24000:]).decode()
+            if r["InvocationStatus"] == "Running" and proc.poll() is not None:
+                ok = proc.returncode == 0
+                r["ExitCode"] = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+                r["InvocationStatus"], r["InvokeRecordStatus"] = ("Success" if ok else "Failed"), "Finished"
+                r["ErrorCode"] = "" if ok else "NonZeroExitCode"
+                r["FinishedTime"] = "2026-12-01T00:00:02Z"
+        inv["InvocationStatus"] = _overall(inv["results"])
+        inv["InvokeStatus"] = "Finished" if inv["InvocationStatus"] != "Running" else "Running"
+        return inv
 
     def _DescribeInvocations(self, p: Mapping[str, str]) -> dict[str, Any]:
-        found = [self._find(p)] if p.get("InvokeId") else list(self.invocations.values())
+        found = (
+            [self._find(p)]
+            if p.get("InvokeId")
+            else [self._refresh(i) for i in list(self.invocations.values())]
+        )
         wanted = {(t["TagKey"], t["TagValue"]) for t in _tags(p)}  # every Tag.N given must match
         found = [i for i in found if wanted <= {(t["TagKey"], t["TagValue"]) for t in i.get("Tags", {}).get("Tag", [])}]
         out = []
@@ -295,11 +345,12 @@ class FakeOpenApi:
         }
 
     def _DescribeInvocationResults(self, p: Mapping[str, str]) -> dict[str, Any]:
-        results = self._find(p)["results"]
+        results = [{k: v for k, v in r.items() if k != "proc"} for r in self._find(p)["results"]]
+        if p.get("ContentEncoding") == "PlainText":  # the API's default is Base64
+            for r in results:
+                r["Output"] = base64.b64decode(r["Output"]).decode(errors="replace")
         if p.get("InstanceId"):
             results = [r for r in results if r["InstanceId"] == p["InstanceId"]]
-        if p.get("ContentEncoding") == "PlainText":  # the API's default is Base64
-            results = [r | {"Output": base64.b64decode(r["Output"]).decode()} for r in results]
         return {
             "Invocation": {
                 "TotalCount": len(results),
@@ -313,6 +364,11 @@ class FakeOpenApi:
         inv = self._find(p)
         for r in inv["results"]:
             if r["InvocationStatus"] == "Running":
+                if r.get("proc") is not None:  # TerminationMode ProcessTree: every descendant, in any session
+                    for pid in [r["proc"].pid, *_descendants(r["proc"].pid)]:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    r["proc"].wait()
                 r["InvocationStatus"], r["InvokeRecordStatus"] = "Stopped", "Finished"
         return {}
 
@@ -359,6 +415,29 @@ class FakeOpenApi:
             if len(parts) == 5 and parts[2] == "pods" and parts[4] == "logs":
                 return {"JobId": parts[1], "PodId": parts[3], "Logs": [f"fake log of {parts[3]}"]}
         raise ApiError(404, "InvalidAction.NotFound", f"the fake endpoint has no {method} {path}")
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (by parent, through new sessions), read from /proc before any is killed."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _overall(results: list[dict[str, Any]]) -> str:
+    if all(r["InvocationStatus"] == "Success" for r in results):
+        return "Success"
+    return "Running" if any(r["InvocationStatus"] == "Running" for r in results) else "Failed"
 
 
 class _Handler(BaseHTTPRequestHandler):

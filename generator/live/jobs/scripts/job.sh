@@ -79,6 +79,13 @@ trap 'finish 143' TERM
 trap 'finish 130' INT
 
 STATE_DIR="${TRAINSTACK_STATE_DIR:-/var/lib/trainstack}"  # markers kept there survive a reboot
+# `trainstack heal` starts a running job on a node it just re-created: wait (at most TRAINSTACK_JOB_BOOT_WAIT s)
+# for that node's bootstrap to end, since Cloud Assistant runs commands before cloud-init has finished.
+waited=0
+while [ "${waited}" -lt "${TRAINSTACK_JOB_BOOT_WAIT:-0}" ] && [ ! -e "${RUN_DIR}/bootstrap-done" ] &&
+  [ ! -e "${RUN_DIR}/bootstrap-failed" ]; do
+  sleep 5; waited=$((waited + 5))
+done
 if [ -e "${RUN_DIR}/bootstrap-failed" ] || [ -e "${STATE_DIR}/bootstrap-failed" ] ||
   { [ ! -e "${RUN_DIR}/bootstrap-done" ] && [ ! -e "${STATE_DIR}/bootstrap-done" ]; }; then
   echo "trainstack: the node's bootstrap has not finished (no ${RUN_DIR}/bootstrap-done); see /var/log/cloud-init-output.log" | tee -a "${log}" >&2
