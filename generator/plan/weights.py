@@ -75,7 +75,7 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
     if src.kind == "modelscope":
         how = _modelscope_how(src)
     else:
-        how = (f"copied with ossutil over the internal endpoint {endpoint}, so the bucket must be in {region.id}; "
+        how = (f"copied with signed OSS requests (Python's standard library; no ossutil) over the internal endpoint {endpoint}, so the bucket must be in {region.id}; "
                + ("the RAM user's policy" if lingjun else "the nodes' RAM role") + f" may read oss://{src.bucket}/"
                f"{src.prefix} and list that prefix, nothing else of the bucket")
     if shared:

@@ -354,6 +354,50 @@ PART = 64 << 20  # multipart upload above this size (one PutObject takes at most
 RENEW = 900  # seconds before the STS credentials expire when new ones are fetched
 
 
+def oss_request(bucket, endpoint, key, cred, method="GET", sub="", query="", body=b"", ctype="", timeout=120, out=None):
+    """One OSS request to https://BUCKET.ENDPOINT/KEY, signed with OSS's V1 scheme (HMAC-SHA1 over the verb,
+    Content-MD5, Content-Type, Date, the x-oss-* headers and /BUCKET/KEY?SUB). SUB is the signed sub-resource
+    (uploads, partNumber=N&uploadId=U); QUERY holds parameters that are not signed (prefix, marker). CRED: the
+    AccessKeyId, AccessKeySecret and, for STS credentials, SecurityToken. Returns (status, body); with OUT (a
+    binary file) a successful answer's body is written there in 1 MiB pieces instead. Raises OSError when the
+    endpoint cannot be reached. TRAINSTACK_OSS_URL (tests only) sends the request to another address."""
+    host = f"{bucket}.{endpoint}"
+    headers = {"Date": email.utils.formatdate(usegmt=True), "Content-Type": ctype, "Host": host}
+    if cred.get("SecurityToken"):
+        headers["x-oss-security-token"] = cred["SecurityToken"]
+    if body:
+        headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
+    oss = "".join(f"{k.lower()}:{v}\n" for k, v in sorted(headers.items()) if k.lower().startswith("x-oss-"))
+    resource = f"/{bucket}/{key}" + (f"?{sub}" if sub else "")
+    text = f"{method}\n{headers.get('Content-MD5', '')}\n{ctype}\n{headers['Date']}\n{oss}{resource}"
+    digest = hmac.new(cred["AccessKeySecret"].encode(), text.encode(), hashlib.sha1).digest()
+    headers["Authorization"] = f"OSS {cred['AccessKeyId']}:{base64.b64encode(digest).decode()}"
+    params = "&".join(p for p in (sub, query) if p)
+    path = "/" + urllib.parse.quote(key, safe="/") + (f"?{params}" if params else "")
+    override = urllib.parse.urlsplit(os.environ.get("TRAINSTACK_OSS_URL", ""))
+    if override.scheme == "http":
+        conn = http.client.HTTPConnection(override.netloc, timeout=timeout)
+    else:
+        conn = http.client.HTTPSConnection(host, timeout=timeout, context=ssl.create_default_context())
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        if out is None or r.status // 100 != 2:
+            return r.status, r.read()
+        while True:
+            chunk = r.read(1 << 20)
+            if not chunk:
+                return r.status, b""
+            out.write(chunk)
+    finally:
+        conn.close()
+
+
+def oss_error(data):
+    """The <Code> of an OSS error answer ("" if none)."""
+    return data.decode(errors="replace").split("<Code>")[-1].split("</Code>")[0] if b"<Code>" in data else ""
+
+
 class SyncError(Exception):
     pass
 
@@ -408,35 +452,16 @@ class Credentials:
 
 class Bucket:
     def __init__(self, bucket, endpoint, creds):
-        self.bucket, self.host, self.creds = bucket, f"{bucket}.{endpoint}", creds
-        self.tls = ssl.create_default_context()
+        self.bucket, self.endpoint, self.creds = bucket, endpoint, creds
 
     def request(self, method, key, sub="", body=b"", ctype=""):
-        c = self.creds.get()
-        headers = {"Date": email.utils.formatdate(usegmt=True), "Content-Type": ctype,
-                   "x-oss-security-token": c.get("SecurityToken", "")}
-        if not headers["x-oss-security-token"]:
-            del headers["x-oss-security-token"]
-        if body:
-            headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
-        oss = "".join(f"{k.lower()}:{v}\n" for k, v in sorted(headers.items()) if k.lower().startswith("x-oss-"))
-        resource = f"/{self.bucket}/{key}" + (f"?{sub}" if sub else "")
-        text = f"{method}\n{headers.get('Content-MD5', '')}\n{ctype}\n{headers['Date']}\n{oss}{resource}"
-        digest = hmac.new(c["AccessKeySecret"].encode(), text.encode(), hashlib.sha1).digest()
-        headers["Authorization"] = f"OSS {c['AccessKeyId']}:{base64.b64encode(digest).decode()}"
-        path = "/" + urllib.parse.quote(key, safe="/") + (f"?{sub}" if sub else "")
-        conn = http.client.HTTPSConnection(self.host, timeout=120, context=self.tls)
         try:
-            conn.request(method, path, body=body, headers=headers)
-            r = conn.getresponse()
-            data = r.read()
+            status, data = oss_request(self.bucket, self.endpoint, key, self.creds.get(), method, sub, body=body,
+                                       ctype=ctype)
         except OSError as e:
-            raise SyncError(f"{method} https://{self.host}/{key}: {e}") from None
-        finally:
-            conn.close()
-        if r.status // 100 != 2:
-            code = data.decode(errors="replace").split("<Code>")[-1].split("</Code>")[0] if b"<Code>" in data else ""
-            raise SyncError(f"{method} oss://{self.bucket}/{key}: HTTP {r.status} {code}".rstrip())
+            raise SyncError(f"{method} https://{self.bucket}.{self.endpoint}/{key}: {e}") from None
+        if status // 100 != 2:
+            raise SyncError(f"{method} oss://{self.bucket}/{key}: HTTP {status} {oss_error(data)}".rstrip())
         return data
 
     def upload(self, path, key):
