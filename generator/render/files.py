@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from generator.catalog import runtime as node_runtime
 from generator.plan import diagram, dlc_weights, naming
 from generator.plan.model import Plan, dumps
 from generator.render import describe, escape, userdata
@@ -84,19 +85,27 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "gzip_level": userdata.GZIP_LEVEL,
         "lingjun_wrapper": userdata.LINGJUN_WRAPPER,
         "runtime": {key: escape.Escaped(value) for key, value in NODE_RUNTIME.items()},  # constants
+        # catalog data (node_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
+        "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
+        "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
         "ckpt_sync": escape.quoted_heredoc_body(_env().get_template("stack/ckpt_sync.py.j2").render(), "CKPT_SYNC"),
     }
 
 
 # What node-init.sh installs when the image has no driver or no PyTorch (docs/bootstrap.md, "The runtime"). The
-# 550 branch is NVIDIA's production branch that supports CUDA 12.4 (CUDA 12.4 release notes, minimum driver 550.54);
-# torch 2.6.0's default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). The
-# index is Alibaba's PyPI mirror on the VPC-internal mirror host, which Alibaba's own images configure in pip.conf.
+# driver is NVIDIA's 550.163.01 (R550 production branch, 2025-04-17; NVIDIA's redistrib_550.163.01.json), pinned to
+# the exact version, which supports CUDA 12.4 (CUDA 12.4 release notes: minimum driver 550.54); torch 2.6.0's
+# default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). Its wheels and
+# their sha256 are catalog data (catalog/data/v1/node_wheels.csv, pip --require-hashes). The index is Alibaba's PyPI
+# mirror on the VPC-internal mirror host, over HTTPS. ASSUMPTION (2026-12-02): no Alibaba page found that documents
+# https://mirrors.cloud.aliyuncs.com/pypi/simple/ (the public mirror is https://mirrors.aliyun.com/pypi/simple/;
+# Alibaba's images configure the internal host in pip.conf); the hashes make the mirror's integrity irrelevant.
 NODE_RUNTIME = {
     "driver_branch": "550",
+    "driver_version": "550.163.01",
     "cuda": "12.4",
     "torch": "2.6.0",
-    "pypi_index": "http://mirrors.cloud.aliyuncs.com/pypi/simple/",
+    "pypi_index": "https://mirrors.cloud.aliyuncs.com/pypi/simple/",
 }
 
 

@@ -39,13 +39,17 @@ FACTS_ENDPOINT="oss-cn-wulanchabu-internal.aliyuncs.com"
 FACTS_ROLE="pretrain-70b-node"
 RDMA="erdma"
 ERI_COUNT="2"
-# Alibaba's eRDMA installer on the VPC-internal mirror (latest listed 1.5.7, 2026-03-31) [DOC-ERDMA-USAGE]
-ERDMA_INSTALLER_URL="http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
-# The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's 550 driver branch,
-# PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror, in /opt/trainstack/venv.
+# Alibaba's eRDMA installer 1.5.7 on the VPC-internal mirror, over HTTPS (catalog node_downloads.csv). Its sha256:
+# "" (empty: Alibaba publishes none; the node records the one it got, docs/bootstrap.md)
+ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
+ERDMA_INSTALLER_SHA256=""
+# The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's driver 550.163.01 (exact version),
+# PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror over HTTPS, in /opt/trainstack/venv,
+# every wheel checked against its sha256 on PyPI (pip --require-hashes; /etc/trainstack/torch-requirements.txt).
 DRIVER_BRANCH="550"
+DRIVER_VERSION="550.163.01"
 TORCH_SPEC="torch==2.6.0"
-PYPI_INDEX="http://mirrors.cloud.aliyuncs.com/pypi/simple/"
+PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"
 
 # 1. identity, hostfile and launch environment ------------------------------------------------------------
 {
@@ -622,8 +626,14 @@ erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "$
 if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
   echo "trainstack: installing the eRDMA stack from ${ERDMA_INSTALLER_URL}"
   tmp="$(mktemp -d)"
-  curl -fsSL --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
+  curl -fsSL --proto =https --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
     || fail "could not download ${ERDMA_INSTALLER_URL} (5 retries, 10 s apart)"
+  got="$(sha256sum "${tmp}/erdma.tar.gz" | cut -d' ' -f1)"
+  if [ -n "${ERDMA_INSTALLER_SHA256}" ] && [ "${got}" != "${ERDMA_INSTALLER_SHA256}" ]; then
+    fail "${ERDMA_INSTALLER_URL} has sha256 ${got}, not the recorded ${ERDMA_INSTALLER_SHA256}; not installing it"
+  fi
+  echo "trainstack: ${ERDMA_INSTALLER_URL} sha256 ${got}${ERDMA_INSTALLER_SHA256:+ (as recorded)}"
+  echo "${got}  ${ERDMA_INSTALLER_URL##*/}" > /var/lib/trainstack/erdma-installer.sha256
   tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
   (cd "${tmp}"/erdma_installer* && ./install.sh --batch) || fail "the eRDMA installer failed"
   modprobe erdma || echo "trainstack: modprobe erdma failed; it loads at the next boot"
@@ -634,18 +644,22 @@ fi
 STEP="driver"
 reboot_needed=""
 if ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "trainstack: no NVIDIA driver in the image; installing the ${DRIVER_BRANCH} branch from NVIDIA's repository"
+  echo "trainstack: no NVIDIA driver in the image; installing ${DRIVER_VERSION} from NVIDIA's repository (GPG-checked)"
   # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
   case "${ID}" in
     alinux|rhel|centos|rocky|almalinux)
       dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)" dkms
       dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo
-      dnf module install -y "nvidia-driver:${DRIVER_BRANCH}-dkms"
-      dnf install -y "nvidia-fabric-manager-${DRIVER_BRANCH}*" ;;
+      # the branch's module stream, then the exact version of each package in it (NAME-VERSION)
+      dnf module enable -y "nvidia-driver:${DRIVER_BRANCH}-dkms"
+      dnf install -y "nvidia-driver-${DRIVER_VERSION}" "nvidia-driver-cuda-${DRIVER_VERSION}" \
+        "kmod-nvidia-latest-dkms-${DRIVER_VERSION}" "nvidia-fabric-manager-${DRIVER_VERSION}" ;;
     ubuntu)
       apt-get update
-      apt-get install -y "linux-headers-$(uname -r)" "nvidia-driver-${DRIVER_BRANCH}-server" "nvidia-fabricmanager-${DRIVER_BRANCH}" ;;
+      # NAME=VERSION with apt's version glob: Ubuntu's package revision (-0ubuntu...) differs by release
+      apt-get install -y "linux-headers-$(uname -r)" "nvidia-driver-${DRIVER_BRANCH}-server=${DRIVER_VERSION}-*" \
+        "nvidia-fabricmanager-${DRIVER_BRANCH}=${DRIVER_VERSION}-*" ;;
     *) fail "cannot install a driver on ${ID}: use an image with the NVIDIA driver (compute.image_id)" ;;
   esac
   systemctl enable nvidia-fabricmanager || echo "trainstack: nvidia-fabricmanager not enabled (needed only with NVSwitch)"
@@ -661,9 +675,36 @@ if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1
     *) py=python3; "${py}" -m venv --help >/dev/null 2>&1 || { apt-get update && apt-get install -y python3-venv; } ;;
   esac
   "${py}" -m venv /opt/trainstack/venv
+  # torch and every wheel it needs, each pinned to a version and its sha256 on PyPI (catalog node_wheels.csv):
+  # pip refuses a wheel with another hash, and a dependency that is not in the file
+  cat > /etc/trainstack/torch-requirements.txt <<'REQUIREMENTS'
+torch==2.6.0 --hash=sha256:7979834102cd5b7a43cc64e87f2f3b14bd0e1458f06e9f88ffa386d07c7446e1
+nvidia-cuda-nvrtc-cu12==12.4.127 --hash=sha256:a178759ebb095827bd30ef56598ec182b85547f1508941a3d560eb7ea1fbf338
+nvidia-cuda-runtime-cu12==12.4.127 --hash=sha256:64403288fa2136ee8e467cdc9c9427e0434110899d07c779f25b5c068934faa5
+nvidia-cuda-cupti-cu12==12.4.127 --hash=sha256:9dec60f5ac126f7bb551c055072b69d85392b13311fcc1bcda2202d172df30fb
+nvidia-cudnn-cu12==9.1.0.70 --hash=sha256:165764f44ef8c61fcdfdfdbe769d687e06374059fbb388b6c89ecb0e28793a6f
+nvidia-cublas-cu12==12.4.5.8 --hash=sha256:2fc8da60df463fdefa81e323eef2e36489e1c94335b5358bcb38360adf75ac9b
+nvidia-cufft-cu12==11.2.1.3 --hash=sha256:f083fc24912aa410be21fa16d157fed2055dab1cc4b6934a0e03cba69eb242b9
+nvidia-curand-cu12==10.3.5.147 --hash=sha256:a88f583d4e0bb643c49743469964103aa59f7f708d862c3ddb0fc07f851e3b8b
+nvidia-cusolver-cu12==11.6.1.9 --hash=sha256:19e33fa442bcfd085b3086c4ebf7e8debc07cfe01e11513cc6d332fd918ac260
+nvidia-cusparse-cu12==12.3.1.170 --hash=sha256:ea4f11a2904e2a8dc4b1833cc1b5181cde564edd0d5cd33e3c168eff2d1863f1
+nvidia-cusparselt-cu12==0.6.2 --hash=sha256:df2c24502fd76ebafe7457dbc4716b2fec071aabaed4fb7691a201cde03704d9
+nvidia-nccl-cu12==2.21.5 --hash=sha256:8579076d30a8c24988834445f8d633c697d42397e92ffc3f63fa26766d25e0a0
+nvidia-nvtx-cu12==12.4.127 --hash=sha256:781e950d9b9f60d8241ccea575b32f5105a5baf4c2351cab5256a24869f12a1a
+nvidia-nvjitlink-cu12==12.4.127 --hash=sha256:06b3b9b25bf3f8af351d664978ca26a16d2c5127dbd53c0497e28d1fb9611d57
+triton==3.2.0 --hash=sha256:8009a1fb093ee8546495e96731336a33fb8856a38e45bb4ab6affd6dbc3ba220
+sympy==1.13.1 --hash=sha256:db36cdc64bf61b9b24578b6f7bab1ecdd2452cf008f34faa33776680c26d66f8
+mpmath==1.3.0 --hash=sha256:a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c
+filelock==3.16.1 --hash=sha256:2082e5703d51fbf98ea75855d9d5527e33d8ff23099bec374a134febee6946b0
+typing-extensions==4.12.2 --hash=sha256:04e5ca0351e0f3f85c6853954072df659d0d13fac324d0072316b67d7794700d
+networkx==3.4.2 --hash=sha256:df5d4365b724cf81b8c6a7312509d0c22386097011ad1abe274afd5e9d3bbc5f
+jinja2==3.1.5 --hash=sha256:aba0f4dc9ed8013c424088f68a5c226f7d6097ed89b246d7749c2ec4175c6adb
+markupsafe==3.0.2 --hash=sha256:a123e330ef0853c6e822384873bef7507557d8e4a082961e1defa947aa59ba84
+fsspec==2024.12.0 --hash=sha256:b520aed47ad9804237ff878b504267a3b0b441e97508bd6d2d8774e3db85cee2
+REQUIREMENTS
   for i in 1 2 3; do
-    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" \
-      --trusted-host "$(echo "${PYPI_INDEX}" | cut -d/ -f3)" "${TORCH_SPEC}" && break
+    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" --require-hashes \
+      --only-binary=:all: -r /etc/trainstack/torch-requirements.txt && break
     [ "${i}" = 3 ] && fail "could not install ${TORCH_SPEC} from ${PYPI_INDEX} (3 attempts)"
     echo "trainstack: pip attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
   done

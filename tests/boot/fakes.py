@@ -5,7 +5,8 @@
 * OSS on 127.0.0.1:443 (TLS, the bucket's internal host name mapped there in the node's /etc/hosts), which checks
   every request's V1 signature with Alibaba's own SDK (``oss2``'s signer, given the credentials it handed out) and
   the STS token, and keeps objects under STATE/oss/BUCKET/KEY (multipart uploads included);
-* the VPC-internal mirror host on 127.0.0.1:80, serving STATE/mirror/PATH.
+* the VPC-internal mirror host mirrors.cloud.aliyuncs.com on 127.0.0.1:443 (TLS, the same certificate) and :80,
+  serving STATE/mirror/PATH.
 
 Switches are files in STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
 time), ``stall-metadata`` (the next notice read hangs for 60 s, once). Every request is logged to STATE/requests.log.
@@ -105,8 +106,10 @@ class Mirror(Handler):
 
 class Oss(Handler):
     def handle_oss(self) -> None:
-        body = self.body()
         host = self.headers.get("Host", "")
+        if host == "mirrors.cloud.aliyuncs.com" and self.command == "GET":  # the mirror, over HTTPS
+            return Mirror.do_GET(self)
+        body = self.body()
         bucket = host.split(".", 1)[0]
         url = urllib.parse.urlsplit(self.path)
         key = urllib.parse.unquote(url.path.lstrip("/"))

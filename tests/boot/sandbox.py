@@ -115,7 +115,7 @@ class Node:
                 "-subj",
                 f"/CN={bucket_host}",
                 "-addext",
-                f"subjectAltName=DNS:{bucket_host}",
+                f"subjectAltName=DNS:{bucket_host},DNS:mirrors.cloud.aliyuncs.com",
                 "-addext",
                 "basicConstraints=critical,CA:TRUE",
                 "-keyout",

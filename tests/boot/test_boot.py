@@ -5,6 +5,7 @@ step, a driver that does not answer and a stalled metadata call. Marker ``boot``
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -148,6 +149,29 @@ def test_a_failed_step_leaves_a_marker_naming_it_and_the_launcher_refuses(tmp_pa
     assert node.marker("bootstrap-done") is None
     assert "bootstrap failed in step erdma" in node.log("journal.log")
     assert "LAUNCH-RC=3" in boot.output and "this node is not ready" in boot.output
+
+
+def test_the_erdma_installer_is_fetched_over_https_and_refused_when_its_sha256_differs(tmp_path: Path) -> None:
+    node = make_node(tmp_path, 0)
+    good = hashlib.sha256((node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes()).hexdigest()
+    boot = node.boot()
+    assert boot.rc == 0, boot.output
+    # no sha256 in the catalog (Alibaba publishes none): the node records the one it got
+    assert node.disk("/var/lib/trainstack/erdma-installer.sha256").read_text() == f"{good}  erdma_installer-1.5.7.tar.gz\n"
+    assert f"sha256 {good}" in node.disk("/var/log/trainstack/init.log").read_text()
+    assert 'ERDMA_INSTALLER_SHA256=""' in SCRIPT and "https://mirrors.cloud.aliyuncs.com/erdma/" in SCRIPT
+    for sha, ok in ((good, True), ("0" * 64, False)):  # a sha256 recorded in the catalog row
+        node = make_node(tmp_path / sha[:4], 0)
+        (node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").write_bytes(
+            (tmp_path / "node0" / "state" / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes())
+        (node.root / "user-data.sh").write_text(user_data(0).replace('ERDMA_INSTALLER_SHA256=""', f'ERDMA_INSTALLER_SHA256="{sha}"'))
+        boot = node.boot()
+        failed = node.marker("bootstrap-failed") or ""
+        if ok:
+            assert boot.rc == 0 and "(as recorded)" in boot.output, boot.output
+        else:
+            assert boot.rc == 1 and "step=erdma" in failed and f"has sha256 {good}, not the recorded" in failed, boot.output
+            assert not (node.state / "erdma-installed").exists()
 
 
 def test_a_driver_that_does_not_answer_is_a_failed_bootstrap(tmp_path: Path) -> None:
