@@ -62,3 +62,13 @@ def test_a_download_over_plain_http_or_with_a_bad_sha256_is_refused(tmp_path: Pa
         path.write_text(",".join(runtime.DOWNLOAD_COLUMNS) + f"\nk,{url},1,{sha},2026-12-02,DOC-ERDMA-USAGE,n\n")
         with pytest.raises(CatalogError, match=rf"{path}:2: "):
             runtime.downloads.__wrapped__(path)
+
+
+def test_a_generated_stack_pins_the_pulumi_sdks_the_project_pins() -> None:
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {d for d in deps if d.startswith(("pulumi==", "pulumi-alicloud=="))}
+    plan = api.plan(ROOT / "examples" / "pretrain-70b.yaml")
+    rendered = api.render_files(plan, "examples/pretrain-70b.yaml")["requirements.txt"]
+    assert set(rendered.splitlines()) == pins == {"pulumi==3.260.0", "pulumi-alicloud==4.0.0"}

@@ -18,7 +18,11 @@ from generator.plan.model import Plan, dumps
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 
-PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
+# A generated stack is a reviewed artifact, so its SDKs are pinned to the versions trainstack itself pins and tests
+# with (pyproject.toml; tests/test_node_runtime.py keeps them in step). Without hashes: `pip install --require-hashes`
+# needs every transitive dependency hashed, and grpcio, protobuf, pyyaml and debugpy ship one wheel per platform and
+# Python version, so the file would carry hundreds of hashes for the operator's machine, which the renderer cannot know.
+PULUMI_REQUIREMENT = "pulumi==3.260.0"
 ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
 MARKER = ".trainstack"  # folder inside every generated stack; render refuses to overwrite a folder without it
 
