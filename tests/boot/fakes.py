@@ -9,7 +9,8 @@
   serving STATE/mirror/PATH.
 
 Switches are files in STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
-time), ``stall-metadata`` (the next notice read hangs for 60 s, once). Every request is logged to STATE/requests.log.
+time), ``stall-metadata`` (the next notice read hangs for 60 s, once), ``access-key`` ("ID SECRET": OSS expects
+that AccessKey and no STS token, as a Lingjun node's RAM user key). Every request is logged to STATE/requests.log.
 """
 
 from __future__ import annotations
@@ -122,18 +123,31 @@ class Oss(Handler):
             params=params,
             headers={k: v for k, v in self.headers.items()},
         )
-        auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(KEY_ID, SECRET, STS))
+        key_id, secret, sts = KEY_ID, SECRET, STS
+        if (STATE / "access-key").exists():
+            (key_id, secret), sts = (STATE / "access-key").read_text().split(), None
+        auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(key_id, secret, sts))
         want = auth._ProviderAuth__make_signature(
             req, bucket, key, auth.credentials_provider.get_credentials()
         )
         given = self.headers.get("Authorization", "")
-        if given != f"OSS {KEY_ID}:{want}" or self.headers.get("x-oss-security-token") != STS:
+        if given != f"OSS {key_id}:{want}" or self.headers.get("x-oss-security-token") != sts:
             log(f"oss {self.command} {bucket}/{key} 403 SignatureDoesNotMatch")
             return self.reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", "application/xml")
         obj = STATE / "oss" / bucket / key
         parts = STATE / "oss-parts" / params.get("uploadId", "none")
         code, out = 200, b""
-        if self.command == "GET":
+        if self.command == "GET" and not key:  # GetBucket (ListObjects V1): prefix, marker
+            prefix, marker = params.get("prefix", ""), params.get("marker", "")
+            root = STATE / "oss" / bucket
+            keys = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+            items = "".join(
+                f"<Contents><Key>{k}</Key><Size>{(root / k).stat().st_size}</Size></Contents>"
+                for k in keys
+                if k.startswith(prefix) and k > marker
+            )
+            out = f"<ListBucketResult><IsTruncated>false</IsTruncated>{items}</ListBucketResult>".encode()
+        elif self.command == "GET":
             code, out = (
                 (200, obj.read_bytes()) if obj.is_file() else (404, b"<Error><Code>NoSuchKey</Code></Error>")
             )
