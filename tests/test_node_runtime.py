@@ -30,10 +30,22 @@ def test_every_wheel_torch_needs_is_pinned_with_its_pypi_sha256() -> None:
                                                    "fsspec", "sympy", "mpmath", "nvidia-cudnn-cu12", "nvidia-cusparselt-cu12"}
 
 
-def test_node_init_installs_them_with_require_hashes_over_https_and_pins_the_driver() -> None:
+def _lingjun_spec(tmp_path: Path) -> Path:
+    path = tmp_path / "lj.yaml"
+    path.write_text("name: lj-rt\nregion: cn-wulanchabu\nmodel: {preset: llama-2-7b, tokens: 2B}\n"
+                    "compute: {platform: lingjun, image_id: i190982651690986913088, nodes: 2}\n")
+    return path
+
+
+def test_node_init_installs_them_with_require_hashes_over_https_and_pins_the_driver(tmp_path: Path) -> None:
     plan = api.plan(ROOT / "examples" / "pretrain-70b.yaml")
     script = api.render_files(plan, "examples/pretrain-70b.yaml")["node-init.sh"]
-    body = script.split("cat > /etc/trainstack/torch-requirements.txt <<'REQUIREMENTS'\n", 1)[1].split("REQUIREMENTS\n")[0]
+    # ECS: in the cluster facts (the user data has 16 KB); Lingjun, which has no facts: inline
+    assert render_files.cluster_facts(plan)["torch_requirements"] == runtime.hashed_requirements()
+    assert '["torch_requirements"])\' \\\n    /etc/trainstack/cluster.json > /etc/trainstack/torch-requirements.txt' in script
+    lj = api.plan(_lingjun_spec(tmp_path))
+    lj_script = api.render_files(lj, "lj.yaml")["node-init.sh"]
+    body = lj_script.split("cat > /etc/trainstack/torch-requirements.txt <<'REQUIREMENTS'\n", 1)[1].split("REQUIREMENTS\n")[0]
     assert body == runtime.hashed_requirements()
     assert "--require-hashes" in script and "--only-binary=:all: -r /etc/trainstack/torch-requirements.txt" in script
     assert 'PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"' in script and "--trusted-host" not in script

@@ -92,7 +92,6 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         # catalog data (node_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
         "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
         "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
-        "ckpt_sync": escape.quoted_heredoc_body(_env().get_template("stack/ckpt_sync.py.j2").render(), "CKPT_SYNC"),
     }
 
 
@@ -189,7 +188,17 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         # the base weights: where they land and the script that fetches them once (only with model.weights)
         **({"weights": {"dir": plan.weights.landing_path, "source": plan.weights.uri, "script": weights_script(plan)}}
            if plan.weights else {}),
+        # the hash-pinned requirements of the PyTorch node-init.sh installs when the image has none (catalog
+        # node_wheels.csv): here, not in the user data, which has 16 KB (Lingjun nodes, without facts, get them inline)
+        **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
+        # rank 0's checkpoint copy (templates/stack/ckpt_sync.py.j2), for the same reason
+        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and k.directory else {}),
     }
+
+
+def ckpt_sync_script() -> str:
+    """``/usr/local/bin/trainstack-ckpt-sync`` (static text; ECS nodes get it in the cluster facts)."""
+    return str(_env().get_template("stack/ckpt_sync.py.j2").render())
 
 
 def launch_env(plan: Plan) -> list[tuple[str, str]]:

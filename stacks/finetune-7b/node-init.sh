@@ -45,7 +45,9 @@ ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.
 ERDMA_INSTALLER_SHA256=""
 # The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's driver 550.163.01 (exact version),
 # PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror over HTTPS, in /opt/trainstack/venv,
-# every wheel checked against its sha256 on PyPI (pip --require-hashes; /etc/trainstack/torch-requirements.txt).
+# every wheel checked against its sha256 on PyPI (pip --require-hashes; /etc/trainstack/torch-requirements.txt, from the cluster facts).
+# compute.container_image (docs/bootstrap.md, "Container image"): trainstack-launch runs torchrun in it; "" for none
+CONTAINER_IMAGE=""
 DRIVER_BRANCH="550"
 DRIVER_VERSION="550.163.01"
 TORCH_SPEC="torch==2.6.0"
@@ -53,7 +55,7 @@ PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"
 
 # 1. identity, hostfile and launch environment ------------------------------------------------------------
 {
-  printf 'NODE_RANK=%q\nNODE_NAME=%q\nSPOT=%q\n' "${NODE_RANK}" "${NODE_NAME}" "${SPOT}"
+  printf 'NODE_RANK=%q\nNODE_NAME=%q\nSPOT=%q\nCONTAINER_IMAGE=%q\n' "${NODE_RANK}" "${NODE_NAME}" "${SPOT}" "${CONTAINER_IMAGE}"
   printf 'FACTS_BUCKET=%q\nFACTS_KEY=%q\nFACTS_ENDPOINT=%q\nFACTS_ROLE=%q\n' \
     "${FACTS_BUCKET}" "${FACTS_KEY}" "${FACTS_ENDPOINT}" "${FACTS_ROLE}"
 } > /etc/trainstack/node.env
@@ -250,7 +252,11 @@ if [ -e /usr/bin/nv-fabricmanager ] && ! systemctl is-active --quiet nvidia-fabr
   systemctl start nvidia-fabricmanager || echo "trainstack-boot: nvidia-fabricmanager did not start (needed only with NVSwitch)"
 fi
 STEP="runtime"
-PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null || fail "no torchrun: neither the image nor /opt/trainstack/venv has PyTorch"
+if [ -n "${CONTAINER_IMAGE:-}" ]; then
+  timeout 60 docker image inspect "${CONTAINER_IMAGE}" >/dev/null 2>&1 || fail "the container image ${CONTAINER_IMAGE} is not on this node (or Docker does not answer)"
+else
+  PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null || fail "no torchrun: neither the image nor /opt/trainstack/venv has PyTorch"
+fi
 if [ "${SPOT}" = "true" ]; then
   STEP="spot-watcher"
   systemctl start trainstack-spot-watcher.service || fail "could not start trainstack-spot-watcher.service"
@@ -287,6 +293,7 @@ if [ -f /run/trainstack/bootstrap-failed ] || [ ! -f /run/trainstack/bootstrap-d
   echo "trainstack-launch: this node is not ready: $(tr '\n' ' ' < /run/trainstack/bootstrap-failed 2>/dev/null || echo 'bootstrap not done')" >&2
   exit 3
 fi
+SHARED_MOUNT=""
 if [ -f /run/trainstack/preempt ]; then
   echo "trainstack-launch: this node is being reclaimed at $(cat /run/trainstack/preempt); not joining" >&2
   exit 3
@@ -308,263 +315,37 @@ if [ -n "${TRAINSTACK_JOB_NNODES:-}" ]; then
   [ "${MAX_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MAX_NODES="${TRAINSTACK_JOB_NNODES}"
 fi
 MASTER_ADDR="${TRAINSTACK_JOB_MASTER_ADDR:-${MASTER_ADDR}}"
+TORCHRUN=(--nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
+  --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
+  --max-restarts "${MAX_RESTARTS}" "$@")
+# shellcheck source=/dev/null  # a file of the node, written at boot
+. /etc/trainstack/node.env
+if [ -n "${CONTAINER_IMAGE:-}" ]; then
+  # torchrun in compute.container_image (docs/bootstrap.md, "Container image"): every GPU, the host's network (the
+  # rendezvous and NCCL see the node's NICs) and PID namespace (train.pid is the agent's host PID, so the spot
+  # watcher reaches its workers), the shared file system, the weights and checkpoint folders, /run/trainstack (the
+  # preemption file), /etc/trainstack (read-only) and this folder as the working folder; launch.env's variables
+  run=(--rm --name "trainstack-${TRAINSTACK_NAME}-${NODE_RANK}" --gpus all --network host --pid host --ipc host
+       --ulimit memlock=-1 -v /run/trainstack:/run/trainstack -v /etc/trainstack:/etc/trainstack:ro -v "${PWD}:${PWD}" -w "${PWD}")
+  for dir in "${SHARED_MOUNT}" "${TRAINSTACK_CHECKPOINT_DIR:-}" "${TRAINSTACK_WEIGHTS_DIR:-}"; do
+    if [ -n "${dir}" ] && [ -d "${dir}" ]; then run+=(-v "${dir}:${dir}"); fi
+  done
+  if [ -d /dev/infiniband ]; then run+=(--device /dev/infiniband --cap-add IPC_LOCK); fi  # eRDMA / RDMA verbs
+  while IFS='=' read -r key _; do run+=(-e "${key}"); done < <(grep -E '^[A-Za-z_][A-Za-z0-9_]*=' /etc/trainstack/launch.env)
+  for key in MASTER_ADDR OSS_ACCESS_KEY_ID OSS_ACCESS_KEY_SECRET TRAINSTACK_JOB_NNODES TRAINSTACK_JOB_MASTER_ADDR; do
+    if [ -n "${!key:-}" ]; then run+=(-e "${key}"); fi
+  done
+  # shellcheck disable=SC2016  # $$ and $@ belong to the container's shell
+  exec docker run "${run[@]}" "${CONTAINER_IMAGE}" \
+    sh -c 'echo $$ > /run/trainstack/train.pid && exec torchrun "$@"' trainstack-launch "${TORCHRUN[@]}"
+fi
 export PATH="/opt/trainstack/venv/bin:${PATH}"
 echo $$ > /run/trainstack/train.pid
-exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
-  --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
-  --max-restarts "${MAX_RESTARTS}" "$@"
+exec torchrun "${TORCHRUN[@]}"
 LAUNCH
-cat > /usr/local/bin/trainstack-ckpt-sync <<'CKPT_SYNC'
-#!/usr/bin/env python3
-"""trainstack-ckpt-sync [--once]: copy new and changed files under TRAINSTACK_CHECKPOINT_DIR to
-TRAINSTACK_CHECKPOINT_OSS on the bucket's internal endpoint, signed with the node role's STS credentials from the
-metadata service in hardened mode (a token first), renewed 15 minutes before they expire. One pass every 5 minutes;
-after a failure again in 30, 60, 120, 240, then 300 s. Failures go to stdout (/var/log/trainstack/ckpt-sync.log), the
-journal (syslog, ident trainstack-ckpt-sync) and /run/trainstack/ckpt-sync-failed; a good pass writes
-/run/trainstack/ckpt-sync-ok. What was copied is in /var/lib/trainstack/ckpt-sync.json, so a restart resumes."""
-import base64
-import calendar
-import email.utils
-import hashlib
-import hmac
-import http.client
-import json
-import os
-import shlex
-import ssl
-import sys
-import syslog
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-import xml.etree.ElementTree as ET
-
-ETC = os.environ.get("TRAINSTACK_ETC", "/etc/trainstack")
-METADATA = os.environ.get("TRAINSTACK_METADATA", "http://100.100.100.200/latest")
-STATE = os.environ.get("TRAINSTACK_STATE", "/var/lib/trainstack")
-RUN = "/run/trainstack"
-PERIOD = int(os.environ.get("TRAINSTACK_SYNC_PERIOD", "300"))
-SETTLE = int(os.environ.get("TRAINSTACK_SYNC_SETTLE", "60"))  # a file changed within a minute is still being written
-RETRY = (30, 60, 120, 240, 300)
-PART = 64 << 20  # multipart upload above this size (one PutObject takes at most 5 GB)
-RENEW = 900  # seconds before the STS credentials expire when new ones are fetched
-
-
-def oss_request(bucket, endpoint, key, cred, method="GET", sub="", query="", body=b"", ctype="", timeout=120, out=None):
-    """One OSS request to https://BUCKET.ENDPOINT/KEY, signed with OSS's V1 scheme (HMAC-SHA1 over the verb,
-    Content-MD5, Content-Type, Date, the x-oss-* headers and /BUCKET/KEY?SUB). SUB is the signed sub-resource
-    (uploads, partNumber=N&uploadId=U); QUERY holds parameters that are not signed (prefix, marker). CRED: the
-    AccessKeyId, AccessKeySecret and, for STS credentials, SecurityToken. Returns (status, body); with OUT (a
-    binary file) a successful answer's body is written there in 1 MiB pieces instead. Raises OSError when the
-    endpoint cannot be reached. TRAINSTACK_OSS_URL (tests only) sends the request to another address."""
-    host = f"{bucket}.{endpoint}"
-    headers = {"Date": email.utils.formatdate(usegmt=True), "Content-Type": ctype, "Host": host}
-    if cred.get("SecurityToken"):
-        headers["x-oss-security-token"] = cred["SecurityToken"]
-    if body:
-        headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
-    oss = "".join(f"{k.lower()}:{v}\n" for k, v in sorted(headers.items()) if k.lower().startswith("x-oss-"))
-    resource = f"/{bucket}/{key}" + (f"?{sub}" if sub else "")
-    text = f"{method}\n{headers.get('Content-MD5', '')}\n{ctype}\n{headers['Date']}\n{oss}{resource}"
-    digest = hmac.new(cred["AccessKeySecret"].encode(), text.encode(), hashlib.sha1).digest()
-    headers["Authorization"] = f"OSS {cred['AccessKeyId']}:{base64.b64encode(digest).decode()}"
-    params = "&".join(p for p in (sub, query) if p)
-    path = "/" + urllib.parse.quote(key, safe="/") + (f"?{params}" if params else "")
-    override = urllib.parse.urlsplit(os.environ.get("TRAINSTACK_OSS_URL", ""))
-    if override.scheme == "http":
-        conn = http.client.HTTPConnection(override.netloc, timeout=timeout)
-    else:
-        conn = http.client.HTTPSConnection(host, timeout=timeout, context=ssl.create_default_context())
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        if out is None or r.status // 100 != 2:
-            return r.status, r.read()
-        while True:
-            chunk = r.read(1 << 20)
-            if not chunk:
-                return r.status, b""
-            out.write(chunk)
-    finally:
-        conn.close()
-
-
-def oss_error(data):
-    """The <Code> of an OSS error answer ("" if none)."""
-    return data.decode(errors="replace").split("<Code>")[-1].split("</Code>")[0] if b"<Code>" in data else ""
-
-
-class SyncError(Exception):
-    pass
-
-
-def log(msg, err=False):
-    print(f"trainstack-ckpt-sync: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {msg}", flush=True)
-    if err:
-        syslog.syslog(syslog.LOG_ERR, msg)
-
-
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            key, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                env[key] = (shlex.split(value) or [""])[0]
-    return env
-
-
-def metadata(path, method="GET", headers=None):
-    req = urllib.request.Request(METADATA + path, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.read().decode()
-    except urllib.error.HTTPError as e:
-        raise SyncError(f"metadata {path}: HTTP {e.code}") from None
-    except OSError as e:
-        raise SyncError(f"metadata service unreachable ({e})") from None
-
-
-class Credentials:
-    def __init__(self, role):
-        self.role, self.value, self.expires = role, {}, 0.0
-
-    def get(self):
-        if self.expires - time.time() < RENEW:
-            token = metadata("/api/token", "PUT", {"X-aliyun-ecs-metadata-token-ttl-seconds": "300"})
-            try:
-                body = metadata(f"/meta-data/ram/security-credentials/{self.role}",
-                                headers={"X-aliyun-ecs-metadata-token": token})
-            except SyncError as e:
-                if "HTTP 404" in str(e):
-                    raise SyncError(f"this instance has no RAM role {self.role} attached (metadata: HTTP 404)") from None
-                raise
-            self.value = json.loads(body)
-            exp = self.value.get("Expiration", "")
-            self.expires = (calendar.timegm(time.strptime(exp, "%Y-%m-%dT%H:%M:%SZ")) if exp
-                            else time.time() + RENEW + 60)
-        return self.value
-
-
-class Bucket:
-    def __init__(self, bucket, endpoint, creds):
-        self.bucket, self.endpoint, self.creds = bucket, endpoint, creds
-
-    def request(self, method, key, sub="", body=b"", ctype=""):
-        try:
-            status, data = oss_request(self.bucket, self.endpoint, key, self.creds.get(), method, sub, body=body,
-                                       ctype=ctype)
-        except OSError as e:
-            raise SyncError(f"{method} https://{self.bucket}.{self.endpoint}/{key}: {e}") from None
-        if status // 100 != 2:
-            raise SyncError(f"{method} oss://{self.bucket}/{key}: HTTP {status} {oss_error(data)}".rstrip())
-        return data
-
-    def upload(self, path, key):
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            if size <= PART:
-                self.request("PUT", key, body=f.read(), ctype="application/octet-stream")
-                return
-            upload_id = ET.fromstring(self.request("POST", key, "uploads", ctype="application/octet-stream")) \
-                .findtext("UploadId")
-            parts, n = [], 0
-            try:
-                while True:
-                    chunk = f.read(PART)
-                    if not chunk:
-                        break
-                    n += 1
-                    self.request("PUT", key, f"partNumber={n}&uploadId={upload_id}", body=chunk,
-                                 ctype="application/octet-stream")
-                    parts.append(f"<Part><PartNumber>{n}</PartNumber><ETag>\"{hashlib.md5(chunk).hexdigest().upper()}\"</ETag></Part>")
-                xml = f"<CompleteMultipartUpload>{''.join(parts)}</CompleteMultipartUpload>".encode()
-                self.request("POST", key, f"uploadId={upload_id}", body=xml, ctype="application/xml")
-            except SyncError:
-                try:
-                    self.request("DELETE", key, f"uploadId={upload_id}")
-                except SyncError:
-                    pass
-                raise
-
-
-def write(path, text):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def sync_pass(src, dest, bucket, prefix):
-    state_file = os.path.join(STATE, "ckpt-sync.json")
-    try:
-        with open(state_file) as f:
-            state = json.load(f)
-    except (OSError, ValueError):
-        state = {}
-    if state.get("dest") != dest:
-        state = {"dest": dest, "files": {}}
-    if not os.path.isdir(src):
-        raise SyncError(f"{src} does not exist (is the shared file system mounted?)")
-    now, copied = time.time(), 0
-    for root, dirs, files in os.walk(src):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            st = os.stat(path)
-            rel = os.path.relpath(path, src)
-            if now - st.st_mtime < SETTLE or state["files"].get(rel) == [st.st_size, st.st_mtime_ns]:
-                continue
-            bucket.upload(path, prefix + rel)
-            state["files"][rel] = [st.st_size, st.st_mtime_ns]
-            write(state_file, json.dumps(state))
-            copied += 1
-    return copied
-
-
-def main():
-    syslog.openlog("trainstack-ckpt-sync")
-    os.makedirs(RUN, exist_ok=True)
-    os.makedirs(STATE, exist_ok=True)
-    once = "--once" in sys.argv[1:]
-    failures, credentials = 0, None
-    while True:
-        try:
-            env = {**read_env(os.path.join(ETC, "node.env")), **read_env(os.path.join(ETC, "launch.env"))}
-            src, dest = env["TRAINSTACK_CHECKPOINT_DIR"], env["TRAINSTACK_CHECKPOINT_OSS"]
-            credentials = credentials or Credentials(env["FACTS_ROLE"])
-            bucket_name, _, prefix = (dest[len("oss://"):] if dest.startswith("oss://") else "").partition("/")
-            if not (src and bucket_name and env.get("CHECKPOINT_ENDPOINT", "").endswith("-internal.aliyuncs.com")):
-                raise SyncError(f"nothing to sync to: TRAINSTACK_CHECKPOINT_DIR={src!r}, TRAINSTACK_CHECKPOINT_OSS={dest!r}, "
-                                f"CHECKPOINT_ENDPOINT={env.get('CHECKPOINT_ENDPOINT', '')!r} (an internal endpoint)")
-            bucket = Bucket(bucket_name, env["CHECKPOINT_ENDPOINT"], credentials)
-            credentials.get()  # every pass: a missing role shows even when nothing is new
-            copied = sync_pass(src, dest, bucket, prefix)
-            write(os.path.join(RUN, "ckpt-sync-ok"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
-                  f"copied={copied}\n")
-            if os.path.exists(os.path.join(RUN, "ckpt-sync-failed")):
-                os.remove(os.path.join(RUN, "ckpt-sync-failed"))
-                log(f"{src} -> {dest}: working again")
-            if copied:
-                log(f"{src} -> {dest}: {copied} file(s) copied")
-            failures, wait = 0, PERIOD
-        except (SyncError, OSError, KeyError, ValueError) as e:
-            wait = RETRY[min(failures, len(RETRY) - 1)]
-            failures += 1
-            log(f"pass failed ({failures} in a row): {e}; next try in {wait} s", err=True)
-            write(os.path.join(RUN, "ckpt-sync-failed"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
-                  f"failures={failures}\nreason={e}\n")
-            if once:
-                return 1
-        if once:
-            return 0
-        time.sleep(wait)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-CKPT_SYNC
+# rank 0's checkpoint copy to OSS (docs/bootstrap.md), from the cluster facts ("" without a checkpoint folder)
+python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1])).get("ckpt_sync", ""))' \
+  /etc/trainstack/cluster.json > /usr/local/bin/trainstack-ckpt-sync
 
 # Preemption contract (spot nodes; docs/bootstrap.md). Alibaba Cloud announces a spot reclaim five minutes ahead at
 # meta-data/instance/spot/termination-time. The watcher writes the time (UTC, ISO 8601) to /run/trainstack/preempt
@@ -663,7 +444,18 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
   timeout 60 nvidia-smi -L >/dev/null 2>&1 || reboot_needed="the new driver answers only after a reboot"
 fi
 STEP="runtime"
-if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
+if [ -n "${CONTAINER_IMAGE}" ]; then
+  # the job's PyTorch is in the container image: pull it (by digest, so Docker checks every layer) through the
+  # registry's VPC endpoint; Docker and the NVIDIA Container Toolkit come with the node image (compute.image_id)
+  command -v docker >/dev/null 2>&1 || fail "compute.container_image needs Docker on the node image: no docker command"
+  command -v nvidia-container-cli >/dev/null 2>&1 || fail "compute.container_image needs the NVIDIA Container Toolkit on the node image: no nvidia-container-cli"
+  systemctl start docker.service 2>/dev/null || echo "trainstack: could not start docker.service; trying docker anyway"
+  for i in 1 2 3; do
+    docker pull "${CONTAINER_IMAGE}" && break
+    [ "${i}" = 3 ] && fail "could not pull ${CONTAINER_IMAGE} (3 attempts; the repository must allow pulls from the VPC without a login)"
+    echo "trainstack: docker pull attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
+  done
+elif ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
   echo "trainstack: no PyTorch in the image; installing ${TORCH_SPEC} into /opt/trainstack/venv from ${PYPI_INDEX}"
   # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
@@ -674,31 +466,8 @@ if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1
   "${py}" -m venv /opt/trainstack/venv
   # torch and every wheel it needs, each pinned to a version and its sha256 on PyPI (catalog node_wheels.csv):
   # pip refuses a wheel with another hash, and a dependency that is not in the file
-  cat > /etc/trainstack/torch-requirements.txt <<'REQUIREMENTS'
-torch==2.6.0 --hash=sha256:7979834102cd5b7a43cc64e87f2f3b14bd0e1458f06e9f88ffa386d07c7446e1
-nvidia-cuda-nvrtc-cu12==12.4.127 --hash=sha256:a178759ebb095827bd30ef56598ec182b85547f1508941a3d560eb7ea1fbf338
-nvidia-cuda-runtime-cu12==12.4.127 --hash=sha256:64403288fa2136ee8e467cdc9c9427e0434110899d07c779f25b5c068934faa5
-nvidia-cuda-cupti-cu12==12.4.127 --hash=sha256:9dec60f5ac126f7bb551c055072b69d85392b13311fcc1bcda2202d172df30fb
-nvidia-cudnn-cu12==9.1.0.70 --hash=sha256:165764f44ef8c61fcdfdfdbe769d687e06374059fbb388b6c89ecb0e28793a6f
-nvidia-cublas-cu12==12.4.5.8 --hash=sha256:2fc8da60df463fdefa81e323eef2e36489e1c94335b5358bcb38360adf75ac9b
-nvidia-cufft-cu12==11.2.1.3 --hash=sha256:f083fc24912aa410be21fa16d157fed2055dab1cc4b6934a0e03cba69eb242b9
-nvidia-curand-cu12==10.3.5.147 --hash=sha256:a88f583d4e0bb643c49743469964103aa59f7f708d862c3ddb0fc07f851e3b8b
-nvidia-cusolver-cu12==11.6.1.9 --hash=sha256:19e33fa442bcfd085b3086c4ebf7e8debc07cfe01e11513cc6d332fd918ac260
-nvidia-cusparse-cu12==12.3.1.170 --hash=sha256:ea4f11a2904e2a8dc4b1833cc1b5181cde564edd0d5cd33e3c168eff2d1863f1
-nvidia-cusparselt-cu12==0.6.2 --hash=sha256:df2c24502fd76ebafe7457dbc4716b2fec071aabaed4fb7691a201cde03704d9
-nvidia-nccl-cu12==2.21.5 --hash=sha256:8579076d30a8c24988834445f8d633c697d42397e92ffc3f63fa26766d25e0a0
-nvidia-nvtx-cu12==12.4.127 --hash=sha256:781e950d9b9f60d8241ccea575b32f5105a5baf4c2351cab5256a24869f12a1a
-nvidia-nvjitlink-cu12==12.4.127 --hash=sha256:06b3b9b25bf3f8af351d664978ca26a16d2c5127dbd53c0497e28d1fb9611d57
-triton==3.2.0 --hash=sha256:8009a1fb093ee8546495e96731336a33fb8856a38e45bb4ab6affd6dbc3ba220
-sympy==1.13.1 --hash=sha256:db36cdc64bf61b9b24578b6f7bab1ecdd2452cf008f34faa33776680c26d66f8
-mpmath==1.3.0 --hash=sha256:a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c
-filelock==3.16.1 --hash=sha256:2082e5703d51fbf98ea75855d9d5527e33d8ff23099bec374a134febee6946b0
-typing-extensions==4.12.2 --hash=sha256:04e5ca0351e0f3f85c6853954072df659d0d13fac324d0072316b67d7794700d
-networkx==3.4.2 --hash=sha256:df5d4365b724cf81b8c6a7312509d0c22386097011ad1abe274afd5e9d3bbc5f
-jinja2==3.1.5 --hash=sha256:aba0f4dc9ed8013c424088f68a5c226f7d6097ed89b246d7749c2ec4175c6adb
-markupsafe==3.0.2 --hash=sha256:a123e330ef0853c6e822384873bef7507557d8e4a082961e1defa947aa59ba84
-fsspec==2024.12.0 --hash=sha256:b520aed47ad9804237ff878b504267a3b0b441e97508bd6d2d8774e3db85cee2
-REQUIREMENTS
+  python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["torch_requirements"])' \
+    /etc/trainstack/cluster.json > /etc/trainstack/torch-requirements.txt  # from the cluster facts
   for i in 1 2 3; do
     /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" --require-hashes \
       --only-binary=:all: -r /etc/trainstack/torch-requirements.txt && break

@@ -331,7 +331,7 @@ def test_a_spot_notice_reaches_real_torchrun_workers_and_the_rest_restart(tmp_pa
 
 DNF_WITH_DRIVER = """#!/bin/bash
 echo "dnf $*" >> "$STATE/dnf.log"
-if [ "$1 $2" = "module install" ]; then  # the driver answers only once its module is loaded, after a reboot
+if [ "$1 $3" = "install nvidia-driver-550.163.01" ]; then  # the driver answers only once its module is loaded, after a reboot
   printf '#!/bin/bash\\n[ -e /run/nvidia-loaded ] || { echo "NVIDIA-SMI has failed"; exit 9; }\\necho "GPU 0: NVIDIA H20"\\n' \
     > /usr/local/bin/nvidia-smi
   chmod 0755 /usr/local/bin/nvidia-smi
@@ -345,8 +345,10 @@ def test_a_driver_install_reboots_once_and_the_next_boot_finishes(tmp_path: Path
     node.stub("dnf", DNF_WITH_DRIVER)
     boot = node.boot()
     assert boot.rc == 0, boot.output
-    assert "module install -y nvidia-driver:550-dkms" in node.log("dnf.log")  # the pinned branch, not latest
-    assert "nvidia-fabric-manager-550*" in node.log("dnf.log")
+    dnf = node.log("dnf.log")
+    assert "module enable -y nvidia-driver:550-dkms" in dnf  # the branch's stream, then the exact version
+    assert "install -y nvidia-driver-550.163.01 nvidia-driver-cuda-550.163.01 kmod-nvidia-latest-dkms-550.163.01 " \
+           "nvidia-fabric-manager-550.163.01" in dnf and "*" not in dnf
     assert (node.state / "reboot-requested").exists() and node.marker("bootstrap-done") is None
     assert "rebooting" in (node.marker("bootstrap-rebooting") or "")
     node.boot(user_data=False, pre="touch /run/nvidia-loaded")  # the module loads at this boot
