@@ -18,6 +18,7 @@ import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -242,9 +243,9 @@ class FakeOss(BaseHTTPRequestHandler):
     must carry the V1 signature oss2 computes for ``creds`` (and their STS token, when they have one)."""
 
     protocol_version = "HTTP/1.1"
-    store: dict[str, bytes] = {}
-    creds: tuple[str, str, str | None] = ("", "", None)
-    seen: list[str] = []
+    store: ClassVar[dict[str, bytes]] = {}
+    creds: ClassVar[tuple[str, str, str | None]] = ("", "", None)
+    seen: ClassVar[list[str]] = []
 
     def log_message(self, *args: object) -> None:
         pass

@@ -116,5 +116,14 @@ def key_pair_preflight(engine: Any, target: Any, checker: KeyPairChecker, say: S
     return name
 
 
-__all__ = ["API_DOC", "KeyPairCheckFailed", "KeyPairChecker", "NoKeyPair", "SdkKeyPairChecker", "has_key_pair",
-           "key_pair_preflight", "planned_key_pair", "SKIP_FLAG"]
+__all__ = [
+    "API_DOC",
+    "SKIP_FLAG",
+    "KeyPairCheckFailed",
+    "KeyPairChecker",
+    "NoKeyPair",
+    "SdkKeyPairChecker",
+    "has_key_pair",
+    "key_pair_preflight",
+    "planned_key_pair",
+]

@@ -107,7 +107,6 @@ def test_a_lingjun_host_name_without_a_rank_is_a_failed_bootstrap_naming_it(tmp_
 
 
 def test_without_the_access_key_the_weights_fetch_says_what_to_install(tmp_path: Path, plan_and_user_data) -> None:
-    plan, _ = plan_and_user_data
     node = make_node(tmp_path, plan_and_user_data, key=False)
     boot = node.boot("sleep 2; trainstack-launch train.py; echo LAUNCH-RC=$?",
                      env={"TRAINSTACK_WEIGHTS_RETRY_PAUSE": "0"})
