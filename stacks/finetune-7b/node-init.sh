@@ -368,10 +368,18 @@ while true; do
     mv -f /run/trainstack/.termination /run/trainstack/preempt
     note "spot reclaim announced for $(cat /run/trainstack/preempt); asking training to checkpoint"
     agent="$(cat /run/trainstack/train.pid 2>/dev/null)"
-    if [ -n "${agent}" ] && pkill -USR1 -P "${agent}"; then
+    workers="$(pgrep -P "${agent:-0}" | tr '\n' ' ')"
+    # shellcheck disable=SC2086  # one PID a word
+    if [ -n "${agent}" ] && [ -n "${workers}" ] && kill -USR1 ${workers}; then
       note "sent SIGUSR1 to the workers of torchrun ${agent}"
-      # once they have saved and exited (at most GRACE s), stop the agent so it does not rejoin the rendezvous
-      for ((i = 0; i < ${TRAINSTACK_PREEMPT_GRACE:-240}; i++)); do pgrep -P "${agent}" >/dev/null || break; sleep 1; done
+      # Once THESE workers have saved and exited (at most GRACE s; an exited one that the agent has not reaped yet
+      # counts as exited), stop the agent at once: a peer's membership change makes torchrun start a new round of
+      # workers, and the agent must leave before it joins one (new workers would hold the watcher for GRACE s).
+      running() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "${st}" ] && [ "${st#Z}" = "${st}" ]; }
+      for ((i = 0; i < ${TRAINSTACK_PREEMPT_GRACE:-240} * 5; i++)); do
+        left=0; for w in ${workers}; do if running "${w}"; then left=1; fi; done
+        [ "${left}" = 0 ] && break; sleep 0.2
+      done
       kill -TERM "${agent}" 2>/dev/null && note "stopped torchrun ${agent} (SIGTERM): this node leaves the job"
     else
       note "no training running: nothing to signal"
