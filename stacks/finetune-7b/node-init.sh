@@ -318,8 +318,8 @@ MASTER_ADDR="${TRAINSTACK_JOB_MASTER_ADDR:-${MASTER_ADDR}}"
 TORCHRUN=(--nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
   --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
   --max-restarts "${MAX_RESTARTS}" "$@")
-# shellcheck source=/dev/null  # a file of the node, written at boot
-. /etc/trainstack/node.env
+# shellcheck source=/dev/null  # a file of the node, written at boot (CONTAINER_IMAGE)
+if [ -r /etc/trainstack/node.env ]; then . /etc/trainstack/node.env; fi
 if [ -n "${CONTAINER_IMAGE:-}" ]; then
   # torchrun in compute.container_image (docs/bootstrap.md, "Container image"): every GPU, the host's network (the
   # rendezvous and NCCL see the node's NICs) and PID namespace (train.pid is the agent's host PID, so the spot
