@@ -85,7 +85,7 @@ def test_keep_last_plans_an_expiry_decision_and_bounds_the_bucket_and_its_cost(t
     warning = next(w for w in kept.warnings if w.startswith("checkpoints.keep_last 3"))
     assert f"about {c.checkpoints_kept:,} x" in warning and "FINAL checkpoint" in warning
     assert (
-        "ossutil sync" in warning
+        "trainstack-ckpt-sync" in warning
     )  # pretrain-70b writes to CPFS first: the copy would upload old ones again
     assert not any(w.startswith("the checkpoint bucket keeps every checkpoint") for w in kept.warnings)
 

@@ -122,3 +122,19 @@ def test_the_sdk_request_names_the_region_and_the_key_pair() -> None:
     request = models.DescribeKeyPairsRequest(region_id="cn-hangzhou", key_pair_name="ops-admin")
     sent = request.to_map()
     assert sent["RegionId"] == "cn-hangzhou" and sent["KeyPairName"] == "ops-admin"
+
+
+def test_the_key_pair_check_has_its_own_flag_and_the_stock_flag_does_not_skip_it() -> None:
+    with_key_pair("ops-admin")
+    engine = FakeEngine([Step("create", INSTANCE, "finetune-7b-node-000", NODE_URN)])
+    keys = RecordedKeyPairs("missing")
+    stock_only = CliRunner().invoke(main, ["up", SPEC, "--yes", "--skip-stock-check"], obj={
+        "engine": engine, "stock_checker": RecordedStock.in_stock(), "key_pair_checker": keys})
+    assert stock_only.exit_code == 30 and keys.calls == [("cn-hangzhou", "ops-admin")], stock_only.output
+    assert "or pass --skip-key-pair-check to try anyway" in stock_only.output
+    stock = RecordedStock.in_stock()
+    skipped = CliRunner().invoke(main, ["up", SPEC, "--yes", "--skip-key-pair-check"], obj={
+        "engine": engine, "stock_checker": stock, "key_pair_checker": keys})
+    assert skipped.exit_code == 0, skipped.output
+    assert keys.calls == [("cn-hangzhou", "ops-admin")]  # not asked again
+    assert stock.calls and "up" in [c[0] for c in engine.calls]  # the stock check still ran

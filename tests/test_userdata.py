@@ -104,7 +104,8 @@ def test_render_refuses_a_lingjun_bootstrap_over_the_limit(tmp_path: Path) -> No
     script = api.render_files(plan, "lj.yaml")["node-init.sh"]
     wrapped = userdata.lingjun_user_data(script)
     assert userdata.user_data_size(plan, script) == (len(wrapped.encode()), 16 * 1024)
-    assert wrapped.startswith("#!/bin/bash\n") and len(wrapped) < len(script) // 2  # the wrapper leaves room
+    # the wrapper leaves room (the inline sha256 of the PyTorch wheels hardly compress, so this is no ratio)
+    assert wrapped.startswith("#!/bin/bash\n") and len(wrapped) < 16 * 1024 * 3 // 4
     with pytest.raises(userdata.UserDataTooLarge, match="Lingjun"):
         userdata.check(plan, script + f": '{base64.b64encode(os.urandom(16 * 1024)).decode()}'\n")
 

@@ -1,7 +1,8 @@
 """Base weights (``model.weights``, issue #16): the planner places and sizes them, storage makes room for them, the
 program grants read access to exactly their OSS folder, and ``trainstack-weights`` fetches them once for the
-cluster: two "nodes" running it at the same time against one shared folder, with fake ``modelscope``, ``ossutil``
-and ``curl`` on PATH, download once and both see the files. No network, no metadata service."""
+cluster: two "nodes" running it at the same time against one shared folder, with fake ``modelscope`` and ``curl`` on
+PATH and a fake OSS on 127.0.0.1 (``TRAINSTACK_OSS_URL``) that checks every request's V1 signature with Alibaba's
+own SDK (oss2's signer), download once and both see the files. No network, no metadata service."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import os
 import shutil
 import subprocess
 import textwrap
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -223,13 +229,6 @@ echo "$model@$rev" >> "$FAKE_LOG"
 mkdir -p "$dir"; echo '{"model_type": "llama"}' > "$dir/config.json"; sleep 1
 echo weights > "$dir/model.safetensors"
 """
-FAKE_OSSUTIL = r"""#!/bin/bash
-# fake `ossutil --config-file CFG cp -r -f -u oss://B/P D/`: records the config it was given and the source
-set -eu
-[ "$1" = --config-file ] && cfg="$2" && [ "$3" = cp ] || exit 2
-cat "$cfg" >> "$FAKE_LOG"; echo "src=${*: -2:1}" >> "$FAKE_LOG"
-dest="${*: -1}"; mkdir -p "$dest"; echo weights > "$dest/model.safetensors"; sleep 1
-"""
 FAKE_CURL = r"""#!/bin/bash
 # fake metadata service: a token for PUT api/token, the role's STS credentials for security-credentials/ROLE
 case "$*" in
@@ -240,10 +239,64 @@ esac
 """
 
 
+class FakeOss(BaseHTTPRequestHandler):
+    """GetBucket (ListObjects, V1: prefix, marker, max-keys) and GetObject of the objects in ``store``; every request
+    must carry the V1 signature oss2 computes for ``creds`` (and their STS token, when they have one)."""
+
+    protocol_version = "HTTP/1.1"
+    store: ClassVar[dict[str, bytes]] = {}
+    creds: ClassVar[tuple[str, str, str | None]] = ("", "", None)
+    seen: ClassVar[list[str]] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def reply(self, code: int, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        import oss2.auth
+        import oss2.credentials
+        import oss2.http
+
+        host = self.headers.get("Host", "")
+        bucket = host.split(".", 1)[0]
+        url = urllib.parse.urlsplit(self.path)
+        key = urllib.parse.unquote(url.path.lstrip("/"))
+        params = {k: v[0] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
+        key_id, secret, token = self.creds
+        auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(key_id, secret, token))
+        req = oss2.http.Request("GET", f"https://{host}{self.path}", params=params, headers=dict(self.headers.items()))
+        want = auth._ProviderAuth__make_signature(req, bucket, key, auth.credentials_provider.get_credentials())
+        if self.headers.get("Authorization") != f"OSS {key_id}:{want}" or self.headers.get("x-oss-security-token") != token:
+            self.seen.append(f"403 {key}")
+            return self.reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>")
+        self.seen.append(f"GET {bucket}/{key}?{url.query}" if not key else f"GET {bucket}/{key}")
+        if key:
+            return self.reply(200, self.store[key]) if key in self.store else self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>")
+        keys = sorted(k for k in self.store if k.startswith(params.get("prefix", "")) and k > params.get("marker", ""))
+        page, more = keys[:int(params.get("max-keys", "1000"))], len(keys) > int(params.get("max-keys", "1000"))
+        items = "".join(f"<Contents><Key>{k}</Key><Size>{len(self.store[k])}</Size></Contents>" for k in page)
+        self.reply(200, ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://doc.oss-cn-hangzhou.aliyuncs.com">'
+                         f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{items}</ListBucketResult>").encode())
+
+
+@pytest.fixture
+def oss() -> Iterator[tuple[str, type[FakeOss]]]:
+    FakeOss.store, FakeOss.seen, FakeOss.creds = {}, [], ("STS.id", "sec", "sts-tok")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOss)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", FakeOss
+    server.shutdown()
+
+
 def _bin(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for name, text in (("modelscope", FAKE_MODELSCOPE), ("ossutil", FAKE_OSSUTIL), ("curl", FAKE_CURL)):
+    for name, text in (("modelscope", FAKE_MODELSCOPE), ("curl", FAKE_CURL)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -298,17 +351,44 @@ def test_two_nodes_download_modelscope_weights_once_and_both_see_them(tmp_path: 
     assert (tmp_path / "calls.log").read_text().count("\n") == 1
 
 
-def test_two_nodes_copy_oss_weights_once_with_the_role_credentials(tmp_path: Path) -> None:
+def test_two_nodes_copy_oss_weights_once_with_the_role_credentials(tmp_path: Path, oss) -> None:
+    url, fake = oss
+    fake.store = {"llama-2-70b/": b"", "llama-2-70b/model.safetensors": b"weights\n",
+                  "llama-2-70b/sub/config.json": b"{}", "llama-2-70bx/other": b"not ours"}
     script = _script(tmp_path, "oss://my-models/llama-2-70b/")
     dest = tmp_path / "shared" / "weights" / "oss" / "my-models" / "llama-2-70b"
-    runs = _two_nodes(script, _env(tmp_path, dest))
+    runs = _two_nodes(script, _env(tmp_path, dest, TRAINSTACK_OSS_URL=url))
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
-    log = (tmp_path / "calls.log").read_text()
-    assert log.count("src=") == 1 and "src=oss://my-models/llama-2-70b/" in log
-    assert "[Credentials]\nendpoint=oss-cn-wulanchabu-internal.aliyuncs.com\naccessKeyID=STS.id\n" \
-           "accessKeySecret=sec\nstsToken=sts-tok\n" in log
-    assert (dest / "model.safetensors").exists() and (dest / ".trainstack-weights-complete").exists()
+    # one node listed and fetched, signed with the role's STS credentials (the fake refuses anything else)
+    assert [s for s in fake.seen if not s.startswith("GET my-models/?")] == [
+        "GET my-models/llama-2-70b/model.safetensors", "GET my-models/llama-2-70b/sub/config.json"]
+    assert (dest / "model.safetensors").read_bytes() == b"weights\n" and (dest / "sub" / "config.json").exists()
+    assert not (dest.parent / "llama-2-70bx").exists() and (dest / ".trainstack-weights-complete").exists()
     assert "sts-tok" not in "".join(r.stderr + r.stdout for r in runs)  # no secret in the logs
+
+
+def test_oss_listing_pages_are_followed_and_a_second_attempt_keeps_what_the_first_copied(tmp_path: Path, oss) -> None:
+    url, fake = oss
+    fake.store = {f"w/part-{i:04d}": b"x" * i for i in range(1, 1203)}  # two pages of 1000
+    script = _script(tmp_path, "oss://my-models/w/")
+    dest = tmp_path / "shared" / "w"
+    dest.mkdir(parents=True)
+    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_OSS_URL=url), capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in dest.iterdir() if not p.name.startswith(".")) == sorted(k[2:] for k in fake.store)
+    assert sum(s.startswith("GET my-models/?") for s in fake.seen) == 2
+
+
+def test_a_refused_oss_request_fails_the_fetch_naming_the_code(tmp_path: Path, oss) -> None:
+    url, fake = oss
+    fake.store = {"w/a": b"a"}
+    fake.creds = ("STS.id", "another-secret", "sts-tok")  # the fake expects other credentials: every signature fails
+    script = _script(tmp_path, "oss://my-models/w/")
+    dest = tmp_path / "shared" / "w"
+    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_OSS_URL=url,
+                         TRAINSTACK_WEIGHTS_RETRY_PAUSE="0"), capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 1 and "HTTP 403 SignatureDoesNotMatch" in run.stderr and not dest.exists()
 
 
 def test_many_nodes_racing_download_once(tmp_path: Path) -> None:
@@ -353,15 +433,21 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_waited_for_until_the_timeo
     assert sorted(p.name for p in dest.parent.iterdir()) == ["w"]  # the dead node's partial folder is gone
 
 
-def test_every_character_an_oss_folder_may_have_reaches_ossutil_unchanged(tmp_path: Path) -> None:
+def test_every_character_an_oss_folder_may_have_reaches_oss_unchanged(tmp_path: Path, oss) -> None:
+    url, fake = oss
+    fake.store = {"v1=a+b/x_y.z-w/model": b"m", "v1=a+b/x_y.z-wx/no": b"n"}
     script = _script(tmp_path, "oss://my-models/v1=a+b/x_y.z-w/")
     dest = tmp_path / "shared" / "w"
-    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60, check=False)
+    run = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_OSS_URL=url), capture_output=True,
+                         text=True, timeout=60, check=False)
     assert run.returncode == 0, run.stderr
-    assert "src=oss://my-models/v1=a+b/x_y.z-w/\n" in (tmp_path / "calls.log").read_text()
+    assert "GET my-models/v1=a+b/x_y.z-w/model" in fake.seen and sorted(p.name for p in dest.iterdir()) == [
+        ".trainstack-weights-complete", "model"]
 
 
-def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: Path) -> None:
+def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: Path, oss) -> None:
+    url, fake = oss
+    fake.store, fake.creds = {"llama-2-70b/m": b"m"}, ("LTAIid", "ak-secret", None)
     plan = api.plan(_spec(tmp_path, f"""
         name: lj-w
         region: cn-wulanchabu
@@ -376,8 +462,9 @@ def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: 
     assert missing.returncode == 1 and "no " + str(tmp_path / "etc") + "/oss-credentials" in missing.stderr
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "oss-credentials").write_text("OSS_ACCESS_KEY_ID=LTAIid\nOSS_ACCESS_KEY_SECRET=ak-secret\n")
-    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest), capture_output=True, text=True, timeout=60, check=False)
+    ok = subprocess.run(["bash", str(script)], env=_env(tmp_path, dest, TRAINSTACK_OSS_URL=url), capture_output=True,
+                        text=True, timeout=60, check=False)
     assert ok.returncode == 0, ok.stderr
-    log = (tmp_path / "calls.log").read_text()
-    assert "accessKeyID=LTAIid\naccessKeySecret=ak-secret\nsrc=" in log and "stsToken" not in log
+    # signed with the AccessKey and no STS token (the fake refuses a request with one)
+    assert "GET my-models/llama-2-70b/m" in fake.seen and (dest / "m").read_bytes() == b"m"
     assert "ak-secret" not in ok.stderr

@@ -21,8 +21,10 @@ BACKEND_HELP = ("Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else fi
                 "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com.")
 
 
-SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type, nor "
-                   "DescribeKeyPairs whether the admin key pair exists, before creating nodes.")
+SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type before "
+                   "creating nodes.")
+SKIP_KEY_PAIR_HELP = ("Do not ask ECS DescribeKeyPairs whether the admin key pair (compute.admin_key_pair) exists "
+                      "before creating nodes.")
 
 
 def _engine() -> Any:
@@ -103,8 +105,10 @@ def _print_outputs(values: dict[str, Any]) -> None:
 @click.option("--expect-digest", metavar="HEX",
               help="Deploy only if the stack folder's digest is HEX (the one printed by a reviewed preview).")
 @click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
+@click.option("--skip-key-pair-check", is_flag=True, help=SKIP_KEY_PAIR_HELP)
 @handle
-def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, skip_stock_check: bool) -> None:
+def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, skip_stock_check: bool,
+       skip_key_pair_check: bool) -> None:
     """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud.
 
     A CPFS stack without trainstack:sharedFsAddress deploys in two passes: everything but the nodes, then, once the
@@ -116,7 +120,7 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, s
 
     engine, resolver = _engine(), _mount_address_resolver()
     checker = None if skip_stock_check else _stock_checker()
-    key_checker = None if skip_stock_check else _key_pair_checker()
+    key_checker = None if skip_key_pair_check else _key_pair_checker()
     planned = live.planned_target(target, backend)
     live.preflight(planned)
     live.require_mount_address_sdk(planned, resolver)  # before anything is deployed, not between the passes

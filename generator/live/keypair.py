@@ -23,10 +23,11 @@ from typing import Any, Protocol
 
 from generator.live.errors import EXIT_NO_STOCK, BadTarget, LiveError, StackNotDeployed
 from generator.live.mountaddr import sdk_config
-from generator.live.stock import SKIP_FLAG, SdkStockChecker, fleet_of, nodes_to_create
+from generator.live.stock import SdkStockChecker, fleet_of, nodes_to_create
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 
+SKIP_FLAG = "--skip-key-pair-check"  # `up`'s flag that skips this check (the stock check has its own)
 API_DOC = "https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describekeypairs"
 
 Say = Callable[[str], None]
@@ -117,5 +118,14 @@ def key_pair_preflight(engine: Any, target: Any, checker: KeyPairChecker, say: S
     return name
 
 
-__all__ = ["API_DOC", "KeyPairCheckFailed", "KeyPairChecker", "NoKeyPair", "SdkKeyPairChecker", "has_key_pair",
-           "key_pair_preflight", "planned_key_pair"]
+__all__ = [
+    "API_DOC",
+    "SKIP_FLAG",
+    "KeyPairCheckFailed",
+    "KeyPairChecker",
+    "NoKeyPair",
+    "SdkKeyPairChecker",
+    "has_key_pair",
+    "key_pair_preflight",
+    "planned_key_pair",
+]

@@ -168,10 +168,32 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         problems.append(Problem(("model", "optimizer"), f"adamw-bf16 keeps bf16 weights and moments with no fp32 "
                                 f"master copy; it needs precision bf16, not {spec.model.precision}",
                                 "use precision: bf16, or optimizer: adamw"))
+    problems.extend(_container_rules(spec))
     for i, w in enumerate(spec.waivers):
         if w.rule not in RULES:
             problems.append(Problem(("waivers", i, "rule"), f"no lint rule '{w.rule}'",
                                     did_you_mean(w.rule, RULES) or "run 'trainstack lint --rules' to list them"))
+    return problems
+
+
+def _container_rules(spec: Spec) -> list[Problem]:
+    """compute.container_image: pulled through the registry's VPC endpoint, so from the plan's region; on ECS the
+    image the nodes boot must bring Docker and the NVIDIA Container Toolkit (the pinned default image has neither)."""
+    c = spec.compute
+    parts = limits.container_image_parts(c.container_image) if c.container_image else None
+    if parts is None:
+        return []
+    problems = []
+    if parts[0] != spec.region:
+        problems.append(Problem(("compute", "container_image"), f"the registry is in {parts[0]}, not in {spec.region}: "
+                                "nodes pull through the registry's VPC endpoint, which serves its own region only",
+                                f"push the image to a registry in {spec.region} (ACR replicates across regions)"))
+    if c.platform == "ecs" and c.image_id is None:
+        problems.append(Problem(("compute", "container_image"), "a container image needs a node image with Docker "
+                                "and the NVIDIA Container Toolkit; the default image (Alibaba Cloud Linux 3) has "
+                                "neither and node-init.sh installs neither",
+                                "set compute.image_id to an image that has them, or remove compute.container_image "
+                                "to train with the PyTorch node-init.sh installs"))
     return problems
 
 

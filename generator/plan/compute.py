@@ -191,7 +191,25 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         key_pair=spec.compute.admin_key_pair or (
             f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None),
         image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
-                                        else ""))
+                                        else ""),
+        container_image=container_pull_ref(spec))
+
+
+def container_pull_ref(spec: Spec) -> str:
+    """compute.container_image as the nodes pull it: through the registry's VPC endpoint ("" for none)."""
+    parts = limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
+    return parts[1] if parts else ""
+
+
+def container_decision(spec: Spec, compute: Compute) -> Decision | None:
+    """Why the job runs in the spec's container image, and how the nodes get it."""
+    if not compute.container_image or not platform_for(spec).has(Capability.NODES):
+        return None
+    return Decision("container image", compute.container_image, (
+        "compute.container_image, pinned by its digest and pulled through the registry's VPC endpoint at first boot "
+        "(docker pull, no login: the repository must allow anonymous pulls from the VPC); trainstack-launch runs "
+        "torchrun in it with the GPUs, the host network and PID namespace, the shared file system and /run/trainstack "
+        "mounted, so node-init.sh installs no PyTorch (docs/bootstrap.md, \"Container image\")"))
 
 
 def image_decision(spec: Spec, compute: Compute) -> Decision | None:

@@ -207,7 +207,7 @@ def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
                 f"{ckpt.expire_days} days after it is written: set compute.paused: true when the run ends (the rule "
                 f"is disabled while paused) or copy it out of oss://{ckpt.bucket}/{ckpt.prefix}"
                 + ("" if ckpt.tier == "oss" else
-                   f". The background copy from {ckpt.directory} (ossutil sync) uploads again any checkpoint still "
+                   f". The background copy from {ckpt.directory} (trainstack-ckpt-sync) uploads again any checkpoint still "
                    "there, so keep_last bounds the bucket only if the training script also keeps only the last "
                    f"{ckpt.keep_last} on the shared file system")]
     size = cost.checkpoints_kept * ckpt.size_bytes

@@ -178,6 +178,8 @@ class Compute:
     key_pair: str | None = None
     # the image the nodes boot: compute.image_id, or on ECS the pinned default of catalog images.csv ("" on DLC)
     image: str = ""
+    # compute.container_image with the registry's VPC endpoint: trainstack-launch runs torchrun in it ("" for none)
+    container_image: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,6 +515,8 @@ class Plan:
             data["compute"].pop("key_pair", None)
         if not data["compute"].get("image"):
             data["compute"].pop("image", None)
+        if not data["compute"].get("container_image"):  # plans without a container image keep their plan.json
+            data["compute"].pop("container_image", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:

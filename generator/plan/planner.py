@@ -22,6 +22,7 @@ from generator.errors import Problem
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
 from generator.plan.compute import (
     choose,
+    container_decision,
     elastic_minimum,
     image_decision,
     model_summary,
@@ -53,11 +54,13 @@ __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 def spec_digest(spec: Spec) -> str:
     """A short content hash of the spec's meaning (not its formatting).
 
-    ``compute.paused`` counts only when true, ``model.weights`` and ``compute.admin_key_pair`` only when set, so a spec that uses neither keeps
+    ``compute.paused`` counts only when true, ``model.weights``, ``compute.admin_key_pair`` and
+    ``compute.container_image`` only when set, so a spec that uses none keeps
     the digest it had before the fields existed (and its committed plan.json stays byte-identical).
     """
     exclude: dict = {"compute": {*(() if spec.compute.paused else ("paused",)),
-                                 *(() if spec.compute.admin_key_pair else ("admin_key_pair",))}}
+                                 *(() if spec.compute.admin_key_pair else ("admin_key_pair",)),
+                                 *(() if spec.compute.container_image else ("container_image",))}}
     if not exclude["compute"]:
         del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
@@ -99,9 +102,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
                      warnings)
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, placed.rdma, placed.eri, ranks, placed.deployment_sets, min_nodes)
-    image = image_decision(spec, compute)
-    if image is not None:
-        decisions.append(image)
+    for extra in (image_decision(spec, compute), container_decision(spec, compute)):
+        if extra is not None:
+            decisions.append(extra)
     if spec.compute.paused:
         decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)

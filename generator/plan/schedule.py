@@ -50,7 +50,7 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
     """The tier checkpoints are written to and restored from, at the rate the whole job reaches it (Gbit/s).
 
     With a shared file system (CPFS or Extreme NAS) that holds two checkpoints beside the dataset, the job writes
-    there at the file system's throughput and a background copy (ossutil, the node's RAM role) keeps the OSS bucket
+    there at the file system's throughput and a background copy (trainstack-ckpt-sync, the node's RAM role) keeps the OSS bucket
     as the durable copy; otherwise it writes to OSS at the region's per-account limit [DOC-OSS-LIM]. Either way the
     nodes' own network bandwidth bounds it."""
     nic = nodes * t.network_gbps  # 0: not stated (Lingjun types)
@@ -78,7 +78,7 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
               "rate is stated: an assumption)" if kind == "cpfs" else f"[{source}]")
     return TierChoice(sizing.Tier(name, bound(gbps), bound(gbps)), kind,
                       f"written to the {name} file system at its {mbps:,} MB/s {source} and copied to OSS in the "
-                      f"background (ossutil with the nodes' RAM role), which stays the durable copy; OSS alone would "
+                      f"background (trainstack-ckpt-sync with the nodes' RAM role), which stays the durable copy; OSS alone would "
                       f"take {region.oss_upload_gbps:g} Gbit/s [DOC-OSS-LIM]")
 
 

@@ -78,7 +78,7 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
     if src.kind == "modelscope":
         how = _modelscope_how(src)
     else:
-        how = (f"copied with ossutil over the internal endpoint {endpoint}, so the bucket must be in {region.id}; "
+        how = (f"copied with signed OSS requests (Python's standard library; no ossutil) over the internal endpoint {endpoint}, so the bucket must be in {region.id}; "
                + ("the nodes' RAM role" if platform.has(Capability.NODE_RAM_ROLE) else "the RAM user's policy") + f" may read oss://{src.bucket}/"
                f"{src.prefix} and list that prefix, nothing else of the bucket")
     if shared:

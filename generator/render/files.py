@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from generator.catalog import runtime as node_runtime
 from generator.plan import naming
 from generator.plan.model import Plan, dumps
 from generator.platforms.base import Capability
@@ -21,7 +22,11 @@ from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
 
-PULUMI_REQUIREMENT = "pulumi>=3.150,<4"
+# A generated stack is a reviewed artifact, so its SDKs are pinned to the versions trainstack itself pins and tests
+# with (pyproject.toml; tests/test_node_runtime.py keeps them in step). Without hashes: `pip install --require-hashes`
+# needs every transitive dependency hashed, and grpcio, protobuf, pyyaml and debugpy ship one wheel per platform and
+# Python version, so the file would carry hundreds of hashes for the operator's machine, which the renderer cannot know.
+PULUMI_REQUIREMENT = "pulumi==3.260.0"
 ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
 MARKER = ".trainstack"  # folder inside every generated stack; render refuses to overwrite a folder without it
 
@@ -89,19 +94,26 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "gzip_level": userdata.GZIP_LEVEL,
         "lingjun_wrapper": userdata.LINGJUN_WRAPPER,
         "runtime": {key: escape.Escaped(value) for key, value in NODE_RUNTIME.items()},  # constants
-        "ckpt_sync": escape.quoted_heredoc_body(_env().get_template("stack/ckpt_sync.py.j2").render(), "CKPT_SYNC"),
+        # catalog data (node_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
+        "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
+        "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
     }
 
 
 # What node-init.sh installs when the image has no driver or no PyTorch (docs/bootstrap.md, "The runtime"). The
-# 550 branch is NVIDIA's production branch that supports CUDA 12.4 (CUDA 12.4 release notes, minimum driver 550.54);
-# torch 2.6.0's default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). The
-# index is Alibaba's PyPI mirror on the VPC-internal mirror host, which Alibaba's own images configure in pip.conf.
+# driver is NVIDIA's 550.163.01 (R550 production branch, 2025-04-17; NVIDIA's redistrib_550.163.01.json), pinned to
+# the exact version, which supports CUDA 12.4 (CUDA 12.4 release notes: minimum driver 550.54); torch 2.6.0's
+# default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). Its wheels and
+# their sha256 are catalog data (catalog/data/v1/node_wheels.csv, pip --require-hashes). The index is Alibaba's PyPI
+# mirror on the VPC-internal mirror host, over HTTPS. ASSUMPTION (2026-12-02): no Alibaba page found that documents
+# https://mirrors.cloud.aliyuncs.com/pypi/simple/ (the public mirror is https://mirrors.aliyun.com/pypi/simple/;
+# Alibaba's images configure the internal host in pip.conf); the hashes make the mirror's integrity irrelevant.
 NODE_RUNTIME = {
     "driver_branch": "550",
+    "driver_version": "550.163.01",
     "cuda": "12.4",
     "torch": "2.6.0",
-    "pypi_index": "http://mirrors.cloud.aliyuncs.com/pypi/simple/",
+    "pypi_index": "https://mirrors.cloud.aliyuncs.com/pypi/simple/",
 }
 
 
@@ -181,7 +193,17 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         # the base weights: where they land and the script that fetches them once (only with model.weights)
         **({"weights": {"dir": plan.weights.landing_path, "source": plan.weights.uri, "script": weights_script(plan)}}
            if plan.weights else {}),
+        # the hash-pinned requirements of the PyTorch node-init.sh installs when the image has none (catalog
+        # node_wheels.csv): here, not in the user data, which has 16 KB (Lingjun nodes, without facts, get them inline)
+        **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
+        # rank 0's checkpoint copy (templates/stack/ckpt_sync.py.j2), for the same reason
+        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and k.directory else {}),
     }
+
+
+def ckpt_sync_script() -> str:
+    """``/usr/local/bin/trainstack-ckpt-sync`` (static text; ECS nodes get it in the cluster facts)."""
+    return str(_env().get_template("stack/ckpt_sync.py.j2").render())
 
 
 def launch_env(plan: Plan) -> list[tuple[str, str]]:

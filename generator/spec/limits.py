@@ -184,3 +184,30 @@ def invisible_character(text: str) -> str | None:
         if ord(ch) > 0x7F and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
             return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
     return None
+
+
+# ------------------------------------------------------------------------------------------ container images
+# compute.container_image: an Alibaba Cloud Container Registry (ACR) image pinned by digest. Registry hosts, as ACR
+# names its endpoints: Personal Edition registry.REGION.aliyuncs.com (VPC: registry-vpc.REGION.aliyuncs.com),
+# Enterprise Edition INSTANCE-registry.REGION.cr.aliyuncs.com (VPC: INSTANCE-registry-vpc.REGION.cr.aliyuncs.com);
+# PAI's own images use the latter (dsw-registry-vpc.REGION.cr.aliyuncs.com). Nodes pull from the VPC endpoint.
+ACR_HOST_RE = (r"(?:(?P<personal>registry)(?:-vpc)?\.(?P<pregion>[a-z]{2}(?:-[a-z0-9]+)+)\.aliyuncs\.com"
+               r"|(?P<instance>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-registry(?:-vpc)?\.(?P<eregion>[a-z]{2}(?:-[a-z0-9]+)+)"
+               r"\.cr\.aliyuncs\.com)")
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+CONTAINER_IMAGE_RE = (rf"^(?P<host>{ACR_HOST_RE})/(?P<repo>{_PATH_PART}(?:/{_PATH_PART})+)"
+                      r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@sha256:(?P<digest>[0-9a-f]{64})$")
+MAX_CONTAINER_IMAGE_CHARS = 512
+
+
+def container_image_parts(ref: str) -> tuple[str, str, str] | None:
+    """(region, the reference with the registry's VPC endpoint, digest) of an ACR image reference pinned by digest,
+    or None when ``ref`` is not one."""
+    m = re.fullmatch(CONTAINER_IMAGE_RE, ref) if len(ref) <= MAX_CONTAINER_IMAGE_CHARS else None
+    if m is None:
+        return None
+    if m["personal"]:
+        region, host = m["pregion"], f"registry-vpc.{m['pregion']}.aliyuncs.com"
+    else:
+        region, host = m["eregion"], f"{m['instance']}-registry-vpc.{m['eregion']}.cr.aliyuncs.com"
+    return region, host + ref[len(m["host"]):], m["digest"]

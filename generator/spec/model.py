@@ -298,6 +298,9 @@ class ComputeSpec(_Strict):
     instance_types: tuple[str, ...] = ()
     platform: Literal["ecs", "lingjun", "pai-dlc"] = "ecs"
     image_id: Annotated[str, Field(pattern=limits.IMAGE_ID_RE, max_length=limits.MAX_IMAGE_ID_CHARS)] | None = None
+    # an ACR image pinned by digest that trainstack-launch runs torchrun in (instead of the host's PyTorch)
+    container_image: Annotated[str, Field(pattern=limits.CONTAINER_IMAGE_RE,
+                                          max_length=limits.MAX_CONTAINER_IMAGE_CHARS)] | None = None
     # an existing ECS key pair for administrators (null: none on ECS, where access is through Cloud Assistant)
     admin_key_pair: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9:_.-]{1,127}$")] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200
@@ -309,6 +312,17 @@ class ComputeSpec(_Strict):
     def _disk(cls, v: int) -> int:
         if 0 < v < 20:
             raise ValueError("an ESSD data disk is at least 20 GiB; use 0 for none")
+        return v
+
+    @field_validator("container_image", mode="before")
+    @classmethod
+    def _container(cls, v: Any) -> Any:
+        if isinstance(v, str) and limits.container_image_parts(v) is None:
+            raise spec_error(f"{excerpt(v)} is not an Alibaba Cloud Container Registry image pinned by digest",
+                             "write REGISTRY/NAMESPACE/REPOSITORY[:TAG]@sha256:DIGEST with an ACR registry "
+                             "(registry[-vpc].REGION.aliyuncs.com or INSTANCE-registry[-vpc].REGION.cr.aliyuncs.com); "
+                             "the digest (64 hex digits) pins the image: `docker inspect --format "
+                             "'{{index .RepoDigests 0}}' IMAGE` prints it")
         return v
 
     @field_validator("image_id", mode="before")

@@ -32,34 +32,9 @@ log() { echo "trainstack-weights: $(date -u +%H:%M:%S) $*" >&2; }
 ready() { [ -f "${DEST}/${MARK}" ]; }
 age() { local t; t="$(stat -c %Y "$1" 2>/dev/null)" || return 1; echo $(($(date +%s) - t)); }
 
-# OSS: ossutil (1.x, from Alibaba's VPC-internal OOS bucket) with a config file holding temporary credentials: on ECS
-# the node role's STS credentials from the metadata service (hardened mode: token first), on Lingjun the RAM user's
-# AccessKey in ETC/oss-credentials. Only this process reads the file; it is removed afterwards.
-oss_config() {
-  local token
-  if [ -n "${ROLE}" ]; then
-    token="$(curl -fsS --max-time 5 -X PUT "${METADATA}/api/token" -H 'X-aliyun-ecs-metadata-token-ttl-seconds: 300')" || return 1
-    curl -fsS --max-time 5 -H "X-aliyun-ecs-metadata-token: ${token}" \
-      "${METADATA}/meta-data/ram/security-credentials/${ROLE}" > "$1.json" || return 1
-  elif [ -r "${ETC}/oss-credentials" ]; then
-    # shellcheck source=/dev/null
-    (set -a; . "${ETC}/oss-credentials"; printf '{"AccessKeyId": "%s", "AccessKeySecret": "%s"}' \
-      "${OSS_ACCESS_KEY_ID}" "${OSS_ACCESS_KEY_SECRET}") > "$1.json"
-  else
-    log "no ${ETC}/oss-credentials: install the AccessKey of the RAM user (docs/bootstrap.md)"; return 1
-  fi
-  python3 - "$1.json" "$1" "${ENDPOINT}" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-lines = ["[Credentials]", "endpoint=" + sys.argv[3], "accessKeyID=" + c["AccessKeyId"],
-         "accessKeySecret=" + c["AccessKeySecret"]] + (["stsToken=" + c["SecurityToken"]] if c.get("SecurityToken") else [])
-open(sys.argv[2], "w").write("\n".join(lines) + "\n")
-PY
-  rm -f "$1.json"
-}
 
 download() {
-  local dir="$1" i cfg
+  local dir="$1" i cred
   for i in 1 2 3; do
     if [ "${KIND}" = "modelscope" ]; then
       # into a folder of its own, not the image's site-packages: the job's pinned packages stay as they are, and pip
@@ -68,14 +43,12 @@ download() {
         && export PYTHONPATH="${PIPDIR}${PYTHONPATH:+:${PYTHONPATH}}" PATH="${PIPDIR}/bin:${PATH}"; } || true
       modelscope download --model "${MODEL_ID}" --revision "${REVISION}" --local_dir "${dir}" && return 0
     else
-      command -v ossutil >/dev/null 2>&1 || { curl -fsSL --retry 5 -o /usr/local/bin/ossutil \
-        "https://oos-public-${REGION}.oss-${REGION}-internal.aliyuncs.com/x64/ossutil64" && chmod 0755 /usr/local/bin/ossutil; } || true
-      cfg="$(umask 077; mktemp -d)/ossutil.cfg"
-      # -u skips files a previous attempt finished; each attempt takes fresh credentials (STS tokens expire)
-      if (umask 077; oss_config "${cfg}") && ossutil --config-file "${cfg}" cp -r -f -u "oss://${BUCKET}/${PREFIX}" "${dir}/"; then
-        rm -rf "${cfg%/*}"; return 0
+      cred="$(umask 077; mktemp -d)/credentials.json"
+      # each attempt takes fresh credentials (STS tokens expire)
+      if (umask 077; oss_credentials "${cred}") && oss_copy "${cred}" "${dir}"; then
+        rm -rf "${cred%/*}"; return 0
       fi
-      rm -rf "${cfg%/*}"
+      rm -rf "${cred%/*}"
     fi
     log "attempt ${i} to fetch ${SOURCE} failed"; sleep $((i * PAUSE))
   done

@@ -39,17 +39,23 @@ FACTS_ENDPOINT="oss-cn-wulanchabu-internal.aliyuncs.com"
 FACTS_ROLE="foundation-1t-node"
 RDMA="erdma"
 ERI_COUNT="2"
-# Alibaba's eRDMA installer on the VPC-internal mirror (latest listed 1.5.7, 2026-03-31) [DOC-ERDMA-USAGE]
-ERDMA_INSTALLER_URL="http://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
-# The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's 550 driver branch,
-# PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror, in /opt/trainstack/venv.
+# Alibaba's eRDMA installer 1.5.7 on the VPC-internal mirror, over HTTPS (catalog node_downloads.csv). Its sha256:
+# "" (empty: Alibaba publishes none; the node records the one it got, docs/bootstrap.md)
+ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
+ERDMA_INSTALLER_SHA256=""
+# The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's driver 550.163.01 (exact version),
+# PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror over HTTPS, in /opt/trainstack/venv,
+# every wheel checked against its sha256 on PyPI (pip --require-hashes; /etc/trainstack/torch-requirements.txt, from the cluster facts).
+# compute.container_image (docs/bootstrap.md, "Container image"): trainstack-launch runs torchrun in it; "" for none
+CONTAINER_IMAGE=""
 DRIVER_BRANCH="550"
+DRIVER_VERSION="550.163.01"
 TORCH_SPEC="torch==2.6.0"
-PYPI_INDEX="http://mirrors.cloud.aliyuncs.com/pypi/simple/"
+PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"
 
 # 1. identity, hostfile and launch environment ------------------------------------------------------------
 {
-  printf 'NODE_RANK=%q\nNODE_NAME=%q\nSPOT=%q\n' "${NODE_RANK}" "${NODE_NAME}" "${SPOT}"
+  printf 'NODE_RANK=%q\nNODE_NAME=%q\nSPOT=%q\nCONTAINER_IMAGE=%q\n' "${NODE_RANK}" "${NODE_NAME}" "${SPOT}" "${CONTAINER_IMAGE}"
   printf 'FACTS_BUCKET=%q\nFACTS_KEY=%q\nFACTS_ENDPOINT=%q\nFACTS_ROLE=%q\n' \
     "${FACTS_BUCKET}" "${FACTS_KEY}" "${FACTS_ENDPOINT}" "${FACTS_ROLE}"
 } > /etc/trainstack/node.env
@@ -254,7 +260,11 @@ if [ -e /usr/bin/nv-fabricmanager ] && ! systemctl is-active --quiet nvidia-fabr
   systemctl start nvidia-fabricmanager || echo "trainstack-boot: nvidia-fabricmanager did not start (needed only with NVSwitch)"
 fi
 STEP="runtime"
-PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null || fail "no torchrun: neither the image nor /opt/trainstack/venv has PyTorch"
+if [ -n "${CONTAINER_IMAGE:-}" ]; then
+  timeout 60 docker image inspect "${CONTAINER_IMAGE}" >/dev/null 2>&1 || fail "the container image ${CONTAINER_IMAGE} is not on this node (or Docker does not answer)"
+else
+  PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null || fail "no torchrun: neither the image nor /opt/trainstack/venv has PyTorch"
+fi
 if [ "${SPOT}" = "true" ]; then
   STEP="spot-watcher"
   systemctl start trainstack-spot-watcher.service || fail "could not start trainstack-spot-watcher.service"
@@ -291,6 +301,7 @@ if [ -f /run/trainstack/bootstrap-failed ] || [ ! -f /run/trainstack/bootstrap-d
   echo "trainstack-launch: this node is not ready: $(tr '\n' ' ' < /run/trainstack/bootstrap-failed 2>/dev/null || echo 'bootstrap not done')" >&2
   exit 3
 fi
+SHARED_MOUNT="/mnt/shared"
 if [ -f /run/trainstack/preempt ]; then
   echo "trainstack-launch: this node is being reclaimed at $(cat /run/trainstack/preempt); not joining" >&2
   exit 3
@@ -311,238 +322,37 @@ if [ -n "${TRAINSTACK_JOB_NNODES:-}" ]; then
   [ "${MAX_NODES}" -gt "${TRAINSTACK_JOB_NNODES}" ] && MAX_NODES="${TRAINSTACK_JOB_NNODES}"
 fi
 MASTER_ADDR="${TRAINSTACK_JOB_MASTER_ADDR:-${MASTER_ADDR}}"
+TORCHRUN=(--nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
+  --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
+  --max-restarts "${MAX_RESTARTS}" "$@")
+# shellcheck source=/dev/null  # a file of the node, written at boot (CONTAINER_IMAGE)
+if [ -r /etc/trainstack/node.env ]; then . /etc/trainstack/node.env; fi
+if [ -n "${CONTAINER_IMAGE:-}" ]; then
+  # torchrun in compute.container_image (docs/bootstrap.md, "Container image"): every GPU, the host's network (the
+  # rendezvous and NCCL see the node's NICs) and PID namespace (train.pid is the agent's host PID, so the spot
+  # watcher reaches its workers), the shared file system, the weights and checkpoint folders, /run/trainstack (the
+  # preemption file), /etc/trainstack (read-only) and this folder as the working folder; launch.env's variables
+  run=(--rm --name "trainstack-${TRAINSTACK_NAME}-${NODE_RANK}" --gpus all --network host --pid host --ipc host
+       --ulimit memlock=-1 -v /run/trainstack:/run/trainstack -v /etc/trainstack:/etc/trainstack:ro -v "${PWD}:${PWD}" -w "${PWD}")
+  for dir in "${SHARED_MOUNT}" "${TRAINSTACK_CHECKPOINT_DIR:-}" "${TRAINSTACK_WEIGHTS_DIR:-}"; do
+    if [ -n "${dir}" ] && [ -d "${dir}" ]; then run+=(-v "${dir}:${dir}"); fi
+  done
+  if [ -d /dev/infiniband ]; then run+=(--device /dev/infiniband --cap-add IPC_LOCK); fi  # eRDMA / RDMA verbs
+  while IFS='=' read -r key _; do run+=(-e "${key}"); done < <(grep -E '^[A-Za-z_][A-Za-z0-9_]*=' /etc/trainstack/launch.env)
+  for key in MASTER_ADDR OSS_ACCESS_KEY_ID OSS_ACCESS_KEY_SECRET TRAINSTACK_JOB_NNODES TRAINSTACK_JOB_MASTER_ADDR; do
+    if [ -n "${!key:-}" ]; then run+=(-e "${key}"); fi
+  done
+  # shellcheck disable=SC2016  # $$ and $@ belong to the container's shell
+  exec docker run "${run[@]}" "${CONTAINER_IMAGE}" \
+    sh -c 'echo $$ > /run/trainstack/train.pid && exec torchrun "$@"' trainstack-launch "${TORCHRUN[@]}"
+fi
 export PATH="/opt/trainstack/venv/bin:${PATH}"
 echo $$ > /run/trainstack/train.pid
-exec torchrun --nnodes "${MIN_NODES}:${MAX_NODES}" --nproc-per-node "${GPUS_PER_NODE}" \
-  --rdzv-backend c10d --rdzv-endpoint "${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id "${TRAINSTACK_NAME}" \
-  --max-restarts "${MAX_RESTARTS}" "$@"
+exec torchrun "${TORCHRUN[@]}"
 LAUNCH
-cat > /usr/local/bin/trainstack-ckpt-sync <<'CKPT_SYNC'
-#!/usr/bin/env python3
-"""trainstack-ckpt-sync [--once]: copy new and changed files under TRAINSTACK_CHECKPOINT_DIR to
-TRAINSTACK_CHECKPOINT_OSS on the bucket's internal endpoint, signed with the node role's STS credentials from the
-metadata service in hardened mode (a token first), renewed 15 minutes before they expire. One pass every 5 minutes;
-after a failure again in 30, 60, 120, 240, then 300 s. Failures go to stdout (/var/log/trainstack/ckpt-sync.log), the
-journal (syslog, ident trainstack-ckpt-sync) and /run/trainstack/ckpt-sync-failed; a good pass writes
-/run/trainstack/ckpt-sync-ok. What was copied is in /var/lib/trainstack/ckpt-sync.json, so a restart resumes."""
-import base64
-import calendar
-import email.utils
-import hashlib
-import hmac
-import http.client
-import json
-import os
-import shlex
-import ssl
-import sys
-import syslog
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-import xml.etree.ElementTree as ET
-
-ETC = os.environ.get("TRAINSTACK_ETC", "/etc/trainstack")
-METADATA = os.environ.get("TRAINSTACK_METADATA", "http://100.100.100.200/latest")
-STATE = os.environ.get("TRAINSTACK_STATE", "/var/lib/trainstack")
-RUN = "/run/trainstack"
-PERIOD = int(os.environ.get("TRAINSTACK_SYNC_PERIOD", "300"))
-SETTLE = int(os.environ.get("TRAINSTACK_SYNC_SETTLE", "60"))  # a file changed within a minute is still being written
-RETRY = (30, 60, 120, 240, 300)
-PART = 64 << 20  # multipart upload above this size (one PutObject takes at most 5 GB)
-RENEW = 900  # seconds before the STS credentials expire when new ones are fetched
-
-
-class SyncError(Exception):
-    pass
-
-
-def log(msg, err=False):
-    print(f"trainstack-ckpt-sync: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {msg}", flush=True)
-    if err:
-        syslog.syslog(syslog.LOG_ERR, msg)
-
-
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            key, sep, value = line.rstrip("\n").partition("=")
-            if sep:
-                env[key] = (shlex.split(value) or [""])[0]
-    return env
-
-
-def metadata(path, method="GET", headers=None):
-    req = urllib.request.Request(METADATA + path, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.read().decode()
-    except urllib.error.HTTPError as e:
-        raise SyncError(f"metadata {path}: HTTP {e.code}") from None
-    except OSError as e:
-        raise SyncError(f"metadata service unreachable ({e})") from None
-
-
-class Credentials:
-    def __init__(self, role):
-        self.role, self.value, self.expires = role, {}, 0.0
-
-    def get(self):
-        if self.expires - time.time() < RENEW:
-            token = metadata("/api/token", "PUT", {"X-aliyun-ecs-metadata-token-ttl-seconds": "300"})
-            try:
-                body = metadata(f"/meta-data/ram/security-credentials/{self.role}",
-                                headers={"X-aliyun-ecs-metadata-token": token})
-            except SyncError as e:
-                if "HTTP 404" in str(e):
-                    raise SyncError(f"this instance has no RAM role {self.role} attached (metadata: HTTP 404)") from None
-                raise
-            self.value = json.loads(body)
-            exp = self.value.get("Expiration", "")
-            self.expires = (calendar.timegm(time.strptime(exp, "%Y-%m-%dT%H:%M:%SZ")) if exp
-                            else time.time() + RENEW + 60)
-        return self.value
-
-
-class Bucket:
-    def __init__(self, bucket, endpoint, creds):
-        self.bucket, self.host, self.creds = bucket, f"{bucket}.{endpoint}", creds
-        self.tls = ssl.create_default_context()
-
-    def request(self, method, key, sub="", body=b"", ctype=""):
-        c = self.creds.get()
-        headers = {"Date": email.utils.formatdate(usegmt=True), "Content-Type": ctype,
-                   "x-oss-security-token": c.get("SecurityToken", "")}
-        if not headers["x-oss-security-token"]:
-            del headers["x-oss-security-token"]
-        if body:
-            headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
-        oss = "".join(f"{k.lower()}:{v}\n" for k, v in sorted(headers.items()) if k.lower().startswith("x-oss-"))
-        resource = f"/{self.bucket}/{key}" + (f"?{sub}" if sub else "")
-        text = f"{method}\n{headers.get('Content-MD5', '')}\n{ctype}\n{headers['Date']}\n{oss}{resource}"
-        digest = hmac.new(c["AccessKeySecret"].encode(), text.encode(), hashlib.sha1).digest()
-        headers["Authorization"] = f"OSS {c['AccessKeyId']}:{base64.b64encode(digest).decode()}"
-        path = "/" + urllib.parse.quote(key, safe="/") + (f"?{sub}" if sub else "")
-        conn = http.client.HTTPSConnection(self.host, timeout=120, context=self.tls)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            r = conn.getresponse()
-            data = r.read()
-        except OSError as e:
-            raise SyncError(f"{method} https://{self.host}/{key}: {e}") from None
-        finally:
-            conn.close()
-        if r.status // 100 != 2:
-            code = data.decode(errors="replace").split("<Code>")[-1].split("</Code>")[0] if b"<Code>" in data else ""
-            raise SyncError(f"{method} oss://{self.bucket}/{key}: HTTP {r.status} {code}".rstrip())
-        return data
-
-    def upload(self, path, key):
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            if size <= PART:
-                self.request("PUT", key, body=f.read(), ctype="application/octet-stream")
-                return
-            upload_id = ET.fromstring(self.request("POST", key, "uploads", ctype="application/octet-stream")) \
-                .findtext("UploadId")
-            parts, n = [], 0
-            try:
-                while True:
-                    chunk = f.read(PART)
-                    if not chunk:
-                        break
-                    n += 1
-                    self.request("PUT", key, f"partNumber={n}&uploadId={upload_id}", body=chunk,
-                                 ctype="application/octet-stream")
-                    parts.append(f"<Part><PartNumber>{n}</PartNumber><ETag>\"{hashlib.md5(chunk).hexdigest().upper()}\"</ETag></Part>")
-                xml = f"<CompleteMultipartUpload>{''.join(parts)}</CompleteMultipartUpload>".encode()
-                self.request("POST", key, f"uploadId={upload_id}", body=xml, ctype="application/xml")
-            except SyncError:
-                try:
-                    self.request("DELETE", key, f"uploadId={upload_id}")
-                except SyncError:
-                    pass
-                raise
-
-
-def write(path, text):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def sync_pass(src, dest, bucket, prefix):
-    state_file = os.path.join(STATE, "ckpt-sync.json")
-    try:
-        with open(state_file) as f:
-            state = json.load(f)
-    except (OSError, ValueError):
-        state = {}
-    if state.get("dest") != dest:
-        state = {"dest": dest, "files": {}}
-    if not os.path.isdir(src):
-        raise SyncError(f"{src} does not exist (is the shared file system mounted?)")
-    now, copied = time.time(), 0
-    for root, dirs, files in os.walk(src):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            st = os.stat(path)
-            rel = os.path.relpath(path, src)
-            if now - st.st_mtime < SETTLE or state["files"].get(rel) == [st.st_size, st.st_mtime_ns]:
-                continue
-            bucket.upload(path, prefix + rel)
-            state["files"][rel] = [st.st_size, st.st_mtime_ns]
-            write(state_file, json.dumps(state))
-            copied += 1
-    return copied
-
-
-def main():
-    syslog.openlog("trainstack-ckpt-sync")
-    os.makedirs(RUN, exist_ok=True)
-    os.makedirs(STATE, exist_ok=True)
-    once = "--once" in sys.argv[1:]
-    failures, credentials = 0, None
-    while True:
-        try:
-            env = {**read_env(os.path.join(ETC, "node.env")), **read_env(os.path.join(ETC, "launch.env"))}
-            src, dest = env["TRAINSTACK_CHECKPOINT_DIR"], env["TRAINSTACK_CHECKPOINT_OSS"]
-            credentials = credentials or Credentials(env["FACTS_ROLE"])
-            bucket_name, _, prefix = (dest[len("oss://"):] if dest.startswith("oss://") else "").partition("/")
-            if not (src and bucket_name and env.get("CHECKPOINT_ENDPOINT", "").endswith("-internal.aliyuncs.com")):
-                raise SyncError(f"nothing to sync to: TRAINSTACK_CHECKPOINT_DIR={src!r}, TRAINSTACK_CHECKPOINT_OSS={dest!r}, "
-                                f"CHECKPOINT_ENDPOINT={env.get('CHECKPOINT_ENDPOINT', '')!r} (an internal endpoint)")
-            bucket = Bucket(bucket_name, env["CHECKPOINT_ENDPOINT"], credentials)
-            credentials.get()  # every pass: a missing role shows even when nothing is new
-            copied = sync_pass(src, dest, bucket, prefix)
-            write(os.path.join(RUN, "ckpt-sync-ok"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
-                  f"copied={copied}\n")
-            if os.path.exists(os.path.join(RUN, "ckpt-sync-failed")):
-                os.remove(os.path.join(RUN, "ckpt-sync-failed"))
-                log(f"{src} -> {dest}: working again")
-            if copied:
-                log(f"{src} -> {dest}: {copied} file(s) copied")
-            failures, wait = 0, PERIOD
-        except (SyncError, OSError, KeyError, ValueError) as e:
-            wait = RETRY[min(failures, len(RETRY) - 1)]
-            failures += 1
-            log(f"pass failed ({failures} in a row): {e}; next try in {wait} s", err=True)
-            write(os.path.join(RUN, "ckpt-sync-failed"), f"time={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
-                  f"failures={failures}\nreason={e}\n")
-            if once:
-                return 1
-        if once:
-            return 0
-        time.sleep(wait)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-CKPT_SYNC
+# rank 0's checkpoint copy to OSS (docs/bootstrap.md), from the cluster facts ("" without a checkpoint folder)
+python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1])).get("ckpt_sync", ""))' \
+  /etc/trainstack/cluster.json > /usr/local/bin/trainstack-ckpt-sync
 
 # Preemption contract (spot nodes; docs/bootstrap.md). Alibaba Cloud announces a spot reclaim five minutes ahead at
 # meta-data/instance/spot/termination-time. The watcher writes the time (UTC, ISO 8601) to /run/trainstack/preempt
@@ -565,10 +375,18 @@ while true; do
     mv -f /run/trainstack/.termination /run/trainstack/preempt
     note "spot reclaim announced for $(cat /run/trainstack/preempt); asking training to checkpoint"
     agent="$(cat /run/trainstack/train.pid 2>/dev/null)"
-    if [ -n "${agent}" ] && pkill -USR1 -P "${agent}"; then
+    workers="$(pgrep -P "${agent:-0}" | tr '\n' ' ')"
+    # shellcheck disable=SC2086  # one PID a word
+    if [ -n "${agent}" ] && [ -n "${workers}" ] && kill -USR1 ${workers}; then
       note "sent SIGUSR1 to the workers of torchrun ${agent}"
-      # once they have saved and exited (at most GRACE s), stop the agent so it does not rejoin the rendezvous
-      for ((i = 0; i < ${TRAINSTACK_PREEMPT_GRACE:-240}; i++)); do pgrep -P "${agent}" >/dev/null || break; sleep 1; done
+      # Once THESE workers have saved and exited (at most GRACE s; an exited one that the agent has not reaped yet
+      # counts as exited), stop the agent at once: a peer's membership change makes torchrun start a new round of
+      # workers, and the agent must leave before it joins one (new workers would hold the watcher for GRACE s).
+      running() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "${st}" ] && [ "${st#Z}" = "${st}" ]; }
+      for ((i = 0; i < ${TRAINSTACK_PREEMPT_GRACE:-240} * 5; i++)); do
+        left=0; for w in ${workers}; do if running "${w}"; then left=1; fi; done
+        [ "${left}" = 0 ] && break; sleep 0.2
+      done
       kill -TERM "${agent}" 2>/dev/null && note "stopped torchrun ${agent} (SIGTERM): this node leaves the job"
     else
       note "no training running: nothing to signal"
@@ -597,8 +415,14 @@ erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "$
 if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
   echo "trainstack: installing the eRDMA stack from ${ERDMA_INSTALLER_URL}"
   tmp="$(mktemp -d)"
-  curl -fsSL --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
+  curl -fsSL --proto =https --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
     || fail "could not download ${ERDMA_INSTALLER_URL} (5 retries, 10 s apart)"
+  got="$(sha256sum "${tmp}/erdma.tar.gz" | cut -d' ' -f1)"
+  if [ -n "${ERDMA_INSTALLER_SHA256}" ] && [ "${got}" != "${ERDMA_INSTALLER_SHA256}" ]; then
+    fail "${ERDMA_INSTALLER_URL} has sha256 ${got}, not the recorded ${ERDMA_INSTALLER_SHA256}; not installing it"
+  fi
+  echo "trainstack: ${ERDMA_INSTALLER_URL} sha256 ${got}${ERDMA_INSTALLER_SHA256:+ (as recorded)}"
+  echo "${got}  ${ERDMA_INSTALLER_URL##*/}" > /var/lib/trainstack/erdma-installer.sha256
   tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
   (cd "${tmp}"/erdma_installer* && ./install.sh --batch) || fail "the eRDMA installer failed"
   modprobe erdma || echo "trainstack: modprobe erdma failed; it loads at the next boot"
@@ -609,25 +433,40 @@ fi
 STEP="driver"
 reboot_needed=""
 if ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "trainstack: no NVIDIA driver in the image; installing the ${DRIVER_BRANCH} branch from NVIDIA's repository"
+  echo "trainstack: no NVIDIA driver in the image; installing ${DRIVER_VERSION} from NVIDIA's repository (GPG-checked)"
   # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
   case "${ID}" in
     alinux|rhel|centos|rocky|almalinux)
       dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)" dkms
       dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/cuda-rhel8.repo
-      dnf module install -y "nvidia-driver:${DRIVER_BRANCH}-dkms"
-      dnf install -y "nvidia-fabric-manager-${DRIVER_BRANCH}*" ;;
+      # the branch's module stream, then the exact version of each package in it (NAME-VERSION)
+      dnf module enable -y "nvidia-driver:${DRIVER_BRANCH}-dkms"
+      dnf install -y "nvidia-driver-${DRIVER_VERSION}" "nvidia-driver-cuda-${DRIVER_VERSION}" \
+        "kmod-nvidia-latest-dkms-${DRIVER_VERSION}" "nvidia-fabric-manager-${DRIVER_VERSION}" ;;
     ubuntu)
       apt-get update
-      apt-get install -y "linux-headers-$(uname -r)" "nvidia-driver-${DRIVER_BRANCH}-server" "nvidia-fabricmanager-${DRIVER_BRANCH}" ;;
+      # NAME=VERSION with apt's version glob: Ubuntu's package revision (-0ubuntu...) differs by release
+      apt-get install -y "linux-headers-$(uname -r)" "nvidia-driver-${DRIVER_BRANCH}-server=${DRIVER_VERSION}-*" \
+        "nvidia-fabricmanager-${DRIVER_BRANCH}=${DRIVER_VERSION}-*" ;;
     *) fail "cannot install a driver on ${ID}: use an image with the NVIDIA driver (compute.image_id)" ;;
   esac
   systemctl enable nvidia-fabricmanager || echo "trainstack: nvidia-fabricmanager not enabled (needed only with NVSwitch)"
   timeout 60 nvidia-smi -L >/dev/null 2>&1 || reboot_needed="the new driver answers only after a reboot"
 fi
 STEP="runtime"
-if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
+if [ -n "${CONTAINER_IMAGE}" ]; then
+  # the job's PyTorch is in the container image: pull it (by digest, so Docker checks every layer) through the
+  # registry's VPC endpoint; Docker and the NVIDIA Container Toolkit come with the node image (compute.image_id)
+  command -v docker >/dev/null 2>&1 || fail "compute.container_image needs Docker on the node image: no docker command"
+  command -v nvidia-container-cli >/dev/null 2>&1 || fail "compute.container_image needs the NVIDIA Container Toolkit on the node image: no nvidia-container-cli"
+  systemctl start docker.service 2>/dev/null || echo "trainstack: could not start docker.service; trying docker anyway"
+  for i in 1 2 3; do
+    docker pull "${CONTAINER_IMAGE}" && break
+    [ "${i}" = 3 ] && fail "could not pull ${CONTAINER_IMAGE} (3 attempts; the repository must allow pulls from the VPC without a login)"
+    echo "trainstack: docker pull attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
+  done
+elif ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1; then
   echo "trainstack: no PyTorch in the image; installing ${TORCH_SPEC} into /opt/trainstack/venv from ${PYPI_INDEX}"
   # shellcheck source=/dev/null  # a file of the node, written at boot
   . /etc/os-release
@@ -636,9 +475,13 @@ if ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>&1
     *) py=python3; "${py}" -m venv --help >/dev/null 2>&1 || { apt-get update && apt-get install -y python3-venv; } ;;
   esac
   "${py}" -m venv /opt/trainstack/venv
+  # torch and every wheel it needs, each pinned to a version and its sha256 on PyPI (catalog node_wheels.csv):
+  # pip refuses a wheel with another hash, and a dependency that is not in the file
+  python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["torch_requirements"])' \
+    /etc/trainstack/cluster.json > /etc/trainstack/torch-requirements.txt  # from the cluster facts
   for i in 1 2 3; do
-    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" \
-      --trusted-host "$(echo "${PYPI_INDEX}" | cut -d/ -f3)" "${TORCH_SPEC}" && break
+    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" --require-hashes \
+      --only-binary=:all: -r /etc/trainstack/torch-requirements.txt && break
     [ "${i}" = 3 ] && fail "could not install ${TORCH_SPEC} from ${PYPI_INDEX} (3 attempts)"
     echo "trainstack: pip attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
   done

@@ -5,12 +5,14 @@
 * OSS on 127.0.0.1:443 (TLS, the bucket's internal host name mapped there in the node's /etc/hosts), which checks
   every request's V1 signature with Alibaba's own SDK (``oss2``'s signer, given the credentials it handed out) and
   the STS token, and keeps objects under STATE/oss/BUCKET/KEY (multipart uploads included);
-* the VPC-internal mirror host on 127.0.0.1:80, serving STATE/mirror/PATH.
+* the VPC-internal mirror host mirrors.cloud.aliyuncs.com on 127.0.0.1:443 (TLS, the same certificate) and :80,
+  serving STATE/mirror/PATH.
 
 Per-node answers are files in STATE too: ``instance-id`` and ``region-id`` (absent: 404), ``role`` (the attached
 role's name, instead of the command line's). Switches are files in
 STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
-time), ``stall-metadata`` (the next notice read hangs for 60 s, once). Every request is logged to STATE/requests.log.
+time), ``stall-metadata`` (the next notice read hangs for 60 s, once), ``access-key`` ("ID SECRET": OSS expects
+that AccessKey and no STS token, as a Lingjun node's RAM user key). Every request is logged to STATE/requests.log.
 """
 
 from __future__ import annotations
@@ -121,8 +123,10 @@ class Mirror(Handler):
 
 class Oss(Handler):
     def handle_oss(self) -> None:
-        body = self.body()
         host = self.headers.get("Host", "")
+        if host == "mirrors.cloud.aliyuncs.com" and self.command == "GET":  # the mirror, over HTTPS
+            return Mirror.do_GET(self)
+        body = self.body()
         bucket = host.split(".", 1)[0]
         url = urllib.parse.urlsplit(self.path)
         key = urllib.parse.unquote(url.path.lstrip("/"))
@@ -135,18 +139,31 @@ class Oss(Handler):
             params=params,
             headers={k: v for k, v in self.headers.items()},
         )
-        auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(KEY_ID, SECRET, STS))
+        key_id, secret, sts = KEY_ID, SECRET, STS
+        if (STATE / "access-key").exists():
+            (key_id, secret), sts = (STATE / "access-key").read_text().split(), None
+        auth = oss2.auth.ProviderAuth(oss2.credentials.StaticCredentialsProvider(key_id, secret, sts))
         want = auth._ProviderAuth__make_signature(
             req, bucket, key, auth.credentials_provider.get_credentials()
         )
         given = self.headers.get("Authorization", "")
-        if given != f"OSS {KEY_ID}:{want}" or self.headers.get("x-oss-security-token") != STS:
+        if given != f"OSS {key_id}:{want}" or self.headers.get("x-oss-security-token") != sts:
             log(f"oss {self.command} {bucket}/{key} 403 SignatureDoesNotMatch")
             return self.reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", "application/xml")
         obj = STATE / "oss" / bucket / key
         parts = STATE / "oss-parts" / params.get("uploadId", "none")
         code, out = 200, b""
-        if self.command == "GET":
+        if self.command == "GET" and not key:  # GetBucket (ListObjects V1): prefix, marker
+            prefix, marker = params.get("prefix", ""), params.get("marker", "")
+            root = STATE / "oss" / bucket
+            keys = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+            items = "".join(
+                f"<Contents><Key>{k}</Key><Size>{(root / k).stat().st_size}</Size></Contents>"
+                for k in keys
+                if k.startswith(prefix) and k > marker
+            )
+            out = f"<ListBucketResult><IsTruncated>false</IsTruncated>{items}</ListBucketResult>".encode()
+        elif self.command == "GET":
             code, out = (
                 (200, obj.read_bytes()) if obj.is_file() else (404, b"<Error><Code>NoSuchKey</Code></Error>")
             )

@@ -84,7 +84,9 @@ class Node:
         bucket_host: str,
         node_ip: str,
         extra_ips: tuple[str, ...] = (),
+        hostname: str = "sandbox-node",
     ) -> None:
+        self.hostname = hostname  # what the image sets (a Lingjun node group sets NAME-node-NNN)
         self.root, self.role, self.bucket_host, self.node_ip, self.extra_ips = (
             root,
             role,
@@ -115,7 +117,7 @@ class Node:
                 "-subj",
                 f"/CN={bucket_host}",
                 "-addext",
-                f"subjectAltName=DNS:{bucket_host}",
+                f"subjectAltName=DNS:{bucket_host},DNS:mirrors.cloud.aliyuncs.com",
                 "-addext",
                 "basicConstraints=critical,CA:TRUE",
                 "-keyout",
@@ -202,8 +204,8 @@ class Node:
             ip link add ens5 type veth peer name veth-peer
             ip link set ens5 up
             printf '%s' {_q(ALINUX_OS_RELEASE)} > /etc/os-release
-            hostname sandbox-node
-            printf '127.0.0.1 localhost\\n{self.node_ip} sandbox-node\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com\\n' > /etc/hosts
+            hostname {self.hostname}
+            printf '127.0.0.1 localhost\\n{self.node_ip} {self.hostname}\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com\\n' > /etc/hosts
             cp {self.state}/tls.crt /etc/ssl/certs/ca-certificates.crt
             rm -f {self.state}/fakes-ready
             {_q(sys.executable)} {HERE / "fakes.py"} {self.state} {self.role} >> {self.state}/fakes.log 2>&1 &

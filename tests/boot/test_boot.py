@@ -5,6 +5,7 @@ step, a driver that does not answer and a stalled metadata call. Marker ``boot``
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -148,6 +149,29 @@ def test_a_failed_step_leaves_a_marker_naming_it_and_the_launcher_refuses(tmp_pa
     assert node.marker("bootstrap-done") is None
     assert "bootstrap failed in step erdma" in node.log("journal.log")
     assert "LAUNCH-RC=3" in boot.output and "this node is not ready" in boot.output
+
+
+def test_the_erdma_installer_is_fetched_over_https_and_refused_when_its_sha256_differs(tmp_path: Path) -> None:
+    node = make_node(tmp_path, 0)
+    good = hashlib.sha256((node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes()).hexdigest()
+    boot = node.boot()
+    assert boot.rc == 0, boot.output
+    # no sha256 in the catalog (Alibaba publishes none): the node records the one it got
+    assert node.disk("/var/lib/trainstack/erdma-installer.sha256").read_text() == f"{good}  erdma_installer-1.5.7.tar.gz\n"
+    assert f"sha256 {good}" in node.disk("/var/log/trainstack/init.log").read_text()
+    assert 'ERDMA_INSTALLER_SHA256=""' in SCRIPT and "https://mirrors.cloud.aliyuncs.com/erdma/" in SCRIPT
+    for sha, ok in ((good, True), ("0" * 64, False)):  # a sha256 recorded in the catalog row
+        node = make_node(tmp_path / sha[:4], 0)
+        (node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").write_bytes(
+            (tmp_path / "node0" / "state" / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes())
+        (node.root / "user-data.sh").write_text(user_data(0).replace('ERDMA_INSTALLER_SHA256=""', f'ERDMA_INSTALLER_SHA256="{sha}"'))
+        boot = node.boot()
+        failed = node.marker("bootstrap-failed") or ""
+        if ok:
+            assert boot.rc == 0 and "(as recorded)" in boot.output, boot.output
+        else:
+            assert boot.rc == 1 and "step=erdma" in failed and f"has sha256 {good}, not the recorded" in failed, boot.output
+            assert not (node.state / "erdma-installed").exists()
 
 
 def test_a_driver_that_does_not_answer_is_a_failed_bootstrap(tmp_path: Path) -> None:
@@ -307,7 +331,7 @@ def test_a_spot_notice_reaches_real_torchrun_workers_and_the_rest_restart(tmp_pa
 
 DNF_WITH_DRIVER = """#!/bin/bash
 echo "dnf $*" >> "$STATE/dnf.log"
-if [ "$1 $2" = "module install" ]; then  # the driver answers only once its module is loaded, after a reboot
+if [ "$1 $3" = "install nvidia-driver-550.163.01" ]; then  # the driver answers only once its module is loaded, after a reboot
   printf '#!/bin/bash\\n[ -e /run/nvidia-loaded ] || { echo "NVIDIA-SMI has failed"; exit 9; }\\necho "GPU 0: NVIDIA H20"\\n' \
     > /usr/local/bin/nvidia-smi
   chmod 0755 /usr/local/bin/nvidia-smi
@@ -321,8 +345,10 @@ def test_a_driver_install_reboots_once_and_the_next_boot_finishes(tmp_path: Path
     node.stub("dnf", DNF_WITH_DRIVER)
     boot = node.boot()
     assert boot.rc == 0, boot.output
-    assert "module install -y nvidia-driver:550-dkms" in node.log("dnf.log")  # the pinned branch, not latest
-    assert "nvidia-fabric-manager-550*" in node.log("dnf.log")
+    dnf = node.log("dnf.log")
+    assert "module enable -y nvidia-driver:550-dkms" in dnf  # the branch's stream, then the exact version
+    assert "install -y nvidia-driver-550.163.01 nvidia-driver-cuda-550.163.01 kmod-nvidia-latest-dkms-550.163.01 " \
+           "nvidia-fabric-manager-550.163.01" in dnf and "*" not in dnf
     assert (node.state / "reboot-requested").exists() and node.marker("bootstrap-done") is None
     assert "rebooting" in (node.marker("bootstrap-rebooting") or "")
     node.boot(user_data=False, pre="touch /run/nvidia-loaded")  # the module loads at this boot

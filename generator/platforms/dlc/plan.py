@@ -40,6 +40,7 @@ from generator.plan.model import (
 from generator.plan.network import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.platforms.dlc import weights as dlc_weights
+from generator.spec import limits
 from generator.spec.model import Spec
 
 JOB_TYPE = "PyTorchJob"  # CreateJob JobType for torchrun/DeepSpeed/Megatron jobs [DOC-DLC-JOB, SDK-DLC]
@@ -249,10 +250,19 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
     decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
                               or "none", _datasets_reason(sources)))
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
-    decisions.append(Decision("image", image, (
-        "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
-        "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
-        "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list")))
+    image_source = "UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]"
+    own = limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
+    if own is not None:  # compute.container_image is the job's image (CreateJob JobSpecs[].Image)
+        image, image_source = own[1], "compute.container_image (the spec), pinned by digest"
+        decisions.append(Decision("image", image, (
+            "compute.container_image, pinned by its digest, through the registry's VPC endpoint: DLC pulls it for "
+            "every worker (CreateJob JobSpecs Image [DOC-DLC-JOB]); it must bring PyTorch and torchrun, and its "
+            "repository must be one DLC may pull (the same account's ACR, or public)")))
+    else:
+        decisions.append(Decision("image", image, (
+            "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
+            "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
+            "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list")))
     env = _environment(spec, best, storage, ckpt, sources, weights)
     decisions.append(Decision("workers", f"{fit.nodes} x {t.name} ({JOB_TYPE})", (
         f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
@@ -279,7 +289,7 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
                     + "; DLC's stock of the worker type is not checked by trainstack")
     return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
-               image_source="UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]", tp=fit.tp,
+               image_source=image_source, tp=fit.tp,
                pp=fit.pp,
                dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
                outputs=DLC_OUTPUTS, max_running_hours=max_hours,
