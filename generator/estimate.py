@@ -15,8 +15,8 @@ from typing import Any
 from generator import sizing
 from generator.catalog import Catalog, GpuModel
 from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
-from generator.present.cost_report import cost_report, cost_text
 from generator.plan.fit import data_parallel, replica_gpus
+from generator.present.cost_report import cost_report, cost_text
 from generator.spec import defaults
 from generator.spec.units import human_count
 
