@@ -239,6 +239,21 @@ def test_checkpoints_on_the_shared_folder_reach_oss_signed_and_only_once(tmp_pat
     assert "copied=0" in (node.marker("ckpt-sync-ok") or "")
 
 
+def test_a_job_log_reaches_oss_through_the_nodes_one_client(tmp_path: Path) -> None:
+    """`trainstack submit`'s job script copies its log with trainstack-ckpt-sync --put (the role's STS credentials
+    through the hardened metadata service, signed), not with a downloaded ossutil."""
+    node = make_node(tmp_path, 0)
+    boot = node.boot(
+        "echo 'step 1 loss 2.0' > /tmp/rank-0.log; "
+        f"trainstack-ckpt-sync --put /tmp/rank-0.log oss://{K.bucket}/{K.prefix}_trainstack/jobs/j1/rank-0.log; "
+        "echo PUT=$?; trainstack-ckpt-sync --put /tmp/rank-0.log s3://elsewhere/x; echo BAD=$?"
+    )
+    assert "PUT=0" in boot.output and "BAD=1" in boot.output, boot.output
+    stored = node.state / "oss" / K.bucket / K.prefix / "_trainstack" / "jobs" / "j1" / "rank-0.log"
+    assert stored.read_text() == "step 1 loss 2.0\n"
+    assert "SignatureDoesNotMatch" not in node.log("requests.log")
+
+
 def test_a_stalled_metadata_call_does_not_outlive_the_notice(tmp_path: Path) -> None:
     node = make_node(tmp_path, spot_rank())
     assert node.boot().rc == 0

@@ -37,6 +37,9 @@ ossutil_bin() {
     "https://oos-public-${region}.oss-${region}-internal.aliyuncs.com/x64/ossutil64" &&
     chmod 0755 /usr/local/bin/ossutil && echo /usr/local/bin/ossutil
 }
+# ECS nodes copy with the node's one OSS client (trainstack-ckpt-sync --put: the RAM role's STS credentials through
+# the metadata service in hardened mode, the bucket's internal endpoint; docs/bootstrap.md), nothing downloaded.
+SYNC="${TRAINSTACK_CKPT_SYNC:-/usr/local/bin/trainstack-ckpt-sync}"
 # Lingjun nodes have no RAM role (no metadata service): they copy with the RAM user's AccessKey that the bootstrap
 # keeps in /etc/trainstack/oss-credentials (docs/bootstrap.md), through an ossutil config file in a private folder,
 # never on a command line.
@@ -44,12 +47,13 @@ OSS_CREDENTIALS="${TRAINSTACK_OSS_CREDENTIALS:-/etc/trainstack/oss-credentials}"
 upload() {
   [ -n "${TRAINSTACK_JOB_LOG_URL}" ] && [ -e "$1" ] || return 0
   [ -n "${role}" ] || [ -r "${OSS_CREDENTIALS}" ] || return 0
-  bin="$(ossutil_bin)" || return 0
   if [ -n "${role}" ]; then
-    "${bin}" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" -e "${TRAINSTACK_JOB_ENDPOINT}" \
-      --mode EcsRamRole --ecs-role-name "${role}" > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
+    [ -x "${SYNC}" ] || { echo "trainstack: no ${SYNC} on this node: $1 stays on the node" >&2; return 0; }
+    "${SYNC}" --put "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" > /dev/null 2>&1 ||
+      echo "trainstack: copying $1 to OSS failed" >&2
     return 0
   fi
+  bin="$(ossutil_bin)" || return 0
   cfg_dir="$(mktemp -d)" || return 0
   (
     umask 077
