@@ -113,9 +113,15 @@ def test_the_facts_object_lists_every_member_and_the_shared_file_system() -> Non
     assert facts["checkpoint"]["url"] == f"oss://{bucket}/checkpoints/"
     assert facts["checkpoint"]["endpoint"].endswith("-internal.aliyuncs.com")
     assert facts["parallel"]["tp"] * facts["parallel"]["pp"] * facts["parallel"]["dp"] == 512
-    text = json.dumps(facts).lower()
+    # no credential in the facts: the only text fields are the static node programs shipped in them (their source
+    # names AccessKeyId and SecurityToken as the metadata service's fields, and holds no value of its own)
+    scripts = {"ckpt_sync", "torch_requirements"}
+    assert scripts <= set(facts)
+    assert "#!/usr/bin/env python3" in facts["ckpt_sync"] and "--hash=sha256:" in facts["torch_requirements"]
+    text = json.dumps({k: v for k, v in facts.items() if k not in scripts}).lower()
     for secret in ("accesskey", "secret", "password", "token"):
         assert secret not in text
+    assert not re.search(r"LTAI[0-9A-Za-z]{12,}", json.dumps(facts))  # no AccessKey id anywhere, scripts included
     assert len(_facts(_graph(128))["members"]) == 128
 
 
