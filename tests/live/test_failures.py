@@ -132,15 +132,13 @@ def test_a_failed_create_is_exit_26_with_the_clouds_error_and_up_again_finishes(
     out = live.run("up", str(live.spec), "--yes")
     assert out.returncode == 26, out.stdout + out.stderr
     assert "InvalidResourceType.NotSupported" in out.stderr and "live-4-node-001" in out.stdout + out.stderr
-    assert "live-4-node-001" not in live.nodes()
+    survived = set(live.nodes())
+    assert "live-4-node-001" not in survived
     live.control()
     live.mark()
     live.ok("up", str(live.spec), "--yes")
     assert sorted(live.nodes()) == FOUR
-    # what the failed run created stays: only node-001 and what Pulumi had not started yet are created now
+    # what the failed run created stays: only node-001 and the nodes Pulumi had not started when the failure stopped
+    # it (which of those depends on the order its parallel creates ran in) are created now
     touched = {n for _, n in live.changes()}
-    assert "live-4-node-001" in touched and not touched & {
-        "live-4-node-000",
-        "live-4-node-002",
-        "live-4-node-003",
-    }
+    assert "live-4-node-001" in touched and not touched & survived
