@@ -13,6 +13,7 @@ Kinds: ``deadline``, ``memory``, ``batch``, ``layout`` (tp x pp cannot split the
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -25,8 +26,9 @@ KINDS = ("deadline", "memory", "batch", "layout", "fabric", "filter", "bf16")  #
 
 
 @dataclass(frozen=True, slots=True)
-class Rejection:
-    """The base of every rejection: ``code`` and ``kind`` are the class's, the fields the instance's."""
+class Rejection(abc.ABC):
+    """The base of every rejection (abstract: each reason is a subclass with its own :meth:`text`): ``code`` and
+    ``kind`` are the class's, the fields the instance's."""
 
     code: ClassVar[str] = ""
     KIND: ClassVar[str] = "filter"
@@ -41,8 +43,9 @@ class Rejection:
         """The type was kept to one node (no RDMA, or not 8 GPUs) and that is part of why it fails."""
         return getattr(self, "one_node", None) is not None
 
+    @abc.abstractmethod
     def text(self) -> str:
-        raise NotImplementedError
+        """The reason in English, rendered from the fields (the only place its wording lives)."""
 
     def fields(self) -> dict[str, Any]:
         """The typed fields by name (what plan.json's ``reason.fields`` holds)."""
