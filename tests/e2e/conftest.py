@@ -44,6 +44,9 @@ def why_not() -> str:
     for tool in ("unshare", "nsenter", "ip", "openssl", "curl", "systemd-tmpfiles", "pkill", "flock"):
         if shutil.which(tool) is None:
             return f"needs {tool}"
+    missing = [m for m in ("oss2", "torch") if importlib.util.find_spec(m) is None]  # the `boot` extra
+    if missing:
+        return f"needs {' and '.join(missing)} (pip install '.[boot]')"
     return ""
 
 
