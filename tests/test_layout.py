@@ -165,3 +165,35 @@ def test_platforms_are_reached_through_their_registries() -> None:
             if _stage(target) == "platforms" and target not in PLATFORM_DOORS and not excepted:
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "import a platform through generator.platforms.registry or .planning:\n" + "\n".join(wrong)
+
+
+def _platform_names() -> set[str]:
+    from generator.platforms.registry import PLATFORMS
+
+    return set(PLATFORMS)
+
+
+def _names_in(node: ast.expr, names: set[str]) -> set[str]:
+    """The platform names a comparison operand spells out: a string, or strings in a tuple, list or set."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} & names
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_names_in(e, names) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def test_no_platform_name_is_compared_outside_the_platform_homes() -> None:
+    """Code outside generator/platforms/ asks the platform (a capability or its declaration's data), never compares
+    ``compute.platform`` with a name: a new platform then touches its own folder, not every branch."""
+    names = _platform_names()
+    wrong = []
+    for module, path in sorted(_modules().items()):
+        if _stage(module) == "platforms":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                found = set().union(*(_names_in(x, names) for x in (node.left, *node.comparators)))
+                if found:
+                    wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} compares with {sorted(found)}")
+    assert not wrong, ("ask platform_for(x).has(Capability.X) or the platform's declaration instead:\n"
+                       + "\n".join(wrong))

@@ -24,6 +24,13 @@ class Capability(enum.Enum):
     NODE_BOOTSTRAP = "node-bootstrap"  # the nodes boot trainstack's node-init.sh as user data
     ZONE_CHOICE = "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
     RDMA = "rdma"  # an RDMA fabric between the nodes (eRDMA or RoCE on ECS, HPN on Lingjun)
+    RDMA_BY_TYPE = "rdma-by-type"  # the fabric follows the instance type (eRDMA, RoCE) and network.rdma, so a
+    # multi-node job needs an RDMA-capable type; without it the platform decides the fabric (HPN, DLC's network)
+    HPN = "hpn"  # the nodes are eflo machine types on the HPN RDMA network (the catalog's Lingjun machine types,
+    # with their HPN zone, payment types and RDMA rate): RDMA between the nodes whatever network.rdma says
+    DLC_WORKERS = "dlc-workers"  # the workers are the ECS types on PAI-DLC's public resource list (dlc_specs.csv)
+    OSS_MOUNT = "oss-mount"  # OSS data (a dataset, base weights) is mounted read-only as a workspace dataset:
+    # nothing is imported into CPFS or copied
     JUMBO_FRAMES = "jumbo-frames"  # trainstack sets the nodes' MTU (8500 with jumbo frames, else 1400)
     DEPLOYMENT_SETS = "deployment-sets"  # ECS deployment sets place the nodes
     FIXED_ADDRESSES = "fixed-addresses"  # each rank has a private address fixed in the plan
@@ -66,6 +73,25 @@ class Unhonoured:
 
 
 @dataclass(frozen=True)
+class PriceNote:
+    """A price the platform bills on top of the instance type's (the plan's ``cost.prices`` row ``item`` and a
+    ``cost.notes`` line; ``{type}`` in ``note`` is the instance type)."""
+
+    item: str
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
+class PausedItem:
+    """Something of the platform that stays, unpriced, while the cluster is paused (a ``cost.paused`` item)."""
+
+    key: str
+    label: str
+    what: str
+
+
+@dataclass(frozen=True)
 class Platform:
     """One platform: the ``compute.platform`` value, what it can do and what it renders."""
 
@@ -75,6 +101,11 @@ class Platform:
     program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
     unhonoured: Mapping[str, Unhonoured] = field(default_factory=dict)  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
+    machine_noun: str = "instance type"  # what messages call a node's type
+    default_key_pair: str = ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
+    pause_leaves_out: str = ""  # with PAUSE: what a paused program leaves out (the pause decision's words)
+    paused_items: tuple[PausedItem, ...] = ()  # with PAUSE: what of the platform stays while paused, unpriced
+    worker_price: PriceNote | None = None  # a price the platform bills per worker on top of the type's
 
     def has(self, capability: Capability) -> bool:
         return capability in self.capabilities

@@ -64,6 +64,14 @@ DLC_DEFAULT_MAX_HOURS = 30 * 24  # DLC stops a job after 30 days by default [DOC
 WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
 
 
+def dlc_zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
+    """Why the job's vSwitch goes in ``zone``."""
+    return Decision("zone", zone, (
+        "the first zone of your ordered preference" if spec.zones else f"no zones given; {zone} is the first zone "
+        f"of {region.id} in the catalog") + "; the job's vSwitch and the file system's mount target are zonal, so "
+        "DLC starts the workers in this zone (DLC's stock there is not checked by trainstack)")
+
+
 def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
     """What a DLC job cannot do (or trainstack does not do for it), as spec errors with hints."""
     problems: list[Problem] = []
