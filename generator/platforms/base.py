@@ -72,6 +72,16 @@ class Unhonoured:
     when: str = ""  # with rule: the values the rule refuses or warns about ("true", "cpfs or extreme-nas")
 
 
+# The places of the shared stack files where a platform adds its own text (Platform.template_parts): the shared
+# template includes templates/stack/slots/<the platform's part>.j2 there, or nothing where the platform has none.
+SLOTS = {
+    "summary": "__main__.py's docstring, after the compute line: what the platform's part of the stack is",
+    "stack_config": "Pulumi.<stack>.yaml, after the region: the commented settings the operator may set",
+    "readme_row": "README.md's summary table, after the RDMA row",
+    "readme_deploy": "README.md's Deploy section, after `trainstack up`: what to run once deployed",
+}
+
+
 @dataclass(frozen=True)
 class PriceNote:
     """A price the platform bills on top of the instance type's (the plan's ``cost.prices`` row ``item`` and a
@@ -99,6 +109,7 @@ class Platform:
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
     program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
+    template_parts: Mapping[str, str] = field(default_factory=dict)  # SLOTS name -> templates/stack/slots/<part>.j2
     unhonoured: Mapping[str, Unhonoured] = field(default_factory=dict)  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
     machine_noun: str = "instance type"  # what messages call a node's type

@@ -21,6 +21,8 @@ PLATFORM = Platform(
     title="PAI-DLC",
     capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS, C.DLC_WORKERS, C.OSS_MOUNT}),
     program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
+    template_parts={"summary": "summary_dlc.py", "stack_config": "stack_config_dlc.yaml",
+                    "readme_row": "readme_row_dlc.md", "readme_deploy": "readme_deploy_dlc.md"},
     # DLC bills public-resource workers per minute at the price its Create Job page shows [DOC-DLC-BILL]
     worker_price=PriceNote("dlc_worker", "DOC-DLC-BILL", "PAI-DLC worker price: ESTIMATE equal to the ECS price of "
                            "{type} above (DLC bills workers per minute at the console's unit price, which may differ; "

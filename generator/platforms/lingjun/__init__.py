@@ -21,6 +21,8 @@ PLATFORM = Platform(
     capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
+    template_parts={"summary": "summary_lingjun.py", "stack_config": "stack_config_lingjun.yaml",
+                    "readme_row": "readme_row_lingjun.md"},
     unhonoured={
         "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
                                               when="any"),
