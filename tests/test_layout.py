@@ -143,9 +143,8 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
 
 
 # Outside generator/platforms/, a platform is reached through its declaration (base, registry) or its behaviour
-# (planning, contract), never by importing its own modules; the exceptions say why.
-PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.planning",
-                  "generator.platforms.contract"}
+# (registry.parts_for, contract), never by importing its own modules; the exceptions say why.
+PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.contract"}
 PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
     ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
     "others, so `model.weights` has one planning module",
@@ -197,3 +196,22 @@ def test_no_platform_name_is_compared_outside_the_platform_homes() -> None:
                     wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} compares with {sorted(found)}")
     assert not wrong, ("ask platform_for(x).has(Capability.X) or the platform's declaration instead:\n"
                        + "\n".join(wrong))
+
+
+def test_the_registry_and_the_declarations_import_nothing_of_the_planner() -> None:
+    """One registry for declarations and behaviours: the declarations are data the plan parts ask, so importing the
+    registry loads no planning module and no platform behaviour (``registry.parts_for`` imports a platform's
+    behaviour on first use; the registry names ``contract.PlanParts`` for types only)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, generator.platforms.registry; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith('generator.'))))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=PACKAGE.parent).stdout.split())
+    assert "generator.platforms.ecs" in loaded
+    declarations = {"generator.platforms", "generator.platforms.base", "generator.platforms.registry"} | {
+        f"generator.platforms.{p.name}" for p in (PACKAGE / "platforms").iterdir() if (p / "__init__.py").is_file()}
+    wrong = sorted(m for m in loaded if _stage(m) not in ("errors", "spec", "platforms")
+                   or (_stage(m) == "platforms" and m not in declarations))
+    assert not wrong, wrong

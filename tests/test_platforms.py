@@ -16,8 +16,8 @@ import pytest
 from generator import api
 from generator.errors import SpecErrors
 from generator.platforms.base import SLOTS, Capability, Level
-from generator.platforms.planning import PARTS
-from generator.platforms.registry import PLATFORMS, honour_markdown, platform_for, spec_fields
+from generator.platforms.contract import PlanParts
+from generator.platforms.registry import PLATFORMS, honour_markdown, parts_for, platform_for, spec_fields
 from generator.spec.model import ComputeSpec, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +56,18 @@ def _default(path: str) -> Any:
 
 def test_the_registry_is_the_spec_languages_list_of_platforms() -> None:
     literal = typing.get_args(ComputeSpec.model_fields["platform"].annotation)
-    assert set(PLATFORMS) == set(literal) == set(PARTS)
+    assert set(PLATFORMS) == set(literal)
     assert all(platform_for(name).name == name for name in literal)
+
+
+def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
+    for name, p in PLATFORMS.items():
+        assert p.parts.startswith(f"generator.platforms.{p.parts.split('.')[2]}.") and ":" in p.parts, name
+        parts = parts_for(name)
+        assert parts is parts_for(name)  # built once
+        for method in ("rules", "zone_decision", "place", "spot", "part"):  # contract.PlanParts
+            assert callable(getattr(parts, method)), (name, method)
+    assert {m for m in dir(PlanParts) if not m.startswith("_")} == {"rules", "zone_decision", "place", "spot", "part"}
 
 
 def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:

@@ -1,5 +1,5 @@
 """Checks that need the catalog: regions, zones, GPU models, instance types, and each platform's rules (asked of
-the platform, :mod:`generator.platforms.planning`) with the spec fields it does not honour.
+the platform, :func:`generator.platforms.registry.parts_for`) with the spec fields it does not honour.
 
 Pure: spec + catalog -> list of :class:`~generator.errors.Problem` (paths only; the caller adds lines).
 """
@@ -12,8 +12,7 @@ from generator.catalog import Catalog, GpuModel, Region
 from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, unavailable_text
 from generator.errors import Problem, clip, did_you_mean, excerpt
 from generator.platforms.base import Capability
-from generator.platforms.planning import parts_for
-from generator.platforms.registry import platform_for, unhonoured_problems
+from generator.platforms.registry import parts_for, platform_for, unhonoured_problems
 from generator.spec import limits
 from generator.spec.limits import (  # noqa: F401
     CPFS_MAX_GIB,

@@ -43,8 +43,7 @@ from generator.plan.schedule import plan_schedule
 from generator.plan.storage import plan_storage
 from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability
-from generator.platforms.planning import parts_for
-from generator.platforms.registry import platform_for, unhonoured_warnings
+from generator.platforms.registry import parts_for, platform_for, unhonoured_warnings
 from generator.spec.model import Spec
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]

@@ -5,8 +5,8 @@ In the manner of SkyPilot's one class per cloud with a feature set (``skypilot-o
 ``CloudImplementationFeatures``, checked once by ``check_features_are_supported``): code that differs by platform
 asks ``platform_for(spec or plan).has(Capability.X)`` (:mod:`generator.platforms.registry`) instead of comparing
 ``compute.platform`` with a name. A declaration imports nothing but the spec model, so every stage from the plan on
-can ask it; what a platform *does* (its rules and plan parts) lives beside it in its folder and is reached through
-:mod:`generator.platforms.planning`.
+can ask it; what a platform *does* (its rules and plan parts) lives beside it in its folder, named by the
+declaration's ``parts`` entry and reached through :func:`generator.platforms.registry.parts_for`.
 """
 
 from __future__ import annotations
@@ -117,6 +117,9 @@ class Platform:
     pause_leaves_out: str = ""  # with PAUSE: what a paused program leaves out (the pause decision's words)
     paused_items: tuple[PausedItem, ...] = ()  # with PAUSE: what of the platform stays while paused, unpriced
     worker_price: PriceNote | None = None  # a price the platform bills per worker on top of the type's
+    # "module:Class" of its behaviour (a generator.platforms.contract.PlanParts, in its own folder): imported by
+    # registry.parts_for on first use, so a declaration stays data that every stage can import without a cycle
+    parts: str = ""
 
     def has(self, capability: Capability) -> bool:
         return capability in self.capabilities

@@ -20,6 +20,7 @@ PLATFORM = Platform(
     name="pai-dlc",
     title="PAI-DLC",
     capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS, C.DLC_WORKERS, C.OSS_MOUNT}),
+    parts="generator.platforms.dlc.parts:DlcParts",
     program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
     template_parts={"summary": "summary_dlc.py", "stack_config": "stack_config_dlc.yaml",
                     "readme_row": "readme_row_dlc.md", "readme_deploy": "readme_deploy_dlc.md"},

@@ -17,6 +17,7 @@ PLATFORM = Platform(
     title="ECS",
     capabilities=frozenset(Capability) - {Capability.DLC_JOBS, Capability.EFLO_JOBS, Capability.HPN,
                                           Capability.DLC_WORKERS, Capability.OSS_MOUNT},
+    parts="generator.platforms.ecs.parts:EcsParts",
     program_parts=("network", "identity_ecs", "checkpoints", "storage", "compute_ecs", "facts", "outputs_ecs"),
     template_parts={"stack_config": "stack_config_ecs.yaml"},
     user_data_max_bytes=USER_DATA_MAX,

@@ -19,6 +19,7 @@ PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
     capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
+    parts="generator.platforms.lingjun.parts:LingjunParts",
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
     template_parts={"summary": "summary_lingjun.py", "stack_config": "stack_config_lingjun.yaml",
