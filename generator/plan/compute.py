@@ -39,7 +39,7 @@ from generator.plan.model import (
     Sizing,
 )
 from generator.plan.reasons import nodes_reason
-from generator.plan.schedule import fit_schedule, never_finishes
+from generator.plan.run_hours import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for

@@ -2,7 +2,7 @@
 and data-parallel layout whose GPUs hold the training state, and why a type has none.
 
 The model's shape is resolved here too. Tensor parallelism stays inside one node; the node count must also
-meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.schedule`) and give a
+meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.run_hours`) and give a
 data-parallel degree that divides the global batch. Memory never grows with the data-parallel degree, so the
 smallest node count is found by binary search. Which fit wins is decided in :mod:`generator.plan.compute`.
 """
@@ -25,7 +25,7 @@ from generator.plan.fit import (
     with_context,
 )
 from generator.plan.fit import training_setup as _setup
-from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
+from generator.plan.run_hours import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for

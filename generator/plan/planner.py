@@ -39,7 +39,7 @@ from generator.plan.model import (
     Plan,
     Waived,
 )
-from generator.plan.schedule import plan_schedule
+from generator.plan.run_hours import plan_schedule
 from generator.plan.storage import plan_storage
 from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability

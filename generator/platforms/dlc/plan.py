@@ -37,7 +37,7 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
-from generator.plan.network import ip_plan
+from generator.plan.placement import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.platforms.dlc import weights as dlc_weights
 from generator.spec import limits
@@ -149,7 +149,7 @@ def dlc_fabric(spec: Spec, fit: Fit, decisions: list[Decision]) -> tuple[str, in
 
 def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> Network:
     """The job's VPC: a compute vSwitch whose addresses DLC hands to the workers, and the storage and egress
-    vSwitches of the ECS IP plan (:func:`generator.plan.network.ip_plan`), so no consumer can take another's."""
+    vSwitches of the ECS IP plan (:func:`generator.plan.placement.ip_plan`), so no consumer can take another's."""
     vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
     vswitches, ecs_ranges, _ = ip_plan(spec.name, zone, vpc, fit.nodes, storage=shared_storage_needed(spec, fit.nodes),
                                        egress=spec.network.egress == "nat")

@@ -1,6 +1,6 @@
 """ECS (``compute.platform: ecs``, the default): GPU instances (gn, ebmgn) that trainstack creates, places and boots.
 
-The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``network`` for the
+The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``placement`` for the
 fabric, the VPC and the nodes' places), composed by :mod:`generator.platforms.ecs.parts`.
 """
 

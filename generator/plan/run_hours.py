@@ -95,7 +95,7 @@ def batch_sequences(spec: Spec) -> int | None:
 
 
 def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
-    """Whether the nodes reach each other over RDMA, as :func:`generator.plan.network.fabric` decides."""
+    """Whether the nodes reach each other over RDMA, as :func:`generator.plan.placement.fabric` decides."""
     platform = platform_for(spec)
     if not platform.has(Capability.RDMA):  # DLC's public resources: VPC TCP (generator/platforms/dlc/plan.py)
         return False
