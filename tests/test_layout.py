@@ -126,8 +126,9 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     from generator.spec.rules import PARTS, RULES
 
     root = PACKAGE.parent
-    planner_parts = ({p.stem for p in (PACKAGE / "plan").glob("*.py")}  # the shared parts, and each platform's own
-                     | {p.name for p in (PACKAGE / "platforms").iterdir() if p.is_dir()}) & set(PARTS)
+    planned_by = {"placement": "network"}  # plan/placement.py plans the network with the nodes' places in it
+    planner_parts = ({planned_by.get(p.stem, p.stem) for p in (PACKAGE / "plan").glob("*.py")}  # the shared parts,
+                     | {p.name for p in (PACKAGE / "platforms").iterdir() if p.is_dir()}) & set(PARTS)  # each own
     assert planner_parts == set(PARTS) - {"identity", "outputs"}  # identity and outputs are rendered, not planned
     partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
     # checkpoint_policy (shared by both identities) and facts (the compute part's published cluster facts, in its own
@@ -143,9 +144,8 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
 
 
 # Outside generator/platforms/, a platform is reached through its declaration (base, registry) or its behaviour
-# (planning, contract), never by importing its own modules; the exceptions say why.
-PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.planning",
-                  "generator.platforms.contract"}
+# (registry.parts_for, contract), never by importing its own modules; the exceptions say why.
+PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.contract"}
 PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
     ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
     "others, so `model.weights` has one planning module",
@@ -165,3 +165,54 @@ def test_platforms_are_reached_through_their_registries() -> None:
             if _stage(target) == "platforms" and target not in PLATFORM_DOORS and not excepted:
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "import a platform through generator.platforms.registry or .planning:\n" + "\n".join(wrong)
+
+
+def _platform_names() -> set[str]:
+    from generator.platforms.registry import PLATFORMS
+
+    return set(PLATFORMS)
+
+
+def _names_in(node: ast.expr, names: set[str]) -> set[str]:
+    """The platform names a comparison operand spells out: a string, or strings in a tuple, list or set."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} & names
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_names_in(e, names) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def test_no_platform_name_is_compared_outside_the_platform_homes() -> None:
+    """Code outside generator/platforms/ asks the platform (a capability or its declaration's data), never compares
+    ``compute.platform`` with a name: a new platform then touches its own folder, not every branch."""
+    names = _platform_names()
+    wrong = []
+    for module, path in sorted(_modules().items()):
+        if _stage(module) == "platforms":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                found = set().union(*(_names_in(x, names) for x in (node.left, *node.comparators)))
+                if found:
+                    wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} compares with {sorted(found)}")
+    assert not wrong, ("ask platform_for(x).has(Capability.X) or the platform's declaration instead:\n"
+                       + "\n".join(wrong))
+
+
+def test_the_registry_and_the_declarations_import_nothing_of_the_planner() -> None:
+    """One registry for declarations and behaviours: the declarations are data the plan parts ask, so importing the
+    registry loads no planning module and no platform behaviour (``registry.parts_for`` imports a platform's
+    behaviour on first use; the registry names ``contract.PlanParts`` for types only)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, generator.platforms.registry; print(' '.join(sorted(m for m in sys.modules "
+            "if m.startswith('generator.'))))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=PACKAGE.parent).stdout.split())
+    assert "generator.platforms.ecs" in loaded
+    declarations = {"generator.platforms", "generator.platforms.base", "generator.platforms.registry"} | {
+        f"generator.platforms.{p.name}" for p in (PACKAGE / "platforms").iterdir() if (p / "__init__.py").is_file()}
+    wrong = sorted(m for m in loaded if _stage(m) not in ("errors", "spec", "platforms")
+                   or (_stage(m) == "platforms" and m not in declarations))
+    assert not wrong, wrong

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from generator import api
 from generator.catalog import load_catalog
 from generator.plan.fit import PlanningError
-from generator.plan.network import NODE_OFFSET, PROTOCOL_SERVICE_ADDRESSES, RESERVED_LAST, ip_plan
+from generator.plan.placement import NODE_OFFSET, PROTOCOL_SERVICE_ADDRESSES, RESERVED_LAST, ip_plan
 from generator.plan.planner import make_plan
 from generator.preview.mockrun import run_program
 from generator.spec.model import Spec

@@ -55,7 +55,7 @@ def test_tcp_costs_time_once_through_the_exchange_not_the_mfu() -> None:
     """Issue 24: a flat x0.7 on the MFU for multi-node TCP jobs came on top of the exchange charged against the
     NIC; now TCP only lowers the bandwidth the exchange sees, so a job whose exchange hides behind the step runs
     as fast over TCP as over RDMA, and one that does not pays once."""
-    from generator.plan.schedule import fit_schedule
+    from generator.plan.run_hours import fit_schedule
 
     doc = {
         "name": "tcp-once",

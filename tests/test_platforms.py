@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,9 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
-from generator.platforms.base import Capability, Level
-from generator.platforms.planning import PARTS
-from generator.platforms.registry import PLATFORMS, honour_markdown, platform_for, spec_fields
+from generator.platforms.base import SLOTS, Capability, Level
+from generator.platforms.contract import PlanParts
+from generator.platforms.registry import PLATFORMS, honour_markdown, parts_for, platform_for, spec_fields
 from generator.spec.model import ComputeSpec, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,8 +56,18 @@ def _default(path: str) -> Any:
 
 def test_the_registry_is_the_spec_languages_list_of_platforms() -> None:
     literal = typing.get_args(ComputeSpec.model_fields["platform"].annotation)
-    assert set(PLATFORMS) == set(literal) == set(PARTS)
+    assert set(PLATFORMS) == set(literal)
     assert all(platform_for(name).name == name for name in literal)
+
+
+def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
+    for name, p in PLATFORMS.items():
+        assert p.parts.startswith(f"generator.platforms.{p.parts.split('.')[2]}.") and ":" in p.parts, name
+        parts = parts_for(name)
+        assert parts is parts_for(name)  # built once
+        for method in ("rules", "zone_decision", "place", "spot", "part"):  # contract.PlanParts
+            assert callable(getattr(parts, method)), (name, method)
+    assert {m for m in dir(PlanParts) if not m.startswith("_")} == {"rules", "zone_decision", "place", "spot", "part"}
 
 
 def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
@@ -66,13 +77,49 @@ def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
         assert all(u.when for u in p.unhonoured.values() if u.rule), p.name  # a rule says which values it refuses
 
 
-def test_each_platforms_program_parts_exist() -> None:
+def test_each_platforms_program_parts_and_slot_parts_exist_and_every_slot_part_is_someones() -> None:
     parts = ROOT / "templates" / "stack" / "parts"
     for p in PLATFORMS.values():
         assert p.program_parts and all((parts / f"{name}.py.j2").is_file() for name in p.program_parts), p.name
         assert p.has(Capability.NODE_BOOTSTRAP) == (p.user_data_max_bytes > 0), p.name
+        assert set(p.template_parts) <= set(SLOTS), (p.name, set(p.template_parts) - set(SLOTS))
+        slots = ROOT / "templates" / "stack" / "slots"
+        assert all((slots / f"{name}.j2").is_file() for name in p.template_parts.values()), p.name
+    slots = ROOT / "templates" / "stack" / "slots"
+    named = {f"{name}.j2" for p in PLATFORMS.values() for name in p.template_parts.values()}
+    assert named == {f.name for f in slots.glob("*.j2")}, "a slot part no platform names, or a missing one"
+    for f in sorted(slots.glob("*.j2")):  # each opens with a line saying what it holds, as the program parts do
+        first = f.read_text().splitlines()[0]
+        assert first.startswith("{# The ") and first.endswith(" #}"), f.name
     # a platform's live job commands go one way at most (Lingjun's are refused: generator/live/jobs/stack.py)
     assert all(p.has(Capability.DLC_JOBS) + p.has(Capability.CLOUD_ASSISTANT_JOBS) + p.has(Capability.EFLO_JOBS) <= 1 for p in PLATFORMS.values())
+
+
+def _own_parts() -> set[str]:
+    """The template parts one platform alone lists (program_parts, template_parts): the platform's own text."""
+    listed = [{f"{n}.py.j2" for n in p.program_parts} | {f"{n}.j2" for n in p.template_parts.values()}
+              for p in PLATFORMS.values()]
+    return {name for names in listed for name in names if sum(name in other for other in listed) == 1}
+
+
+# A template tag that branches on which platform the plan is for: the platform's own part of the plan (plan.lingjun,
+# plan.dlc, and the short names __main__.py.j2 gives them), its name, or compute.platform.
+PLATFORM_BRANCH = re.compile(r"{%-?\s*(?:if|elif)\b[^%]*(?:plan\.(?:lingjun|dlc)\b|\b(?:lj|dl)\b|platform\b|"
+                             + "|".join(re.escape(f'"{n}"') for n in PLATFORMS) + ")")
+
+
+def test_shared_templates_branch_on_capabilities_never_on_the_platform() -> None:
+    """The templates every platform renders ask ``caps`` (the platform's capabilities) or include the platform's part
+    of a slot (``slots``); only a platform's own parts know which platform they are for."""
+    own = _own_parts()
+    wrong = []
+    for path in sorted((ROOT / "templates").rglob("*.j2")):
+        if path.parent.name in ("parts", "slots") and path.name in own:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if PLATFORM_BRANCH.search(line):
+                wrong.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not wrong, "branch on caps.X or add a slot part (generator/platforms/base.py SLOTS):\n" + "\n".join(wrong)
 
 
 def test_docs_list_the_generated_honour_table() -> None:

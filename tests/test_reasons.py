@@ -17,7 +17,7 @@ from generator.plan.fit import PlanningError
 from generator.plan.layout import _setup, usable_bytes
 from generator.plan.pipeline import load
 from generator.plan.reasons import nodes_reason
-from generator.plan.schedule import batch_sequences, meets_deadline
+from generator.plan.run_hours import batch_sequences, meets_deadline
 from generator.spec.model import Spec
 
 

@@ -1,4 +1,4 @@
-"""The schedule (generator/sizing/schedule.py, generator/plan/schedule.py): FLOPs with attention and logits,
+"""The schedule (generator/sizing/schedule.py, generator/plan/run_hours.py): FLOPs with attention and logits,
 layout MFU, the pipeline bubble, checkpoint writes, rework and restores, the fastest checkpoint tier, and the plan's
 ``schedule``, deadline warning and launch environment."""
 

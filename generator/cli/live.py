@@ -405,7 +405,7 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
     with _cloud_work():
         if watch is None:
             healed = live.heal_once(engine, t, fleet, checker, _say, **options)
-            if healed and not no_rejoin and (t.platform or "ecs") == "ecs":
+            if healed and not no_rejoin and _rejoins(t.platform):
                 _rejoin(engine, target, backend, [s.node.rank for s in healed])
             if health:
                 _heal_health(engine, target, backend, yes, grace_minutes)
@@ -472,6 +472,14 @@ def _health_rounds(engine: Any, target: str, backend: str | None, yes: bool, gra
         state["idle"] = not any(a.kind != "none" for a in actions)
 
     return round_
+
+
+def _rejoins(platform: str) -> bool:
+    """Whether heal restarts the running jobs on re-created nodes: over ECS Cloud Assistant (generator/live/jobs)."""
+    from generator.platforms.base import Capability
+    from generator.platforms.registry import platform_for
+
+    return platform_for(platform).has(Capability.CLOUD_ASSISTANT_JOBS)
 
 
 def _rejoin(engine: Any, target: str, backend: str | None, ranks: list[int]) -> None:

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 from generator.live.engine import OutputValue, Target
 from generator.live.errors import EngineFailed, LiveError, NasSdkMissing, StackNotDeployed
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.render.stackdir import load_yaml
 
 SHARED_FS_ADDRESS_KEY = "trainstack:sharedFsAddress"
@@ -150,8 +152,10 @@ def _config(target: Target) -> Mapping[str, Any]:
 
 def needs_mount_address(target: Target) -> bool:
     """True for a CPFS stack whose config lacks the export's address: its nodes wait for a second pass of ``up``.
-    A PAI-DLC stack declares no node (DLC mounts CPFS as a workspace dataset by file system id), so it never waits."""
-    return target.shared_fs == "cpfs" and target.platform != "pai-dlc" and not configured_address(target)
+    A platform without NODES (PAI-DLC) declares no node (DLC mounts CPFS as a workspace dataset by file system id),
+    so it never waits."""
+    return (target.shared_fs == "cpfs" and platform_for(target.platform).has(Capability.NODES)
+            and not configured_address(target))
 
 
 def require_mount_address_sdk(target: Target, resolver: MountAddressResolver) -> None:

@@ -5,8 +5,8 @@ composes the parts), ``model`` (the Plan's frozen dataclasses and plan.json), ``
 file), ``fit`` (what the parts share), ``naming`` (node names), ``search`` (the node-count search).
 
 The shared parts, each building its part of the Plan with its decisions: ``compute`` (the winning fit, from the fits
-``layout`` finds; ``reasons``: what set the node count), ``schedule`` (one layout's hours and the checkpoint tier),
-``network`` (ECS's fabric, VPC and node places; the IP plan), ``storage`` (with ``weights``), ``checkpoints``,
+``layout`` finds; ``reasons``: what set the node count), ``run_hours`` (one layout's wall-clock hours and the
+checkpoint tier they assume), ``placement`` (ECS's zone, fabric, VPC and node places; the IP plan), ``storage`` (with ``weights``), ``checkpoints``,
 ``spot`` and ``cost``. What differs by platform is in :mod:`generator.platforms`; presentation (text, Markdown,
 Mermaid) in :mod:`generator.present`; ``trainstack estimate`` in :mod:`generator.estimate`.
 """

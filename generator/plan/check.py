@@ -1,5 +1,5 @@
 """Checks that need the catalog: regions, zones, GPU models, instance types, and each platform's rules (asked of
-the platform, :mod:`generator.platforms.planning`) with the spec fields it does not honour.
+the platform, :func:`generator.platforms.registry.parts_for`) with the spec fields it does not honour.
 
 Pure: spec + catalog -> list of :class:`~generator.errors.Problem` (paths only; the caller adds lines).
 """
@@ -11,8 +11,8 @@ import re
 from generator.catalog import Catalog, GpuModel, Region
 from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, unavailable_text
 from generator.errors import Problem, clip, did_you_mean, excerpt
-from generator.platforms.planning import parts_for
-from generator.platforms.registry import unhonoured_problems
+from generator.platforms.base import Capability
+from generator.platforms.registry import parts_for, platform_for, unhonoured_problems
 from generator.spec import limits
 from generator.spec.limits import (  # noqa: F401
     CPFS_MAX_GIB,
@@ -55,12 +55,13 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
             problems.append(Problem(("model", "preset"), f"unknown preset {excerpt(spec.model.preset)}",
                                     did_you_mean(spec.model.preset, PRESETS) or "presets: " + ", ".join(sorted(PRESETS))))
     c = spec.compute
-    lingjun = c.platform == "lingjun"
+    platform = platform_for(spec)
+    lingjun = platform.has(Capability.HPN)  # the types are the catalog's Lingjun machine types
     if c.gpu != "auto":
         gpu = catalog.gpu(c.gpu)
         unavailable = catalog.unavailable_accelerator(c.gpu) if gpu is None else None
         if unavailable is not None:
-            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, c.platform == "pai-dlc",
+            problems.append(unavailable_problem(unavailable, catalog, region, lingjun, platform.has(Capability.DLC_WORKERS),
                                                 spec.model.precision == "bf16"))
         elif gpu is None:
             problems.append(Problem(("compute", "gpu"), f"unknown GPU {excerpt(c.gpu)}",
@@ -135,7 +136,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     if s.storage_class in ("standard", "advance") and s.shared == "cpfs":
         problems.append(Problem(("storage", "storage_class"), f"{s.storage_class} is an Extreme NAS class;"
                                 " CPFS takes advance_100 or advance_200"))
-    if s.dataset is not None and s.shared in ("none", "extreme-nas") and c.platform != "pai-dlc":
+    if s.dataset is not None and s.shared in ("none", "extreme-nas") and not platform.has(Capability.OSS_MOUNT):
         problems.append(Problem(("storage", "dataset"), "importing a dataset from OSS needs CPFS (a fileset and a data flow)",
                                 "set storage.shared: cpfs or auto"))
     if region is not None and s.shared == "cpfs" and not region.cpfs:
@@ -188,7 +189,7 @@ def _container_rules(spec: Spec) -> list[Problem]:
         problems.append(Problem(("compute", "container_image"), f"the registry is in {parts[0]}, not in {spec.region}: "
                                 "nodes pull through the registry's VPC endpoint, which serves its own region only",
                                 f"push the image to a registry in {spec.region} (ACR replicates across regions)"))
-    if c.platform == "ecs" and c.image_id is None:
+    if platform_for(spec).has(Capability.DEFAULT_IMAGE) and c.image_id is None:
         problems.append(Problem(("compute", "container_image"), "a container image needs a node image with Docker "
                                 "and the NVIDIA Container Toolkit; the default image (Alibaba Cloud Linux 3) has "
                                 "neither and node-init.sh installs neither",

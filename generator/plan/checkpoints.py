@@ -1,7 +1,7 @@
 """The Checkpoints part: the OSS bucket and its name, the tier the job writes to (the shared file system when it
 has room, else OSS), the checkpoint interval (Young/Daly by default), and their decisions.
 
-The tier and the interval come from :mod:`generator.plan.schedule`, which the ranking of instance types uses too.
+The tier and the interval come from :mod:`generator.plan.run_hours`, which the ranking of instance types uses too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Checkpoints, Decision, Storage
-from generator.plan.schedule import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
+from generator.plan.run_hours import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
 from generator.plan.spot import spot_split
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for

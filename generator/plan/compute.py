@@ -39,7 +39,7 @@ from generator.plan.model import (
     Sizing,
 )
 from generator.plan.reasons import nodes_reason
-from generator.plan.schedule import fit_schedule, never_finishes
+from generator.plan.run_hours import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
@@ -188,8 +188,7 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
         data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
         min_nodes=min_nodes, ep=fit.ep, cp=fit.cp, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
-        key_pair=spec.compute.admin_key_pair or (
-            f"{spec.name}-admin" if spec.compute.platform == "lingjun" else None),
+        key_pair=spec.compute.admin_key_pair or (platform_for(spec).default_key_pair.format(name=spec.name) or None),
         image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
                                         else ""),
         container_image=container_pull_ref(spec))
@@ -226,12 +225,11 @@ def image_decision(spec: Spec, compute: Compute) -> Decision | None:
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
     """Why a paused plan still names an instance type, ranks and addresses, and what the program leaves out."""
-    lingjun = compute.platform == "lingjun"
-    left_out = ("no eflo.Node and no node group; the eflo cluster, VPD and subnets stay" if lingjun else
-                "no ecs.Instance, no role attachment, and no HPC cluster or deployment set (they would hold "
-                "nothing)")
+    platform = platform_for(compute.platform)
+    left_out = platform.pause_leaves_out
     names = (f"{compute.ranks[0].name}..{compute.ranks[-1].name}"
-             + ("" if lingjun else f" at {compute.ranks[0].private_ip}..{compute.ranks[-1].private_ip}"))
+             + (f" at {compute.ranks[0].private_ip}..{compute.ranks[-1].private_ip}"
+                if platform.has(Capability.FIXED_ADDRESSES) else ""))
     paused = cost.paused
     per_day = f"; paused it costs about {paused.per_day:,.2f} {cost.currency}/day" if paused is not None else ""
     return Decision("paused", f"0 of {compute.nodes} nodes declared", (
@@ -348,7 +346,7 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
     # cannot be destroyed by Pulumi); always 0 on ECS
-    lj = catalog.lingjun_type(t.name) if spec.compute.platform == "lingjun" else None
+    lj = catalog.lingjun_type(t.name) if platform_for(spec).has(Capability.HPN) else None
     key = (*key, 0.0 if lj is None or "PayAsYouGo" in lj.payment_types else 1.0)
     return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key, sched)
 
@@ -516,7 +514,7 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
 def _spot_hint(spec: Spec) -> str:
     """The spot lever a budget hint may name: enable spot, or move the on-demand base to spot; nothing when every
     node already is spot, and on Lingjun, which has no spot nodes."""
-    if spec.compute.platform == "lingjun":
+    if not platform_for(spec).has(Capability.SPOT):
         return ""
     if not spec.spot.enabled:
         return "enable spot (spot.enabled: true), "

@@ -28,6 +28,8 @@ from generator.plan.model import (
     Storage,
 )
 from generator.plan.spot import spot_split
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes
 
@@ -46,7 +48,7 @@ def prepaid(nodes: int, cny_per_hour: float, months: int) -> float:
 
 def is_subscription(spec: Spec, catalog: Catalog, name: str) -> bool:
     """Whether a Lingjun machine type is sold by subscription only (then the plan buys a prepaid period)."""
-    lj = catalog.lingjun_type(name) if spec.compute.platform == "lingjun" else None
+    lj = catalog.lingjun_type(name) if platform_for(spec).has(Capability.HPN) else None
     return lj is not None and "PayAsYouGo" not in lj.payment_types
 
 
@@ -103,13 +105,10 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h " + _basis(t.price.estimated)
              + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
     prices = [PriceSource("compute", t.name, _basis(t.price.estimated), t.price.source)]
-    if spec.compute.platform == "pai-dlc":
-        prices.append(PriceSource("dlc_worker", t.name, ESTIMATE, "DOC-DLC-BILL"))
-        # DLC bills public-resource workers per minute at the price its Create Job page shows [DOC-DLC-BILL]
-        notes.append(f"PAI-DLC worker price: ESTIMATE equal to the ECS price of {t.name} above (DLC bills workers "
-                     "per minute at the console's unit price, which may differ; catalog date 2026-11-30) "
-                     "[DOC-DLC-BILL]; the workspace and datasets are free, and nothing is billed between jobs "
-                     "except storage and the NAT gateway")
+    worker = platform_for(spec).worker_price  # PAI-DLC's per-worker price (its declaration)
+    if worker is not None:
+        prices.append(PriceSource(worker.item, t.name, ESTIMATE, worker.source))
+        notes.append(worker.note.format(type=t.name))
     shared = 0.0
     if storage.kind != "none":
         item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[storage.kind]
@@ -269,9 +268,8 @@ def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoint
                               "capacity units follow traffic, about none while paused)", None, None, NOT_PRICED))
         items.append(CostItem("egress_ip", "EIP", "1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
                               "traffic about none while paused)", None, None, NOT_PRICED))
-    if spec.compute.platform == "lingjun":
-        items.append(CostItem("lingjun_cluster", "Lingjun cluster and VPD", "the eflo cluster (no node), VPD and "
-                              "subnets", None, None, NOT_PRICED))
+    for stays in platform_for(spec).paused_items:
+        items.append(CostItem(stays.key, stays.label, stays.what, None, None, NOT_PRICED))
     per_hour = round(sum(i.per_hour or 0.0 for i in items), 2)
     notes = ["paused: no GPU node runs and nothing trains; the nodes' cost is what a resume costs per hour",
              "the VPC, vSwitches, security group and RAM role are free"]

@@ -2,7 +2,7 @@
 and data-parallel layout whose GPUs hold the training state, and why a type has none.
 
 The model's shape is resolved here too. Tensor parallelism stays inside one node; the node count must also
-meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.schedule`) and give a
+meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.run_hours`) and give a
 data-parallel degree that divides the global batch. Memory never grows with the data-parallel degree, so the
 smallest node count is found by binary search. Which fit wins is decided in :mod:`generator.plan.compute`.
 """
@@ -25,8 +25,10 @@ from generator.plan.fit import (
     with_context,
 )
 from generator.plan.fit import training_setup as _setup
-from generator.plan.schedule import deadline_nodes, first_meeting_deadline, fit_schedule
+from generator.plan.run_hours import deadline_nodes, first_meeting_deadline, fit_schedule
 from generator.plan.search import first_true
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 from generator.spec.model import ComputeSpec, Spec
 from generator.spec.units import human_count
 
@@ -120,12 +122,13 @@ def _divisors(n: int) -> list[int]:
 
 def _eligible(spec: Spec, catalog: Catalog, region: Region) -> tuple[list[InstanceType], dict[str, r.Rejection]]:
     c = spec.compute
-    if c.platform == "lingjun":
+    platform = platform_for(spec)
+    if platform.has(Capability.HPN):
         return _eligible_lingjun(spec, catalog, region)
     rejected: dict[str, r.Rejection] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
-    dlc = c.platform == "pai-dlc"  # DLC workers: the ECS types on DLC's public resource list (dlc_specs.csv)
+    dlc = platform.has(Capability.DLC_WORKERS)  # DLC workers: the ECS types on DLC's public resource list (dlc_specs.csv)
     in_region = {t.name for t in catalog.types_in_region(region.id)}
     offered = {t.name for t in catalog.dlc_types_in_region(region.id)} if dlc else in_region
     out = []
@@ -208,7 +211,7 @@ def _rdma_capable(spec: Spec, t: InstanceType) -> bool:
     """eRDMA or RoCE on ECS; every Lingjun machine type is on the HPN RDMA fabric. PAI-DLC manages the network
     between its workers (trainstack attaches nothing), so multi-node DLC jobs are allowed on 8-GPU workers; the
     plan says what that network is (:mod:`generator.platforms.dlc.plan`)."""
-    return t.rdma or spec.compute.platform in ("lingjun", "pai-dlc")
+    return t.rdma or not platform_for(spec).has(Capability.RDMA_BY_TYPE)
 
 
 def search(spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture,
@@ -496,7 +499,7 @@ def nothing_fits(spec: Spec, rejected: dict[str, r.Rejection], arch: sizing.Arch
     path: tuple[str | int, ...] = ("compute", "nodes") if isinstance(c.nodes, int) else ("compute",)
     if "deadline" in kinds and not kinds & {"layout", "batch"} and not isinstance(c.nodes, int):
         path = ("budget", "max_days")
-    what = "Lingjun machine type" if c.platform == "lingjun" else "instance type"
+    what = platform_for(spec).machine_noun
     return Problem(path, f"no {what} in the region can train this {human_count(arch.parameters)}-parameter model"
                    + (f" ({details})" if details else ""), "to fix: " + "; or ".join(dict.fromkeys(fixes)))
 

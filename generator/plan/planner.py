@@ -39,13 +39,11 @@ from generator.plan.model import (
     Plan,
     Waived,
 )
-from generator.plan.network import zone_decision
-from generator.plan.schedule import plan_schedule
+from generator.plan.run_hours import plan_schedule
 from generator.plan.storage import plan_storage
 from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability
-from generator.platforms.planning import parts_for
-from generator.platforms.registry import platform_for, unhonoured_warnings
+from generator.platforms.registry import parts_for, platform_for, unhonoured_warnings
 from generator.spec.model import Spec
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
@@ -78,7 +76,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     zones = spec.zones or region.zones
     zone = zones[0]
     if platform.has(Capability.ZONE_CHOICE):  # else the zone follows from the machine type chosen (Lingjun's HPN zone)
-        decisions.append(zone_decision(spec, region, zone))
+        zone_why = parts.zone_decision(spec, region, zone)
+        if zone_why is not None:
+            decisions.append(zone_why)
 
     choice = choose(spec, catalog, region, decisions, warnings)
     best = choice.best

@@ -14,7 +14,7 @@ from generator import sizing
 from generator.catalog import Catalog
 from generator.plan.fit import Fit, data_parallel, with_context
 from generator.plan.layout import memory_minimum
-from generator.plan.schedule import batch_sequences, first_meeting_deadline, fit_schedule
+from generator.plan.run_hours import batch_sequences, first_meeting_deadline, fit_schedule
 from generator.spec.model import Spec
 from generator.spec.units import human_bytes, human_count
 

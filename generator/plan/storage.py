@@ -110,7 +110,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
 def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
     """What ``storage.shared: auto`` resolves to for ``nodes`` nodes, and why (ECS and PAI-DLC plans)."""
     ds = spec.storage.dataset
-    if spec.compute.platform == "pai-dlc" and ds is not None and ds.size < 2**40:
+    if platform_for(spec).has(Capability.OSS_MOUNT) and ds is not None and ds.size < 2**40:
         kind, why = "extreme-nas", ("PAI-DLC mounts the OSS dataset directly (a workspace dataset), so no CPFS "
                                     "import is needed; Extreme NAS holds code, logs and weights shared by the "
                                     "workers")

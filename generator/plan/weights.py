@@ -37,7 +37,7 @@ def estimated_size(spec: Spec, parameters: int) -> int:
 
 def mounted(spec: Spec) -> bool:
     """Whether the weights are mounted rather than copied: OSS weights on PAI-DLC (a read-only workspace dataset)."""
-    return (spec.compute.platform == "pai-dlc" and spec.model.weights is not None
+    return (platform_for(spec).has(Capability.OSS_MOUNT) and spec.model.weights is not None
             and source.parse(spec.model.weights).kind == "oss")
 
 

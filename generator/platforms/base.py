@@ -5,8 +5,8 @@ In the manner of SkyPilot's one class per cloud with a feature set (``skypilot-o
 ``CloudImplementationFeatures``, checked once by ``check_features_are_supported``): code that differs by platform
 asks ``platform_for(spec or plan).has(Capability.X)`` (:mod:`generator.platforms.registry`) instead of comparing
 ``compute.platform`` with a name. A declaration imports nothing but the spec model, so every stage from the plan on
-can ask it; what a platform *does* (its rules and plan parts) lives beside it in its folder and is reached through
-:mod:`generator.platforms.planning`.
+can ask it; what a platform *does* (its rules and plan parts) lives beside it in its folder, named by the
+declaration's ``parts`` entry and reached through :func:`generator.platforms.registry.parts_for`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ class Capability(enum.Enum):
     NODE_BOOTSTRAP = "node-bootstrap"  # the nodes boot trainstack's node-init.sh as user data
     ZONE_CHOICE = "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
     RDMA = "rdma"  # an RDMA fabric between the nodes (eRDMA or RoCE on ECS, HPN on Lingjun)
+    RDMA_BY_TYPE = "rdma-by-type"  # the fabric follows the instance type (eRDMA, RoCE) and network.rdma, so a
+    # multi-node job needs an RDMA-capable type; without it the platform decides the fabric (HPN, DLC's network)
+    HPN = "hpn"  # the nodes are eflo machine types on the HPN RDMA network (the catalog's Lingjun machine types,
+    # with their HPN zone, payment types and RDMA rate): RDMA between the nodes whatever network.rdma says
+    DLC_WORKERS = "dlc-workers"  # the workers are the ECS types on PAI-DLC's public resource list (dlc_specs.csv)
+    OSS_MOUNT = "oss-mount"  # OSS data (a dataset, base weights) is mounted read-only as a workspace dataset:
+    # nothing is imported into CPFS or copied
     JUMBO_FRAMES = "jumbo-frames"  # trainstack sets the nodes' MTU (8500 with jumbo frames, else 1400)
     DEPLOYMENT_SETS = "deployment-sets"  # ECS deployment sets place the nodes
     FIXED_ADDRESSES = "fixed-addresses"  # each rank has a private address fixed in the plan
@@ -65,6 +72,35 @@ class Unhonoured:
     when: str = ""  # with rule: the values the rule refuses or warns about ("true", "cpfs or extreme-nas")
 
 
+# The places of the shared stack files where a platform adds its own text (Platform.template_parts): the shared
+# template includes templates/stack/slots/<the platform's part>.j2 there, or nothing where the platform has none.
+SLOTS = {
+    "summary": "__main__.py's docstring, after the compute line: what the platform's part of the stack is",
+    "stack_config": "Pulumi.<stack>.yaml, after the region: the commented settings the operator may set",
+    "readme_row": "README.md's summary table, after the RDMA row",
+    "readme_deploy": "README.md's Deploy section, after `trainstack up`: what to run once deployed",
+}
+
+
+@dataclass(frozen=True)
+class PriceNote:
+    """A price the platform bills on top of the instance type's (the plan's ``cost.prices`` row ``item`` and a
+    ``cost.notes`` line; ``{type}`` in ``note`` is the instance type)."""
+
+    item: str
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
+class PausedItem:
+    """Something of the platform that stays, unpriced, while the cluster is paused (a ``cost.paused`` item)."""
+
+    key: str
+    label: str
+    what: str
+
+
 @dataclass(frozen=True)
 class Platform:
     """One platform: the ``compute.platform`` value, what it can do and what it renders."""
@@ -73,8 +109,17 @@ class Platform:
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
     program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
+    template_parts: Mapping[str, str] = field(default_factory=dict)  # SLOTS name -> templates/stack/slots/<part>.j2
     unhonoured: Mapping[str, Unhonoured] = field(default_factory=dict)  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
+    machine_noun: str = "instance type"  # what messages call a node's type
+    default_key_pair: str = ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
+    pause_leaves_out: str = ""  # with PAUSE: what a paused program leaves out (the pause decision's words)
+    paused_items: tuple[PausedItem, ...] = ()  # with PAUSE: what of the platform stays while paused, unpriced
+    worker_price: PriceNote | None = None  # a price the platform bills per worker on top of the type's
+    # "module:Class" of its behaviour (a generator.platforms.contract.PlanParts, in its own folder): imported by
+    # registry.parts_for on first use, so a declaration stays data that every stage can import without a cycle
+    parts: str = ""
 
     def has(self, capability: Capability) -> bool:
         return capability in self.capabilities

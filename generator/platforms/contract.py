@@ -53,6 +53,11 @@ class PlanParts(Protocol):
         """What the platform cannot do, as spec errors with hints (validate stage, before planning)."""
         ...
 
+    def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
+        """Why the cluster goes in ``zone`` (the first zone of the spec's choice); None where the zone follows from
+        the machine type chosen instead (Lingjun's HPN zone, decided in :meth:`place`)."""
+        ...
+
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
               warnings: list[str]) -> Placement:
         """The zone, fabric, network and ranks of the chosen fit (``zone``: the first zone of the spec's choice)."""

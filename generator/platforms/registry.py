@@ -1,5 +1,10 @@
-"""The platforms trainstack knows, one line each, and :func:`platform_for`: the one way to ask which platform a spec,
-a plan or a ``compute.platform`` value means.
+"""The platforms trainstack knows, one line each; :func:`platform_for`, the one way to ask which platform a spec, a
+plan or a ``compute.platform`` value means; and :func:`parts_for`, its behaviour for the checks and the planner.
+
+One registry for both without an import cycle: the declarations are data (they import :mod:`generator.platforms.base`
+only), so the shared plan parts can ask them; each names its behaviour as ``"module:Class"`` (``Platform.parts``),
+which is built from those shared plan parts and is imported only when :func:`parts_for` first asks for it
+(``tests/test_layout.py`` checks that the registry and the declarations import nothing of ``generator.plan``).
 
 The spec model's ``compute.platform`` literal lists the same names (``tests/test_platforms.py`` checks that they
 agree), and :func:`honour_table` is the table docs/platforms.md prints: for every spec field, which platforms
@@ -8,8 +13,10 @@ honour it and what a spec that sets it gets on the others.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -17,6 +24,9 @@ from generator.errors import Problem
 from generator.platforms import dlc, ecs, lingjun
 from generator.platforms.base import Level, Platform, Unhonoured
 from generator.spec.model import Spec
+
+if TYPE_CHECKING:
+    from generator.platforms.contract import PlanParts
 
 PLATFORMS: dict[str, Platform] = {p.name: p for p in (
     ecs.PLATFORM,
@@ -30,6 +40,18 @@ def platform_for(subject: Any) -> Platform:
     ``compute.platform``) or a ``compute.platform`` value; an unknown name is a ``KeyError``."""
     name = subject if isinstance(subject, str) else subject.compute.platform
     return PLATFORMS[name or "ecs"]
+
+
+def parts_for(subject: Any) -> PlanParts:
+    """The behaviour (rules and plan parts) of the platform of a spec, a plan or a ``compute.platform`` value."""
+    return _parts(platform_for(subject).name)
+
+
+@functools.cache
+def _parts(name: str) -> PlanParts:
+    module, _, attr = PLATFORMS[name].parts.partition(":")
+    parts: PlanParts = getattr(importlib.import_module(module), attr)()
+    return parts
 
 
 def spec_fields(model: type[BaseModel] = Spec, prefix: str = "") -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 from generator.catalog import runtime as node_runtime
 from generator.plan import naming
 from generator.plan.model import Plan, dumps
-from generator.platforms.base import Capability
+from generator.platforms.base import SLOTS, Capability
 from generator.platforms.dlc import weights as dlc_weights
 from generator.platforms.registry import platform_for
 from generator.present import diagram
@@ -58,6 +58,12 @@ def _env() -> Any:
     return env
 
 
+def capabilities(plan: Plan) -> dict[str, bool]:
+    """The platform's capabilities by name (``caps.NODES`` in a template): what the shared templates branch on."""
+    platform = platform_for(plan)
+    return {c.name: platform.has(c) for c in Capability}
+
+
 def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
     """Everything the templates need, computed here so templates stay free of logic."""
     c, n, s, k, sp = plan.compute, plan.network, plan.storage, plan.checkpoints, plan.spot
@@ -67,9 +73,14 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
     hostfile = "".join(f"{r.private_ip} slots={c.gpus_per_node}\n" for r in c.ranks)
     nodes = [{"rank": r.rank, "name": r.name, "ip": r.private_ip, "spot": r.spot,
               "deployment_set": r.deployment_set or ""} for r in c.ranks]
+    platform = platform_for(plan)
     return {
         "plan": plan,
-        "program_parts": platform_for(plan).program_parts,  # the platform's parts of __main__.py, in order (constants)
+        "program_parts": platform.program_parts,  # the platform's parts of __main__.py, in order (constants)
+        # what the shared templates ask of the platform: its capabilities by name, and its part for each slot ("")
+        "caps": capabilities(plan),
+        "slots": {slot: f"stack/slots/{platform.template_parts[slot]}.j2" if slot in platform.template_parts else ""
+                  for slot in SLOTS},
         "spec_path": spec_path,
         "tags": tags,
         "nodes": nodes,
@@ -158,10 +169,11 @@ def weights_script(plan: Plan) -> str:
     which the program publishes in the checkpoint bucket (ModelScope weights only: DLC mounts OSS weights)."""
     if plan.weights is None:
         return ""
+    node_role = platform_for(plan).has(Capability.NODE_RAM_ROLE)
     return _env().get_template("stack/weights.sh.j2").render(
-        plan=plan, weights_timeout=weights_timeout(plan),
+        plan=plan, weights_timeout=weights_timeout(plan), caps=capabilities(plan),
         # the ECS node role (identity_ecs.py.j2); Lingjun nodes use the RAM user's key, DLC fetches nothing from OSS
-        weights_role="" if plan.lingjun or plan.dlc else f"{plan.name}-node")
+        weights_role=f"{plan.name}-node" if node_role else "")
 
 
 RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here

@@ -18,6 +18,8 @@ from typing import Any
 
 from generator.errors import BadInput
 from generator.live.errors import BadTarget, StackNotDeployed
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 QUARANTINE_FILE = ".trainstack/quarantine.json"
 _RANKS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -87,6 +89,8 @@ def cluster_from_plan(
         raise BadTarget(
             f"{where} lists no compute.ranks: re-render the folder with this trainstack."
         ) from None
+    p = platform_for(platform)
+    by_name = p.has(Capability.NODES) and not p.has(Capability.FIXED_ADDRESSES)
     ids = outputs.get("node_ids") or []
     if not isinstance(ids, list):
         ids = []
@@ -94,8 +98,9 @@ def cluster_from_plan(
         Node(
             int(r["rank"]),
             str(r["name"]),
-            # Lingjun nodes get no planned address; their host name is the rank's name (compute_lingjun.py.j2)
-            str(r.get("private_ip") or (r["name"] if platform == "lingjun" else "")),
+            # nodes without FIXED_ADDRESSES (Lingjun) get no planned address; their host name is the rank's name
+            # (compute_lingjun.py.j2)
+            str(r.get("private_ip") or (r["name"] if by_name else "")),
             str(ids[i]) if i < len(ids) and ids[i] else "",
         )
         for i, r in enumerate(ranks)

@@ -6,7 +6,7 @@ the plan parts and rules are in :mod:`generator.platforms.dlc.plan`, base weight
 
 from __future__ import annotations
 
-from generator.platforms.base import Capability, Level, Platform, Unhonoured
+from generator.platforms.base import Capability, Level, Platform, PriceNote, Unhonoured
 
 C = Capability
 
@@ -19,8 +19,16 @@ def rule(when: str) -> Unhonoured:
 PLATFORM = Platform(
     name="pai-dlc",
     title="PAI-DLC",
-    capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS}),
+    capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS, C.DLC_WORKERS, C.OSS_MOUNT}),
+    parts="generator.platforms.dlc.parts:DlcParts",
     program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
+    template_parts={"summary": "summary_dlc.py", "stack_config": "stack_config_dlc.yaml",
+                    "readme_row": "readme_row_dlc.md", "readme_deploy": "readme_deploy_dlc.md"},
+    # DLC bills public-resource workers per minute at the price its Create Job page shows [DOC-DLC-BILL]
+    worker_price=PriceNote("dlc_worker", "DOC-DLC-BILL", "PAI-DLC worker price: ESTIMATE equal to the ECS price of "
+                           "{type} above (DLC bills workers per minute at the console's unit price, which may differ; "
+                           "catalog date 2026-11-30) [DOC-DLC-BILL]; the workspace and datasets are free, and nothing "
+                           "is billed between jobs except storage and the NAT gateway"),
     unhonoured={
         "compute.image_id": rule("any"),
         "compute.data_disk_gib": rule("more than 0"),

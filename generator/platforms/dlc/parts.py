@@ -12,13 +12,24 @@ from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
 from generator.platforms.contract import Placement
-from generator.platforms.dlc.plan import dlc_fabric, dlc_network, dlc_rules, dlc_spot, dlc_workers, plan_dlc
+from generator.platforms.dlc.plan import (
+    dlc_fabric,
+    dlc_network,
+    dlc_rules,
+    dlc_spot,
+    dlc_workers,
+    dlc_zone_decision,
+    plan_dlc,
+)
 from generator.spec.model import Spec
 
 
 class DlcParts:
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return dlc_rules(spec, catalog, region)
+
+    def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
+        return dlc_zone_decision(spec, region, zone)
 
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
               warnings: list[str]) -> Placement:

@@ -37,7 +37,7 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
-from generator.plan.network import ip_plan
+from generator.plan.placement import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.platforms.dlc import weights as dlc_weights
 from generator.spec import limits
@@ -62,6 +62,14 @@ CHECKPOINT_MOUNT = "/mnt/checkpoints"  # where the checkpoint prefix appears in 
 MAX_RUNNING_MARGIN = 1.5  # a job may run 1.5x its expected hours before DLC stops it (a trainstack choice)
 DLC_DEFAULT_MAX_HOURS = 30 * 24  # DLC stops a job after 30 days by default [DOC-DLC-JOB]
 WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
+
+
+def dlc_zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
+    """Why the job's vSwitch goes in ``zone``."""
+    return Decision("zone", zone, (
+        "the first zone of your ordered preference" if spec.zones else f"no zones given; {zone} is the first zone "
+        f"of {region.id} in the catalog") + "; the job's vSwitch and the file system's mount target are zonal, so "
+        "DLC starts the workers in this zone (DLC's stock there is not checked by trainstack)")
 
 
 def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
@@ -141,7 +149,7 @@ def dlc_fabric(spec: Spec, fit: Fit, decisions: list[Decision]) -> tuple[str, in
 
 def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> Network:
     """The job's VPC: a compute vSwitch whose addresses DLC hands to the workers, and the storage and egress
-    vSwitches of the ECS IP plan (:func:`generator.plan.network.ip_plan`), so no consumer can take another's."""
+    vSwitches of the ECS IP plan (:func:`generator.plan.placement.ip_plan`), so no consumer can take another's."""
     vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
     vswitches, ecs_ranges, _ = ip_plan(spec.name, zone, vpc, fit.nodes, storage=shared_storage_needed(spec, fit.nodes),
                                        egress=spec.network.egress == "nat")

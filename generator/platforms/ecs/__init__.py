@@ -1,6 +1,6 @@
 """ECS (``compute.platform: ecs``, the default): GPU instances (gn, ebmgn) that trainstack creates, places and boots.
 
-The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``network`` for the
+The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``placement`` for the
 fabric, the VPC and the nodes' places), composed by :mod:`generator.platforms.ecs.parts`.
 """
 
@@ -15,7 +15,12 @@ USER_DATA_MAX = 16 * 1024
 PLATFORM = Platform(
     name="ecs",
     title="ECS",
-    capabilities=frozenset(Capability) - {Capability.DLC_JOBS, Capability.EFLO_JOBS},
+    capabilities=frozenset(Capability) - {Capability.DLC_JOBS, Capability.EFLO_JOBS, Capability.HPN,
+                                          Capability.DLC_WORKERS, Capability.OSS_MOUNT},
+    parts="generator.platforms.ecs.parts:EcsParts",
     program_parts=("network", "identity_ecs", "checkpoints", "storage", "compute_ecs", "facts", "outputs_ecs"),
+    template_parts={"stack_config": "stack_config_ecs.yaml"},
     user_data_max_bytes=USER_DATA_MAX,
+    pause_leaves_out="no ecs.Instance, no role attachment, and no HPC cluster or deployment set (they would hold "
+                     "nothing)",
 )

@@ -1,5 +1,5 @@
 """ECS's behaviour for the planner (:class:`~generator.platforms.contract.PlanParts`): the fabric, the VPC and
-the nodes' places of :mod:`generator.plan.network`, the spot plan of :mod:`generator.plan.spot`. ECS has no rules
+the nodes' places of :mod:`generator.plan.placement`, the spot plan of :mod:`generator.plan.spot`. ECS has no rules
 beyond the shared checks and no part of its own in the Plan.
 """
 
@@ -11,7 +11,7 @@ from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
-from generator.plan.network import fabric, plan_network, plan_nodes
+from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.spot import plan_spot
 from generator.platforms.contract import Placement
 from generator.spec.model import Spec
@@ -20,6 +20,9 @@ from generator.spec.model import Spec
 class EcsParts:
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return []
+
+    def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
+        return zone_decision(spec, region, zone)
 
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
               warnings: list[str]) -> Placement:

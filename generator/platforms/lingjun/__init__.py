@@ -7,7 +7,7 @@ generator.live.jobs.eflo); heal --health, which reads ECS instance health, refus
 
 from __future__ import annotations
 
-from generator.platforms.base import Capability, Level, Platform, Unhonoured
+from generator.platforms.base import Capability, Level, PausedItem, Platform, Unhonoured
 
 C = Capability
 NO_SPOT = Unhonoured(Level.WARNING, "Lingjun has no spot nodes (spot.enabled is refused there), so it has no effect",
@@ -18,9 +18,12 @@ NO_SHARED = Unhonoured(Level.WARNING, "Lingjun plans have no shared file system 
 PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
-    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
+    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
+    parts="generator.platforms.lingjun.parts:LingjunParts",
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
+    template_parts={"summary": "summary_lingjun.py", "stack_config": "stack_config_lingjun.yaml",
+                    "readme_row": "readme_row_lingjun.md"},
     unhonoured={
         "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
                                               when="any"),
@@ -48,4 +51,9 @@ PLATFORM = Platform(
         "spot.price_ratio": NO_SPOT,
     },
     user_data_max_bytes=16 * 1024,  # node group user data: base64 of at most 16 KB [PU-EFLO]
+    machine_noun="Lingjun machine type",
+    default_key_pair="{name}-admin",  # the node group logs in with a key pair (compute_lingjun.py.j2 KEY_PAIR)
+    pause_leaves_out="no eflo.Node and no node group; the eflo cluster, VPD and subnets stay",
+    paused_items=(PausedItem("lingjun_cluster", "Lingjun cluster and VPD", "the eflo cluster (no node), VPD and "
+                             "subnets"),),
 )

@@ -29,6 +29,9 @@ class LingjunParts:
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return lingjun_rules(spec, catalog, region)
 
+    def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
+        return None  # the zone follows from the machine type's HPN zone (place)
+
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
               warnings: list[str]) -> Placement:
         lj = catalog.lingjun_type(fit.itype.name)

@@ -31,13 +31,8 @@ SERVICES_PREFIX, STORAGE_PREFIX, EGRESS_PREFIX = 25, 26, 27
 
 
 def zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
-    """Why the whole ECS cluster (or the DLC job's vSwitch) goes in ``zone`` (a Lingjun zone follows from the machine
-    type chosen)."""
-    if spec.compute.platform == "pai-dlc":
-        return Decision("zone", zone, (
-            "the first zone of your ordered preference" if spec.zones else f"no zones given; {zone} is the first zone "
-            f"of {region.id} in the catalog") + "; the job's vSwitch and the file system's mount target are zonal, so "
-            "DLC starts the workers in this zone (DLC's stock there is not checked by trainstack)")
+    """Why the whole ECS cluster goes in ``zone`` (PAI-DLC's reason is its own, a Lingjun zone follows from the
+    machine type chosen)."""
     return Decision("zone", zone, (
         "the first zone of your ordered preference; the whole cluster goes in one zone because eRDMA peers, "
         "LowLatency deployment sets and the CPFS mount target are zonal" if spec.zones else

@@ -95,10 +95,13 @@ def batch_sequences(spec: Spec) -> int | None:
 
 
 def rdma_between_nodes(spec: Spec, t: InstanceType) -> bool:
-    """Whether the nodes reach each other over RDMA, as :func:`generator.plan.network.fabric` decides."""
-    if spec.compute.platform == "pai-dlc":  # DLC's public resources: VPC TCP (generator/platforms/dlc/plan.py)
+    """Whether the nodes reach each other over RDMA, as :func:`generator.plan.placement.fabric` decides."""
+    platform = platform_for(spec)
+    if not platform.has(Capability.RDMA):  # DLC's public resources: VPC TCP (generator/platforms/dlc/plan.py)
         return False
-    return spec.compute.platform == "lingjun" or (spec.network.rdma is not False and (t.rdma or t.scc))
+    if not platform.has(Capability.RDMA_BY_TYPE):  # Lingjun: every node is on the HPN fabric
+        return True
+    return spec.network.rdma is not False and (t.rdma or t.scc)
 
 
 # A node's inter-node bandwidth when the catalog states none (Lingjun machine types): 400 Gbit/s, one 400G NIC,
@@ -109,7 +112,7 @@ ASSUMED_NIC_GBPS = 400.0
 def internode_gbps(spec: Spec, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
     """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate (a Lingjun type's HPN RDMA rate) over
     RDMA, else its VPC network (0: not stated)."""
-    if spec.compute.platform == "lingjun":
+    if platform_for(spec).has(Capability.HPN):
         lj = catalog.lingjun_type(t.name)
         return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
     if rdma:
