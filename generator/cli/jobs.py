@@ -32,11 +32,14 @@ def platform_of(target: str) -> str:
 
 
 def _api(t: Any, cluster: Any) -> Any:
-    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun (tests: ``"ecs_api"`` /
-    ``"eflo_api"`` in the context object)."""
+    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun, whose invocations are indexed in the
+    checkpoint bucket (tests: ``"ecs_api"`` / ``"eflo_api"`` / ``"log_store"`` in the context object)."""
     from generator.live.jobs.stack import jobs_api
 
-    return jobs_api(cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"))
+    store = _store(cluster.region) if cluster.bucket else None
+    return jobs_api(
+        cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"), store, warn=lambda s: _say(s, err=True)
+    )
 
 
 def _store(region: str) -> Any:
