@@ -25,9 +25,11 @@ alibabacloud-eflo-controller20221215 3.2.0), and :class:`EfloJobsApi` turns the 
   kept; each node's status, exit code and output come from DescribeInvocations with ``IncludeOutput`` (its
   ``InvokeNodes``), asked as ``ContentEncoding: PlainText`` (the API's default is Base64). The output holds the last
   24 KB only (``Dropped`` counts what was cut), as on ECS.
-* **Batches**: the SDK's docstring of ``NodeIdList`` names no per-call limit; trainstack keeps ECS's documented 100
-  nodes per call (:data:`~generator.live.jobs.request.MAX_INSTANCES_PER_CALL`), a bound the EFLO API is not known to
-  exceed (unverified, 2026-12).
+* **Batches**: neither the SDK's docstring of ``NodeIdList`` nor the RunCommand API reference
+  (https://help.aliyun.com/en/intelligent-computing-lingjun/api-eflo-controller-2022-12-15-runcommand, updated
+  2026-07-22) names a per-call limit; trainstack keeps ECS's documented 100 nodes per call
+  (:data:`~generator.live.jobs.request.MAX_INSTANCES_PER_CALL`), a bound the EFLO API is not known to exceed
+  (unverified: searched again 2026-12-02 in documentation, web pages and issue threads, no limit found).
 """
 
 from __future__ import annotations
