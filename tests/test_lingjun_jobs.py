@@ -288,7 +288,8 @@ def test_heal_health_on_lingjun_reads_acts_and_keeps_the_grace(monkeypatch: pyte
     assert result.exit_code == 0, result.output
     for action, _ in eflo.calls:  # every recorded answer is one the SDK's response model reads
         body = json.loads((FIXTURES / f"{action}.json").read_text())
-        for b in body.get("_sequence", [body]):
+        pages = [v for k, v in body.items() if k != "_by"] if "_by" in body else [body]  # by NextToken: "None" first
+        for b in pages:
             assert getattr(models, f"{action}ResponseBody")().from_map(b).to_map() == b
     calls = dict(eflo.calls)
     assert [a for a, _ in eflo.calls] == [
@@ -330,6 +331,39 @@ def test_heal_health_dry_run_on_lingjun_prints_requests_the_sdk_takes(monkeypatc
     assert {a for a, _ in eflo.calls} == {"ListClusterNodes", "ListFaultReports"}  # reads only
     assert read_quarantine(Path("stacks/lj-run")).get("healed") == {}
     assert "rank 0" in result.stderr and "reboot" in result.stderr
+
+
+def test_heal_health_watch_on_lingjun_reboots_waits_then_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = deploy(monkeypatch)
+    quarantine({"0": SICK["0"]})  # a software fault: reboot, then (failing again after the grace) report
+    clock = [NOW]
+
+    def sleep(seconds: float) -> None:  # a round every 10 minutes
+        clock[0] += datetime.timedelta(seconds=seconds)
+
+    eflo = RecordedEfloApi(FIXTURES)
+    obj = {
+        "engine": engine,
+        "eflo_api": eflo,
+        "log_store": RecordedLogStore(Path("bucket")),
+        "clock": lambda: clock[0],
+        "sleep": sleep,
+        "rounds": 3,
+    }
+    result = CliRunner().invoke(
+        main, ["heal", SPEC, "--health", "--watch", "600", "--yes"], obj=obj, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(x.startswith("2026-12-01T22:15:00Z health: rank 0") and ": reboot: gpus failed" in x for x in lines)
+    assert any(x.startswith("2026-12-01T22:25:00Z health: rank 0") and ": wait: reboot at" in x for x in lines)
+    assert any(
+        x.startswith("2026-12-01T22:35:00Z health: rank 0") and "report: gpus failed again after a reboot" in x
+        for x in lines
+    )
+    assert [a for a, _ in eflo.calls if a in ("RebootNodes", "ReportNodeStatus")] == [
+        "RebootNodes", "ReportNodeStatus"
+    ]
 
 
 def test_heal_without_health_is_refused_on_lingjun_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:

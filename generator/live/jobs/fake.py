@@ -6,7 +6,8 @@ index).
 ECS answers are JSON files named after the action (``RunCommand.json``, ``DescribeInvocations.json``, ...) in a folder
 such as ``tests/live_fixtures/cloud_assistant/``, each a response body as the API returns it (and as the SDK's
 ``*ResponseBody.from_map`` reads it). A file may instead hold ``{"_by": FIELD, VALUE: body, ...}``: the body for the
-request's FIELD (e.g. the InvokeId of DescribeInvocationResults), or ``{"_sequence": [body, ...]}``: one body per call,
+request's FIELD (e.g. the InvokeId of DescribeInvocationResults; ``"None"`` for a request without it, such as
+the first page of a NextToken-paged list), or ``{"_sequence": [body, ...]}``: one body per call,
 the last one repeating. Every call is kept in :attr:`RecordedEcsApi.calls`.
 """
 
