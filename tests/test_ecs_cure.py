@@ -187,6 +187,32 @@ def test_heal_health_command_reboots_a_quarantined_node(
     assert read_quarantine(folder)["healed"]["i-wl00000000000000"]["action"] == "reboot"
 
 
+def test_heal_health_dry_run_prints_the_reboot_and_sends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from generator.cli import main
+    from generator.live.jobs.client import sdk_request_map
+    from generator.live.jobs.cluster import read_quarantine
+
+    folder, engine = _quarantined_stack(tmp_path, monkeypatch)
+    ecs = RecordedEcsApi(FIXTURES)
+    obj = {"engine": engine, "ecs_api": ecs, "now": NOW}
+    result = CliRunner().invoke(main, ["heal", "examples/finetune-7b.yaml", "--health", "--dry-run"], obj=obj)
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.stdout)
+    assert item["action"] == "RebootInstance" and item["dry_run"] and item["region"] == "cn-hangzhou"
+    assert item["request"] == sdk_request_map("RebootInstance", item["request"])
+    assert item["request"]["InstanceId"] == "i-wl00000000000000"
+    assert {a for a, _ in ecs.calls} == {"DescribeInstancesFullStatus", "DescribeInstanceHistoryEvents"}
+    assert read_quarantine(folder)["healed"] == {}
+    alone = CliRunner().invoke(main, ["heal", "examples/finetune-7b.yaml", "--dry-run"], obj=obj)
+    assert alone.exit_code == 2 and "--health" in alone.stderr
+
+
 def test_heal_health_watch_reboots_waits_out_the_grace_then_redeploys(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

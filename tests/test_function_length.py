@@ -1,7 +1,7 @@
 """No function over 60 lines without a reason: in the packages below, a longer function's docstring must say why it
 is long in a paragraph that starts with ``Length:``. The limit covers generator/spec, sizing, catalog, render and
-preview (its mockrun.py and memo.py excepted while issue 28 reshapes them) and generator/errors.py; generator/plan,
-live, cli and api.py are not yet held to it."""
+preview (its mockrun.py and memo.py excepted while issue 28 reshapes them), live/jobs, cli/jobs.py and
+generator/errors.py; generator/plan, the rest of live and cli, and api.py are not yet held to it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 LIMIT = 60
-HELD = ("spec", "sizing", "catalog", "render", "preview", "errors.py")
+HELD = ("spec", "sizing", "catalog", "render", "preview", "live/jobs", "cli/jobs.py", "errors.py")
 NOT_YET = {"preview/mockrun.py", "preview/memo.py"}
 
 

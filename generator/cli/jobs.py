@@ -32,11 +32,14 @@ def platform_of(target: str) -> str:
 
 
 def _api(t: Any, cluster: Any) -> Any:
-    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun (tests: ``"ecs_api"`` /
-    ``"eflo_api"`` in the context object)."""
+    """The stack's Cloud Assistant: ECS, or the EFLO controller's on Lingjun, whose invocations are indexed in the
+    checkpoint bucket (tests: ``"ecs_api"`` / ``"eflo_api"`` / ``"log_store"`` in the context object)."""
     from generator.live.jobs.stack import jobs_api
 
-    return jobs_api(cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"))
+    store = _store(cluster.region) if cluster.bucket else None
+    return jobs_api(
+        cluster, t.stack_dir, _obj("ecs_api"), _obj("eflo_api"), store, warn=lambda s: _say(s, err=True)
+    )
 
 
 def _store(region: str) -> Any:
@@ -200,8 +203,8 @@ def submit(
 ) -> None:
     from generator.errors import BadInput
     from generator.live.jobs import ops
-    from generator.live.jobs.cluster import parse_ranks, quarantined_ranks, select, with_placeholders
-    from generator.live.jobs.request import PLACEHOLDER, check_job_id, job_id, submit_requests
+    from generator.live.jobs.cluster import parse_ranks, quarantined_ranks, select
+    from generator.live.jobs.request import check_job_id, job_id, submit_requests
 
     t, cluster = _cluster(target, backend)
     wanted = parse_ranks(ranks, len(cluster.nodes)) if ranks else None
@@ -212,49 +215,15 @@ def submit(
     api = _api(t, cluster)
     say = (lambda s: _say(s, err=True)) if as_json else _say
     if dry_run:
-        nodes, left_out = select(
-            with_placeholders(cluster, PLACEHOLDER), wanted, quarantined_ranks(t.stack_dir)
-        )
-        try:
-            _enough(cluster, nodes)
-            requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-        api.check()
-        maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
-        if as_json:
-            _print_requests(cluster.region, maps, {"dry_run": True}, api)
-            return
-        _say(
-            f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
-            f"RunCommand call(s) (at most 100 instances each)"
-        )
-        if left_out:
-            _say(f"left out (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}")
-        _say("dry run: nothing was sent, and the health gate was not run")
-        return
+        return _submit_dry_run(t, cluster, api, wanted, job, command, as_json, timeout_hours)
     nodes, left_out = select(cluster, wanted, quarantined_ranks(t.stack_dir))
-    try:
-        submit_requests(
-            cluster, nodes, job, command, timeout_hours=timeout_hours
-        )  # bad input before the cloud
+    try:  # bad input before the cloud
+        submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
     except ValueError as e:
         raise BadInput(str(e)) from None
     _cloud_ready(api)
     if not no_check:
-        say(f"health gate: trainstack check --level quick on {len(nodes)} node(s) (skip it with --no-check)")
-        reps, _, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
-        bad = {r.rank for r in reps if not r.healthy}
-        for r in reps:
-            for f in r.failed:
-                say(f"rank {r.rank}: FAILED {f.check}: {f.detail} (quarantined)")
-        if bad:
-            left_out = left_out + tuple(n for n in nodes if n.rank in bad)
-            nodes = tuple(n for n in nodes if n.rank not in bad)
-            if not nodes:
-                raise BadInput(
-                    "every node failed the health gate, so no job was started: see `trainstack check`"
-                )
+        nodes, left_out = _gate(t, cluster, nodes, left_out, api, say)
     if left_out:
         say(
             f"left out of the job (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}; the job "
@@ -271,25 +240,68 @@ def submit(
     try:
         ops.wait_started(api, cluster, ids, nodes, say, sleep=_sleep())
     except KeyboardInterrupt:
-        say(
-            f"stopped watching the start; job {job} runs on (`trainstack jobs`, `trainstack cancel {target} {job}`)"
-        )
-        return
+        hint = f"`trainstack jobs`, `trainstack cancel {target} {job}`"
+        return say(f"stopped watching the start; job {job} runs on ({hint})")
     if as_json:
-        _say(
-            json.dumps(
-                {
-                    "job": job,
-                    "invoke_ids": ids,
-                    "ranks": [n.rank for n in nodes],
-                    "left_out": [n.rank for n in left_out],
-                },
-                indent=2,
-                sort_keys=True,
-            )
-        )
+        started = {"job": job, "invoke_ids": ids, "ranks": [n.rank for n in nodes]}
+        _say(json.dumps({**started, "left_out": [n.rank for n in left_out]}, indent=2, sort_keys=True))
     else:
         _say(f"started {job}; follow it with: trainstack logs {target} {job} --follow")
+
+
+def _submit_dry_run(
+    t: Any,
+    cluster: Any,
+    api: Any,
+    wanted: Any,
+    job: str,
+    command: tuple[str, ...],
+    as_json: bool,
+    timeout_hours: int,
+) -> None:
+    """``submit --dry-run``: the RunCommand requests for placeholder node ids, offline, through the SDK's model."""
+    from generator.errors import BadInput
+    from generator.live.jobs.cluster import quarantined_ranks, select, with_placeholders
+    from generator.live.jobs.request import PLACEHOLDER, submit_requests
+
+    nodes, left_out = select(with_placeholders(cluster, PLACEHOLDER), wanted, quarantined_ranks(t.stack_dir))
+    try:
+        _enough(cluster, nodes)
+        requests = submit_requests(cluster, nodes, job, command, timeout_hours=timeout_hours)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    api.check()
+    maps = [(r.action, api.request_map(r.action, r.request)) for r in requests]
+    if as_json:
+        _print_requests(cluster.region, maps, {"dry_run": True}, api)
+        return
+    _say(
+        f"job {job}: trainstack-launch on {len(nodes)} node(s) of {cluster.name} in {len(requests)} "
+        f"RunCommand call(s) (at most 100 instances each)"
+    )
+    if left_out:
+        _say(f"left out (quarantined): rank(s) {', '.join(str(n.rank) for n in left_out)}")
+    _say("dry run: nothing was sent, and the health gate was not run")
+
+
+def _gate(t: Any, cluster: Any, nodes: Any, left_out: Any, api: Any, say: Any) -> tuple[Any, Any]:
+    """The health gate before a job (``check --level quick`` on its nodes): the nodes that pass, and the left-out
+    ones with those that failed (quarantined); no node passing is bad input, nothing started."""
+    from generator.errors import BadInput
+    from generator.live.jobs.request import job_id
+
+    say(f"health gate: trainstack check --level quick on {len(nodes)} node(s) (skip it with --no-check)")
+    reps, _, _ = run_check(t, cluster, nodes, "quick", api, say, job_id(f"{cluster.name}-gate", _stamp()))
+    bad = {r.rank for r in reps if not r.healthy}
+    for r in reps:
+        for f in r.failed:
+            say(f"rank {r.rank}: FAILED {f.check}: {f.detail} (quarantined)")
+    if not bad:
+        return nodes, left_out
+    kept = tuple(n for n in nodes if n.rank not in bad)
+    if not kept:
+        raise BadInput("every node failed the health gate, so no job was started: see `trainstack check`")
+    return kept, tuple(left_out) + tuple(n for n in nodes if n.rank in bad)
 
 
 def _enough(cluster: Any, nodes: Any) -> None:

@@ -373,26 +373,37 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
 @click.option("-y", "--yes", is_flag=True, help="Re-create nodes without asking (for cron, CI and --watch).")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
-@click.option("--health", is_flag=True, help="Also reboot or redeploy nodes by their ECS health, system events and the "
-                                             "last `trainstack check` (docs/operations.md, heal --health).")
+@click.option("--health", is_flag=True, help="Also reboot, redeploy or (Lingjun) report nodes by their health, events and "
+                                             "the last `trainstack check` (docs/operations.md, heal --health).")
 @click.option("--grace-minutes", default=15, show_default=True, type=click.IntRange(0, 1440),
-              help="With --health: leave a node alone this long after heal rebooted or redeployed it.")
+              help="With --health: leave a node alone this long after heal rebooted, redeployed or reported it.")
 @click.option("--no-rejoin", is_flag=True, help="Leave running jobs alone: do not restart them at full size with the re-created nodes "
                                                 "(ECS stacks; docs/operations.md, heal).")
+@click.option("--dry-run", is_flag=True, help="With --health: read the nodes and print the reboot, redeploy or report "
+                                              "requests as JSON without sending them (nothing is re-created).")
 @handle
 def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool, health: bool,
-         grace_minutes: int, no_rejoin: bool = False) -> None:
+         grace_minutes: int, no_rejoin: bool = False, dry_run: bool = False) -> None:
     """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
 
     It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
-    update; nothing else in the stack changes (docs/operations.md, "heal").
+    update; nothing else in the stack changes (docs/operations.md, "heal"). On Lingjun stacks only --health applies.
     """
     from generator import live
+    from generator.errors import BadInput
+    from generator.platforms.base import Capability
+    from generator.platforms.registry import platform_for
 
+    if dry_run and (not health or watch is not None):
+        raise BadInput("--dry-run goes with --health and without --watch: it prints one round's requests")
     engine = _engine()
-    checker = None if skip_stock_check else _stock_checker()
     t = live.locate(target, backend)
     live.preflight(t)
+    if health and not platform_for(t.platform or "ecs").has(Capability.ECS_INSTANCES):
+        return _heal_health_only(engine, target, backend, yes, grace_minutes, watch, dry_run)
+    if dry_run:
+        return _heal_dry_run(engine, target, backend, grace_minutes)
+    checker = None if skip_stock_check else _stock_checker()
     if checker is not None:
         checker.check()
     fleet = live.require_healable(t)
@@ -417,6 +428,72 @@ def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_st
                        **options)
 
 
+def _heal_health_only(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int,
+                      watch: int | None, dry_run: bool) -> None:
+    """``heal --health`` on a stack whose nodes are not ECS instances (Lingjun): no missing-node pass (``trainstack
+    up`` restores those), the health part once or every ``watch`` seconds."""
+    from generator.live import Interrupted
+
+    if dry_run:
+        return _heal_dry_run(engine, target, backend, grace_minutes)
+    _say("heal --health: Lingjun nodes that are gone are restored by `trainstack up`; heal acts on the health of "
+         "the nodes that are there")
+    with _cloud_work():
+        if watch is None:
+            _heal_health(engine, target, backend, yes, grace_minutes)
+            return
+        round_, rounds, done = _health_rounds(engine, target, backend, yes, grace_minutes), _obj_get("rounds"), 0
+        while True:
+            round_()
+            done += 1
+            if rounds is not None and done >= rounds:
+                return
+            try:
+                _sleep()(watch)
+            except KeyboardInterrupt:
+                raise Interrupted("heal --watch stopped (Ctrl-C) between checks, with nothing in flight.") from None
+
+
+def _health_api(cluster: Any, t: Any) -> Any:
+    """The client ``heal --health`` reads and acts with: ECS, or on Lingjun the EFLO controller's (tests: the
+    context object's ``"ecs_api"`` / ``"eflo_api"``)."""
+    from generator.live.jobs.client import SdkEcsApi
+    from generator.platforms.base import Capability
+    from generator.platforms.registry import platform_for
+
+    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
+        from generator.live.jobs.eflo import SdkEfloApi
+
+        return _obj_get("eflo_api") or SdkEfloApi(cluster.region)
+    return _obj_get("ecs_api") or SdkEcsApi(cluster.region)
+
+
+def _heal_dry_run(engine: Any, target: str, backend: str | None, grace_minutes: int) -> None:
+    """``heal --health --dry-run``: the reads, the decisions (on stderr) and the write requests as JSON (stdout), each
+    through the SDK's request model, nothing sent."""
+    import os
+
+    from generator import live
+    from generator.live.jobs.stack import health_plan, stack_cluster
+
+    t, cluster = stack_cluster(target, backend, engine)
+    api = _health_api(cluster, t)
+    api.check()
+    live.require_credentials(os.environ)
+    actions, writes, _ = health_plan(t, cluster, api, _clock(), grace_minutes)
+    for a in actions:
+        if a.kind != "none":
+            _say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}", err=True)
+    from generator.live.jobs.eflo import API
+    from generator.platforms.base import Capability
+    from generator.platforms.registry import platform_for
+
+    product = {"api": API} if platform_for(cluster.platform).has(Capability.EFLO_JOBS) else {}
+    items = [{"action": a, "region": cluster.region, "request": api.request_map(a, b), "dry_run": True, **product}
+             for a, b in writes]
+    _say(json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False))
+
+
 def _obj_get(key: str) -> Any:
     obj = click.get_current_context().find_root().obj
     return obj.get(key) if isinstance(obj, dict) else None
@@ -434,16 +511,15 @@ def _clock() -> Any:
 
 def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int,
                  say: Any = None, quiet: bool = False) -> Any:
-    """``heal --health`` once (docs/operations.md); the ECS client is the context object's ``"ecs_api"`` in tests.
-    Returns the actions decided."""
+    """``heal --health`` once (docs/operations.md); the client is the context object's ``"ecs_api"`` (or on Lingjun
+    ``"eflo_api"``) in tests. Returns the actions decided."""
     import os
 
     from generator import live
-    from generator.live.jobs.client import SdkEcsApi
     from generator.live.jobs.stack import heal_health, stack_cluster
 
-    t, cluster = stack_cluster(target, backend, engine, ecs_only=True)
-    api = _obj_get("ecs_api") or SdkEcsApi(cluster.region)
+    t, cluster = stack_cluster(target, backend, engine)
+    api = _health_api(cluster, t)
     live.require_credentials(os.environ)
     return heal_health(t, cluster, api, say or _say, None if yes else _confirm, _clock(), grace_minutes,
                        quiet_when_idle=quiet)

@@ -12,16 +12,14 @@ bastion: ``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for
 * :mod:`~generator.live.jobs.ops`: what submit, jobs, logs and cancel do;
 * :mod:`~generator.live.jobs.health`: the health gate (``check``): its script, the verdicts and the report;
 * :mod:`~generator.live.jobs.cure`: the action table of ``heal --health`` (reboot, redeploy, replace, wait);
+* :mod:`~generator.live.jobs.eflo_cure`: the Lingjun action table of ``heal --health`` (RebootNodes, ReportNodeStatus)
+  over the EFLO controller's node list and fault reports;
 * :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
 * :mod:`~generator.live.jobs.eflo`: the same port over the EFLO controller's Cloud Assistant (Lingjun nodes are not
   ECS instances): RunCommand, DescribeInvocations and StopInvocation of API version 2022-12-15;
 * :mod:`~generator.live.jobs.fake`: recorded API answers for tests.
 
-``heal --health`` reads ECS health and events and is refused on Lingjun stacks in one sentence.
+``heal --health`` reads ECS health and events, or on Lingjun the EFLO controller's node list and fault reports.
 """
 
 from __future__ import annotations
-
-from generator.live.jobs.stack import LINGJUN_SENTENCE
-
-__all__ = ["LINGJUN_SENTENCE"]

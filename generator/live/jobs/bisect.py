@@ -50,79 +50,101 @@ def _halves(group: Group) -> tuple[Group, Group]:
     return group[:mid], group[mid:]
 
 
+@dataclass
+class _Round:
+    """One round's groups and what each stands for: a half of a failing group (``parent``), a member of a small
+    failing group paired with a healthy node (``pairs``: the group and the member), or the first pair of a triple
+    tested alone while no node is known healthy (``probes``)."""
+
+    groups: list[Group] = field(default_factory=list)
+    parent: dict[Group, Group] = field(default_factory=dict)
+    pairs: dict[Group, tuple[Group, int]] = field(default_factory=dict)
+    probes: dict[Group, Group] = field(default_factory=dict)
+
+
+def _plan_round(split: Sequence[Group], suspects: list[Group], good: set[int]) -> tuple[_Round, list[Group]]:
+    """The groups of the next round (no node in two of them), and the suspects that must wait for free healthy
+    partners. Groups of 4 or more are halved; smaller ones become suspects."""
+    rnd = _Round()
+    for g in split:
+        if len(g) >= 4:
+            for h in _halves(g):
+                rnd.groups.append(h)
+                rnd.parent[h] = g
+        else:
+            suspects.append(g)
+    pool = sorted(good)
+    busy = {r for g in rnd.groups for r in g}
+    waiting: list[Group] = []
+    for g in suspects:
+        free = [r for r in pool if r not in busy]
+        if len(free) < len(g):
+            if len(g) == 3 and not good and not set(g) & busy:
+                rnd.groups.append(g[:2])  # no healthy node yet: does the triple's first pair pass alone?
+                rnd.probes[g[:2]] = g
+                busy.update(g)
+            else:
+                waiting.append(g)
+            continue
+        for member, ref in zip(g, free):
+            pair = (ref, member)
+            rnd.groups.append(pair)
+            rnd.pairs[pair] = (g, member)
+            busy.update(pair)
+    return rnd, waiting
+
+
+def _read_round(out: Bisection, rnd: _Round, verdicts: Sequence[bool], suspects: list[Group]) -> list[Group]:
+    """Record a round's verdicts in ``out`` (and new suspects in ``suspects``); the failing halves to split next."""
+    split: list[Group] = []
+    halved: dict[Group, list[bool]] = {}
+    failed_with_partner: dict[Group, list[int]] = {}
+    for g, ok in zip(rnd.groups, verdicts):
+        if g in rnd.probes:
+            if ok:
+                out.good.update(g)
+                suspects.append(rnd.probes[g][2:])
+            else:
+                out.unresolved.append(rnd.probes[g])
+            continue
+        if g in rnd.pairs:
+            group, member = rnd.pairs[g]
+            failed_with_partner.setdefault(group, [])
+            if ok:
+                out.good.add(member)
+            else:
+                failed_with_partner[group].append(member)
+                out.partner[member] = g[0]
+            continue
+        halved.setdefault(rnd.parent[g], []).append(ok)
+        if ok:
+            out.good.update(g)
+        else:
+            split.append(g)
+    for group, members in failed_with_partner.items():
+        if members:
+            out.bad.extend(m for m in members if m not in out.bad)
+        else:
+            out.unresolved.append(group)  # each member passes with a healthy partner: only together they fail
+    for g, oks in halved.items():
+        if all(oks):
+            out.unresolved.append(g)  # both halves pass: the fault shows only with all of g
+    return split
+
+
 def bisect(ranks: Sequence[int], test: Test, max_rounds: int = MAX_ROUNDS) -> Bisection:
     """Narrow a failing cross-node all-reduce over ``ranks`` (known to fail together) down to nodes."""
     out = Bisection()
     split: list[Group] = [tuple(sorted(ranks))] if len(ranks) >= 2 else []  # failing groups to halve
     suspects: list[Group] = []  # failing groups of 2 or 3: each member is tested with a healthy partner
     while (split or suspects) and len(out.rounds) < max_rounds:
-        groups: list[Group] = []
-        parent: dict[Group, Group] = {}
-        for g in split:
-            if len(g) >= 4:
-                for h in _halves(g):
-                    groups.append(h)
-                    parent[h] = g
-            else:
-                suspects.append(g)
+        rnd, suspects = _plan_round(split, suspects, out.good)
         split = []
-        pool = sorted(out.good)
-        busy = {r for g in groups for r in g}
-        waiting: list[Group] = []
-        pairs: dict[Group, tuple[Group, int]] = {}
-        probes: dict[Group, Group] = {}
-        for g in suspects:
-            free = [r for r in pool if r not in busy]
-            if len(free) < len(g):
-                if len(g) == 3 and not out.good and not set(g) & busy:
-                    groups.append(g[:2])  # no healthy node yet: does the triple's first pair pass alone?
-                    probes[g[:2]] = g
-                    busy.update(g)
-                else:
-                    waiting.append(g)
-                continue
-            for member, ref in zip(g, free):
-                pair = (ref, member)
-                groups.append(pair)
-                pairs[pair] = (g, member)
-                busy.update(pair)
-        suspects = waiting
-        if not groups:
+        if not rnd.groups:
             break  # only suspects and no healthy partner for them
-        verdicts = list(test(groups))
-        out.rounds.append(list(zip(groups, verdicts)))
-        halved: dict[Group, list[bool]] = {}
-        failed_with_partner: dict[Group, list[int]] = {}
-        for g, ok in zip(groups, verdicts):
-            if g in probes:
-                if ok:
-                    out.good.update(g)
-                    suspects.append(probes[g][2:])
-                else:
-                    out.unresolved.append(probes[g])
-                continue
-            if g in pairs:
-                group, member = pairs[g]
-                failed_with_partner.setdefault(group, [])
-                if ok:
-                    out.good.add(member)
-                else:
-                    failed_with_partner[group].append(member)
-                    out.partner[member] = g[0]
-                continue
-            halved.setdefault(parent[g], []).append(ok)
-            if ok:
-                out.good.update(g)
-            else:
-                split.append(g)
-        for group, members in failed_with_partner.items():
-            if members:
-                out.bad.extend(m for m in members if m not in out.bad)
-            else:
-                out.unresolved.append(group)  # each member passes with a healthy partner: only together they fail
-        for g, oks in halved.items():
-            if all(oks):
-                out.unresolved.append(g)  # both halves pass: the fault shows only with all of g
+        verdicts = list(test(rnd.groups))
+        out.rounds.append(list(zip(rnd.groups, verdicts)))
+        split = _read_round(out, rnd, verdicts, suspects)
     # what is left when the rounds or the healthy partners ran out
     out.unresolved.extend(split)
     out.unresolved.extend(suspects)

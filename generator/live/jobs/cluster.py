@@ -50,6 +50,7 @@ class Cluster:
     endpoint: str = ""  # the bucket's VPC-internal endpoint, used from the nodes
     nccl_env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     min_nodes: int = 1  # the plan's elastic minimum: the fewest nodes whose GPUs hold the training state
+    cluster_id: str = ""  # Lingjun: the eflo.Cluster of the stack outputs (``cluster_id``); "" elsewhere
 
     @property
     def log_prefix(self) -> str:
@@ -122,6 +123,7 @@ def cluster_from_plan(
         endpoint=str(ckpt.get("internal_endpoint") or "") if enabled else "",
         min_nodes=int(compute.get("min_nodes") or 1),
         nccl_env=nccl,
+        cluster_id=str(outputs.get("cluster_id") or ""),
     )
 
 

@@ -15,31 +15,37 @@ alibabacloud-eflo-controller20221215 3.2.0), and :class:`EfloJobsApi` turns the 
   take the node ids of the stack's ``node_ids`` output (``eflo.Node`` ids).
 * **No region in the request**: the region is the SDK client's (endpoint ``eflo-controller.REGION.aliyuncs.com``).
 * **No tags and no list**: EFLO's RunCommand takes no ``Tag`` and its DescribeInvocations requires ``InvokeId``, so
-  there is no call that lists "this stack's jobs". :class:`EfloJobsApi` keeps a journal of the invocations it
-  started, ``STACK_DIR/.trainstack/eflo-invocations.json`` (the job name, kind and node ids of each InvokeId), and
-  answers the job listing from it, each invocation's status read back with DescribeInvocations. Jobs started from
-  another machine are not listed there; their logs in the checkpoint bucket are (``trainstack logs``).
+  there is no call that lists "this stack's jobs". :class:`EfloJobsApi` writes each invocation it starts (the job
+  name, kind tags, node ids and time of each InvokeId) to the checkpoint bucket, one object per invocation under
+  ``<checkpoint prefix>_trainstack/invocations/`` (:class:`BucketIndex`), and to a local journal,
+  ``STACK_DIR/.trainstack/eflo-invocations.json``, which caches the bucket's entries; the job listing reads both,
+  each invocation's status read back with DescribeInvocations. So ``jobs``, ``logs`` and ``cancel`` see the jobs
+  started from any machine; a stack without a checkpoint bucket has the local journal only.
 * **No ``Type``, ``KeepCommand`` or ``DescribeInvocationResults``**: a Lingjun command is a shell script and is not
   kept; each node's status, exit code and output come from DescribeInvocations with ``IncludeOutput`` (its
   ``InvokeNodes``), asked as ``ContentEncoding: PlainText`` (the API's default is Base64). The output holds the last
   24 KB only (``Dropped`` counts what was cut), as on ECS.
-* **Batches**: the SDK's docstring of ``NodeIdList`` names no per-call limit; trainstack keeps ECS's documented 100
-  nodes per call (:data:`~generator.live.jobs.request.MAX_INSTANCES_PER_CALL`), a bound the EFLO API is not known to
-  exceed (unverified, 2026-12).
+* **Batches**: neither the SDK's docstring of ``NodeIdList`` nor the RunCommand API reference
+  (https://help.aliyun.com/en/intelligent-computing-lingjun/api-eflo-controller-2022-12-15-runcommand, updated
+  2026-07-22) names a per-call limit; trainstack keeps ECS's documented 100 nodes per call
+  (:data:`~generator.live.jobs.request.MAX_INSTANCES_PER_CALL`), a bound the EFLO API is not known to exceed
+  (unverified: searched again 2026-12-02 in documentation, web pages and issue threads, no limit found).
 """
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from generator.live.errors import EcsSdkMissing, LiveError
 from generator.live.jobs.client import EcsApiError
+from generator.live.jobs.logstore import LogStore
 from generator.live.mountaddr import INSTALL_LIVE, sdk_config
 
 EFLO_SDK_MODULES = (
@@ -47,9 +53,19 @@ EFLO_SDK_MODULES = (
     "alibabacloud_tea_openapi",
     "alibabacloud_credentials",
 )
-EFLO_ACTIONS = ("RunCommand", "DescribeInvocations", "StopInvocation")
+EFLO_ACTIONS = (
+    "RunCommand",
+    "DescribeInvocations",
+    "StopInvocation",
+    # heal --health on Lingjun (eflo_cure.py)
+    "ListClusterNodes",
+    "ListFaultReports",
+    "RebootNodes",
+    "ReportNodeStatus",
+)
 API = "eflo-controller/2022-12-15"
 JOURNAL_FILE = ".trainstack/eflo-invocations.json"
+INDEX_DIR = "_trainstack/invocations/"  # under the checkpoint prefix, beside _trainstack/jobs/ (the job logs)
 JOURNAL_KEEP = 500  # the newest invocations kept in the journal
 PAGE = 50
 # the RunCommand fields both APIs have (the EFLO model's to_map() keys); the rest of an ECS request is dropped
@@ -109,7 +125,7 @@ def to_eflo(action: str, body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         return "StopInvocation", out
     raise EcsApiError(
         f"{action} is an ECS call with no EFLO controller counterpart: Lingjun nodes are not ECS instances "
-        "(`heal --health` reads ECS health and events, so it does not run on Lingjun stacks)."
+        "(`heal --health` reads their state and fault reports through the EFLO controller instead)."
     )
 
 
@@ -148,18 +164,66 @@ def results_body(answer: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+class BucketIndex:
+    """The invocation index in the checkpoint bucket: one object per invocation,
+    ``<checkpoint prefix>_trainstack/invocations/<InvokeId>.json``, beside the job logs (``_trainstack/jobs/``), so
+    that ``jobs``, ``logs`` and ``cancel`` find the invocations from any machine. One object each, never a shared file
+    rewritten, so two machines submitting at once cannot lose each other's entry, and OSS replaces an object whole."""
+
+    def __init__(self, store: LogStore, bucket: str, checkpoint_prefix: str):
+        self.store, self.bucket = store, bucket
+        self.prefix = f"{checkpoint_prefix}{INDEX_DIR}"
+
+    def key(self, invoke_id: str) -> str:
+        return f"{self.prefix}{invoke_id}.json"
+
+    def check(self) -> None:
+        self.store.check()
+
+    def put(self, entry: Mapping[str, Any]) -> None:
+        data = json.dumps({"api": API, "invocation": dict(entry)}, indent=2, sort_keys=True) + "\n"
+        self.store.put(self.bucket, self.key(str(entry["InvokeId"])), data.encode())
+
+    def ids(self) -> set[str]:
+        keys = self.store.list(self.bucket, self.prefix)
+        return {k[len(self.prefix) : -len(".json")] for k in keys if k.startswith(self.prefix) and k.endswith(".json")}
+
+    def get(self, invoke_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.store.get(self.bucket, self.key(invoke_id)) or b"{}")
+        except ValueError:
+            return None
+        entry = data.get("invocation") if isinstance(data, dict) else None
+        return dict(entry) if isinstance(entry, Mapping) and entry.get("InvokeId") == invoke_id else None
+
+
 class EfloJobsApi:
     """:class:`~generator.live.jobs.client.EcsApi` for a Lingjun stack: ECS-shaped requests in, EFLO calls out
-    through ``transport`` (:class:`SdkEfloApi`, or recorded answers in tests), ECS-shaped answers back."""
+    through ``transport`` (:class:`SdkEfloApi`, or recorded answers in tests), ECS-shaped answers back. With
+    ``index`` (the stack has a checkpoint bucket) every invocation it starts is also written to the bucket and the
+    job listing reads the bucket's, the local journal being a cache of them."""
 
     api = API
 
-    def __init__(self, transport: Any, stack_dir: Path | str):
+    def __init__(
+        self,
+        transport: Any,
+        stack_dir: Path | str,
+        index: BucketIndex | None = None,
+        *,
+        warn: Callable[[str], None] | None = None,
+        clock: Callable[[], datetime.datetime] | None = None,
+    ):
         self.transport = transport
         self.journal_path = Path(stack_dir) / JOURNAL_FILE
+        self.index = index
+        self.warn = warn or (lambda line: None)
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.timezone.utc))
 
     def check(self) -> None:
         self.transport.check()
+        if self.index is not None:
+            self.index.check()
 
     def request_map(self, action: str, body: Mapping[str, Any]) -> dict[str, Any]:
         eflo_action, eflo_body = to_eflo(action, body)
@@ -180,7 +244,7 @@ class EfloJobsApi:
 
     # -- the journal ----------------------------------------------------------------------------------------------
 
-    def journal(self) -> list[dict[str, Any]]:
+    def _local(self) -> list[dict[str, Any]]:
         try:
             data = json.loads(self.journal_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -188,14 +252,8 @@ class EfloJobsApi:
         items = data.get("invocations") if isinstance(data, dict) else None
         return [dict(i) for i in items or () if isinstance(i, Mapping) and i.get("InvokeId")]
 
-    def _record(self, invoke_id: str, body: Mapping[str, Any]) -> None:
-        entry = {
-            "InvokeId": invoke_id,
-            "Name": str(body.get("Name") or ""),
-            "Tags": [dict(t) for t in body.get("Tag") or ()],
-            "NodeIdList": list(body.get("InstanceId") or ()),
-        }
-        items = [i for i in self.journal() if i["InvokeId"] != invoke_id] + [entry]
+    def _write(self, items: list[dict[str, Any]]) -> None:
+        items = sorted(items, key=lambda i: (str(i.get("Created") or ""), str(i["InvokeId"])))
         path = self.journal_path
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".eflo-invocations-")
@@ -207,6 +265,54 @@ class EfloJobsApi:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def _upload(self, entry: dict[str, Any]) -> None:
+        """Write ``entry`` to the bucket index; a failure leaves it marked ``Pending`` for the next read to retry."""
+        if self.index is None:
+            return
+        clean = {k: v for k, v in entry.items() if k != "Pending"}
+        try:
+            self.index.put(clean)
+        except LiveError as e:
+            entry["Pending"] = True
+            self.warn(
+                f"the invocation {entry['InvokeId']} is in the local journal only ({e}); the next `trainstack jobs` "
+                "here writes it to the bucket"
+            )
+            return
+        entry.pop("Pending", None)
+
+    def journal(self) -> list[dict[str, Any]]:
+        """The stack's invocations, oldest first: the bucket's index (when the stack has one) merged into the local
+        journal, which caches them; entries still pending upload are written first."""
+        items = {i["InvokeId"]: i for i in self._local()}
+        if self.index is None:
+            return list(items.values())
+        changed = False
+        for entry in items.values():
+            if entry.get("Pending"):
+                self._upload(entry)
+                changed = changed or not entry.get("Pending")
+        for invoke_id in sorted(self.index.ids() - set(items)):
+            found = self.index.get(invoke_id)
+            if found is not None:
+                items[invoke_id] = found
+                changed = True
+        ordered = sorted(items.values(), key=lambda i: (str(i.get("Created") or ""), str(i["InvokeId"])))
+        if changed:
+            self._write(ordered)
+        return ordered
+
+    def _record(self, invoke_id: str, body: Mapping[str, Any]) -> None:
+        entry: dict[str, Any] = {
+            "InvokeId": invoke_id,
+            "Name": str(body.get("Name") or ""),
+            "Tags": [dict(t) for t in body.get("Tag") or ()],
+            "NodeIdList": list(body.get("InstanceId") or ()),
+            "Created": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        self._upload(entry)
+        self._write([i for i in self._local() if i["InvokeId"] != invoke_id] + [entry])
 
     def _list(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """ECS DescribeInvocations by tags, answered from the journal and one EFLO DescribeInvocations each."""

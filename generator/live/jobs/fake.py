@@ -1,11 +1,13 @@
 """Recorded answers for tests and demos: :class:`RecordedEcsApi` (ECS / Cloud Assistant), :class:`RecordedEfloApi`
 (the EFLO controller's Cloud Assistant, Lingjun; the transport of :class:`~generator.live.jobs.eflo.EfloJobsApi`)
-and :class:`RecordedLogStore` (the job logs in OSS).
+and :class:`RecordedLogStore` (the checkpoint bucket's objects in a folder: the job logs, the Lingjun invocation
+index).
 
 ECS answers are JSON files named after the action (``RunCommand.json``, ``DescribeInvocations.json``, ...) in a folder
 such as ``tests/live_fixtures/cloud_assistant/``, each a response body as the API returns it (and as the SDK's
 ``*ResponseBody.from_map`` reads it). A file may instead hold ``{"_by": FIELD, VALUE: body, ...}``: the body for the
-request's FIELD (e.g. the InvokeId of DescribeInvocationResults), or ``{"_sequence": [body, ...]}``: one body per call,
+request's FIELD (e.g. the InvokeId of DescribeInvocationResults; ``"None"`` for a request without it, such as
+the first page of a NextToken-paged list), or ``{"_sequence": [body, ...]}``: one body per call,
 the last one repeating. Every call is kept in :attr:`RecordedEcsApi.calls`.
 """
 
@@ -97,3 +99,12 @@ class RecordedLogStore:
         self.calls.append(("get", key))
         path = self.folder / key
         return path.read_bytes() if path.is_file() else None
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        """Write ``FOLDER/<key>`` whole (a temporary file renamed over it), as OSS replaces an object."""
+        self.calls.append(("put", key))
+        path = self.folder / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)

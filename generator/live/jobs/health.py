@@ -10,10 +10,11 @@ every node into verdicts:
   XIDs (48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92/94/95 ECC, 119/120 GSP) ask
   for a redeploy, application XIDs (13, 31, 43, 45: a program's fault) do not fail the node, any other XID fails it
   as a software fault (a reboot first);
-* the bus bandwidth must reach ``floor_factor`` x the link's one-way bandwidth (``busbw.csv`` beside this module,
-  each row with its source; ``floor_kind`` says whether a floor rests on a published nccl-tests figure or is a
-  threshold, which every row is today: no published all_reduce busbw was found for these families) inside a node, and half the eRDMA line rate of the catalog (``erdma_gbps``) across
-  nodes; NCCL on plain sockets (``NET/Socket``) where the plan has RDMA fails the node;
+* the bus bandwidth inside a node must reach its floor from ``busbw.csv`` beside this module (each row with its
+  source; ``floor_kind`` says what the floor rests on): ``floor_factor`` x the published nccl-tests all_reduce
+  figure for a ``measured`` row (A100: 80% of the 230 GB/s published for 8xA100 SXM4), ``floor_factor`` x the
+  link's one-way bandwidth for a ``threshold`` row (the other families: no published figure was found, searched
+  2026-12-02); across nodes, half the eRDMA line rate of the catalog (``erdma_gbps``); NCCL on plain sockets (``NET/Socket``) where the plan has RDMA fails the node;
 * a check that could not run (``ok: null``: DCGM or PyTorch not installed) is reported, never counted as passed.
 """
 
@@ -70,7 +71,10 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
     gpu = t.gpu if t is not None else ""
     gpus = cluster.gpus_per_node or (t.gpus if t is not None else 0)
     row = _busbw_rows().get(gpu)
-    intra = float(row["link_gbs"]) * float(row["floor_factor"]) if row and gpus > 1 else None
+    intra = None
+    if row and gpus > 1:  # a measured row's floor is a fraction of the published figure, a threshold's of the link
+        base = row["measured_busbw_gbs"] if row.get("floor_kind") == "measured" else row["link_gbs"]
+        intra = float(base) * float(row["floor_factor"])
     inter = None
     if t is not None and cluster.rdma == "erdma" and t.erdma_gbps:
         inter = t.erdma_gbps / 8.0 * INTER_FLOOR
@@ -82,7 +86,7 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
         eri=max(1, t.eri_count if t else 1),
         intra_floor_gbs=intra,
         inter_floor_gbs=inter,
-        intra_source=row["source"] if row else "",
+        intra_source=(row["measured_source"] if row.get("floor_kind") == "measured" else row["source"]) if row else "",
         intra_kind=(row.get("floor_kind") or "threshold") if row else "threshold",
         inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "",
     )

@@ -2,6 +2,9 @@
 gone: the :class:`LogStore` port and :class:`OssLogStore` over Alibaba Cloud's OSS SDK V2 (``alibabacloud-oss-v2``,
 in ``trainstack[live]``, imported only when a command reads a log).
 
+The Lingjun invocation index (:mod:`~generator.live.jobs.eflo`) is written here too, one object per invocation
+(``put``: OSS replaces an object whole, so a reader sees the old object or the new one, never half of it).
+
 Each node's job script (``scripts/job.sh``) writes ``<checkpoint prefix>_trainstack/jobs/JOB/rank-N.log`` and
 ``rank-N.exit.json`` (``{"job", "rank", "instance_id", "state": "running"|"finished", "exit_code", "time"}``).
 Credentials come from the same default chain as the ECS calls (``alibabacloud-credentials``, or the older
@@ -31,6 +34,8 @@ class LogStore(Protocol):
     def list(self, bucket: str, prefix: str) -> list[str]: ...
 
     def get(self, bucket: str, key: str) -> bytes | None: ...
+
+    def put(self, bucket: str, key: str, data: bytes) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,3 +143,11 @@ class OssLogStore:
             if "NoSuchKey" in str(e):
                 return None
             raise EcsApiError(f"OSS GetObject of oss://{bucket}/{key} failed: {e}.") from None
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        import alibabacloud_oss_v2 as oss
+
+        try:
+            self.client().put_object(oss.PutObjectRequest(bucket=bucket, key=key, body=data))
+        except Exception as e:  # noqa: BLE001
+            raise EcsApiError(f"OSS PutObject of oss://{bucket}/{key} failed: {e}.") from None

@@ -1,6 +1,7 @@
 """The stack a job, check or ``heal --health`` acts on: its ``compute.platform``, its engine target and its
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
-(the ECS reads, the action table of :mod:`~generator.live.jobs.cure`, the calls, the quarantine update); and
+(the reads, the action table of :mod:`~generator.live.jobs.cure`, or on Lingjun of
+:mod:`~generator.live.jobs.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
 :func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.live.jobs.eflo`).
 """
 
@@ -12,7 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from generator.errors import BadInput
 from generator.live.checks import preflight
 from generator.live.dlc.jobs import stack_outputs
 from generator.live.engine import Target
@@ -30,12 +30,6 @@ from generator.live.target import default_backend, has_state, planned_target
 from generator.plan import pipeline
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
-
-LINGJUN_SENTENCE = (
-    "heal --health reads ECS instance health and events (DescribeInstancesFullStatus, "
-    "DescribeInstanceHistoryEvents), and Lingjun nodes are not ECS instances: the EFLO controller API has no such "
-    "calls that trainstack drives, so restore Lingjun nodes with `trainstack up`"
-)
 
 
 def platform_of(target: str) -> str:
@@ -55,16 +49,11 @@ def stack_cluster(
     backend: str | None,
     engine: Any,
     env: Mapping[str, str] | None = None,
-    *,
-    ecs_only: bool = False,
 ) -> tuple[Target, Cluster]:
     """The stack's target and cluster; no instance ids when it was never deployed (a spec never rendered is
-    planned in memory). With ``ecs_only`` (``heal --health``) a Lingjun stack is refused in one sentence (exit 2)."""
+    planned in memory)."""
     env = os.environ if env is None else env
     t = planned_target(target, backend, env)
-    platform = platform_for(t.platform or platform_of(str(t.stack_dir)))
-    if ecs_only and not platform.has(Capability.ECS_INSTANCES):  # Lingjun: no ECS instance health or events
-        raise BadInput(f"{target}: {LINGJUN_SENTENCE}.")
     if not (t.stack_dir / "plan.json").is_file():
         return t, cluster_from_plan(json.loads(pipeline.plan_file(Path(target)).to_json()), {}, target)
     outputs: dict[str, Any] = {}
@@ -74,13 +63,22 @@ def stack_cluster(
     return t, cluster_of(t.stack_dir, outputs)
 
 
-def jobs_api(cluster: Cluster, stack_dir: Path, ecs: Any = None, eflo: Any = None) -> EcsApi:
+def jobs_api(
+    cluster: Cluster,
+    stack_dir: Path,
+    ecs: Any = None,
+    eflo: Any = None,
+    store: Any = None,
+    warn: Callable[[str], None] | None = None,
+) -> EcsApi:
     """The Cloud Assistant of the stack's nodes: ECS (``ecs``, default :class:`SdkEcsApi`) or, on Lingjun, the EFLO
-    controller's (``eflo``, default :class:`SdkEfloApi`) behind the same port."""
+    controller's (``eflo``, default :class:`SdkEfloApi`) behind the same port, its invocations indexed in the
+    checkpoint bucket through ``store`` (a :class:`~generator.live.jobs.logstore.LogStore`) when the stack has one."""
     if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
-        from generator.live.jobs.eflo import EfloJobsApi, SdkEfloApi
+        from generator.live.jobs.eflo import BucketIndex, EfloJobsApi, SdkEfloApi
 
-        return EfloJobsApi(eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir)
+        index = BucketIndex(store, cluster.bucket, cluster.prefix) if store is not None and cluster.bucket else None
+        return EfloJobsApi(eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn)
     if ecs is not None:
         return cast(EcsApi, ecs)
     from generator.live.jobs.client import SdkEcsApi
@@ -88,10 +86,43 @@ def jobs_api(cluster: Cluster, stack_dir: Path, ecs: Any = None, eflo: Any = Non
     return SdkEcsApi(cluster.region)
 
 
+def _is_lingjun(cluster: Cluster) -> bool:
+    return platform_for(cluster.platform).has(Capability.EFLO_JOBS)
+
+
+def health_plan(
+    target: Target, cluster: Cluster, api: Any, now: Any, grace_minutes: int
+) -> tuple[list[Action], list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """``heal --health``'s reads and decisions: the actions, the write requests they need (reboot, redeploy, fault
+    report) and the quarantine. ECS nodes by ECS health and events (:mod:`~generator.live.jobs.cure`), Lingjun nodes
+    by the EFLO controller's node list and fault reports (:mod:`~generator.live.jobs.eflo_cure`)."""
+    nodes = [n for n in cluster.nodes if n.instance_id]
+    quarantine = read_quarantine(target.stack_dir)
+    ids = [n.instance_id for n in nodes]
+    if _is_lingjun(cluster):
+        from generator.live.jobs import eflo_cure
+
+        if not cluster.cluster_id:
+            raise BadTarget(
+                f"{target.stack_dir}: the stack outputs name no Lingjun cluster (cluster_id): run `trainstack up` first."
+            )
+        seen = eflo_cure.node_status(api, cluster, ids)
+        actions = eflo_cure.plan_actions(nodes, seen, quarantine, now, grace_minutes)
+        return actions, eflo_cure.action_requests(cluster, actions, quarantine), quarantine
+    status = instance_status(api, cluster, ids)
+    actions = plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
+    writes = [
+        ("RebootInstance" if a.kind == "reboot" else "RedeployInstance", {"InstanceId": a.instance_id, "ForceStop": False})
+        for a in actions
+        if a.kind in ("reboot", "redeploy")
+    ]
+    return actions, writes, quarantine
+
+
 def heal_health(
     target: Target,
     cluster: Cluster,
-    api: EcsApi,
+    api: Any,
     say: Callable[[str], None],
     confirm: Callable[[str], None] | None,
     now: Any,
@@ -99,27 +130,33 @@ def heal_health(
     *,
     quiet_when_idle: bool = False,
 ) -> list[Action]:
-    """``heal --health``: read ECS health and events, decide by the action table, reboot or redeploy (after
-    ``confirm``, unless None), and record what was done in the quarantine file. Returns the actions decided;
-    ``quiet_when_idle`` (a watch round after an idle one) says nothing when there is nothing to do."""
+    """``heal --health``: read the nodes' health and events, decide by the action table, reboot, redeploy or report
+    (after ``confirm``, unless None), and record what was done in the quarantine file. Returns the actions decided;
+    ``quiet_when_idle`` (a watch round after an idle one) says nothing when there is nothing to do. ``api`` is the
+    ECS client, or on Lingjun the EFLO controller's (its action names)."""
     nodes = [n for n in cluster.nodes if n.instance_id]
     if not nodes:
         say("heal --health: the stack has no node instances in its outputs")
         return []
     api.check()
-    status = instance_status(api, cluster, [n.instance_id for n in nodes])
-    quarantine = read_quarantine(target.stack_dir)
-    actions = plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
-    todo = [a for a in actions if a.kind in ("reboot", "redeploy")]
+    actions, writes, quarantine = health_plan(target, cluster, api, now, grace_minutes)
     for a in actions:
         if a.kind != "none":
             say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}")
-    if not todo:
+    verbs = "reboot or report" if _is_lingjun(cluster) else "reboot or redeploy"
+    if not writes:
         if not (quiet_when_idle and all(a.kind == "none" for a in actions)):
-            say(f"heal --health: nothing to reboot or redeploy among {len(nodes)} node(s)")
+            say(f"heal --health: nothing to {verbs} among {len(nodes)} node(s)")
         return actions
+    todo = len({a.instance_id for a in actions if a.kind in ("reboot", "redeploy", "report")})
     if confirm is not None:
-        confirm(f"Reboot or redeploy {len(todo)} node(s) of {cluster.name}?")
-    write_quarantine(target.stack_dir, apply(api, cluster, actions, quarantine, now, say))
+        confirm(f"{verbs.capitalize()} {todo} node(s) of {cluster.name}?")
+    if _is_lingjun(cluster):
+        from generator.live.jobs import eflo_cure
+
+        done = eflo_cure.apply(api, cluster, actions, quarantine, now, say)
+    else:
+        done = apply(api, cluster, actions, quarantine, now, say)
+    write_quarantine(target.stack_dir, done)
     say("the nodes stay quarantined until `trainstack check` passes on them after the grace period")
     return actions
