@@ -94,12 +94,16 @@ def test_measured_tokens_per_second_are_converted_on_trainstacks_model_flops() -
     assert cal.published_mfu(row) == pytest.approx(2973 * per_token / 312e12, rel=1e-9)
 
 
-def test_the_residuals_do_not_support_a_network_term() -> None:
+def test_the_residuals_support_the_expert_alltoall_and_no_other_network_term() -> None:
     """The planner's data-parallel exchange is hidden on every fitted run, so charging it changes no residual, and
-    the log residual moves by under 2% per doubling of tp, dp or pp: the fit has no network parameter."""
+    the log residual moves by under 4% per doubling of tp, dp or pp: the fit has no network parameter; the
+    cross-node MoE runs need the expert all-to-all the planner charges."""
     cal = _module("calibrate_mfu")
     doc = cal.document(cal.fit())
     check = doc["network_check"]
     assert check["max_exposed_dp_ratio"] == 0.0
     assert check["rms_log_residual_with_dp_exchange"] == doc["rms_log_residual"]
-    assert all(abs(slope) * 0.693 < 0.02 for slope in check["log_residual_slope"].values())
+    assert all(abs(slope) * 0.693 < 0.04 for slope in check["log_residual_slope"].values())
+    # the expert all-to-all is what brings the cross-node MoE runs in: without it they are far off
+    without = check["ratio_without_expert_alltoall"]
+    assert without and all(ratio > 1.3 for ratio in without.values())
