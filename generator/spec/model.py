@@ -200,16 +200,7 @@ class ArchitectureSpec(_Strict):
 class FinetuneSpec(_Strict):
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(gt=0, le=4096)] = 16
-    paged_optimizer: bool = False
-
-    @field_validator("paged_optimizer")
-    @classmethod
-    def _paged_needs_adapters(cls, v: bool, info: ValidationInfo) -> bool:
-        if v and info.data.get("method") == "full":
-            raise spec_error("paged_optimizer pages LoRA/QLoRA adapter optimizer states (bitsandbytes paged "
-                             "optimizers); full training keeps its optimizer states on the GPUs",
-                             "set finetune.method: lora or qlora, or remove paged_optimizer")
-        return v
+    paged_optimizer: bool = False  # LoRA/QLoRA only: generator/spec/conflicts.py, by the spec check
 
 
 class ModelSpec(_Strict):
