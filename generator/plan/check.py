@@ -153,6 +153,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                 "set checkpoints.enabled: true or spot.enabled: false"))
     if not k.enabled and any(x != d for x, d in ((k.bucket, None),)):
         problems.append(Problem(("checkpoints", "bucket"), "a bucket is named but checkpoints are disabled"))
+    if k.milestones is not None and k.keep_last is None:
+        problems.append(Problem(("checkpoints", "milestones"), "milestones are checkpoints kept beside "
+                                "checkpoints.keep_last's window, and without keep_last every checkpoint is kept "
+                                "already", "set checkpoints.keep_last (e.g. 3), or remove checkpoints.milestones"))
     p = spec.parallelism
     if p.sequence_parallel and p.tensor == 1:
         pass  # sequence parallelism needs tensor parallelism; with tp=1 it has no effect (noted in the plan)

@@ -22,6 +22,11 @@ PLATFORM = Platform(
     capabilities=frozenset({C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS}),
     program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
     unhonoured={
+        # the lifecycle rule expires only objects tagged rolling, so without the tagger keep_last would keep all
+        "checkpoints.milestones": Unhonoured(Level.ERROR, "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
+                                             "of an ECS cluster, and DLC workers run no trainstack process",
+                                             "remove checkpoints.milestones and keep the milestones you want "
+                                             "by copying them out of the prefix"),
         "compute.image_id": rule("any"),
         "compute.data_disk_gib": rule("more than 0"),
         "compute.paused": rule("true"),

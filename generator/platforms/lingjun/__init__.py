@@ -22,6 +22,11 @@ PLATFORM = Platform(
     program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
                    "outputs_lingjun"),
     unhonoured={
+        # the lifecycle rule expires only objects tagged rolling, so without the tagger keep_last would keep all
+        "checkpoints.milestones": Unhonoured(Level.ERROR, "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
+                                             "of an ECS cluster, and Lingjun nodes run no copy to OSS",
+                                             "remove checkpoints.milestones and keep the milestones you want "
+                                             "by copying them out of the prefix"),
         "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
                                               when="any"),
         "compute.data_disk_gib": Unhonoured(Level.ERROR, "eflo.Node data disks cannot be encrypted", rule=True,
