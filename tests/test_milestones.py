@@ -17,6 +17,7 @@ from generator import api
 from generator.plan.checkpoints import MILESTONE, RETENTION_TAG, ROLLING
 from generator.plan.cost import checkpoints_held, checkpoints_written, is_milestone, life_hours
 from generator.plan.pipeline import load, plan_located
+from generator.present.diagram import flowchart
 from generator.preview.mockrun import run_program
 from generator.render.files import ckpt_sync_script, cluster_facts
 
@@ -117,6 +118,8 @@ def test_the_plan_keeps_one_in_every_m_and_bills_them_to_the_end(tmp_path: Path)
     after = {label: p.cost.object_storage_after_run_per_month for label, p in plans.items()}
     assert after["last"] < after["milestones"] < after["all"]
     assert [i for i in range(1, 31) if is_milestone(i, 10)] == [1, 11, 21]
+    assert "1 in 10 kept forever" in flowchart(plans["milestones"])
+    assert "kept forever" not in flowchart(plans["last"])
     assert checkpoints_written is not None
 
 
