@@ -18,6 +18,7 @@ from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
 from generator.plan.fit import data_parallel, replica_gpus
 from generator.present.cost_report import cost_report, cost_text
 from generator.spec import defaults
+from generator.spec.conflicts import training_conflicts
 from generator.spec.units import human_count
 
 __all__ = [
@@ -50,6 +51,10 @@ class EstimateError(TrainstackError):
     """A command-line combination the estimate cannot use; the message says what to change (exit 2)."""
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code  # a shared rule's code (generator/spec/conflicts.py); "" for the estimate's own checks
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -154,15 +159,9 @@ def estimate(
     if qlora and lora_rank is None:
         raise EstimateError("--qlora trains LoRA adapters over a 4-bit base and needs their rank: add --lora-rank "
                             "(e.g. 16).")
-    if qlora and precision == "fp8":
-        raise EstimateError("--precision fp8: QLoRA keeps its frozen base in 4-bit NF4, not FP8: use --precision "
-                            "bf16 with --qlora.")
-    if qlora and precision == "fp32":
-        raise EstimateError("QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here: use "
-                            "--precision bf16.")
-    if paged_optimizer and lora_rank is None:
-        raise EstimateError("--paged-optimizer pages the LoRA/QLoRA adapters' optimizer states: add --lora-rank "
-                            "(e.g. 16), or drop --paged-optimizer for full training.")
+    method = "qlora" if qlora else "lora" if lora_rank is not None else "full"
+    for conflict in training_conflicts(method, precision, optimizer, paged_optimizer):
+        raise EstimateError(f"{conflict.flag}: {conflict.message}: {conflict.flag_hint}.", conflict.code)
     if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom <= 0.5:
         raise EstimateError(f"--headroom is the share of GPU memory to keep free, from 0 to 0.5; got {headroom!r}.")
     for flag, value in (("--seq-len", seq_len), ("--micro-batch", micro_batch), ("--tokens", tokens),

@@ -14,6 +14,7 @@ from generator.errors import Problem, clip, did_you_mean, excerpt
 from generator.platforms.base import Capability
 from generator.platforms.registry import parts_for, platform_for, unhonoured_problems
 from generator.spec import limits
+from generator.spec.conflicts import training_conflicts
 from generator.spec.limits import (  # noqa: F401
     CPFS_MAX_GIB,
     CPFS_MIN_GIB,
@@ -153,6 +154,10 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
                                 "set checkpoints.enabled: true or spot.enabled: false"))
     if not k.enabled and any(x != d for x, d in ((k.bucket, None),)):
         problems.append(Problem(("checkpoints", "bucket"), "a bucket is named but checkpoints are disabled"))
+    if k.milestones is not None and k.keep_last is None:
+        problems.append(Problem(("checkpoints", "milestones"), "milestones are checkpoints kept beside "
+                                "checkpoints.keep_last's window, and without keep_last every checkpoint is kept "
+                                "already", "set checkpoints.keep_last (e.g. 3), or remove checkpoints.milestones"))
     p = spec.parallelism
     if p.sequence_parallel and p.tensor == 1:
         pass  # sequence parallelism needs tensor parallelism; with tp=1 it has no effect (noted in the plan)
@@ -162,13 +167,9 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     if spec.spot.enabled and isinstance(c.nodes, int) and spec.spot.on_demand_base > c.nodes:
         problems.append(Problem(("spot", "on_demand_base"), f"on_demand_base ({spec.spot.on_demand_base}) is more than"
                                 f" the {c.nodes} nodes"))
-    if spec.model.finetune.method == "qlora" and spec.model.precision == "fp32":
-        problems.append(Problem(("model", "precision"), "QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here",
-                                "use precision: bf16"))
-    if spec.model.optimizer == "adamw-bf16" and spec.model.precision != "bf16":
-        problems.append(Problem(("model", "optimizer"), f"adamw-bf16 keeps bf16 weights and moments with no fp32 "
-                                f"master copy; it needs precision bf16, not {spec.model.precision}",
-                                "use precision: bf16, or optimizer: adamw"))
+    m = spec.model
+    problems.extend(Problem(c.field, c.message, c.spec_hint)
+                    for c in training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer))
     problems.extend(_container_rules(spec))
     for i, w in enumerate(spec.waivers):
         if w.rule not in RULES:

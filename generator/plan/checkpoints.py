@@ -28,6 +28,14 @@ JOBS_SUBPREFIX = "_trainstack/"  # job logs and exit codes under the prefix (liv
 # the last modified time", https://www.alibabacloud.com/help/en/oss/user-guide/lifecycle-rules-based-on-the-last-modified-time):
 # one more day than keep_last intervals, and never fewer than MIN_EXPIRE_DAYS, so at least keep_last remain.
 MIN_EXPIRE_DAYS = 2
+# checkpoints.milestones: with milestones the expiry rule applies only to objects tagged RETENTION_TAG=ROLLING (an OSS
+# lifecycle rule with tags applies to objects that carry all of them: "Object tagging and lifecycle management",
+# https://www.alibabacloud.com/help/en/oss/developer-reference/use-object-tagging-for-lifecycle-management-1), and
+# trainstack-ckpt-sync on rank 0 tags each checkpoint ROLLING or MILESTONE (templates/stack/ckpt_sync.py.j2): an
+# untagged object (not yet seen by the tagger) is never expired, so a tagger that stops keeps more, never less.
+RETENTION_TAG = "trainstack-retention"
+ROLLING = "rolling"
+MILESTONE = "milestone"
 
 
 def expire_days(keep_last: int, interval_seconds: int) -> int:
@@ -111,7 +119,18 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
                "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
                "expires; a run that stops writing without being paused loses it after "
                f"{days} days (restorable {k.retention_days} days more)"))))
+    every = k.milestones.every if k.milestones is not None and k.keep_last is not None else None
+    window = 0 if every is None else every * interval
+    if every is not None:
+        decisions.append(Decision("checkpoint milestones", f"one in every {every}: kept forever", (
+            f"checkpoints.milestones.every {every} at one checkpoint every {human_seconds(interval)}: of the "
+            f"checkpoints written in each {human_seconds(window)} window (counted from 1970-01-01 UTC) the first is "
+            f"tagged {RETENTION_TAG}={MILESTONE} and the others {RETENTION_TAG}={ROLLING} by trainstack-ckpt-sync on "
+            f"rank 0 (a checkpoint is a top-level folder or file under {k.prefix}, its time its oldest object's); "
+            f"the keep_last rule expires only objects tagged {ROLLING}, so milestones and anything not yet tagged "
+            f"stay; about one in every {every} checkpoints is billed to the end of the run and after it")))
     return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
                        k.abort_multipart_days, endpoint, size, round(write_s, 3), round(mtbf_h, 3),
                        facts_key(k.prefix) if platform_for(spec).has(Capability.CLUSTER_FACTS) else "", choice.kind, directory,
-                       round(restore_s, 3), k.keep_last, days, k.keep_last is not None and not spec.compute.paused)
+                       round(restore_s, 3), k.keep_last, days, k.keep_last is not None and not spec.compute.paused,
+                       every, window)

@@ -72,25 +72,33 @@ def life_hours(ckpt: Checkpoints) -> float | None:
     return None if not ckpt.expire_days else (ckpt.expire_days + ckpt.retention_days) * 24.0
 
 
+def is_milestone(i: int, every: int | None) -> bool:
+    """Whether checkpoint ``i`` (1-based, in the order written) is a milestone under checkpoints.milestones.every:
+    the first of each window of ``every`` intervals."""
+    return every is not None and (i - 1) % every == 0
+
+
 def checkpoints_held(kept: int, wall_hours: float, ckpt: Checkpoints) -> int:
     """Checkpoints in the bucket at the end of the run: all ``kept``, or under keep_last those written within one
-    :func:`life_hours` of the end (current or still noncurrent)."""
+    :func:`life_hours` of the end (current or still noncurrent), plus the milestones written before them."""
     life = life_hours(ckpt)
     if life is None or not kept or wall_hours <= 0:
         return kept
-    return min(kept, max(1, math.ceil(life / (wall_hours / kept))))
+    recent = min(kept, max(1, math.ceil(life / (wall_hours / kept))))
+    older = kept - recent
+    return recent + (0 if ckpt.milestone_every is None else -(-older // ckpt.milestone_every))
 
 
 def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None,
-                     life_limit: float | None = None) -> tuple[float, float]:
+                     life_limit: float | None = None, milestone_every: int | None = None) -> tuple[float, float]:
     """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
-    at i/kept of the wall-clock time and kept to the end (or for ``life_limit`` hours, see :func:`life_hours`);
-    it moves to IA ``ia_days`` after it is written."""
+    at i/kept of the wall-clock time and kept to the end (or for ``life_limit`` hours, see :func:`life_hours`,
+    unless it is a milestone, :func:`is_milestone`); it moves to IA ``ia_days`` after it is written."""
     std = ia = 0.0
     limit = None if ia_days is None else ia_days * 24.0
     for i in range(1, kept + 1):
         life = wall_hours * (1.0 - i / kept)
-        life = life if life_limit is None else min(life, life_limit)
+        life = life if life_limit is None or is_milestone(i, milestone_every) else min(life, life_limit)
         in_std = life if limit is None else min(life, limit)
         std += in_std
         ia += life - in_std
@@ -135,7 +143,7 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
                 # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
                 # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
                 std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None,
-                                               life_hours(ckpt))
+                                               life_hours(ckpt), ckpt.milestone_every)
                 obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
                 held = checkpoints_held(kept, wall, ckpt)
                 after_month = one_ia * held  # once every checkpoint is past the IA transition (or all Standard)
@@ -145,7 +153,9 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
             notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} " + _basis(sp.estimated) + f" [{sp.source}]; "
                          + (f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
                             f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
-                            "priced over the run" if kept and ckpt.expire_days else
+                            "priced over the run"
+                            + (f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end "
+                               "and after it" if ckpt.milestone_every else "") if kept and ckpt.expire_days else
                             "every checkpoint the run writes is kept (nothing expires current objects), priced over "
                             "the run as the bucket grows" if kept else
                             "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
@@ -202,7 +212,10 @@ def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
         return [f"checkpoints.keep_last {ckpt.keep_last}: the bucket holds about {cost.checkpoints_kept:,} x "
                 f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} at the end of the run (an ESTIMATE: "
                 f"{ckpt.expire_days} days as current objects plus checkpoints.retention_days ({ckpt.retention_days}) "
-                "as noncurrent versions). The lifecycle rule also expires the FINAL checkpoint "
+                "as noncurrent versions"
+                + (f", and the milestones, one in every {ckpt.milestone_every}, kept forever" if ckpt.milestone_every
+                   else "")
+                + "). The lifecycle rule also expires the FINAL checkpoint "
                 f"{ckpt.expire_days} days after it is written: set compute.paused: true when the run ends (the rule "
                 f"is disabled while paused) or copy it out of oss://{ckpt.bucket}/{ckpt.prefix}"
                 + ("" if ckpt.tier == "oss" else

@@ -259,6 +259,8 @@ class Checkpoints:
     keep_last: int | None = None  # checkpoints.keep_last; None: every checkpoint is kept
     expire_days: int = 0  # current objects under the prefix expire this many days after they are written; 0: never
     expiry_enabled: bool = False  # the expiry rule is on (off while compute.paused, so the newest checkpoint stays)
+    milestone_every: int | None = None  # checkpoints.milestones.every: one checkpoint in every N is kept forever
+    milestone_seconds: int = 0  # the milestone window, N intervals; 0: no milestones (the expiry rule needs no tag)
 
 
 @dataclass(frozen=True, slots=True)

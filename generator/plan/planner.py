@@ -53,7 +53,7 @@ def spec_digest(spec: Spec) -> str:
     """A short content hash of the spec's meaning (not its formatting).
 
     ``compute.paused`` counts only when true, ``model.weights``, ``compute.admin_key_pair`` and
-    ``compute.container_image`` only when set, so a spec that uses none keeps
+    ``compute.container_image`` and ``checkpoints.milestones`` only when set, so a spec that uses none keeps
     the digest it had before the fields existed (and its committed plan.json stays byte-identical).
     """
     exclude: dict = {"compute": {*(() if spec.compute.paused else ("paused",)),
@@ -63,6 +63,8 @@ def spec_digest(spec: Spec) -> str:
         del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
         exclude["model"] = {"weights"}
+    if spec.checkpoints.milestones is None:  # and checkpoints.milestones
+        exclude["checkpoints"] = {"milestones"}
     return hashlib.sha256(spec.model_dump_json(exclude=exclude or None).encode()).hexdigest()[:16]
 
 

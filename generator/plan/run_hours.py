@@ -23,6 +23,7 @@ from generator.plan.storage import shared_kind, shared_size
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 from generator.sizing.context import context_ratio
+from generator.sizing.offload import DEFAULT_VCPUS_PER_GPU
 from generator.spec.model import Spec
 from generator.spec.units import human_seconds
 
@@ -179,16 +180,26 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
 
 def offload_term(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, tp: int, pp: int,
                  dp: int, step_s: float) -> tuple[str, float]:
-    """CPU offload's PCIe traffic per optimizer step over the step's compute time (not overlapped: DeepSpeed's
-    CPU step and the upload of the updated weights follow the backward pass), as a layout-MFU entry; ("", 0)
-    without offload. The CPU optimizer step itself is not modelled (docs/sizing.md, 'CPU offload')."""
+    """CPU offload per optimizer step over the step's compute time, as a layout-MFU entry: the PCIe traffic and the
+    optimizer step on the node's CPUs (DeepSpeed's CPU-Adam, or PyTorch's CPU Adam under FSDP, at the throughput
+    Ren et al. 2021 measured per vCPU), neither overlapped (DeepSpeed's CPU step and the upload of the updated
+    weights follow the backward pass; its one-step delayed update is optional); ("", 0) without offload
+    (docs/sizing.md, 'CPU offload')."""
     if spec.parallelism.offload == "none" or step_s <= 0:
         return "", 0.0
     m = sizing.per_gpu_memory(training_setup(spec, arch, tp, pp, dp, lora_rank))
-    seconds = sizing.pcie_seconds(m.pcie_bytes, t.gpu)
+    pcie = sizing.pcie_seconds(m.pcie_bytes, t.gpu)
+    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
+    shard = arch.parameters / (tp * pp) / (dp * context_degree(spec))  # Psi/d: the optimizer shard per GPU
+    cpu = sizing.cpu_optimizer_seconds(framework, shard, t.gpus, t.vcpu)
+    threads = (f"{t.vcpu} vCPUs" if t.vcpu else
+               f"{DEFAULT_VCPUS_PER_GPU} vCPUs per GPU assumed (the type's are not stated)")
+    adam = "DeepSpeed CPU-Adam" if framework == "deepspeed" else "PyTorch CPU Adam"
     return (f"offload {spec.parallelism.offload} moves {m.pcie_bytes / 1e9:,.2f} GB per GPU per step over PCIe "
             f"({sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
-            f"{sizing.PCIE_EFFICIENCY:.0%}), {seconds / step_s:.0%} of compute, not overlapped"), seconds / step_s
+            f"{sizing.PCIE_EFFICIENCY:.0%}, {pcie:,.2f} s) and steps {shard * t.gpus / 1e9:,.2f} B parameters per "
+            f"node with {adam} on {threads} ({cpu:,.2f} s, Ren et al. 2021), {(pcie + cpu) / step_s:.0%} of "
+            "compute, not overlapped"), (pcie + cpu) / step_s
 
 
 def virtual_degree(spec: Spec, pp: int) -> int:

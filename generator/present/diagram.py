@@ -139,7 +139,8 @@ def flowchart(plan: Plan) -> str:
         kept = f"every checkpoint kept (about {count:,} by the end)" if count else "every checkpoint kept"
         if k.expire_days:  # checkpoints.keep_last: current checkpoints expire too (not while paused)
             kept = (f"keep last {k.keep_last}: expire after {k.expire_days} days"
-                    + ("" if k.expiry_enabled else " (off while paused)"))
+                    + ("" if k.expiry_enabled else " (off while paused)")
+                    + (f"; 1 in {k.milestone_every} kept forever" if k.milestone_every else ""))
         box = _box(f"OSS bucket {k.bucket}", f"checkpoints under {k.prefix}", kept,
                    f"old versions expire after {k.retention_days} days", "versioned, encrypted")
         add(f"    ckpt[({box})]")

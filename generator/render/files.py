@@ -199,7 +199,9 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         "members": [{"rank": r.rank, "name": r.name, "ip": r.private_ip} for r in c.ranks],
         "shared_fs": {"kind": s.kind, "address": "", "mount_path": s.mount_path if s.kind != "none" else ""},
         "checkpoint": {"url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "", "dir": k.directory,
-                       "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds},
+                       "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds,
+                       # checkpoints.milestones: the window rank 0's trainstack-ckpt-sync tags milestones by
+                       **({"milestone_seconds": k.milestone_seconds} if k.milestone_seconds else {})},
         "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
         "nccl_env": dict(plan.network.nccl_env),
         # the base weights: where they land and the script that fetches them once (only with model.weights)
@@ -209,7 +211,7 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         # node_wheels.csv): here, not in the user data, which has 16 KB (Lingjun nodes, without facts, get them inline)
         **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
         # rank 0's checkpoint copy (templates/stack/ckpt_sync.py.j2), for the same reason
-        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and k.directory else {}),
+        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and (k.directory or k.milestone_seconds) else {}),
     }
 
 

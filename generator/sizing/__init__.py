@@ -104,6 +104,7 @@ from generator.sizing.offload import (
     PCIE_EFFICIENCY,
     PCIE_GBYTES,
     check_offload,
+    cpu_optimizer_seconds,
     host_fits,
     pcie_seconds,
 )
@@ -166,6 +167,7 @@ __all__ = [
     "checkpoint_plan",
     "checkpoint_size_bytes",
     "compute_efficiency",
+    "cpu_optimizer_seconds",
     "data_parallel_ratio",
     "derive_architecture",
     "executed_flops",

@@ -15,7 +15,8 @@ Two frameworks implement it, and trainstack sizes it as they do:
   CPUOffload). The GPU keeps the gathered 16-bit units.
 
 Megatron-LM is refused: trainstack does not model its optimizer offload. PCIe bandwidth per GPU comes from
-:data:`PCIE_GBYTES` (NVIDIA's data sheets: x16 link per GPU), at :data:`PCIE_EFFICIENCY` of the link.
+:data:`PCIE_GBYTES` (NVIDIA's data sheets: x16 link per GPU), at :data:`PCIE_EFFICIENCY` of the link. The optimizer
+step on the CPU (:func:`cpu_optimizer_seconds`) runs at the Adam throughput Ren et al. 2021 measured per vCPU.
 """
 
 from __future__ import annotations
@@ -39,6 +40,36 @@ HOST_BUFFER_FACTOR = Fraction(3, 2)
 # Share of a node's host memory the offloaded states may take: the OS, data loaders, page cache and checkpoint
 # staging need the rest (assumption).
 HOST_USABLE_SHARE = Fraction(4, 5)
+
+
+# The CPU optimizer step. Ren et al. 2021 (ZeRO-Offload, arXiv:2101.06840, Sec. 6, the Adam latency table) time one
+# Adam step of 10 billion fp32 parameters on a DGX-2's host (2 x 24-core Xeon Platinum 8168, 96 hardware threads):
+# DeepSpeed's CPU-Adam 2.57 s, PyTorch's CPU Adam (PT-CPU) 14.76 s. As parameters per second per hardware thread
+# (an Alibaba vCPU is one): CPU-Adam 10e9 / 2.57 / 96 = 40.5 M, PT-CPU 10e9 / 14.76 / 96 = 7.06 M. DeepSpeed steps
+# with CPU-Adam (DeepSpeedCPUAdam); FSDP's CPUOffload steps the user's torch optimizer on the CPU, so PT-CPU.
+# Uncertain: the table's figures were read from the paper, not re-checked against a stored copy on 2026-12-02, and a
+# newer CPU (AVX-512, DDR5) steps faster per thread, so this is an upper bound of the time.
+PAPER_ADAM_PARAMS = 10_000_000_000
+PAPER_HOST_THREADS = 96
+PAPER_ADAM_SECONDS = {"deepspeed": 2.57, "fsdp": 14.76}  # CPU-Adam, PT-CPU
+# vCPUs per GPU when the catalog does not state the type's vCPUs: the paper's DGX-2, 96 threads for 16 GPUs
+# (an assumption).
+DEFAULT_VCPUS_PER_GPU = 6
+
+
+def cpu_adam_params_per_second(framework: str, vcpus: int) -> float:
+    """Parameters per second one node's ``vcpus`` step with Adam on the CPU, as ``framework`` runs it (DeepSpeed's
+    CPU-Adam, or PyTorch's CPU Adam under FSDP), scaled from the paper's 96-thread host."""
+    return PAPER_ADAM_PARAMS / PAPER_ADAM_SECONDS[framework] / PAPER_HOST_THREADS * vcpus
+
+
+def cpu_optimizer_seconds(framework: str, params_per_gpu: float, gpus_per_node: int, vcpus: int) -> float:
+    """Seconds of one optimizer step on a node's CPUs: its GPUs' optimizer shards (``params_per_gpu`` each, Psi/d)
+    stepped by the node's ``vcpus`` (0: not stated, :data:`DEFAULT_VCPUS_PER_GPU` per GPU assumed). Not overlapped
+    with the GPU's work: DeepSpeed steps after the backward pass and uploads the weights before the next forward;
+    its one-step delayed parameter update (Ren et al. 2021, Sec. 4.3) is optional and not assumed."""
+    threads = vcpus or DEFAULT_VCPUS_PER_GPU * gpus_per_node
+    return params_per_gpu * gpus_per_node / cpu_adam_params_per_second(framework, threads)
 
 
 def check_offload(offload: str, framework: str, zero_stage: int, lora: bool, moe: bool) -> None:

@@ -7,12 +7,16 @@
   0.75 GiB, the middle of that range.
 * NCCL's communication buffers: ``NCCL_BUFFSIZE`` bytes (default 4 MiB, the Simple protocol) per channel per peer
   of each communicator (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL_BUFFSIZE and
-  NCCL_MAX_NCHANNELS). A ring has two peers per channel; counted with 16 channels (NCCL's usual choice on an
-  8-GPU NVLink node; an assumption, NCCL picks the number at run time) for each communicator the layout opens:
-  data parallel, and tensor, pipeline, context and expert parallel when their degree exceeds 1.
+  NCCL_MAX_NCHANNELS). A ring has two peers per channel; counted with 16 channels for each communicator the
+  layout opens: data parallel, and tensor, pipeline, context and expert parallel when their degree exceeds 1. The
+  16 is an assumption: NCCL's documentation gives no default channel count (its topology search picks it at run
+  time, NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound it), and the source caps it at MAXCHANNELS = 64
+  (NVIDIA/nccl src/include/device.h); searched 2026-12-02, no published per-platform figure found.
 * caching-allocator fragmentation: blocks held by the allocator but not by a tensor ("reserved" minus
-  "allocated"; the PyTorch page above, and ``expandable_segments`` to reduce it). PyTorch publishes no figure;
-  5% of the tensors' peak (an assumption, the share trainstack used before for the whole reserve).
+  "allocated"; the PyTorch page above, and ``expandable_segments`` to reduce it). PyTorch publishes no figure
+  (its documentation and the PyTorch devlog "When does fragmentation occur in the CUDA caching allocator?",
+  2026-06-01, explain when it happens, not how much; searched 2026-12-02): 5% of the tensors' peak, an
+  assumption, the share trainstack used before for the whole reserve.
 
 :func:`runtime_reserve` sums them and says so in the notes; :mod:`generator.sizing.memory` adds it to the total.
 """

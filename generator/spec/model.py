@@ -200,16 +200,7 @@ class ArchitectureSpec(_Strict):
 class FinetuneSpec(_Strict):
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(gt=0, le=4096)] = 16
-    paged_optimizer: bool = False
-
-    @field_validator("paged_optimizer")
-    @classmethod
-    def _paged_needs_adapters(cls, v: bool, info: ValidationInfo) -> bool:
-        if v and info.data.get("method") == "full":
-            raise spec_error("paged_optimizer pages LoRA/QLoRA adapter optimizer states (bitsandbytes paged "
-                             "optimizers); full training keeps its optimizer states on the GPUs",
-                             "set finetune.method: lora or qlora, or remove paged_optimizer")
-        return v
+    paged_optimizer: bool = False  # LoRA/QLoRA only: generator/spec/conflicts.py, by the spec check
 
 
 class ModelSpec(_Strict):
@@ -443,6 +434,12 @@ class StorageSpec(_Strict):
         return norm
 
 
+class MilestonesSpec(_Strict):
+    """checkpoints.milestones: checkpoints kept forever beside keep_last's window (docs/operations.md)."""
+
+    every: Annotated[int, Field(ge=2, le=100_000)]  # one checkpoint in every N (a window of N intervals) is kept
+
+
 class CheckpointSpec(_Strict):
     enabled: bool = True
     bucket: str | None = None
@@ -453,6 +450,7 @@ class CheckpointSpec(_Strict):
     transition_ia_days: Annotated[int, Field(gt=0, le=3650)] | None = 30
     abort_multipart_days: Annotated[int, Field(gt=0, le=365)] = 3
     keep_last: Annotated[int, Field(ge=1, le=100_000)] | None = None  # None: keep every checkpoint
+    milestones: MilestonesSpec | None = None  # with keep_last: one checkpoint in every N kept forever (ECS)
 
     @field_validator("bucket")
     @classmethod

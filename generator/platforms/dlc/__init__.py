@@ -30,6 +30,11 @@ PLATFORM = Platform(
                            "catalog date 2026-11-30) [DOC-DLC-BILL]; the workspace and datasets are free, and nothing "
                            "is billed between jobs except storage and the NAT gateway"),
     unhonoured={
+        # the lifecycle rule expires only objects tagged rolling, so without the tagger keep_last would keep all
+        "checkpoints.milestones": Unhonoured(Level.ERROR, "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
+                                             "of an ECS cluster, and DLC workers run no trainstack process",
+                                             "remove checkpoints.milestones and keep the milestones you want "
+                                             "by copying them out of the prefix"),
         "compute.image_id": rule("any"),
         "compute.data_disk_gib": rule("more than 0"),
         "compute.paused": rule("true"),

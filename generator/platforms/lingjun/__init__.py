@@ -25,6 +25,11 @@ PLATFORM = Platform(
     template_parts={"summary": "summary_lingjun.py", "stack_config": "stack_config_lingjun.yaml",
                     "readme_row": "readme_row_lingjun.md"},
     unhonoured={
+        # the lifecycle rule expires only objects tagged rolling, so without the tagger keep_last would keep all
+        "checkpoints.milestones": Unhonoured(Level.ERROR, "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
+                                             "of an ECS cluster, and Lingjun nodes run no copy to OSS",
+                                             "remove checkpoints.milestones and keep the milestones you want "
+                                             "by copying them out of the prefix"),
         "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
                                               when="any"),
         "compute.data_disk_gib": Unhonoured(Level.ERROR, "eflo.Node data disks cannot be encrypted", rule=True,
