@@ -6,6 +6,7 @@ the memo file is written atomically and ignored when it is truncated, altered or
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,6 +69,15 @@ def test_the_memo_file_round_trips_and_is_ignored_when_damaged(tmp_path: Path) -
         path.write_bytes(damaged)
         assert deflate.load(tmp_path, "salt") == {}
     assert not list((tmp_path / "memo").glob(".*.tmp"))  # the write left no temporary file
+
+
+def test_only_the_newest_memo_files_are_kept(tmp_path: Path) -> None:
+    for age, salt in enumerate(("newest", "newer", "oldest")):
+        assert deflate.store(tmp_path, salt, {b"k" * 32: b"v"})
+        os.utime(tmp_path / "memo" / f"{salt}.deflate", (1e9 - age, 1e9 - age))
+    deflate.prune(tmp_path, 2)
+    assert sorted(p.name for p in (tmp_path / "memo").iterdir()) == ["newer.deflate", "newest.deflate"]
+    assert deflate.load(tmp_path, "newest") == {b"k" * 32: b"v"}
 
 
 class _Seen(deflate.Memo):

@@ -13,7 +13,8 @@ graphs of runs with and without the memo byte for byte).
 :func:`store` writes the compressions a run used to ``memo/<salt>.deflate`` in the graph cache folder
 (:mod:`generator.preview.cache`), atomically (a temporary file renamed into place) and with the SHA-256 of its body
 and the zlib version in its header; :func:`load` gives nothing for a missing, truncated or altered file, or for one
-another zlib wrote. Only the newest run's compressions are kept: the file holds one run's nodes, not a history.
+another zlib wrote. Only the newest run's compressions are kept: the file holds one run's nodes, not a history; and
+only the newest files of :data:`generator.preview.cache.MEMO_FILES` stacks (:func:`prune`).
 Nothing here imports pulumi.
 """
 
@@ -65,11 +66,13 @@ class Memo:
         assert original is not None
         try:
             size = memoryview(data).nbytes
-        except TypeError:
-            return original(data, level, wbits)  # zlib's own error for what is not a buffer
-        if size < MIN_BYTES or type(level) is not int or type(wbits) is not int:
+            key = (
+                _key(data, level, wbits) if size >= MIN_BYTES and type(level) is type(wbits) is int else None
+            )
+        except (TypeError, ValueError, BufferError, struct.error):
+            key = None  # not a contiguous buffer, or no level zlib takes: zlib answers (or raises) itself
+        if key is None:
             return original(data, level, wbits)
-        key = _key(data, level, wbits)
         out = self.known.get(key)
         if out is None:
             out = original(data, level, wbits)
@@ -80,6 +83,19 @@ class Memo:
     def changed(self) -> bool:
         """Whether the block used a compression ``known`` lacks, or left one of ``known`` unused (worth a store)."""
         return self.misses > 0 or len(self.used) != len(self.known)
+
+
+def prune(root: Path, keep: int) -> None:
+    """Keep the ``keep`` most recently written memo files under ``root`` (each holds one stack's nodes)."""
+    try:
+        found = [(p.stat().st_mtime, p) for p in (root / "memo").glob("*.deflate")]
+    except OSError:
+        return
+    for _, old in sorted(found, reverse=True)[keep:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass
 
 
 def _path(root: Path, run_salt: str) -> Path:
@@ -138,4 +154,4 @@ def store(root: Path, run_salt: str, used: Mapping[bytes, bytes]) -> bool:
     return True
 
 
-__all__ = ["MIN_BYTES", "Memo", "load", "store"]
+__all__ = ["MIN_BYTES", "Memo", "load", "prune", "store"]
