@@ -5,7 +5,7 @@ Run from the repository root:
     python benchmarks/bench_incremental.py                          # 1,024 -> 1,032 nodes, 3 paired rounds
     python benchmarks/bench_incremental.py --settings               # also each runtime setting turned off alone
     python benchmarks/bench_incremental.py --nodes 4096 --runs 1
-    python benchmarks/bench_incremental.py --nodes 10000 --runs 1 --no-harness
+    python benchmarks/bench_incremental.py --nodes 10000 --runs 1 --no-harness --skip diff-cold
 
 The spec is examples/pretrain-70b.yaml (ECS, eRDMA, CPFS, OSS checkpoints) with ``compute.nodes`` set, no global
 batch (so any node count is a valid data-parallel degree), Llama-2-13B (a cluster of 10,000 nodes of a 70B model
@@ -97,7 +97,9 @@ def measure(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> 
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024  # Linux reports KiB
 
 
-def bench(nodes: int, add: int, runs: int, settings: bool, harness: bool, tmp: Path) -> dict:
+def bench(
+    nodes: int, add: int, runs: int, settings: bool, harness: bool, tmp: Path, skip: frozenset[str] = frozenset()
+) -> dict:
     base, head = write_spec(tmp, nodes, f"base-{nodes}"), write_spec(tmp, nodes + add, f"head-{nodes + add}")
     plan = api.plan(base)
     folder = tmp / f"stack-{nodes}"
@@ -137,6 +139,7 @@ def bench(nodes: int, add: int, runs: int, settings: bool, harness: bool, tmp: P
     variants["preview-head"] = ([*cli, "preview", str(head)], env, "primed", (0,))
     variants["diff"] = ([*cli, "diff", str(base), str(head)], env, "primed", (0, 2))
     variants["diff-cold"] = ([*cli, "diff", str(base), str(head)], env, "empty", (0, 2))
+    variants = {name: v for name, v in variants.items() if name not in skip or name == "cold"}
     samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in variants}
     names = list(variants)
     for run in range(runs):
@@ -192,12 +195,16 @@ def main(argv: list[str] | None = None) -> int:
         "--settings", action="store_true", help="also time cold previews with each setting off"
     )
     parser.add_argument("--no-harness", action="store_true", help="skip the bare mock harness")
+    parser.add_argument("--skip", nargs="*", default=[], metavar="VARIANT",
+                        help="variants not to run (e.g. diff-cold; cold always runs: the ratios need it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.nodes < 1 or args.add < 1:
         parser.error("--runs, --nodes and --add must be at least 1")
     with tempfile.TemporaryDirectory(prefix="trainstack-incremental-") as tmp:
-        result = bench(args.nodes, args.add, args.runs, args.settings, not args.no_harness, Path(tmp))
+        result = bench(
+            args.nodes, args.add, args.runs, args.settings, not args.no_harness, Path(tmp), frozenset(args.skip)
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:

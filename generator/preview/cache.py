@@ -19,8 +19,10 @@ runs no program and imports no SDK.
 A miss still reuses what it can: each entry also holds the key of every registration (:mod:`generator.preview.memo`),
 and ``memo/<salt>`` lists the newest entries of each project and stack (:data:`MEMO_ENTRIES`). A run whose program
 changed loads those entries and registers under the mock runtime only the resources whose inputs are new, so a
-change to a few nodes of a large cluster costs those nodes, not the cluster. ``TRAINSTACK_INCREMENTAL=off`` runs
-every registration (the graph is the same either way).
+change to a few nodes of a large cluster costs those nodes, not the cluster. Likewise ``memo/<salt>.deflate`` holds
+the newest run's compressions (:mod:`generator.preview.deflate`), so an unchanged node's user data is not compressed
+again. ``TRAINSTACK_INCREMENTAL=off`` runs every registration and compresses everything (the graph is the same
+either way).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator.preview import memo, mockrun, sdkload
+from generator.preview import deflate, memo, mockrun, sdkload
 from generator.preview.mockrun import Graph, Resource
 
 GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
@@ -45,7 +47,8 @@ MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each w
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
 T = TypeVar("T")
 MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
-_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(memo.__file__), Path(__file__))
+MEMO_FILES = 8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
+_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(memo.__file__), Path(deflate.__file__), Path(__file__))
 
 
 def enabled() -> bool:
@@ -235,10 +238,14 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
         _LAST_HIT[:] = [(digest, graph)]
         return graph
     run_salt = memo.salt(environment(), project, stack)
-    graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
-                                reuse=reusable(run_salt) if incremental() else None)
+    reuse = incremental()
+    with deflate.Memo(deflate.load(cache_dir(), run_salt) if reuse else None) as compressed:
+        graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
+                                    reuse=reusable(run_salt) if reuse else None)
     with mockrun.tuned_gc(mockrun.gc_mode()):  # writing a large graph allocates much; nothing of it is garbage
         stored = store(digest, graph)
+        if stored and compressed.changed() and deflate.store(cache_dir(), run_salt, compressed.used):
+            deflate.prune(cache_dir(), MEMO_FILES)
     if stored:
         _remember(run_salt, digest)
     return graph

@@ -264,13 +264,14 @@ class Memo:
         info = (ty, name, None)
         self._origin[id(res.__dict__["urn"])] = (res.__dict__["urn"], info, _ID_OUTPUTS["urn"])
         self._origin[id(res.__dict__["id"])] = (res.__dict__["id"], info, _ID_OUTPUTS["id"])
-        unread = _Unread(self, ty)  # one per resource: reading any of its properties repeats the run alike
+        # one unread Output per resource, shared by its properties: reading any of them repeats the run alike, and
+        # none has an origin of its own (an input made from one is undigestable, so it registers and reads it)
+        out = object.__new__(Output)
+        out._data = _Unread(self, ty)
+        d = res.__dict__
         for prop in props:
-            if prop in ("urn", "id"):
-                continue
-            out = object.__new__(Output)
-            out._data = unread
-            res.__dict__[prop] = out
+            if prop != "urn" and prop != "id":
+                d[prop] = out
 
     # ------------------------------------------------------------------------------------------ digests
     def _digest(self, value: Any) -> str:
@@ -294,8 +295,12 @@ class Memo:
             for k, v in value.items():  # in order: the request keeps the program's order
                 if type(k) is not str:
                     raise _Undigestable(k)
-                out.append(f"k:{k!r}")
-                self._walk(v, out)
+                vk = type(v)
+                if vk in _PLAIN:  # inline, the common case (most of a resource's ~100 inputs): the same parts
+                    out.append(f"k:{k!r}\x1f{vk.__name__}:{v!r}")
+                else:
+                    out.append(f"k:{k!r}")
+                    self._walk(v, out)
             out.append("]")
         elif isinstance(value, _pulumi().Output):
             origin = self._origin.get(id(value))
