@@ -24,6 +24,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
+from generator.plan import warns
 from generator.render import files as render_files
 from generator.render import userdata
 
@@ -135,7 +136,8 @@ def test_one_node_without_shared_storage_keeps_the_weights_on_its_disk(tmp_path:
     w = plan.weights
     assert plan.storage.kind == "none" and not w.shared and w.fetches == 1
     assert w.landing_path == "/mnt/local/weights/modelscope/Llama-2-7b-ms@master"
-    assert not [x for x in plan.warnings if "model.weights" in x]  # 12.5 GiB fits on the 200 GiB system disk
+    assert not [x for x in plan.warnings if isinstance(x, (warns.WeightsPerNode, warns.WeightsDiskTight))]  # 12.5 GiB
+    # fits on the 200 GiB system disk
 
 
 def test_lingjun_nodes_each_fetch_the_weights_with_a_warning(tmp_path: Path) -> None:
@@ -146,7 +148,7 @@ def test_lingjun_nodes_each_fetch_the_weights_with_a_warning(tmp_path: Path) -> 
         compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
         """))
     assert plan.weights.fetches == 4 and not plan.weights.shared
-    assert any("each of the 4 nodes downloads" in x for x in plan.warnings)
+    assert warns.WeightsPerNode(4, plan.weights.size_bytes) in plan.warnings
 
 
 def test_specs_without_weights_keep_their_digest_and_plan_json(tmp_path: Path) -> None:

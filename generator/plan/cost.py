@@ -13,6 +13,7 @@ import math
 
 from generator.catalog import Catalog
 from generator.errors import Problem
+from generator.plan import warns
 from generator.plan.fit import Scored
 from generator.plan.model import (
     ASSUMPTION,
@@ -28,8 +29,8 @@ from generator.plan.model import (
     Storage,
 )
 from generator.plan.spot import spot_split
+from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
-from generator.spec.units import human_bytes
 
 HOURS_PER_MONTH = 730
 
@@ -193,33 +194,16 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
         subscription_months=months, prices=tuple(prices))
 
 
-def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
+def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
     """The bucket's projected size at the end of the run: every checkpoint stays until someone deletes it, or
     (checkpoints.keep_last) those within the expiry window, and what happens to the newest after the run."""
     if not ckpt.enabled or not cost.checkpoints_kept:
         return []
     if ckpt.expire_days:
-        size = cost.checkpoints_kept * ckpt.size_bytes
-        return [f"checkpoints.keep_last {ckpt.keep_last}: the bucket holds about {cost.checkpoints_kept:,} x "
-                f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} at the end of the run (an ESTIMATE: "
-                f"{ckpt.expire_days} days as current objects plus checkpoints.retention_days ({ckpt.retention_days}) "
-                "as noncurrent versions). The lifecycle rule also expires the FINAL checkpoint "
-                f"{ckpt.expire_days} days after it is written: set compute.paused: true when the run ends (the rule "
-                f"is disabled while paused) or copy it out of oss://{ckpt.bucket}/{ckpt.prefix}"
-                + ("" if ckpt.tier == "oss" else
-                   f". The background copy from {ckpt.directory} (trainstack-ckpt-sync) uploads again any checkpoint still "
-                   "there, so keep_last bounds the bucket only if the training script also keeps only the last "
-                   f"{ckpt.keep_last} on the shared file system")]
-    size = cost.checkpoints_kept * ckpt.size_bytes
-    return [f"the checkpoint bucket keeps every checkpoint: about {cost.checkpoints_kept:,} x "
-            f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} by the end of the run"
-            + (f", about {cost.object_storage_after_run_per_month:,.0f} CNY per month after it"
-               + (f" once in Infrequent Access (checkpoints.transition_ia_days: {ckpt.transition_ia_days})"
-                  if ckpt.transition_ia_days else "")
-               if cost.object_storage_after_run_per_month is not None else "")
-            + f" (an ESTIMATE). Only noncurrent versions (overwritten or deleted) expire, after "
-            f"checkpoints.retention_days ({ckpt.retention_days}); delete the step folders you no longer need under "
-            f"oss://{ckpt.bucket}/{ckpt.prefix} and they are gone {ckpt.retention_days} days later"]
+        return [warns.CheckpointsExpire(ckpt.keep_last, cost.checkpoints_kept, ckpt.size_bytes, ckpt.expire_days,
+                                        ckpt.retention_days, ckpt.bucket, ckpt.prefix, ckpt.tier, ckpt.directory)]
+    return [warns.CheckpointsKeptForever(cost.checkpoints_kept, ckpt.size_bytes, cost.object_storage_after_run_per_month,
+                                         ckpt.transition_ia_days, ckpt.retention_days, ckpt.bucket, ckpt.prefix)]
 
 
 def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:

@@ -42,6 +42,7 @@ from generator.plan.model import (
 from generator.plan.network import zone_decision
 from generator.plan.schedule import plan_schedule
 from generator.plan.storage import plan_storage
+from generator.plan.warns import PlanWarning
 from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability
 from generator.platforms.planning import parts_for
@@ -70,7 +71,7 @@ def spec_digest(spec: Spec) -> str:
 
 def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     decisions: list[Decision] = []
-    warnings: list[str] = []
+    warnings: list[PlanWarning] = []
     region = catalog.region(spec.region)
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
         raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])

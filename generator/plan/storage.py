@@ -11,8 +11,10 @@ import math
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
+from generator.plan import warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Dataset, Decision, Network, Storage
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 from generator.spec import limits
@@ -36,7 +38,7 @@ def shared_storage_needed(spec: Spec, nodes: int) -> bool:
 
 
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
-                 decisions: list[Decision], warnings: list[str], weights_bytes: int = 0) -> Storage:
+                 decisions: list[Decision], warnings: list[PlanWarning], weights_bytes: int = 0) -> Storage:
     """``weights_bytes``: the estimated size of the base weights (:mod:`generator.plan.weights`), which land on the
     shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
@@ -58,7 +60,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
         if kind == "none" and weights_bytes:
             why += " (the base weights too)"
         if why.startswith("CPFS is not offered") and ds is not None:
-            warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
+            warnings.append(warns.CpfsNotOffered(region.id))
     else:
         why = "as the spec asks"
     _check_resolved_storage(spec, kind, weights_bytes)
@@ -78,9 +80,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
             enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
-            warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
-                            f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
-                            "if data loading stalls (capacity can grow later, never shrink)")
+            warnings.append(warns.CpfsThroughputShort(throughput, fit.nodes, need_mbps, CPFS_MBPS_PER_NODE, enough))
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                                   f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
                                   f"[{source}]; mounted over NFS through a protocol service in the storage "
@@ -91,9 +91,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
             decisions.append(Decision("dataset import", f"{ds.source} -> {ds.path}",
                                       f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
                                       f"{throughput:,} MB/s) [TF-nas-df]"))
-            warnings.append(f"before `trainstack up`, tag the dataset bucket {ds.source.split('/')[2]} with "
-                            "cpfs-dataflow=true: a CPFS data flow cannot read a bucket without that tag (Alibaba "
-                            "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
+            warnings.append(warns.DataflowBucketTag(ds.source.split("/")[2]))
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
     cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes, weights_bytes)

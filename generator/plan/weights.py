@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from generator.catalog import Region
 from generator.errors import Problem
+from generator.plan import warns
 from generator.plan.fit import PlanningError
 from generator.plan.model import Decision, Network, Storage, Weights
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.dlc import weights as dlc_weights
 from generator.platforms.registry import platform_for
@@ -54,7 +56,7 @@ def landing_path(root: str, src: source.WeightsSource) -> str:
 
 
 def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network, nodes: int, parameters: int,
-                 decisions: list[Decision], warnings: list[str]) -> Weights | None:
+                 decisions: list[Decision], warnings: list[PlanWarning]) -> Weights | None:
     if spec.model.weights is None:
         return None
     src = source.parse(spec.model.weights)
@@ -87,16 +89,13 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
                  "completion marker; the other nodes wait for the marker")
     elif nodes > 1:
         where = f"on each node's own disk: {'Lingjun plans have' if lingjun else 'the plan has'} no shared file system"
-        warnings.append(f"model.weights: each of the {nodes} nodes downloads the {human_bytes(size)} of weights itself "
-                        "(Lingjun plans have no shared file system); expect the first launch to wait for it")
+        warnings.append(warns.WeightsPerNode(nodes, size))
     else:
         where = "on the node's own disk, fetched once (one node, no shared file system)"
     decisions.append(Decision("base weights", f"{src.uri} -> {path}",
                               f"{where}; {how}; about {human_bytes(size)} ({basis})"))
     if not shared and size / 2**30 > spec.compute.system_disk_gib - LOCAL_RESERVE_GIB:
-        warnings.append(f"model.weights: the weights (about {human_bytes(size)}) may not fit on the "
-                        f"{spec.compute.system_disk_gib} GiB system disk beside the system (assumed "
-                        f"{LOCAL_RESERVE_GIB} GiB): raise compute.system_disk_gib or use shared storage")
+        warnings.append(warns.WeightsDiskTight(size, spec.compute.system_disk_gib, LOCAL_RESERVE_GIB))
     return Weights(source_kind=src.kind, uri=src.uri, model_id=src.model_id, revision=src.revision,
                    bucket=src.bucket, prefix=src.prefix, endpoint=endpoint, landing_path=path, shared=shared,
                    fetches=fetches, size_bytes=size, size_basis=basis)
@@ -123,7 +122,7 @@ def _check_egress(region: Region, network: Network, src: source.WeightsSource) -
 
 
 def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Network, nodes: int, parameters: int,
-                      src: source.WeightsSource, decisions: list[Decision], warnings: list[str]) -> Weights:
+                      src: source.WeightsSource, decisions: list[Decision], warnings: list[PlanWarning]) -> Weights:
     """PAI-DLC runs no bootstrap: OSS weights are mounted read-only (nothing copied), ModelScope weights are fetched
     once to the shared file system dataset by trainstack-weights, which the job runs before its command."""
     size, basis = estimated_size(spec, parameters), _basis(parameters)
@@ -168,8 +167,7 @@ def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Net
     else:
         where = (f"on the one worker's container disk (no shared file system): {runs}; the container's disk goes "
                  "with the job, so every job downloads them again")
-        warnings.append(f"model.weights: without a shared file system every PAI-DLC job downloads the "
-                        f"{human_bytes(size)} of weights again; set storage.shared: extreme-nas to fetch them once")
+        warnings.append(warns.DlcWeightsRefetch(size))
     decisions.append(Decision("base weights", f"{src.uri} -> {path}",
                               f"{where}; {_modelscope_how(src)}; about {human_bytes(size)} ({basis})"))
     return Weights(source_kind="modelscope", uri=src.uri, model_id=src.model_id, revision=src.revision, bucket="",
