@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from generator.catalog import load_catalog
-from generator.plan import rejections, warns
+from generator.plan import refusals, rejections, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.spec.model import Spec
@@ -40,6 +40,14 @@ def warning_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def refusal_table() -> str:
+    """The planning-problems table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | field | event | when | fields |", "|---|---|---|---|---|"]
+    rows += [f"| `{c.code}` | `{'.'.join(c.path)}` | `{c.__name__}` | {c.summary} | {_fields(c)} |"
+             for c in refusals.codes()]
+    return "\n".join(rows) + "\n"
+
+
 def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
     classes = rejections.codes()
     assert len({c.code for c in classes}) == len(classes)
@@ -50,6 +58,8 @@ def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
 def test_docs_list_every_code() -> None:
     expected = rejection_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the rejections table with\n{expected}"
+    expected = refusal_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
     expected = warning_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     for basis in PRICE_BASES:
@@ -159,3 +169,42 @@ def test_every_warning_renders_and_serialises() -> None:
         assert s.text() and row["code"] == s.code and row["text"] == s.text()
     assert warns.DlcQuota(2, 1, 8, 2, 8).over == ("CPU cores",)  # two 1-GPU workers: within the GPUs, over the cores
     assert warns.DlcQuota(1, 8, 128, 2, 8).over == ("GPUs", "CPU cores")
+
+
+def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
+    samples = [
+        refusals.UnknownRegion("cn-x"), refusals.MinNodesOverPlan(9, 8, 2), refusals.MinNodesShort(1, 2, 8, "tp=8 pp=1"),
+        refusals.MinNodesSplit(3, 24, "tp=8 pp=2", 2), refusals.BudgetNeedsTokens(),
+        refusals.CheapestOverHourly(100.0, 2, "ecs.x", 50.0, "", True), refusals.CheapestOverTotal(1e6, 2, "ecs.x", 1e5, ""),
+        refusals.PlanOverTotal(1e6, 9e5, 5e4, 5e4, 1e5), refusals.PlanOverHourly(100.0, 50.0),
+        refusals.WeightsNeedShared(4, 2**30), refusals.ModelScopeNoEgress("cn-x"), refusals.DlcWeightsNeedShared(2, 2**30),
+        refusals.DlcWeightsNeedBucket(), refusals.ClusterNeedsBucket(4), refusals.NoSharedFileSystem(),
+        refusals.CapacityWithoutFileSystem(), refusals.DatasetOverCapacity(2**42, 1200.0, 4800, 400),
+        refusals.WeightsOverCapacity(2**40, True, 1200.0, 2400), refusals.StorageClassMismatch("cpfs", "standard"),
+        refusals.VpcTooSmall("10.0.0.0/24", 300, "10.0.0.0/25", 120, 4, 3, 121),
+    ]
+    assert {type(s) for s in samples} == set(refusals.codes())
+    assert len({c.code for c in refusals.codes()}) == len(refusals.codes())
+    assert all(c.code.startswith("TSP") and len(c.code) == 6 and c.summary and c.path for c in refusals.codes())
+    for s in samples:
+        p = s.problem()
+        assert (p.code, p.path, p.message, p.hint) == (s.code, s.path, s.text(), s.hint()) and p.message
+        assert dict(p.fields) == s.fields()
+        assert p.located("spec.yaml", 3, 1).fields == p.fields  # the loader's placing keeps them
+
+
+def test_a_planning_error_carries_its_code_and_fields() -> None:
+    import pytest
+
+    from generator.plan.fit import PlanningError
+
+    spec = Spec.model_validate({"name": "elastic", "region": "cn-wulanchabu",
+                                "model": {"preset": "llama-2-13b", "tokens": "20B"}, "compute": {"nodes": 2},
+                                "spot": {"enabled": True, "min_nodes": 5}})
+    from generator.plan.planner import make_plan
+
+    with pytest.raises(PlanningError) as e:
+        make_plan(spec, CATALOG)
+    [p] = e.value.problems
+    assert p.code == refusals.MinNodesOverPlan.code and p.dotted == "spot.min_nodes"
+    assert dict(p.fields)["asked"] == 5 and dict(p.fields)["nodes"] == 2

@@ -15,7 +15,7 @@ from typing import cast
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
-from generator.plan import rejections, warns
+from generator.plan import refusals, rejections, warns
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored, data_parallel, replica_gpus, with_context
 from generator.plan.layout import (
@@ -154,16 +154,13 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
         return floor
     problems = []
     if asked > fit.nodes:
-        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} is more than the plan's {fit.nodes} node(s)",
-                                f"use a value from {floor} to {fit.nodes}"))
+        problems.append(refusals.MinNodesOverPlan(asked, fit.nodes, floor).problem())
     elif asked < floor:
-        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} cannot hold the training state: with "
-                                f"{step} the GPUs of fewer than {floor} node(s) run out of memory",
-                                f"use a value from {floor} to {fit.nodes}, or leave it out"))
+        problems.append(refusals.MinNodesShort(asked, floor, fit.nodes, step).problem())
     elif not data_parallel(asked * fit.itype.gpus, fit.tp, fit.pp, fit.cp):
         per = replica_gpus(fit.tp, fit.pp, fit.cp)
-        problems.append(Problem(("spot", "min_nodes"), f"{asked} node(s) have {asked * fit.itype.gpus} GPUs, which "
-                                f"{step} cannot split evenly", f"use a multiple of {per // math.gcd(per, fit.itype.gpus)}"))
+        problems.append(refusals.MinNodesSplit(asked, asked * fit.itype.gpus, step,
+                                               per // math.gcd(per, fit.itype.gpus)).problem())
     if problems:
         raise PlanningError(problems)
     decisions.append(Decision("elastic minimum", f"{asked} of {fit.nodes} node(s)",
@@ -482,22 +479,16 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
     """No plan fits the budget: say by how much the cheapest misses it and what would help."""
     b = spec.budget
     if b.total is not None and ranked[0].run_cost is None:
-        return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
-                       "add model.tokens (e.g. 300B)")
+        return refusals.BudgetNeedsTokens().problem()
     if b.per_hour is not None and all(s.per_hour > b.per_hour for s in ranked):
         cheapest = min(ranked, key=lambda s: s.per_hour)
-        return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
-                       f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
-                       "raise budget.per_hour, " + _spot_hint(spec) + ("relax budget.max_days (fewer nodes), "
-                                                                       if b.max_days is not None else "")
-                       + "or shrink the model or sequence length")
+        return refusals.CheapestOverHourly(cheapest.per_hour, cheapest.fit.nodes, cheapest.fit.itype.name, b.per_hour,
+                                           _spot_hint(spec), b.max_days is not None).problem()
     assert b.total is not None
     costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
-    return Problem(("budget", "total"), f"the cheapest plan's compute alone is expected to cost "
-                   f"{cheapest.run_cost or 0:,.0f} CNY ({cheapest.fit.nodes}x {cheapest.fit.itype.name}; storage and "
-                   f"checkpoint objects come on top), over the budget of {b.total:,.0f} CNY",
-                   "raise budget.total, " + _spot_hint(spec) + "or train on fewer tokens (model.tokens)")
+    return refusals.CheapestOverTotal(cheapest.run_cost or 0.0, cheapest.fit.nodes, cheapest.fit.itype.name, b.total,
+                                      _spot_hint(spec)).problem()
 
 
 def _spot_hint(spec: Spec) -> str:

@@ -13,7 +13,7 @@ import math
 
 from generator.catalog import Catalog
 from generator.errors import Problem
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.plan.fit import Scored
 from generator.plan.model import (
     ASSUMPTION,
@@ -211,15 +211,10 @@ def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
     subscription at its prepaid amount), so an accepted plan never costs more than the budget it names."""
     b, out = spec.budget, []
     if b.total is not None and cost.run_total is not None and cost.run_total > b.total:
-        out.append(Problem(("budget", "total"), (
-            f"the plan is expected to cost {cost.run_total:,.0f} CNY for the whole run (compute "
-            f"{(cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0):,.0f}, shared storage "
-            f"{cost.shared_storage_run or 0:,.0f}, checkpoint objects {cost.object_storage_run or 0:,.0f}), over the "
-            f"budget of {b.total:,.0f} CNY"), "raise budget.total, train on fewer tokens, or use less storage"))
+        out.append(refusals.PlanOverTotal(cost.run_total, (cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0),
+                                          cost.shared_storage_run or 0, cost.object_storage_run or 0, b.total).problem())
     if b.per_hour is not None and cost.total_per_hour > b.per_hour:
-        out.append(Problem(("budget", "per_hour"), (
-            f"the plan costs {cost.total_per_hour:,.2f} CNY/h with storage, over the budget of {b.per_hour:,.2f} "
-            "CNY/h"), "raise budget.per_hour, or use less storage"))
+        out.append(refusals.PlanOverHourly(cost.total_per_hour, b.per_hour).problem())
     return out
 
 

@@ -12,7 +12,7 @@ import math
 
 from generator.catalog import Region
 from generator.errors import Problem
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Decision, DeploymentSet, IpRange, Network, Node, VSwitch
 from generator.plan.naming import node_name
@@ -174,10 +174,8 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
     room = hi - RESERVED_LAST - first + 1
     if nodes > room:
         largest = 2 ** (32 - (vpc.prefixlen + 1)) - NODE_OFFSET - RESERVED_LAST
-        raise PlanningError([Problem(("network", "vpc_cidr"), (
-            f"{vpc} is too small for {nodes} nodes: the compute vSwitch {compute} holds {room} node addresses "
-            f"(from .{NODE_OFFSET} up to the last {RESERVED_LAST}, which Alibaba Cloud reserves) and may take at most "
-            f"the lower half of the VPC ({largest} nodes)"), "use a larger range such as 10.0.0.0/16")])
+        raise PlanningError([refusals.VpcTooSmall(str(vpc), nodes, str(compute), room, NODE_OFFSET, RESERVED_LAST,
+                                                  largest).problem()])
     top = ipaddress.IPv4Network(f"{ipaddress.IPv4Address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}")
     egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
     storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]

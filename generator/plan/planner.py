@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 
 from generator.catalog import Catalog
-from generator.errors import Problem
+from generator.plan import refusals
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
 from generator.plan.compute import (
     choose,
@@ -74,7 +74,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     warnings: list[PlanWarning] = []
     region = catalog.region(spec.region)
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
-        raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])
+        raise PlanningError([refusals.UnknownRegion(spec.region).problem()])
     platform, parts = platform_for(spec), parts_for(spec)
     zones = spec.zones or region.zones
     zone = zones[0]

@@ -12,8 +12,7 @@ from the parameter count (``docs/spec.md``, "model.weights").
 from __future__ import annotations
 
 from generator.catalog import Region
-from generator.errors import Problem
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.plan.fit import PlanningError
 from generator.plan.model import Decision, Network, Storage, Weights
 from generator.plan.warns import PlanWarning
@@ -67,11 +66,7 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
         return _plan_dlc_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
     shared = storage.kind != "none"
     if not shared and nodes > 1 and not lingjun:
-        raise PlanningError([Problem(("storage", "shared"), f"model.weights on {nodes} nodes needs a shared file "
-                                     f"system: with storage.shared: none each node would download the "
-                                     f"{human_bytes(size)} of weights itself",
-                                     "set storage.shared: auto (Extreme NAS, or CPFS with a dataset) or cpfs, so one "
-                                     "node fetches the weights and every node reads them")])
+        raise PlanningError([refusals.WeightsNeedShared(nodes, size).problem()])
     _check_egress(region, network, src)
     path = landing_path(storage.mount_path if shared else LOCAL_DIR, src)
     fetches = 1 if shared else nodes
@@ -115,10 +110,7 @@ def _modelscope_how(src: source.WeightsSource) -> str:
 
 def _check_egress(region: Region, network: Network, src: source.WeightsSource) -> None:
     if src.kind == "modelscope" and network.egress == "none":
-        raise PlanningError([Problem(("model", "weights"), "ModelScope weights are downloaded from modelscope.cn, "
-                                     "but network.egress: none gives the nodes no internet access",
-                                     f"set network.egress: nat, or copy the weights to an OSS bucket in "
-                                     f"{region.id} and write oss://BUCKET/PREFIX/")])
+        raise PlanningError([refusals.ModelScopeNoEgress(region.id).problem()])
 
 
 def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Network, nodes: int, parameters: int,
@@ -140,18 +132,9 @@ def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Net
                        size_bytes=size, size_basis=basis)
     shared = storage.kind != "none"
     if not shared and nodes > 1:
-        raise PlanningError([Problem(("storage", "shared"), f"ModelScope weights on {nodes} PAI-DLC workers need a "
-                                     "shared file system: with storage.shared: none each worker would download the "
-                                     f"{human_bytes(size)} of weights into its own container",
-                                     "set storage.shared: auto or extreme-nas (a shared dataset: one worker fetches "
-                                     "the weights and every worker reads them), or copy the weights to OSS and write "
-                                     "model.weights: oss://BUCKET/PREFIX/ (DLC mounts them, nothing is copied)")])
+        raise PlanningError([refusals.DlcWeightsNeedShared(nodes, size).problem()])
     if not spec.checkpoints.enabled:
-        raise PlanningError([Problem(("checkpoints", "enabled"), "ModelScope weights on PAI-DLC need the checkpoint "
-                                     "bucket: DLC runs no node bootstrap, so the stack publishes the script that "
-                                     "fetches them (trainstack-weights) in that bucket and the job mounts it",
-                                     "set checkpoints.enabled: true, or copy the weights to OSS and write "
-                                     "model.weights: oss://BUCKET/PREFIX/ (DLC mounts them, nothing to fetch)")])
+        raise PlanningError([refusals.DlcWeightsNeedBucket().problem()])
     _check_egress(region, network, src)
     path = landing_path(storage.mount_path if shared else LOCAL_DIR, src)
     script = f"{dlc_weights.TOOLS_MOUNT}/{dlc_weights.SCRIPT_NAME}"
