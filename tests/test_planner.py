@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.catalog import load_catalog
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.plan.planner import PlanningError, make_plan
 from generator.spec.model import Spec
 
@@ -43,8 +43,9 @@ def test_budget_nothing_fits_says_what_the_cheapest_costs():
     with pytest.raises(PlanningError) as e:
         plan(budget={"per_hour": 1})
     (problem,) = e.value.problems
-    assert problem.dotted == "budget.per_hour" and "cheapest plan costs" in problem.message
-    assert "spot" in problem.hint
+    assert problem.dotted == "budget.per_hour" and problem.code == refusals.CheapestOverHourly.code
+    fields = dict(problem.fields)
+    assert fields["budget"] == 1 and fields["cny_per_hour"] > 1 and "spot" in fields["spot_lever"]
 
 
 def test_total_budget_needs_tokens():

@@ -24,7 +24,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.render import files as render_files
 from generator.render import userdata
 
@@ -111,15 +111,16 @@ def test_storage_is_sized_for_the_weights(tmp_path: Path) -> None:
     with pytest.raises(SpecErrors) as e:
         _plan(tmp_path, "oss://my-models/llama-2-70b/", "storage: {shared: extreme-nas, capacity: 100GiB}\n")
     assert [p.path for p in e.value.problems] == [("storage", "capacity")]
-    assert "do not fit" in e.value.problems[0].message
+    assert e.value.problems[0].code == refusals.WeightsOverCapacity.code
+    assert dict(e.value.problems[0].fields)["capacity_gib"] == 100
 
 
 def test_several_ecs_nodes_without_shared_storage_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SpecErrors) as e:
         _plan(tmp_path, "modelscope://Qwen/Qwen2-72B", "storage: {shared: none}\n")
     (p,) = e.value.problems
-    assert p.path == ("storage", "shared") and "needs a shared file system" in p.message
-    assert "storage.shared: auto" in p.hint
+    assert p.path == ("storage", "shared") and p.code == refusals.WeightsNeedShared.code
+    assert dict(p.fields)["nodes"] > 1 and "storage.shared: auto" in p.hint
 
 
 def test_modelscope_without_egress_is_refused(tmp_path: Path) -> None:
