@@ -37,7 +37,9 @@ def not_a_stack_folder(path: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One thing wrong with a spec, at a place the user can find."""
+    """One thing wrong with a spec, at a place the user can find. A problem the planner raises as an event
+    (:mod:`generator.plan.refusals`) also carries its ``code`` and typed ``fields``, so a script or a test reads
+    those rather than the message; the printed form (file, line, field, message, hint) is the same either way."""
 
     path: tuple[str | int, ...]
     message: str
@@ -45,13 +47,15 @@ class Problem:
     file: str = ""
     line: int = 0  # 1-based; 0 when unknown
     column: int = 0  # 1-based; 0 when unknown
+    code: str = ""  # "TSP001"...; "" for a problem not (yet) raised as an event
+    fields: tuple[tuple[str, object], ...] = ()  # the event's fields by name, in declaration order
 
     @property
     def dotted(self) -> str:
         return dotted(self.path)
 
     def located(self, file: str, line: int, column: int) -> Problem:
-        return Problem(self.path, self.message, self.hint, file, line, column)
+        return Problem(self.path, self.message, self.hint, file, line, column, self.code, self.fields)
 
     def headline(self) -> str:
         where = clip(_visible(self.file) or "<spec>", MAX_MESSAGE_CHARS)

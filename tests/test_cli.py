@@ -130,7 +130,7 @@ def test_validate_lists_each_warning_as_plan_does(monkeypatch: pytest.MonkeyPatc
     assert lines[-1] == (f"examples/pretrain-70b.yaml: ok ({p.compute.nodes} x {p.compute.instance_type}, "
                          f"{len(p.warnings)} warning(s))")
     listed = [line for line in lines if line.startswith("  ! ")]
-    assert listed == [f"  ! {w}" for w in p.warnings]
+    assert listed == [f"  ! {w.text()}" for w in p.warnings]
     plan_out = CliRunner().invoke(main, ["plan", "examples/pretrain-70b.yaml"]).output
     assert all(line in plan_out.splitlines() for line in listed)
 

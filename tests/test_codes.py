@@ -1,14 +1,15 @@
-"""Facts as data: every rejection has a stable, unique code and kind, docs/codes.md lists exactly the codes the code
-defines (so the table cannot drift), plan.json carries each rejected type's reason and each price's provenance, and
-the texts are rendered from the fields."""
+"""Facts as data: every rejection and every plan warning has a stable, unique code (a rejection a kind too),
+docs/codes.md lists exactly the codes the code defines (so the tables cannot drift), plan.json carries each rejected
+type's reason, each warning and each price's provenance, and the texts are rendered from the fields."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from generator.catalog import load_catalog
-from generator.plan import rejections
+from generator.plan import refusals, rejections, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.spec.model import Spec
@@ -22,9 +23,28 @@ def rejection_table() -> str:
     """The table docs/codes.md must hold, from the classes themselves."""
     rows = ["| code | kind | event | when | fields |", "|---|---|---|---|---|"]
     for cls in rejections.codes():
-        fields = ", ".join(f"`{f}`" for f in cls.__dataclass_fields__) or "none"
         kind = "bf16 or filter" if cls is rejections.NoPrecision else cls.KIND
-        rows.append(f"| `{cls.code}` | {kind} | `{cls.__name__}` | {cls.summary} | {fields} |")
+        rows.append(f"| `{cls.code}` | {kind} | `{cls.__name__}` | {cls.summary} | {_fields(cls)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _fields(cls: type) -> str:
+    """The instance fields of an event class (its ClassVars, code and summary, are not fields)."""
+    return ", ".join(f"`{f.name}`" for f in dataclasses.fields(cls)) or "none"
+
+
+def warning_table() -> str:
+    """The warnings table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | event | when | fields |", "|---|---|---|---|"]
+    rows += [f"| `{c.code}` | `{c.__name__}` | {c.summary} | {_fields(c)} |" for c in warns.codes()]
+    return "\n".join(rows) + "\n"
+
+
+def refusal_table() -> str:
+    """The planning-problems table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | field | event | when | fields |", "|---|---|---|---|---|"]
+    rows += [f"| `{c.code}` | `{'.'.join(c.path)}` | `{c.__name__}` | {c.summary} | {_fields(c)} |"
+             for c in refusals.codes()]
     return "\n".join(rows) + "\n"
 
 
@@ -38,6 +58,10 @@ def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
 def test_docs_list_every_code() -> None:
     expected = rejection_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the rejections table with\n{expected}"
+    expected = refusal_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
+    expected = warning_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     for basis in PRICE_BASES:
         assert f"`{basis}`" in DOC.read_text(encoding="utf-8")
 
@@ -105,3 +129,82 @@ def test_price_provenance_is_data() -> None:
     dlc = plan_file(ROOT / "examples" / "finetune-dlc.yaml")
     assert dlc.cost.basis("dlc_worker") == ESTIMATE and dlc.cost.estimated
 
+
+
+def test_plan_json_carries_each_warning_as_code_fields_and_text() -> None:
+    for name in ("pretrain-70b", "finetune-dlc", "foundation-1t"):
+        data = json.loads((ROOT / "stacks" / name / "plan.json").read_text(encoding="utf-8"))
+        plan = plan_file(ROOT / "examples" / f"{name}.yaml")
+        assert data["schema_version"] == 2 and plan.warnings
+        assert [w["code"] for w in data["warnings"]] == [w.code for w in plan.warnings]
+        for row, w in zip(data["warnings"], plan.warnings, strict=True):
+            assert row["fields"].keys() == w.fields().keys() and row["text"] == w.text()
+    data = json.loads((ROOT / "stacks" / "foundation-1t" / "plan.json").read_text(encoding="utf-8"))
+    [tag] = [w for w in data["warnings"] if w["code"] == warns.DataflowBucketTag.code]
+    assert tag["fields"] == {"bucket": "corpus-foundation-2026"}  # examples/foundation-1t.yaml: dataset.source
+
+
+def test_every_warning_renders_and_serialises() -> None:
+    samples = [
+        warns.MoeSizedDense("deepseek-v3"), warns.HostMemoryLow("ecs.x", 60.0, 96.0, 0.62),
+        warns.DeadlineMissed(800.0, 4, 10.0, 20.0, 1.0, 700.0, 30.0, True), warns.RunOverAYear(10_000.0, 1),
+        warns.IntervalOverRun(86_400, 3600.0), warns.IntervalOverMtbf(86_400, 12.5), warns.Fp16LossScaling(),
+        warns.Fp32Slow(), warns.NotGenerallyAvailable("ecs.gn8v", "invitation"), warns.RdmaOff(4),
+        warns.JumboNotEnabled("ecs.x", "no source", 1400), warns.LingjunRdmaOff(), warns.CpfsNotOffered("cn-x"),
+        warns.CpfsThroughputShort(1200, 96, 6144, 64, 121_600), warns.DataflowBucketTag("b"),
+        warns.WeightsPerNode(4, 2**30), warns.WeightsDiskTight(2**40, 200, 60), warns.DlcWeightsRefetch(2**30),
+        warns.SpotAssumed(0.3, 0.05), warns.SpotAllOnDemand(), warns.SpotRankZero(), warns.DlcSpotAssumed(0.3, 0.05),
+        warns.CheckpointsExpire(3, 5, 2**30, 2, 14, "b", "p/", "cpfs", "/mnt/shared/ckpt"),
+        warns.CheckpointsKeptForever(46, 2**30, None, None, 14, "b", "p/"), warns.SubscriptionPrepaid(2, "lj", 1, 9.5),
+        warns.SubscriptionNotDestroyed(), warns.LingjunStock(2, "lj", "cn-x-a", "A1"),
+        warns.LingjunGpusUndocumented("lj", 8, "H20"), warns.LingjunNoOssCredentials("run-checkpoints"),
+        warns.DlcQuota(2, 1, 8, 2, 8), warns.DlcActivation("cn-x", ("data",)),
+        warns.FieldIgnored("network.jumbo_frames", "Lingjun", "the HPN fabric sets its own MTU", ""),
+    ]
+    assert {type(s) for s in samples} == set(warns.codes())
+    assert len({c.code for c in warns.codes()}) == len(warns.codes())
+    assert all(c.code.startswith("TSW") and len(c.code) == 6 and c.summary for c in warns.codes())
+    for s in samples:
+        row = json.loads(json.dumps(s.to_dict()))
+        assert s.text() and row["code"] == s.code and row["text"] == s.text()
+    assert warns.DlcQuota(2, 1, 8, 2, 8).over == ("CPU cores",)  # two 1-GPU workers: within the GPUs, over the cores
+    assert warns.DlcQuota(1, 8, 128, 2, 8).over == ("GPUs", "CPU cores")
+
+
+def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
+    samples = [
+        refusals.UnknownRegion("cn-x"), refusals.MinNodesOverPlan(9, 8, 2), refusals.MinNodesShort(1, 2, 8, "tp=8 pp=1"),
+        refusals.MinNodesSplit(3, 24, "tp=8 pp=2", 2), refusals.BudgetNeedsTokens(),
+        refusals.CheapestOverHourly(100.0, 2, "ecs.x", 50.0, "", True), refusals.CheapestOverTotal(1e6, 2, "ecs.x", 1e5, ""),
+        refusals.PlanOverTotal(1e6, 9e5, 5e4, 5e4, 1e5), refusals.PlanOverHourly(100.0, 50.0),
+        refusals.WeightsNeedShared(4, 2**30), refusals.ModelScopeNoEgress("cn-x"), refusals.DlcWeightsNeedShared(2, 2**30),
+        refusals.DlcWeightsNeedBucket(), refusals.ClusterNeedsBucket(4), refusals.NoSharedFileSystem(),
+        refusals.CapacityWithoutFileSystem(), refusals.DatasetOverCapacity(2**42, 1200.0, 4800, 400),
+        refusals.WeightsOverCapacity(2**40, True, 1200.0, 2400), refusals.StorageClassMismatch("cpfs", "standard"),
+        refusals.VpcTooSmall("10.0.0.0/24", 300, "10.0.0.0/25", 120, 4, 3, 121),
+    ]
+    assert {type(s) for s in samples} == set(refusals.codes())
+    assert len({c.code for c in refusals.codes()}) == len(refusals.codes())
+    assert all(c.code.startswith("TSP") and len(c.code) == 6 and c.summary and c.path for c in refusals.codes())
+    for s in samples:
+        p = s.problem()
+        assert (p.code, p.path, p.message, p.hint) == (s.code, s.path, s.text(), s.hint()) and p.message
+        assert dict(p.fields) == s.fields()
+        assert p.located("spec.yaml", 3, 1).fields == p.fields  # the loader's placing keeps them
+
+
+def test_a_planning_error_carries_its_code_and_fields() -> None:
+    import pytest
+
+    from generator.plan.fit import PlanningError
+
+    spec = Spec.model_validate({"name": "elastic", "region": "cn-wulanchabu",
+                                "model": {"preset": "llama-2-13b", "tokens": "20B"}, "compute": {"nodes": 2},
+                                "spot": {"enabled": True, "min_nodes": 5}})
+    from generator.plan.planner import make_plan
+
+    with pytest.raises(PlanningError) as e:
+        make_plan(spec, CATALOG)
+    [p] = e.value.problems
+    assert p.code == refusals.MinNodesOverPlan.code and p.dotted == "spot.min_nodes"
+    assert dict(p.fields)["asked"] == 5 and dict(p.fields)["nodes"] == 2

@@ -13,6 +13,7 @@ import pytest
 
 from generator.catalog import load_catalog
 from generator.estimate import cost_report, cost_text
+from generator.plan import warns
 from generator.plan.cost import HOURS_PER_MONTH, checkpoint_hours
 from generator.plan.pipeline import load, plan_located
 from generator.plan.planner import PlanningError, make_plan
@@ -68,9 +69,10 @@ def test_the_bucket_keeps_every_checkpoint_the_run_writes_and_the_cost_counts_th
     assert std_h + ia_h == pytest.approx(s.wall_hours * (written - 1) / 2)
     assert c.object_storage_run == pytest.approx((std * std_h + ia * ia_h) / HOURS_PER_MONTH, rel=1e-4)
     assert c.object_storage_after_run_per_month == pytest.approx(ia * written, abs=0.01)  # all in IA by then
-    warning = next(w for w in plan.warnings if w.startswith("the checkpoint bucket keeps every checkpoint"))
-    assert f"{written:,} x" in warning and "TiB by the end of the run" in warning
-    assert "retention_days (30)" in warning and "transition_ia_days: 14" in warning
+    warning = next(w for w in plan.warnings if isinstance(w, warns.CheckpointsKeptForever))
+    assert (warning.kept, warning.size_bytes) == (written, k.size_bytes)
+    assert (warning.retention_days, warning.transition_ia_days) == (30, 14)
+    assert warning.after_run_cny_per_month == c.object_storage_after_run_per_month
     report = cost_report(plan, CATALOG)
     obj = next(ln for ln in report["lines"] if ln["item"] == "object_storage")
     assert f"{written:,} (" in obj["quantity"] and "kept at the end" in obj["quantity"]
@@ -98,7 +100,7 @@ def test_without_tokens_one_checkpoint_is_priced_and_the_growth_is_said() -> Non
     c = plan.cost
     assert c.checkpoints_kept == 0 and c.object_storage_after_run_per_month is None and c.run_total is None
     assert c.object_storage_per_hour > 0
-    assert not any(w.startswith("the checkpoint bucket keeps") for w in plan.warnings)
+    assert not [w for w in plan.warnings if isinstance(w, warns.CheckpointsKeptForever)]
     obj = next(ln for ln in cost_report(plan, CATALOG)["lines"] if ln["item"] == "object_storage")
     assert obj["quantity"].startswith("1 checkpoint of") and "grows by one per interval" in obj["quantity"]
 
@@ -114,8 +116,8 @@ def test_a_lingjun_subscription_is_priced_at_its_prepaid_amount() -> None:
     assert c.compute_on_demand_run == pytest.approx(prepaid, abs=0.01)
     assert c.run_total == pytest.approx(prepaid + c.shared_storage_run + c.object_storage_run, abs=0.03)
     assert c.run_total > prepaid  # the prepaid months cost more than the run's hours at the same rate
-    warning = next(w for w in plan.warnings if w.startswith("Subscription nodes are prepaid"))
-    assert f"{prepaid:,.0f} CNY" in warning
+    warning = next(w for w in plan.warnings if isinstance(w, warns.SubscriptionPrepaid))
+    assert warning.amount_cny == pytest.approx(prepaid, abs=0.01) and warning.months == months
     text = cost_text(cost_report(plan, CATALOG))
     assert f"{prepaid:,.2f}" in text and "Subscription prepaid for 1 month(s)" in text
 

@@ -19,6 +19,7 @@ from generator import api
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
 from generator.plan import check as validate
+from generator.plan import warns
 from generator.plan.model import DLC_OUTPUTS
 from generator.plan.planner import PlanningError, make_plan
 from generator.preview.mockrun import Graph, run_program
@@ -123,7 +124,7 @@ def test_example_plans_a_dlc_job_sized_like_ecs() -> None:
     assert d.spot.spot_price_limit == pytest.approx(round(price * 0.6, 3))
     assert d.spot.spot_discount_limit is None and plan.spot.on_demand_ranks == ()
     assert any("DLC-BILL" in n and "ESTIMATE" in n for n in plan.cost.price_notes)
-    assert any("2 GPUs" in w for w in plan.warnings)  # the public-resource limit is stated
+    assert [w for w in plan.warnings if isinstance(w, warns.DlcQuota) and w.max_gpus == 2]  # the quota is stated
     assert dict(d.outputs) == dict(DLC_OUTPUTS)
     # a hung job stops being billed: 1.5x the expected hours (+1), within DLC's 30-day default
     expected = plan.cost.run_hours + plan.cost.expected_rework_hours
@@ -353,16 +354,16 @@ def test_dlc_plans_are_consistent(data: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ quota (P2-13)
 def test_quota_warning_names_the_jobs_gpus_and_vcpus_against_the_default() -> None:
     from generator.platforms.dlc.plan import quota_warning
-    assert quota_warning(1, 2, 8) == ""  # exactly the default: no warning
+    assert quota_warning(1, 2, 8) is None  # exactly the default: no warning
     w = quota_warning(1, 8, 128)
-    assert "1 x 8 = 8 GPU(s)" in w and "1 x 128 = 128 vCPU(s)" in w and "GPUs and CPU cores" in w
+    assert w is not None and (w.workers, w.gpus, w.vcpus) == (1, 8, 128) and w.over == ("GPUs", "CPU cores")
     w = quota_warning(2, 1, 8)  # two 1-GPU workers: within the GPUs, over the cores (per job, not per worker)
-    assert "2 x 1 = 2 GPU(s)" in w and "2 x 8 = 16 vCPU(s)" in w and "over the default in CPU cores:" in w
+    assert w is not None and (w.workers, w.gpus, w.vcpus) == (2, 1, 8) and w.over == ("CPU cores",)
 
 
 def test_the_plan_warns_with_the_workers_vcpus(tmp_path: Path) -> None:
     plan = api.plan(Path(__file__).resolve().parents[1] / "examples" / "finetune-dlc.yaml")
-    (w,) = [w for w in plan.warnings if "DLC public resources" in w]
+    (w,) = [w for w in plan.warnings if isinstance(w, warns.DlcQuota)]
     t = plan.dlc.worker_instance_type
     vcpu = next(x.vcpu for x in load_catalog().instance_types if x.name == t)
-    assert f"{plan.dlc.worker_count} x {vcpu} = {plan.dlc.worker_count * vcpu} vCPU(s)" in w
+    assert (w.workers, w.vcpus) == (plan.dlc.worker_count, vcpu)

@@ -22,6 +22,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
+from generator.plan import refusals
 from generator.preview import diff as d
 from generator.preview.mockrun import Graph
 
@@ -153,13 +154,15 @@ def test_the_plan_has_an_elastic_minimum_that_fits_memory() -> None:
     assert (c.min_nodes * c.gpus_per_node) % (c.tp * c.pp) == 0
 
 
-@pytest.mark.parametrize(("value", "words"), [(65, "more than the plan's 64"), (1, "cannot hold the training state")])
-def test_spot_min_nodes_is_checked_against_the_plan(tmp_path: Path, value: int, words: str) -> None:
+@pytest.mark.parametrize(("value", "refusal"), [(65, refusals.MinNodesOverPlan), (1, refusals.MinNodesShort)])
+def test_spot_min_nodes_is_checked_against_the_plan(tmp_path: Path, value: int, refusal: type) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(PRETRAIN.read_text().replace("spot:\n", f"spot:\n  min_nodes: {value}\n", 1))
     with pytest.raises(SpecErrors) as info:
         api.plan(spec)
-    assert words in str(info.value) and "min_nodes" in str(info.value)
+    (p,) = info.value.problems
+    assert (p.code, p.dotted, dict(p.fields)["asked"]) == (refusal.code, "spot.min_nodes", value) and p.line
+    assert value == 1 or dict(p.fields)["nodes"] == 64
 
 
 def test_spot_min_nodes_from_the_spec_is_the_launch_minimum(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from generator import api
 from generator.catalog import load_catalog
+from generator.plan import warns
 from generator.plan.checkpoints import JOBS_SUBPREFIX, MIN_EXPIRE_DAYS, expire_days
 from generator.plan.cost import HOURS_PER_MONTH, checkpoint_hours, checkpoints_held, life_hours
 from generator.plan.pipeline import load, plan_located
@@ -82,12 +83,10 @@ def test_keep_last_plans_an_expiry_decision_and_bounds_the_bucket_and_its_cost(t
     assert c.object_storage_run == pytest.approx((std * std_h + ia * ia_h) / HOURS_PER_MONTH, rel=1e-3)
     assert c.object_storage_per_hour < every.cost.object_storage_per_hour / 2
     assert c.object_storage_after_run_per_month < every.cost.object_storage_after_run_per_month / 4
-    warning = next(w for w in kept.warnings if w.startswith("checkpoints.keep_last 3"))
-    assert f"about {c.checkpoints_kept:,} x" in warning and "FINAL checkpoint" in warning
-    assert (
-        "trainstack-ckpt-sync" in warning
-    )  # pretrain-70b writes to CPFS first: the copy would upload old ones again
-    assert not any(w.startswith("the checkpoint bucket keeps every checkpoint") for w in kept.warnings)
+    warning = next(w for w in kept.warnings if isinstance(w, warns.CheckpointsExpire))
+    assert (warning.keep_last, warning.kept) == (3, c.checkpoints_kept)
+    assert warning.tier != "oss"  # pretrain-70b writes to CPFS first: the copy would upload old ones again
+    assert not [w for w in kept.warnings if isinstance(w, warns.CheckpointsKeptForever)]
 
 
 def test_the_program_expires_current_checkpoints_but_not_job_logs_and_not_while_paused(

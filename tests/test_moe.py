@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from generator.plan import warns
 from generator.sizing import (
     PRESETS,
     MoE,
@@ -303,8 +304,8 @@ def test_fixed_expert_degree_is_kept_and_checked() -> None:
 
 def test_a_moe_name_with_only_a_parameter_count_warns() -> None:
     p = _plan({"parameters": "671B"}, name="deepseek-v3-repro", compute={"max_nodes": 512})
-    assert any("looks like deepseek-v3, a mixture-of-experts model" in w for w in p.warnings)
-    assert not any("mixture-of-experts" in w for w in _plan({"parameters": "70B"}, name="llama-run").warnings)
+    assert warns.MoeSizedDense("deepseek-v3") in p.warnings
+    assert not [w for w in _plan({"parameters": "70B"}, name="llama-run").warnings if isinstance(w, warns.MoeSizedDense)]
 
 
 def test_expert_all_to_all_across_nodes_lowers_the_mfu() -> None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from generator import api
 from generator.catalog import load_catalog
+from generator.plan import warns
 from generator.plan.fit import PlanningError
 from generator.plan.placement import NODE_OFFSET, PROTOCOL_SERVICE_ADDRESSES, RESERVED_LAST, ip_plan
 from generator.plan.planner import make_plan
@@ -59,7 +60,7 @@ def test_ebmgn7ex_gets_mtu_1400_unless_a_source_says_otherwise():
     assert mtu.choice == str(p.network.mtu)
     assert "ebmgn7ex" in mtu.reason and cat.jumbo("ebmgn7ex").source in mtu.reason
     assert p.network.jumbo_source == cat.jumbo("ebmgn7ex").source
-    assert not any("jumbo" in w for w in p.warnings)  # the spec did not ask for jumbo frames explicitly
+    assert not _jumbo(p)  # the spec did not ask for jumbo frames explicitly
 
 
 def test_documented_family_gets_jumbo_frames_and_mtu_8500():
@@ -72,14 +73,19 @@ def test_documented_family_gets_jumbo_frames_and_mtu_8500():
 def test_documented_family_with_jumbo_frames_off_gets_1400():
     p = plan(compute={"instance_types": ["ecs.gn8v-8x.48xlarge"], "nodes": 2}, network={"jumbo_frames": False})
     assert not p.network.jumbo_frames and p.network.mtu == 1400
-    assert not any("jumbo" in w for w in p.warnings)
+    assert not _jumbo(p)
 
 
 def test_asking_for_jumbo_frames_on_an_undocumented_family_is_a_warning_not_an_error():
     p = plan(compute={"instance_types": ["ecs.ebmgn7ex.32xlarge"], "nodes": 2}, network={"jumbo_frames": True})
     assert p.network.mtu == 1400 and not p.network.jumbo_frames
-    (warning,) = [w for w in p.warnings if "jumbo" in w]
-    assert "NOT enabled" in warning and "ebmgn7ex" in warning and "DOC-JUMBO" in warning
+    (warning,) = _jumbo(p)
+    assert (warning.instance_type, warning.mtu) == ("ecs.ebmgn7ex.32xlarge", 1400)
+    assert "ebmgn7ex" in warning.why and load_catalog().jumbo("ebmgn7ex").source in warning.why  # why, with the catalog's source
+
+
+def _jumbo(p) -> list[warns.JumboNotEnabled]:
+    return [w for w in p.warnings if isinstance(w, warns.JumboNotEnabled)]
 
 
 def test_no_erdma_no_mtu_decision():
@@ -233,7 +239,7 @@ def test_cpfs_protocol_service_and_nat_are_outside_the_nodes_vswitch(tmp_path: P
     # ebmgn7ex: no documented jumbo frames, so no enable_jumbo_frame and MTU 1400 in the bootstrap
     assert all(n.get("enable_jumbo_frame") is None for n in nodes)
     assert all('mtu 1400' in _script(n) for n in nodes)  # trainstack-boot sets it at every boot
-    assert any("jumbo frames were NOT enabled" in w for w in p["warnings"])
+    assert warns.JumboNotEnabled.code in [w["code"] for w in p["warnings"]]
 
 
 def test_nodes_get_jumbo_frames_only_on_a_documented_family(tmp_path: Path):

@@ -11,6 +11,7 @@ import pytest
 
 from generator import sizing
 from generator.catalog import load_catalog
+from generator.plan import warns
 from generator.plan.pipeline import load, plan_located
 from generator.plan.planner import make_plan
 from generator.render import userdata
@@ -109,4 +110,6 @@ def test_foundation_1t_on_oss_alone_misses_the_deadline_and_says_so() -> None:
     plan = make_plan(type(spec).model_validate(data), CATALOG)
     assert plan.checkpoints.tier == "oss" and plan.checkpoints.restore_seconds > 1800
     assert plan.schedule is not None and plan.schedule.wall_hours > 90 * 24
-    assert any(w.startswith("the run misses its deadline") and "checkpoint writes" in w for w in plan.warnings)
+    (missed,) = [w for w in plan.warnings if isinstance(w, warns.DeadlineMissed)]
+    assert missed.wall_hours == pytest.approx(plan.schedule.wall_hours, abs=0.01) and missed.nodes == 256
+    assert missed.checkpoint_write_hours > 0 and missed.bare_hours < missed.wall_hours and missed.fixed_nodes

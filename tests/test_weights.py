@@ -24,6 +24,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
+from generator.plan import refusals, warns
 from generator.render import files as render_files
 from generator.render import userdata
 
@@ -110,15 +111,16 @@ def test_storage_is_sized_for_the_weights(tmp_path: Path) -> None:
     with pytest.raises(SpecErrors) as e:
         _plan(tmp_path, "oss://my-models/llama-2-70b/", "storage: {shared: extreme-nas, capacity: 100GiB}\n")
     assert [p.path for p in e.value.problems] == [("storage", "capacity")]
-    assert "do not fit" in e.value.problems[0].message
+    assert e.value.problems[0].code == refusals.WeightsOverCapacity.code
+    assert dict(e.value.problems[0].fields)["capacity_gib"] == 100
 
 
 def test_several_ecs_nodes_without_shared_storage_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SpecErrors) as e:
         _plan(tmp_path, "modelscope://Qwen/Qwen2-72B", "storage: {shared: none}\n")
     (p,) = e.value.problems
-    assert p.path == ("storage", "shared") and "needs a shared file system" in p.message
-    assert "storage.shared: auto" in p.hint
+    assert p.path == ("storage", "shared") and p.code == refusals.WeightsNeedShared.code
+    assert dict(p.fields)["nodes"] > 1 and "storage.shared: auto" in p.hint
 
 
 def test_modelscope_without_egress_is_refused(tmp_path: Path) -> None:
@@ -135,7 +137,8 @@ def test_one_node_without_shared_storage_keeps_the_weights_on_its_disk(tmp_path:
     w = plan.weights
     assert plan.storage.kind == "none" and not w.shared and w.fetches == 1
     assert w.landing_path == "/mnt/local/weights/modelscope/Llama-2-7b-ms@master"
-    assert not [x for x in plan.warnings if "model.weights" in x]  # 12.5 GiB fits on the 200 GiB system disk
+    assert not [x for x in plan.warnings if isinstance(x, (warns.WeightsPerNode, warns.WeightsDiskTight))]  # 12.5 GiB
+    # fits on the 200 GiB system disk
 
 
 def test_lingjun_nodes_each_fetch_the_weights_with_a_warning(tmp_path: Path) -> None:
@@ -146,7 +149,7 @@ def test_lingjun_nodes_each_fetch_the_weights_with_a_warning(tmp_path: Path) -> 
         compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
         """))
     assert plan.weights.fetches == 4 and not plan.weights.shared
-    assert any("each of the 4 nodes downloads" in x for x in plan.warnings)
+    assert warns.WeightsPerNode(4, plan.weights.size_bytes) in plan.warnings
 
 
 def test_specs_without_weights_keep_their_digest_and_plan_json(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
+from generator.plan import warns
 from generator.platforms.dlc import weights as dlc_weights
 from generator.render import files as render_files
 
@@ -173,7 +174,7 @@ def test_one_worker_without_shared_storage_downloads_per_job_and_says_so(tmp_pat
     plan = _plan(tmp_path, MODELSCOPE, replace=one)
     assert plan.weights.landing_path.startswith("/mnt/local/") and not plan.weights.shared
     assert "every job downloads them again" in _decision(plan, "base weights")
-    assert any("every PAI-DLC job downloads" in w for w in plan.warnings)
+    assert warns.DlcWeightsRefetch(plan.weights.size_bytes) in plan.warnings
 
 
 # ------------------------------------------------------------------------------------------------ program

@@ -2,7 +2,9 @@
 
 Modules: ``check`` (spec facts against the catalog, and each platform's rules), ``planner`` (``make_plan``, which
 composes the parts), ``model`` (the Plan's frozen dataclasses and plan.json), ``pipeline`` (load, check and plan a
-file), ``fit`` (what the parts share), ``naming`` (node names), ``search`` (the node-count search).
+file), ``fit`` (what the parts share), ``naming`` (node names), ``search`` (the node-count search), ``rejections``,
+``warns`` and ``refusals`` (why a type is refused, what the plan warns about and why a spec is refused, each a code
+and typed fields).
 
 The shared parts, each building its part of the Plan with its decisions: ``compute`` (the winning fit, from the fits
 ``layout`` finds; ``reasons``: what set the node count), ``run_hours`` (one layout's wall-clock hours and the

@@ -11,7 +11,7 @@ import math
 
 from generator import sizing
 from generator.catalog import Catalog, Region
-from generator.errors import Problem
+from generator.plan import refusals
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Checkpoints, Decision, Storage
 from generator.plan.run_hours import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
@@ -65,11 +65,7 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
     if not k.enabled and fit.nodes > 1 and platform_for(spec).has(Capability.CLUSTER_FACTS):
         # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
         # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
-        raise PlanningError([Problem(("checkpoints", "enabled"), (
-            f"a {fit.nodes}-node ECS cluster needs the checkpoint bucket: the cluster facts (members, rendezvous) "
-            "are published there, and without it they would ride in every node's user data, which would grow "
-            "with the cluster past the ECS user-data limit"),
-            "set checkpoints.enabled: true, or compute.nodes: 1")])
+        raise PlanningError([refusals.ClusterNeedsBucket(fit.nodes).problem()])
     if not k.enabled:
         decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
         return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,

@@ -15,7 +15,7 @@ from typing import cast
 from generator import sizing
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region, images
 from generator.errors import Problem
-from generator.plan import rejections
+from generator.plan import refusals, rejections, warns
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored, data_parallel, replica_gpus, with_context
 from generator.plan.layout import (
@@ -41,11 +41,12 @@ from generator.plan.model import (
 from generator.plan.reasons import nodes_reason
 from generator.plan.run_hours import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 from generator.spec import limits
 from generator.spec.model import Spec
-from generator.spec.units import human_count, human_seconds
+from generator.spec.units import human_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class Choice:
     candidates: tuple[Candidate, ...]
 
 
-def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decision], warnings: list[str]) -> Choice:
+def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decision], warnings: list[PlanWarning]) -> Choice:
     """The instance type, node count and parallel layout of the plan, with their decisions."""
     arch = architecture(spec)
     m = spec.model
@@ -70,10 +71,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
                                   f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
         known = sizing.name_looks_moe(spec.name, m.weights)
         if known is not None:
-            warnings.append(f"the model looks like {known}, a mixture-of-experts model, but the spec gives only a total "
-                            "parameter count: it is sized as a dense model, so its FLOPs, hours and cost are those of "
-                            "every parameter working on every token; give model.moe with model.architecture, or a MoE "
-                            "preset (deepseek-v3, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b)")
+            warnings.append(warns.MoeSizedDense(known))
     if arch.moe is not None:
         e = arch.moe
         decisions.append(Decision("mixture of experts", f"{e.experts} experts, top-{e.top_k}"
@@ -137,8 +135,7 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
 
     ratio = t.host_to_gpu_memory_ratio
     if t.memory_gib and ratio < 1:
-        warnings.append(f"{t.name} has {t.memory_gib:g} GiB host memory for {t.gpus * t.gpu_memory_gib:g} GiB of GPU "
-                        f"memory ({ratio:.2f}x); 1-2x is recommended so data loading and checkpoint staging do not stall")
+        warnings.append(warns.HostMemoryLow(t.name, t.memory_gib, t.gpus * t.gpu_memory_gib, ratio))
     return Choice(arch, lora_rank, best, gpu, tuple(candidates))
 
 
@@ -157,16 +154,13 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
         return floor
     problems = []
     if asked > fit.nodes:
-        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} is more than the plan's {fit.nodes} node(s)",
-                                f"use a value from {floor} to {fit.nodes}"))
+        problems.append(refusals.MinNodesOverPlan(asked, fit.nodes, floor).problem())
     elif asked < floor:
-        problems.append(Problem(("spot", "min_nodes"), f"min_nodes {asked} cannot hold the training state: with "
-                                f"{step} the GPUs of fewer than {floor} node(s) run out of memory",
-                                f"use a value from {floor} to {fit.nodes}, or leave it out"))
+        problems.append(refusals.MinNodesShort(asked, floor, fit.nodes, step).problem())
     elif not data_parallel(asked * fit.itype.gpus, fit.tp, fit.pp, fit.cp):
         per = replica_gpus(fit.tp, fit.pp, fit.cp)
-        problems.append(Problem(("spot", "min_nodes"), f"{asked} node(s) have {asked * fit.itype.gpus} GPUs, which "
-                                f"{step} cannot split evenly", f"use a multiple of {per // math.gcd(per, fit.itype.gpus)}"))
+        problems.append(refusals.MinNodesSplit(asked, asked * fit.itype.gpus, step,
+                                               per // math.gcd(per, fit.itype.gpus)).problem())
     if problems:
         raise PlanningError(problems)
     decisions.append(Decision("elastic minimum", f"{asked} of {fit.nodes} node(s)",
@@ -274,52 +268,42 @@ def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
             arch.moe.dense_layers, arch.moe.capacity_factor, arch.expert_parameters))
 
 
-def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[str]:
+def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[PlanWarning]:
     """The run's length against the deadline, a run of over a year, precision and availability."""
-    warnings = []
+    warnings: list[PlanWarning] = []
     best, m = choice.best, spec.model
     fit = best.fit
     t = fit.itype
     sched = best.schedule
     if spec.budget.max_days is not None and sched is not None and sched.wall_hours > spec.budget.max_days * 24:
         bare = sched.compute_hours + sched.pipeline_bubble_hours
-        warnings.append(f"the run misses its deadline: about {sched.wall_hours / 24:,.1f} days on {fit.nodes} node(s) "
-                        f"with checkpoint writes ({sched.checkpoint_write_hours:,.0f} h), rework "
-                        f"({sched.expected_rework_hours:,.0f} h) and restores ({sched.restore_hours:,.0f} h) counted "
-                        f"({bare / 24:,.1f} days without them), over budget.max_days ({spec.budget.max_days:g})"
-                        + ("; set compute.nodes: auto to size for the deadline" if isinstance(spec.compute.nodes, int)
-                           else ""))
+        warnings.append(warns.DeadlineMissed(sched.wall_hours, fit.nodes, sched.checkpoint_write_hours,
+                                             sched.expected_rework_hours, sched.restore_hours, bare,
+                                             spec.budget.max_days, isinstance(spec.compute.nodes, int)))
     warnings.extend(_long_run_warnings(spec, best, fit, checkpoints))
     if m.precision == "fp16":
-        warnings.append("fp16 mixed precision needs loss scaling; bf16 is the default for LLM training on A100 and newer")
+        warnings.append(warns.Fp16LossScaling())
     if m.precision == "fp32":
-        warnings.append("fp32 training is about 2x the memory and far slower than bf16 mixed precision")
+        warnings.append(warns.Fp32Slow())
     if t.availability != "ga" and lj is None:
-        warnings.append(f"{t.family} is sold as '{t.availability}' (not generally available): confirm access with "
-                        "Alibaba Cloud before deploying")
+        warnings.append(warns.NotGenerallyAvailable(t.family, t.availability))
     return warnings
 
 
-def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) -> list[str]:
+def _long_run_warnings(spec: Spec, best: Scored, fit: Fit, ckpt: Checkpoints) -> list[PlanWarning]:
     """A run of over a year, and a fixed checkpoint interval longer than the run or than the time between
     interruptions: legal, but almost always a typo in model.tokens, model.parameters or checkpoints.interval."""
-    out = []
+    out: list[PlanWarning] = []
     if best.schedule is not None:
         wall = best.schedule.wall_hours
         if wall > limits.LONG_RUN_HOURS:
-            out.append(f"the run takes about {wall / 24 / 365:,.1f} years ({wall / 24:,.0f} days, checkpoint writes, "
-                       f"rework and restores after interruptions included) on {fit.nodes} node(s): check model.tokens "
-                       "and model.parameters, or allow more nodes (compute.max_nodes, budget.max_days)")
+            out.append(warns.RunOverAYear(wall, fit.nodes))
     if ckpt.enabled and isinstance(spec.checkpoints.interval, int):
         interval = spec.checkpoints.interval
         if best.run_hours is not None and interval >= best.run_hours * 3600:
-            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the whole run "
-                       f"({human_seconds(best.run_hours * 3600)}): no checkpoint is written before it ends; "
-                       "write interval: auto")
+            out.append(warns.IntervalOverRun(interval, best.run_hours * 3600))
         elif ckpt.cluster_mtbf_hours and interval > ckpt.cluster_mtbf_hours * 3600:
-            out.append(f"checkpoints.interval ({human_seconds(interval)}) is longer than the cluster's expected time "
-                       f"between interruptions ({ckpt.cluster_mtbf_hours:,.1f} h, an assumption): most interruptions "
-                       "would lose more than a checkpoint's worth of work; write interval: auto")
+            out.append(warns.IntervalOverMtbf(interval, ckpt.cluster_mtbf_hours))
     return out
 
 
@@ -493,22 +477,16 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
     """No plan fits the budget: say by how much the cheapest misses it and what would help."""
     b = spec.budget
     if b.total is not None and ranked[0].run_cost is None:
-        return Problem(("budget", "total"), "a total budget needs model.tokens to estimate the run's length",
-                       "add model.tokens (e.g. 300B)")
+        return refusals.BudgetNeedsTokens().problem()
     if b.per_hour is not None and all(s.per_hour > b.per_hour for s in ranked):
         cheapest = min(ranked, key=lambda s: s.per_hour)
-        return Problem(("budget", "per_hour"), f"the cheapest plan costs {cheapest.per_hour:,.2f} CNY/h "
-                       f"({cheapest.fit.nodes}x {cheapest.fit.itype.name}), over the budget of {b.per_hour:,.2f} CNY/h",
-                       "raise budget.per_hour, " + _spot_hint(spec) + ("relax budget.max_days (fewer nodes), "
-                                                                       if b.max_days is not None else "")
-                       + "or shrink the model or sequence length")
+        return refusals.CheapestOverHourly(cheapest.per_hour, cheapest.fit.nodes, cheapest.fit.itype.name, b.per_hour,
+                                           _spot_hint(spec), b.max_days is not None).problem()
     assert b.total is not None
     costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
-    return Problem(("budget", "total"), f"the cheapest plan's compute alone is expected to cost "
-                   f"{cheapest.run_cost or 0:,.0f} CNY ({cheapest.fit.nodes}x {cheapest.fit.itype.name}; storage and "
-                   f"checkpoint objects come on top), over the budget of {b.total:,.0f} CNY",
-                   "raise budget.total, " + _spot_hint(spec) + "or train on fewer tokens (model.tokens)")
+    return refusals.CheapestOverTotal(cheapest.run_cost or 0.0, cheapest.fit.nodes, cheapest.fit.itype.name, b.total,
+                                      _spot_hint(spec)).problem()
 
 
 def _spot_hint(spec: Spec) -> str:

@@ -13,6 +13,7 @@ import math
 
 from generator.catalog import Catalog
 from generator.errors import Problem
+from generator.plan import refusals, warns
 from generator.plan.fit import Scored
 from generator.plan.model import (
     ASSUMPTION,
@@ -28,10 +29,10 @@ from generator.plan.model import (
     Storage,
 )
 from generator.plan.spot import spot_split
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 from generator.spec.model import Spec
-from generator.spec.units import human_bytes
 
 HOURS_PER_MONTH = 730
 
@@ -202,36 +203,17 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
         subscription_months=months, prices=tuple(prices))
 
 
-def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[str]:
+def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
     """The bucket's projected size at the end of the run: every checkpoint stays until someone deletes it, or
     (checkpoints.keep_last) those within the expiry window, and what happens to the newest after the run."""
     if not ckpt.enabled or not cost.checkpoints_kept:
         return []
     if ckpt.expire_days:
-        size = cost.checkpoints_kept * ckpt.size_bytes
-        return [f"checkpoints.keep_last {ckpt.keep_last}: the bucket holds about {cost.checkpoints_kept:,} x "
-                f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} at the end of the run (an ESTIMATE: "
-                f"{ckpt.expire_days} days as current objects plus checkpoints.retention_days ({ckpt.retention_days}) "
-                "as noncurrent versions"
-                + (f", and the milestones, one in every {ckpt.milestone_every}, kept forever" if ckpt.milestone_every
-                   else "")
-                + "). The lifecycle rule also expires the FINAL checkpoint "
-                f"{ckpt.expire_days} days after it is written: set compute.paused: true when the run ends (the rule "
-                f"is disabled while paused) or copy it out of oss://{ckpt.bucket}/{ckpt.prefix}"
-                + ("" if ckpt.tier == "oss" else
-                   f". The background copy from {ckpt.directory} (trainstack-ckpt-sync) uploads again any checkpoint still "
-                   "there, so keep_last bounds the bucket only if the training script also keeps only the last "
-                   f"{ckpt.keep_last} on the shared file system")]
-    size = cost.checkpoints_kept * ckpt.size_bytes
-    return [f"the checkpoint bucket keeps every checkpoint: about {cost.checkpoints_kept:,} x "
-            f"{human_bytes(ckpt.size_bytes)} = {human_bytes(size)} by the end of the run"
-            + (f", about {cost.object_storage_after_run_per_month:,.0f} CNY per month after it"
-               + (f" once in Infrequent Access (checkpoints.transition_ia_days: {ckpt.transition_ia_days})"
-                  if ckpt.transition_ia_days else "")
-               if cost.object_storage_after_run_per_month is not None else "")
-            + f" (an ESTIMATE). Only noncurrent versions (overwritten or deleted) expire, after "
-            f"checkpoints.retention_days ({ckpt.retention_days}); delete the step folders you no longer need under "
-            f"oss://{ckpt.bucket}/{ckpt.prefix} and they are gone {ckpt.retention_days} days later"]
+        return [warns.CheckpointsExpire(ckpt.keep_last, cost.checkpoints_kept, ckpt.size_bytes, ckpt.expire_days,
+                                        ckpt.retention_days, ckpt.bucket, ckpt.prefix, ckpt.tier, ckpt.directory,
+                                        ckpt.milestone_every)]
+    return [warns.CheckpointsKeptForever(cost.checkpoints_kept, ckpt.size_bytes, cost.object_storage_after_run_per_month,
+                                         ckpt.transition_ia_days, ckpt.retention_days, ckpt.bucket, ckpt.prefix)]
 
 
 def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
@@ -239,15 +221,10 @@ def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
     subscription at its prepaid amount), so an accepted plan never costs more than the budget it names."""
     b, out = spec.budget, []
     if b.total is not None and cost.run_total is not None and cost.run_total > b.total:
-        out.append(Problem(("budget", "total"), (
-            f"the plan is expected to cost {cost.run_total:,.0f} CNY for the whole run (compute "
-            f"{(cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0):,.0f}, shared storage "
-            f"{cost.shared_storage_run or 0:,.0f}, checkpoint objects {cost.object_storage_run or 0:,.0f}), over the "
-            f"budget of {b.total:,.0f} CNY"), "raise budget.total, train on fewer tokens, or use less storage"))
+        out.append(refusals.PlanOverTotal(cost.run_total, (cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0),
+                                          cost.shared_storage_run or 0, cost.object_storage_run or 0, b.total).problem())
     if b.per_hour is not None and cost.total_per_hour > b.per_hour:
-        out.append(Problem(("budget", "per_hour"), (
-            f"the plan costs {cost.total_per_hour:,.2f} CNY/h with storage, over the budget of {b.per_hour:,.2f} "
-            "CNY/h"), "raise budget.per_hour, or use less storage"))
+        out.append(refusals.PlanOverHourly(cost.total_per_hour, b.per_hour).problem())
     return out
 
 

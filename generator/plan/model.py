@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.plan.rejections import Rejection
+from generator.plan.warns import PlanWarning
 
-PLAN_SCHEMA_VERSION = 1
+# 2: each of ``warnings`` is {"code", "fields", "text"} (generator/plan/warns.py), not a sentence
+PLAN_SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,7 +489,7 @@ class Plan:
     cost: Cost
     decisions: tuple[Decision, ...]
     candidates: tuple[Candidate, ...]
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[PlanWarning, ...] = field(default_factory=tuple)  # plan.json: {"code", "fields", "text"}
     waivers: tuple[Waived, ...] = field(default_factory=tuple)
     lingjun: Lingjun | None = None
     dlc: Dlc | None = None
@@ -501,6 +503,7 @@ class Plan:
                 row.pop("reason")  # a fitting type's verdict is its rank, not a rejection
             else:
                 row["reason"] = _plain(candidate.reason.to_dict())
+        data["warnings"] = [_plain(w.to_dict()) for w in self.warnings]
         if data.get("lingjun") is None:
             data.pop("lingjun", None)  # ECS plans keep the plan.json they had before Lingjun existed
         if data.get("dlc") is None:

@@ -12,11 +12,13 @@ import math
 
 from generator.catalog import Region
 from generator.errors import Problem
+from generator.plan import refusals, warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Decision, DeploymentSet, IpRange, Network, Node, VSwitch
 from generator.plan.naming import node_name
 from generator.plan.spot import spot_ranks
 from generator.plan.storage import shared_storage_needed
+from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
 
 LOW_LATENCY_SET_MAX = 20  # a LowLatency deployment set holds at most 20 instances, all in one zone [DOC-DS]
@@ -40,15 +42,14 @@ def zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
         "DescribeAvailableResource before deploying)"))
 
 
-def fabric(spec: Spec, fit: Fit, decisions: list[Decision], warnings: list[str]) -> tuple[str, int]:
+def fabric(spec: Spec, fit: Fit, decisions: list[Decision], warnings: list[PlanWarning]) -> tuple[str, int]:
     """The RDMA fabric between the nodes (``erdma``, ``roce`` or ``none``) and the ERIs each node takes."""
     t = fit.itype
     rdma = "none"
     if spec.network.rdma is not False and (fit.nodes > 1 or spec.network.rdma is True):
         rdma = "roce" if t.scc else ("erdma" if t.eri_count > 0 else "none")
     if spec.network.rdma is False and fit.nodes > 1:
-        warnings.append(f"network.rdma is false: {fit.nodes} nodes will exchange gradients over TCP and the GPUs "
-                        "will wait on the network for much of each step")
+        warnings.append(warns.RdmaOff(fit.nodes))
     eri = (2 if t.two_network_cards else 1) if rdma == "erdma" else 0
     fabric_warnings(spec, fit, rdma, warnings)
     if rdma != "none":
@@ -84,14 +85,12 @@ def jumbo_support(spec: Spec, fit: Fit, rdma: str) -> tuple[bool, str]:
     return True, doc
 
 
-def fabric_warnings(spec: Spec, fit: Fit, rdma: str, warnings: list[str]) -> None:
+def fabric_warnings(spec: Spec, fit: Fit, rdma: str, warnings: list[PlanWarning]) -> None:
     """A spec that asks for jumbo frames on a family without documented support gets a warning, not an error."""
     if rdma == "erdma" and "jumbo_frames" in spec.network.model_fields_set and spec.network.jumbo_frames:
         on, why = jumbo_support(spec, fit, rdma)
         if not on:
-            warnings.append(f"network.jumbo_frames is true but jumbo frames were NOT enabled on {fit.itype.name}: "
-                            f"{why}. The nodes use MTU {ERDMA_MTU_STANDARD}, which NCCL over eRDMA needs without "
-                            "jumbo frames [DOC-ERDMA-GPU]")
+            warnings.append(warns.JumboNotEnabled(fit.itype.name, why, ERDMA_MTU_STANDARD))
 
 
 def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions: list[Decision]) -> Network:
@@ -170,10 +169,8 @@ def ip_plan(name: str, zone: str, vpc: ipaddress.IPv4Network, nodes: int, *, sto
     room = hi - RESERVED_LAST - first + 1
     if nodes > room:
         largest = 2 ** (32 - (vpc.prefixlen + 1)) - NODE_OFFSET - RESERVED_LAST
-        raise PlanningError([Problem(("network", "vpc_cidr"), (
-            f"{vpc} is too small for {nodes} nodes: the compute vSwitch {compute} holds {room} node addresses "
-            f"(from .{NODE_OFFSET} up to the last {RESERVED_LAST}, which Alibaba Cloud reserves) and may take at most "
-            f"the lower half of the VPC ({largest} nodes)"), "use a larger range such as 10.0.0.0/16")])
+        raise PlanningError([refusals.VpcTooSmall(str(vpc), nodes, str(compute), room, NODE_OFFSET, RESERVED_LAST,
+                                                  largest).problem()])
     top = ipaddress.IPv4Network(f"{ipaddress.IPv4Address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}")
     egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
     storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 
 from generator.catalog import Catalog
-from generator.errors import Problem
+from generator.plan import refusals
 from generator.plan.checkpoints import bucket_name, plan_checkpoints
 from generator.plan.compute import (
     choose,
@@ -41,6 +41,7 @@ from generator.plan.model import (
 )
 from generator.plan.run_hours import plan_schedule
 from generator.plan.storage import plan_storage
+from generator.plan.warns import PlanWarning
 from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability
 from generator.platforms.registry import parts_for, platform_for, unhonoured_warnings
@@ -70,10 +71,10 @@ def spec_digest(spec: Spec) -> str:
 
 def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     decisions: list[Decision] = []
-    warnings: list[str] = []
+    warnings: list[PlanWarning] = []
     region = catalog.region(spec.region)
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
-        raise PlanningError([Problem(("region",), f"unknown region '{spec.region}'")])
+        raise PlanningError([refusals.UnknownRegion(spec.region).problem()])
     platform, parts = platform_for(spec), parts_for(spec)
     zones = spec.zones or region.zones
     zone = zones[0]

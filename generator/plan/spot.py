@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from generator.plan import warns
 from generator.plan.fit import Fit
 from generator.plan.model import Decision, Node, Spot
+from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
 
 
@@ -28,7 +30,7 @@ def spot_ranks(spec: Spec, nodes: int) -> list[int]:
     return list(range(on_demand, on_demand + spot))
 
 
-def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision], warnings: list[str]) -> Spot:
+def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision], warnings: list[PlanWarning]) -> Spot:
     s = spec.spot
     ranks = tuple(ranks)
     on_demand = tuple(n.rank for n in ranks if not n.spot)
@@ -44,15 +46,11 @@ def plan_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decis
                                   f"; {_on_demand_text(on_demand)}; a watcher on each spot node polls the "
                                   f"metadata service and asks training to checkpoint on the 5-minute notice"
                                   f" [DOC-SPOT-HANDLE]"))
-        warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate "
-                        f"({s.interruptions_per_node_day:g}/node-day) are assumptions, not quotes: GPU spot prices "
-                        "vary by zone and hour (unverified)")
+        warnings.append(warns.SpotAssumed(s.price_ratio, s.interruptions_per_node_day))
         if not spot:
-            warnings.append("spot is enabled but every node is in the on-demand base")
+            warnings.append(warns.SpotAllOnDemand())
         if not on_demand:
-            warnings.append("every node is spot, rank 0 included (spot.on_demand_base: 0): rank 0 hosts the job's "
-                            "torchrun rendezvous, so a reclaim of rank 0 stops training until a new rank 0 is "
-                            "deployed; set spot.on_demand_base: 1 to keep it on demand")
+            warnings.append(warns.SpotRankZero())
     return Spot(s.enabled, s.strategy if s.enabled else "NoSpot", limit, s.protection_hours, s.interruption,
                 on_demand, spot, s.price_ratio, s.interruptions_per_node_day)
 

@@ -11,8 +11,10 @@ import math
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
+from generator.plan import refusals, warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Dataset, Decision, Network, Storage
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for
 from generator.spec import limits
@@ -36,7 +38,7 @@ def shared_storage_needed(spec: Spec, nodes: int) -> bool:
 
 
 def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, network: Network,
-                 decisions: list[Decision], warnings: list[str], weights_bytes: int = 0) -> Storage:
+                 decisions: list[Decision], warnings: list[PlanWarning], weights_bytes: int = 0) -> Storage:
     """``weights_bytes``: the estimated size of the base weights (:mod:`generator.plan.weights`), which land on the
     shared file system when there is one, so its capacity makes room for them."""
     s = spec.storage
@@ -44,8 +46,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
     kind: str = s.shared  # the spec's choice, then what auto resolves to
     if not platform_for(spec).has(Capability.SHARED_FILE_SYSTEM):  # Lingjun
         if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
-            raise PlanningError([Problem(("storage", "shared"), "Lingjun plans have no shared file system",
-                                         "set storage.shared: none and remove storage.dataset")])
+            raise PlanningError([refusals.NoSharedFileSystem().problem()])
         why = ("Lingjun nodes cannot mount CPFS general-purpose file systems, pulumi-alicloud cannot create CPFS for "
                "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
                "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
@@ -58,7 +59,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
         if kind == "none" and weights_bytes:
             why += " (the base weights too)"
         if why.startswith("CPFS is not offered") and ds is not None:
-            warnings.append(f"CPFS is not offered in {region.id}; large datasets will read slowly from Extreme NAS")
+            warnings.append(warns.CpfsNotOffered(region.id))
     else:
         why = "as the spec asks"
     _check_resolved_storage(spec, kind, weights_bytes)
@@ -78,9 +79,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
                f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps")
         if throughput < need_mbps:
             enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
-            warnings.append(f"CPFS gives {throughput:,} MB/s; {fit.nodes} nodes may want {need_mbps:,} MB/s "
-                            f"(assumed {CPFS_MBPS_PER_NODE} MB/s per node): set storage.capacity: {enough}GiB "
-                            "if data loading stalls (capacity can grow later, never shrink)")
+            warnings.append(warns.CpfsThroughputShort(throughput, fit.nodes, need_mbps, CPFS_MBPS_PER_NODE, enough))
         decisions.append(Decision("shared storage", f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
                                   f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
                                   f"[{source}]; mounted over NFS through a protocol service in the storage "
@@ -91,9 +90,7 @@ def plan_storage(spec: Spec, catalog: Catalog, region: Region, zone: str, fit: F
             decisions.append(Decision("dataset import", f"{ds.source} -> {ds.path}",
                                       f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
                                       f"{throughput:,} MB/s) [TF-nas-df]"))
-            warnings.append(f"before `trainstack up`, tag the dataset bucket {ds.source.split('/')[2]} with "
-                            "cpfs-dataflow=true: a CPFS data flow cannot read a bucket without that tag (Alibaba "
-                            "Cloud, 'Manage dataflows', 2025-11); trainstack does not own that bucket")
+            warnings.append(warns.DataflowBucketTag(ds.source.split("/")[2]))
         return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
     # Extreme NAS
     cap, storage_type, throughput, source = shared_size(spec, catalog, "extreme-nas", fit.nodes, weights_bytes)
@@ -171,8 +168,7 @@ def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> No
     if isinstance(s.capacity, int):
         gib = s.capacity / 2**30
         if kind == "none":
-            problems.append(Problem(("storage", "capacity"), "a capacity is set but the plan needs no shared file "
-                                    "system", "remove capacity, or set storage.shared: cpfs or extreme-nas"))
+            problems.append(refusals.CapacityWithoutFileSystem().problem())
         elif kind in ("cpfs", "extreme-nas"):
             wrong = limits.capacity_problem(kind, gib)
             if wrong:
@@ -181,10 +177,8 @@ def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> No
                                         wrong[1]))
             elif kind == "cpfs" and s.dataset is not None and s.dataset.size > s.capacity:
                 fix = limits.accepted_capacity("cpfs", s.dataset.size / 2**30)
-                problems.append(Problem(("storage", "capacity"), f"the {human_bytes(s.dataset.size)} dataset does not "
-                                        f"fit in a CPFS capacity of {gib:.10g} GiB",
-                                        f"use {fix}GiB" if fix * 2**30 >= s.dataset.size else
-                                        f"import at most {limits.largest_cpfs_dataset_tib()}TiB"))
+                problems.append(refusals.DatasetOverCapacity(s.dataset.size, gib, fix,
+                                                             limits.largest_cpfs_dataset_tib()).problem())
     elif kind == "cpfs" and s.dataset is not None:
         wrong = limits.dataset_capacity_problem(s.dataset.size)
         if wrong:
@@ -193,15 +187,11 @@ def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> No
         need = weights_bytes + (s.dataset.size if s.dataset is not None and kind == "cpfs" else 0)
         if need > s.capacity:
             fix = limits.accepted_capacity(kind, need * limits.DATASET_HEADROOM / 2**30)
-            problems.append(Problem(("storage", "capacity"), f"the base weights (about {human_bytes(weights_bytes)}, "
-                                    "an estimate)" + (" and the dataset" if need > weights_bytes else "")
-                                    + f" do not fit in a capacity of {s.capacity / 2**30:.10g} GiB",
-                                    f"use {fix}GiB, or capacity: auto"))
+            problems.append(refusals.WeightsOverCapacity(weights_bytes, need > weights_bytes, s.capacity / 2**30,
+                                                         fix).problem())
     if kind == "cpfs" and s.storage_class in ("standard", "advance"):
-        problems.append(Problem(("storage", "storage_class"), f"the plan uses CPFS, which takes advance_100 or "
-                                f"advance_200, not {s.storage_class}"))
+        problems.append(refusals.StorageClassMismatch(kind, s.storage_class).problem())
     if kind == "extreme-nas" and s.storage_class in ("advance_100", "advance_200"):
-        problems.append(Problem(("storage", "storage_class"), f"the plan uses Extreme NAS, which takes standard or "
-                                f"advance, not {s.storage_class}"))
+        problems.append(refusals.StorageClassMismatch(kind, s.storage_class).problem())
     if problems:
         raise PlanningError(problems)

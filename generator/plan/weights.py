@@ -12,9 +12,10 @@ from the parameter count (``docs/spec.md``, "model.weights").
 from __future__ import annotations
 
 from generator.catalog import Region
-from generator.errors import Problem
+from generator.plan import refusals, warns
 from generator.plan.fit import PlanningError
 from generator.plan.model import Decision, Network, Storage, Weights
+from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.dlc import weights as dlc_weights
 from generator.platforms.registry import platform_for
@@ -54,7 +55,7 @@ def landing_path(root: str, src: source.WeightsSource) -> str:
 
 
 def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network, nodes: int, parameters: int,
-                 decisions: list[Decision], warnings: list[str]) -> Weights | None:
+                 decisions: list[Decision], warnings: list[PlanWarning]) -> Weights | None:
     if spec.model.weights is None:
         return None
     src = source.parse(spec.model.weights)
@@ -65,11 +66,7 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
         return _plan_dlc_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
     shared = storage.kind != "none"
     if not shared and nodes > 1 and not lingjun:
-        raise PlanningError([Problem(("storage", "shared"), f"model.weights on {nodes} nodes needs a shared file "
-                                     f"system: with storage.shared: none each node would download the "
-                                     f"{human_bytes(size)} of weights itself",
-                                     "set storage.shared: auto (Extreme NAS, or CPFS with a dataset) or cpfs, so one "
-                                     "node fetches the weights and every node reads them")])
+        raise PlanningError([refusals.WeightsNeedShared(nodes, size).problem()])
     _check_egress(region, network, src)
     path = landing_path(storage.mount_path if shared else LOCAL_DIR, src)
     fetches = 1 if shared else nodes
@@ -87,16 +84,13 @@ def plan_weights(spec: Spec, region: Region, storage: Storage, network: Network,
                  "completion marker; the other nodes wait for the marker")
     elif nodes > 1:
         where = f"on each node's own disk: {'Lingjun plans have' if lingjun else 'the plan has'} no shared file system"
-        warnings.append(f"model.weights: each of the {nodes} nodes downloads the {human_bytes(size)} of weights itself "
-                        "(Lingjun plans have no shared file system); expect the first launch to wait for it")
+        warnings.append(warns.WeightsPerNode(nodes, size))
     else:
         where = "on the node's own disk, fetched once (one node, no shared file system)"
     decisions.append(Decision("base weights", f"{src.uri} -> {path}",
                               f"{where}; {how}; about {human_bytes(size)} ({basis})"))
     if not shared and size / 2**30 > spec.compute.system_disk_gib - LOCAL_RESERVE_GIB:
-        warnings.append(f"model.weights: the weights (about {human_bytes(size)}) may not fit on the "
-                        f"{spec.compute.system_disk_gib} GiB system disk beside the system (assumed "
-                        f"{LOCAL_RESERVE_GIB} GiB): raise compute.system_disk_gib or use shared storage")
+        warnings.append(warns.WeightsDiskTight(size, spec.compute.system_disk_gib, LOCAL_RESERVE_GIB))
     return Weights(source_kind=src.kind, uri=src.uri, model_id=src.model_id, revision=src.revision,
                    bucket=src.bucket, prefix=src.prefix, endpoint=endpoint, landing_path=path, shared=shared,
                    fetches=fetches, size_bytes=size, size_basis=basis)
@@ -116,14 +110,11 @@ def _modelscope_how(src: source.WeightsSource) -> str:
 
 def _check_egress(region: Region, network: Network, src: source.WeightsSource) -> None:
     if src.kind == "modelscope" and network.egress == "none":
-        raise PlanningError([Problem(("model", "weights"), "ModelScope weights are downloaded from modelscope.cn, "
-                                     "but network.egress: none gives the nodes no internet access",
-                                     f"set network.egress: nat, or copy the weights to an OSS bucket in "
-                                     f"{region.id} and write oss://BUCKET/PREFIX/")])
+        raise PlanningError([refusals.ModelScopeNoEgress(region.id).problem()])
 
 
 def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Network, nodes: int, parameters: int,
-                      src: source.WeightsSource, decisions: list[Decision], warnings: list[str]) -> Weights:
+                      src: source.WeightsSource, decisions: list[Decision], warnings: list[PlanWarning]) -> Weights:
     """PAI-DLC runs no bootstrap: OSS weights are mounted read-only (nothing copied), ModelScope weights are fetched
     once to the shared file system dataset by trainstack-weights, which the job runs before its command."""
     size, basis = estimated_size(spec, parameters), _basis(parameters)
@@ -141,18 +132,9 @@ def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Net
                        size_bytes=size, size_basis=basis)
     shared = storage.kind != "none"
     if not shared and nodes > 1:
-        raise PlanningError([Problem(("storage", "shared"), f"ModelScope weights on {nodes} PAI-DLC workers need a "
-                                     "shared file system: with storage.shared: none each worker would download the "
-                                     f"{human_bytes(size)} of weights into its own container",
-                                     "set storage.shared: auto or extreme-nas (a shared dataset: one worker fetches "
-                                     "the weights and every worker reads them), or copy the weights to OSS and write "
-                                     "model.weights: oss://BUCKET/PREFIX/ (DLC mounts them, nothing is copied)")])
+        raise PlanningError([refusals.DlcWeightsNeedShared(nodes, size).problem()])
     if not spec.checkpoints.enabled:
-        raise PlanningError([Problem(("checkpoints", "enabled"), "ModelScope weights on PAI-DLC need the checkpoint "
-                                     "bucket: DLC runs no node bootstrap, so the stack publishes the script that "
-                                     "fetches them (trainstack-weights) in that bucket and the job mounts it",
-                                     "set checkpoints.enabled: true, or copy the weights to OSS and write "
-                                     "model.weights: oss://BUCKET/PREFIX/ (DLC mounts them, nothing to fetch)")])
+        raise PlanningError([refusals.DlcWeightsNeedBucket().problem()])
     _check_egress(region, network, src)
     path = landing_path(storage.mount_path if shared else LOCAL_DIR, src)
     script = f"{dlc_weights.TOOLS_MOUNT}/{dlc_weights.SCRIPT_NAME}"
@@ -168,8 +150,7 @@ def _plan_dlc_weights(spec: Spec, region: Region, storage: Storage, network: Net
     else:
         where = (f"on the one worker's container disk (no shared file system): {runs}; the container's disk goes "
                  "with the job, so every job downloads them again")
-        warnings.append(f"model.weights: without a shared file system every PAI-DLC job downloads the "
-                        f"{human_bytes(size)} of weights again; set storage.shared: extreme-nas to fetch them once")
+        warnings.append(warns.DlcWeightsRefetch(size))
     decisions.append(Decision("base weights", f"{src.uri} -> {path}",
                               f"{where}; {_modelscope_how(src)}; about {human_bytes(size)} ({basis})"))
     return Weights(source_kind="modelscope", uri=src.uri, model_id=src.model_id, revision=src.revision, bucket="",

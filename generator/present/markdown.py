@@ -123,7 +123,7 @@ def plan_markdown(plan: Plan) -> str:
                 md.table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], rows,
                          right=(1, 2, 4, 5)), "", "</details>"]
     if plan.warnings:
-        out += ["", "#### Warnings", "", *(f"- :warning: {md.text(w)}" for w in plan.warnings)]
+        out += ["", "#### Warnings", "", *(f"- :warning: {md.text(w.text())}" for w in plan.warnings)]
     if plan.waivers:
         out += ["", "#### Waived lint rules", "",
                 md.table(["rule", "reason"], [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers])]

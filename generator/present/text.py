@@ -41,7 +41,7 @@ def schedule_table(plan: Plan) -> str:
 
 def warning_lines(plan: Plan) -> list[str]:
     """The plan's warnings as ``plan`` and ``validate`` print them: a heading, then one ``  ! ...`` line each."""
-    return ["Warnings", *(f"  ! {w}" for w in plan.warnings)] if plan.warnings else []
+    return ["Warnings", *(f"  ! {w.text()}" for w in plan.warnings)] if plan.warnings else []
 
 
 def paused_cost_lines(plan: Plan) -> list[str]:

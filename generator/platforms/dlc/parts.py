@@ -11,6 +11,7 @@ from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
     dlc_fabric,
@@ -32,17 +33,17 @@ class DlcParts:
         return dlc_zone_decision(spec, region, zone)
 
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[str]) -> Placement:
+              warnings: list[PlanWarning]) -> Placement:
         rdma, eri = dlc_fabric(spec, fit, decisions)
         network = dlc_network(spec, zone, fit, decisions)
         return Placement(zone, rdma, eri, network, dlc_workers(spec, zone, fit))
 
     def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
         return dlc_spot(spec, fit, ranks, decisions, warnings)
 
     def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
              checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[str]) -> dict[str, Any]:
+             warnings: list[PlanWarning]) -> dict[str, Any]:
         return {"dlc": plan_dlc(spec, catalog, region, best, storage, checkpoints, dlc_spot, decisions, warnings,
                                 weights)}

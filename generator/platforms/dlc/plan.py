@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
+from generator.plan import warns
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
     DLC_OUTPUTS,
@@ -39,6 +40,7 @@ from generator.plan.model import (
 )
 from generator.plan.placement import ip_plan
 from generator.plan.storage import shared_storage_needed
+from generator.plan.warns import PlanWarning
 from generator.platforms.dlc import weights as dlc_weights
 from generator.spec import limits
 from generator.spec.model import Spec
@@ -183,7 +185,7 @@ def dlc_workers(spec: Spec, zone: str, fit: Fit) -> tuple[Node, ...]:
 
 
 def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision],
-             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
     """DLC preemptible workers (JobSpec.SpotSpec): every worker or none, bidding SpotWithPriceLimit (the only
     SpotStrategy the API reference lists [API-DLC-SPOT]) with a price limit from spot.max_price_ratio. A spec that
     leaves spot.strategy at its ECS default (SpotAsPriceGo) gets SpotWithPriceLimit; one that names SpotAsPriceGo is
@@ -202,25 +204,18 @@ def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decisi
            "SpotAsPriceGo " if defaulted else "")
         + "[API-DLC-SPOT, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack "
         "runs no reclaim watcher in DLC containers")))
-    warnings.append(f"the spot price ({s.price_ratio:.0%} of list) and reclaim rate ({s.interruptions_per_node_day:g}"
-                    "/node-day) are assumptions, not quotes; DLC preemptible stock is not guaranteed [DOC-DLC-JOB]")
+    warnings.append(warns.DlcSpotAssumed(s.price_ratio, s.interruptions_per_node_day))
     spot = Spot(True, SPOT_STRATEGY, limit, 0, "terminate", (), tuple(n.rank for n in ranks), s.price_ratio,
                 s.interruptions_per_node_day)
     return spot, DlcSpot(SPOT_STRATEGY, limit, None)
 
 
-def quota_warning(workers: int, gpus: int, vcpus: int) -> str:
+def quota_warning(workers: int, gpus: int, vcpus: int) -> warns.DlcQuota | None:
     """The warning for a job over DLC's default public-resource quota (PUBLIC_MAX_GPUS GPU cards and PUBLIC_MAX_CPUS
-    CPU cores per job [DOC-DLC-JOB]), naming both of the job's figures; "" when the job keeps within it."""
-    job_gpus, job_cpus = workers * gpus, workers * vcpus
-    if job_gpus <= PUBLIC_MAX_GPUS and job_cpus <= PUBLIC_MAX_CPUS:
-        return ""
-    over = " and ".join(what for what, bad in (("GPUs", job_gpus > PUBLIC_MAX_GPUS),
-                                              ("CPU cores", job_cpus > PUBLIC_MAX_CPUS)) if bad)
-    return (f"DLC public resources allow at most {PUBLIC_MAX_GPUS} GPUs and {PUBLIC_MAX_CPUS} CPU cores per job unless "
-            f"your business manager raises the limit [DOC-DLC-JOB]; this job needs {workers} x {gpus} = {job_gpus} "
-            f"GPU(s) and {workers} x {vcpus} = {job_cpus} vCPU(s), over the default in {over}: ask for the raise (or "
-            "buy a resource quota) before submitting")
+    CPU cores per job [DOC-DLC-JOB]), naming both of the job's figures; None when the job keeps within it."""
+    if workers * gpus <= PUBLIC_MAX_GPUS and workers * vcpus <= PUBLIC_MAX_CPUS:
+        return None
+    return warns.DlcQuota(workers, gpus, vcpus, PUBLIC_MAX_GPUS, PUBLIC_MAX_CPUS)
 
 
 def workspace_name(spec: Spec) -> str:
@@ -232,7 +227,7 @@ def workspace_name(spec: Spec) -> str:
 
 
 def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage: Storage, ckpt: Checkpoints,
-             spot: DlcSpot | None, decisions: list[Decision], warnings: list[str],
+             spot: DlcSpot | None, decisions: list[Decision], warnings: list[PlanWarning],
              weights: Weights | None = None) -> Dlc:
     """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions; with
     base weights, their dataset, environment and prelude (:mod:`generator.platforms.dlc.weights`)."""
@@ -287,14 +282,10 @@ def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage
             f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
             "(CreateJob JobMaxRunningTimeMinutes)")))
     warning = quota_warning(fit.nodes, t.gpus, t.vcpu)
-    if warning:
+    if warning is not None:
         warnings.append(warning)
     oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
-    warnings.append(f"PAI-DLC must be activated and authorized in {region.id} (the AliyunPAIDLCDefaultRole service "
-                    "role) before the first job"
-                    + (f"; that role, not the job's, mounts the read-only OSS datasets, so it must be able "
-                       f"to read bucket(s) {', '.join(oss)}" if oss else "")
-                    + "; DLC's stock of the worker type is not checked by trainstack")
+    warnings.append(warns.DlcActivation(region.id, tuple(oss)))
     return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
                gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
                image_source=image_source, tp=fit.tp,

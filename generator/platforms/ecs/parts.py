@@ -13,6 +13,7 @@ from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
 from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.spot import plan_spot
+from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.spec.model import Spec
 
@@ -25,17 +26,17 @@ class EcsParts:
         return zone_decision(spec, region, zone)
 
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[str]) -> Placement:
+              warnings: list[PlanWarning]) -> Placement:
         rdma, eri = fabric(spec, fit, decisions, warnings)
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
         return Placement(zone, rdma, eri, network, ranks, dsets)
 
     def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
 
     def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
              checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[str]) -> dict[str, Any]:
+             warnings: list[PlanWarning]) -> dict[str, Any]:
         return {}

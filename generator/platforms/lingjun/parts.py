@@ -13,6 +13,7 @@ from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
 from generator.plan.spot import plan_spot
+from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.lingjun.plan import (
     lingjun_fabric,
@@ -33,7 +34,7 @@ class LingjunParts:
         return None  # the zone follows from the machine type's HPN zone (place)
 
     def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[str]) -> Placement:
+              warnings: list[PlanWarning]) -> Placement:
         lj = catalog.lingjun_type(fit.itype.name)
         assert lj is not None, "the layout offers only Lingjun machine types on Lingjun"
         zone, hpn_zone = lingjun_place(spec, lj, decisions)
@@ -43,12 +44,12 @@ class LingjunParts:
         return Placement(zone, rdma, eri, network, ranks, (), lj, hpn_zone, vpd_cidr, subnets)
 
     def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[str]) -> tuple[Spot, DlcSpot | None]:
+             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
 
     def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
              checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[str]) -> dict[str, Any]:
+             warnings: list[PlanWarning]) -> dict[str, Any]:
         assert placement.machine is not None
         return {"lingjun": plan_lingjun(spec, placement.machine, placement.zone, placement.hpn_zone,
                                         placement.vpd_cidr, placement.subnets, best, checkpoints, decisions, warnings)}

@@ -11,10 +11,12 @@ import ipaddress
 
 from generator.catalog import LingjunMachineType
 from generator.errors import Problem
+from generator.plan import warns
 from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.model import Checkpoints, Decision, Lingjun, LingjunSubnet, Network, Node, VSwitch
 from generator.plan.naming import node_name
+from generator.plan.warns import PlanWarning
 from generator.platforms.lingjun import PLATFORM
 from generator.spec.model import Spec
 
@@ -34,7 +36,7 @@ def lingjun_place(spec: Spec, lj: LingjunMachineType, decisions: list[Decision])
 
 
 def lingjun_fabric(spec: Spec, lj: LingjunMachineType, decisions: list[Decision],
-                   warnings: list[str]) -> tuple[str, int]:
+                   warnings: list[PlanWarning]) -> tuple[str, int]:
     """The HPN RDMA fabric every Lingjun node sits on (no ERIs to attach), with its decision."""
     rdma = "lingjun-hpn"
     fabric = (f"{lj.rdma_gbps:g} Gbit/s per node per the Lingjun docs [DOC-PAI-LJ]" if lj.rdma_gbps
@@ -44,7 +46,7 @@ def lingjun_fabric(spec: Spec, lj: LingjunMachineType, decisions: list[Decision]
         f"node's {lj.bonds or 'network'} bond(s) take addresses from the VPD subnet, and NCCL finds the RDMA "
         "devices itself (NCCL tuning variables are left to the Lingjun image; unverified)")))
     if spec.network.rdma is False:
-        warnings.append("network.rdma: false has no effect on Lingjun: its nodes are always on the HPN fabric")
+        warnings.append(warns.LingjunRdmaOff())
     return rdma, 0
 
 
@@ -116,7 +118,7 @@ def lingjun_nodes(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) ->
 
 def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, vpd_cidr: str,
                  subnets: tuple[LingjunSubnet, ...], best: Scored, ckpt: Checkpoints, decisions: list[Decision],
-                 warnings: list[str]) -> Lingjun:
+                 warnings: list[PlanWarning]) -> Lingjun:
     """Billing, cluster type, credentials and the limits of Lingjun, as decisions and warnings."""
     nodes = best.fit.nodes
     decisions.append(Decision("lingjun cluster", f"eflo.Cluster type {LINGJUN_CLUSTER_TYPE}, one node group", (
@@ -147,17 +149,11 @@ def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, v
             + (f"the expected {hours:,.0f} h of training" if best.run_hours is not None else
                "one month (give model.tokens to size it to the run)")
             + ", renewal is manual")))
-        warnings.append(f"Subscription nodes are prepaid: {nodes} x {lj.name} for {period} month(s) is about "
-                        f"{amount:,.0f} CNY at the estimated rate, whatever the run's length (the plan's whole-run "
-                        "cost and budget.total count this amount)")
-        warnings.append("Subscription nodes are never destroyed by Pulumi: `pulumi destroy` or removing a node only "
-                        "drops it from the state; release or refund it in the Lingjun console")
-    warnings.append(f"Lingjun capacity is ordered, not on demand: confirm stock of {nodes} x {lj.name} in {zone} "
-                    f"(HPN zone {hpn_zone}) with Alibaba Cloud before deploying; otherwise the order fails with "
-                    "'Failure to check order before create instance'")
+        warnings.append(warns.SubscriptionPrepaid(nodes, lj.name, period, amount))
+        warnings.append(warns.SubscriptionNotDestroyed())
+    warnings.append(warns.LingjunStock(nodes, lj.name, zone, hpn_zone))
     if not lj.gpu_verified:
-        warnings.append(f"the GPUs of {lj.name} are not documented: the plan assumes {lj.gpus} x {lj.gpu} "
-                        "(see the catalog notes); confirm the configuration with Alibaba Cloud")
+        warnings.append(warns.LingjunGpusUndocumented(lj.name, lj.gpus, lj.gpu))
     decisions.append(Decision("image", str(spec.compute.image_id), (
         "a Lingjun image id from the spec (Lingjun node groups boot Lingjun images, not ECS images, and the provider "
         "has no data source to look one up); trainstack:imageId overrides it at deploy time")))
@@ -168,11 +164,10 @@ def plan_lingjun(spec: Spec, lj: LingjunMachineType, zone: str, hpn_zone: str, v
             "trainstack creates no AccessKey for it, because a key created by Pulumi would be stored in its state: "
             "create one (console or `aliyun ram CreateAccessKey`) and install it on the nodes, or give them "
             "credentials through PAI")))
-        warnings.append(f"Lingjun nodes get no OSS credentials from trainstack: create an AccessKey for the RAM user "
-                        f"{spec.name}-checkpoints and install it on every node before training writes checkpoints")
+        warnings.append(warns.LingjunNoOssCredentials(f"{spec.name}-checkpoints"))
     if "system_disk_gib" in spec.compute.model_fields_set:
-        warnings.append("compute.system_disk_gib is ignored on Lingjun: eflo node groups take no system disk size in "
-                        "pulumi-alicloud 4.0.0 (the image decides)")
+        warnings.append(warns.FieldIgnored("compute.system_disk_gib", PLATFORM.title, "eflo node groups take no system disk "
+                                           "size in pulumi-alicloud 4.0.0 (the image decides)", ""))
     return Lingjun(vpd_cidr=vpd_cidr, subnets=subnets, hpn_zone=hpn_zone, cluster_type=LINGJUN_CLUSTER_TYPE,
                    machine_type=lj.name, payment_type=payment, period_months=period, bonds=lj.bonds,
                    node_group=f"{spec.name}-nodes", user_data_max_bytes=LINGJUN_USER_DATA_MAX)

@@ -105,8 +105,8 @@ def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
 
 
 def _warnings(base: Plan | None, head: Plan | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    old = base.warnings if base is not None else ()
-    new = head.warnings if head is not None else ()
+    old = tuple(w.text() for w in base.warnings) if base is not None else ()
+    new = tuple(w.text() for w in head.warnings) if head is not None else ()
     return tuple(w for w in new if w not in old), tuple(w for w in old if w not in new)
 
 
