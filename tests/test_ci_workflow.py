@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from generator.render import files
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
 MARKER = "<!-- trainstack -->"
@@ -56,7 +58,8 @@ def test_the_workflow_is_valid_yaml_with_the_expected_jobs_and_steps() -> None:
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+)*|[0-9a-f]{40})", step["uses"]), step["uses"]
                 action, version = step["uses"].split("@")
                 # Node 20 actions no longer run on GitHub's runners: the majors that run on Node 24 or later
-                current = {"actions/checkout": 5, "actions/setup-python": 6, "actions/github-script": 8}
+                current = {"actions/checkout": 5, "actions/setup-python": 6, "actions/github-script": 8,
+                           "actions/setup-go": 6, "actions/cache": 5}
                 assert int(version.lstrip("v").split(".")[0]) >= current[action], step["uses"]
             if step.get("uses", "").startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False
@@ -80,10 +83,17 @@ def test_the_deploy_job_keeps_secrets_in_its_deploy_step_and_pins_the_pulumi_cli
     for step in deploy["steps"]:
         has_secret = "secrets." in json.dumps(step)
         assert has_secret == (step.get("name") == "Deploy the clusters that differ from their last deploy"), step
-    install = next(s for s in deploy["steps"] if s.get("name", "").startswith("Install the Pulumi CLI"))["run"]
-    assert not re.search(r"\| *(ba)?sh\b", install) and "sha256sum -c" in install
-    assert re.fullmatch(r"[0-9a-f]{64}", deploy["env"]["PULUMI_SHA256"])
-    assert re.fullmatch(r"\d+\.\d+\.\d+", deploy["env"]["PULUMI_VERSION"])
+    step = next(s for s in deploy["steps"] if s.get("name", "").startswith("Install the Pulumi CLI"))
+    install = step["run"]
+    assert not re.search(r"\| *(ba)?sh\b", install) and "curl" not in install
+    # exactly the CLI of the stacks' SDK pin, built from Go modules with the checksum database on
+    assert f"pulumi=={deploy['env']['PULUMI_VERSION']}" == files.PULUMI_REQUIREMENT
+    assert step["env"]["GOSUMDB"] == "sum.golang.org" and step["env"]["GOPROXY"] == "https://proxy.golang.org"
+    assert all(step["env"][k] == "" for k in ("GONOSUMDB", "GONOSUMCHECK", "GOPRIVATE", "GOINSECURE"))
+    assert 'go get -tool "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@v${PULUMI_VERSION}"' in install
+    assert '[ "$got" = "v${PULUMI_VERSION}" ]' in install  # a cached binary is checked too
+    cache = next(s for s in deploy["steps"] if s.get("uses", "").startswith("actions/cache@"))
+    assert "${{ env.PULUMI_VERSION }}" in cache["with"]["key"] and "${{ env.GO_VERSION }}" in cache["with"]["key"]
     run = next(s for s in deploy["steps"] if s.get("name", "").startswith("Deploy the clusters"))["run"]
     assert "github.event.before" not in json.dumps(deploy) and "BEFORE" not in run
     assert "trainstack:deployed-digest" in run and "--expect-digest" in run
@@ -344,3 +354,59 @@ def test_deploys_follow_the_digest_of_the_last_successful_deploy(tmp_path: Path)
     assert (tags / "a.trainstack:deployed-digest").read_text() == "d2"
     assert push({"a": "d3", "b": "d2"}) == (0, ["up a d3"])  # the next run retries it
     assert (tags / "a.trainstack:deployed-commit").read_text() == "abc"
+
+
+FAKE_GO = r"""#!/usr/bin/env bash
+# go as the install step uses it: logs each call; mod tidy writes the versions; build writes a fake CLI
+echo "go $*" >> "$LOG"
+case "$1" in
+  get) case "$*" in *"@${EXPECT_COMMIT}"*|*"@v${PULUMI_VERSION}"*) ;; *) exit 5 ;; esac ;;
+  mod) printf 'require github.com/pulumi/pulumi/sdk/v3 v%s\n' "${SDK_VERSION:-$PULUMI_VERSION}" >> go.mod ;;
+  build) printf '#!/bin/sh\necho v%s\n' "$PULUMI_VERSION" > "$4"; chmod 0755 "$4" ;;  # build -trimpath -o FILE
+  list) mkdir -p "$SDK/python/cmd"; echo exec > "$SDK/python/cmd/pulumi-language-python-exec"; echo "$SDK" ;;
+  *) exit 9 ;;
+esac
+"""
+FAKE_GIT = r"""#!/usr/bin/env bash
+echo "git $*" >> "$LOG"
+case "$*" in *'refs/tags/v3.260.0^{}') printf '%s\trefs/tags/v3.260.0^{}\n' "$EXPECT_COMMIT" ;; esac
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_pulumi_cli_is_built_at_the_sdks_version_and_a_cached_one_is_checked(tmp_path: Path) -> None:
+    deploy = _workflow()["jobs"]["deploy"]
+    step = next(s for s in deploy["steps"] if s.get("name", "").startswith("Install the Pulumi CLI"))
+    bin_dir, home = tmp_path / "bin", tmp_path / "home"
+    bin_dir.mkdir()
+    for name, text in (("go", FAKE_GO), ("git", FAKE_GIT)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log, path_file = tmp_path / "log", tmp_path / "github-path"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+
+    def run(hit: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "runner").mkdir(exist_ok=True)
+        env = {**os.environ, **deploy["env"], **{k: str(v) for k, v in step["env"].items()}, "CACHE_HIT": hit,
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home), "LOG": str(log),
+               "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_PATH": str(path_file),
+               "SDK": str(tmp_path / "sdk"), "EXPECT_COMMIT": commit, **extra}
+        return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env,
+                              text=True, capture_output=True, timeout=60, check=False)
+
+    built = run("")
+    assert built.returncode == 0, built.stdout + built.stderr
+    calls = log.read_text()
+    assert "go get -tool github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@v3.260.0" in calls
+    assert f"go get -tool github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3@{commit}" in calls
+    cli = home / ".cache" / "pulumi-cli" / "bin"
+    assert {p.name for p in cli.iterdir()} == {"pulumi", "pulumi-language-python", "pulumi-language-python-exec"}
+    assert path_file.read_text() == f"{cli}\n"
+    log.write_text("")
+    assert run("true").returncode == 0 and "go " not in log.read_text()  # a cache hit builds nothing
+    (cli / "pulumi").write_text("#!/bin/sh\necho v3.253.0\n")  # a cached CLI of another version is refused
+    stale = run("true")
+    assert stale.returncode == 1 and "not v3.260.0" in stale.stdout
+    shutil.rmtree(cli)
+    drift = run("", SDK_VERSION="3.261.0")  # a dependency that pulls in a newer sdk/v3 stops the build
+    assert drift.returncode == 1 and "did not stay at v3.260.0" in drift.stdout

@@ -52,8 +52,13 @@ def test_node_init_installs_them_with_require_hashes_over_https_and_pins_the_dri
     assert f'DRIVER_VERSION="{render_files.NODE_RUNTIME["driver_version"]}"' in script
     assert '"nvidia-driver-${DRIVER_VERSION}"' in script and "latest-dkms\"" not in script
     assert 'ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"' in script
-    # nothing else over plain HTTP but the metadata service
-    assert set(re.findall(r"http://[^/\"' ]+", script)) == {"http://100.100.100.200"}
+    # the eRDMA installer only with the sha256 Alibaba publishes (catalog node_downloads.csv)
+    published = runtime.downloads()["erdma-installer"].sha256
+    assert re.fullmatch(r"[0-9a-f]{64}", published) and f'ERDMA_INSTALLER_SHA256="{published}"' in script
+    # nothing else over plain HTTP but the metadata service and, when HTTPS fails, the eRDMA page's own http:// URL
+    # (checked by that sha256)
+    assert set(re.findall(r"http://[^/\"' ]+", script)) == {"http://100.100.100.200", "http://${ERDMA_INSTALLER_URL#https:"}
+    assert "ERDMA_INSTALLER" not in lj_script  # Lingjun installs no eRDMA stack
 
 
 @pytest.mark.parametrize(("row", "what"), [

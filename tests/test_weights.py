@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 import threading
 import urllib.parse
@@ -471,3 +472,50 @@ def test_lingjun_nodes_copy_oss_weights_with_the_installed_access_key(tmp_path: 
     # signed with the AccessKey and no STS token (the fake refuses a request with one)
     assert "GET my-models/llama-2-70b/m" in fake.seen and (dest / "m").read_bytes() == b"m"
     assert "ak-secret" not in ok.stderr
+
+
+def test_modelscope_s_cli_comes_hash_pinned_from_the_catalog_and_oss_scripts_carry_none_of_it(tmp_path: Path) -> None:
+    """No unpinned install: without a modelscope in the image, the script installs exactly the catalog's
+    modelscope_wheels.csv (pip --require-hashes, pure-Python wheels) into a folder of its own; an OSS script has no
+    ModelScope part at all."""
+    from generator.catalog import runtime
+
+    text = _script(tmp_path, "modelscope://Qwen/Qwen2-72B@v1.0").read_text()
+    installs = [line for line in text.splitlines() if "pip install" in line]
+    assert installs and all("--require-hashes --only-binary=:all:" in line for line in installs), installs
+    body = text.split("<<'MODELSCOPE_REQUIREMENTS'\n", 1)[1].split("MODELSCOPE_REQUIREMENTS\n", 1)[0]
+    assert body == runtime.modelscope_requirements() and body.startswith("modelscope==")
+    assert all(w.file.endswith("-py3-none-any.whl") for w in runtime.modelscope_wheels())
+    assert 'PIPDIR="${TRAINSTACK_WEIGHTS_PIPDIR:-/opt/trainstack/modelscope}"' in text
+    (tmp_path / "oss").mkdir()
+    oss = _script(tmp_path / "oss", "oss://my-models/llama-2-70b/").read_text()
+    assert "MODELSCOPE" not in oss and "pip install" not in oss and "MODEL_ID" not in oss
+
+
+def test_the_pinned_modelscope_is_installed_once_with_a_python_of_3_9_or_later(tmp_path: Path) -> None:
+    """On a node without modelscope: the first Python 3.9+ on PATH installs the pinned set, once (a second fetch
+    finds the same requirements in PIPDIR and installs nothing)."""
+    script = _script(tmp_path, "modelscope://Qwen/Qwen2-72B@v1.0")
+    bin_dir = tmp_path / "pybin"
+    bin_dir.mkdir()
+    (tmp_path / "fake-modelscope").write_text(FAKE_MODELSCOPE)
+    real = sys.executable
+    (bin_dir / "python3").write_text(
+        "#!/bin/bash\n"
+        'if [ "$1 $2 $3" = "-m pip install" ]; then\n'
+        '  echo "pip $*" >> "$FAKE_PIP_LOG"\n'
+        '  while [ $# -gt 0 ]; do case "$1" in --target) t="$2"; shift ;; esac; shift; done\n'
+        '  mkdir -p "$t/bin" && cp "$FAKE_MODELSCOPE" "$t/bin/modelscope" && chmod 0755 "$t/bin/modelscope"; exit 0\n'
+        "fi\n"
+        f'exec "{real}" "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    pipdir = tmp_path / "pipdir"
+    for attempt in (1, 2):
+        dest = tmp_path / f"dest{attempt}"
+        env = {**_env(tmp_path, dest), "PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_PIP_LOG": str(tmp_path / "pip.log"),
+               "FAKE_MODELSCOPE": str(tmp_path / "fake-modelscope"), "TRAINSTACK_WEIGHTS_PIPDIR": str(pipdir)}
+        run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 0, run.stderr
+        assert (dest / ".trainstack-weights-complete").exists()
+    pip = (tmp_path / "pip.log").read_text().splitlines()
+    assert len(pip) == 1 and "--require-hashes" in pip[0] and f"--target {pipdir} -r " in pip[0]

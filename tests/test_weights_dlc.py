@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from generator import api
+from generator.catalog import runtime
 from generator.errors import SpecErrors
 from generator.plan import warns
 from generator.platforms.dlc import weights as dlc_weights
@@ -292,7 +293,10 @@ def test_two_workers_download_modelscope_weights_once_with_a_private_pip_install
     assert (tmp_path / "calls.log").read_text() == "modelscope/Llama-2-7b-ms@v1.0.0\n"  # one download
     assert (dest / "model.safetensors").exists() and (dest / ".trainstack-weights-complete").exists()
     pip = (tmp_path / "pip.log").read_text().splitlines()
-    assert len(pip) == 1 and f"--target {tmp_path / 'pip'} modelscope" in pip[0]  # by the lock holder only
+    # by the lock holder only: the hash-pinned set of the catalog (modelscope_wheels.csv), into the private folder
+    assert len(pip) == 1 and f"--target {tmp_path / 'pip'} -r " in pip[0], pip
+    assert "--require-hashes --only-binary=:all:" in pip[0]
+    assert (tmp_path / "pip" / ".trainstack-requirements.txt").read_text() == runtime.modelscope_requirements()
     logs = "".join(err for _, err in runs)
     assert "this node fetches" in logs and "waiting for" in logs
     # the job's next start (a restart after a reclaim, or the next job) finds them at once

@@ -1,8 +1,9 @@
 """What a node downloads when its image lacks it, pinned: ``data/v1/node_wheels.csv`` (PyTorch and every wheel it
-depends on for Linux x86_64 and CPython 3.11, each with its sha256 from PyPI) and ``data/v1/node_downloads.csv``
-(other files, with a sha256 where one could be recorded). The renderer turns the wheels into the hash-pinned
-requirements file that node-init.sh installs with ``pip install --require-hashes``, so a wheel that differs from
-PyPI's by one byte is refused. Standard library only.
+depends on for Linux x86_64 and CPython 3.11, each with its sha256 from PyPI), ``data/v1/modelscope_wheels.csv``
+(ModelScope's CLI and its dependencies, pure-Python wheels for CPython 3.9 and later, for trainstack-weights) and
+``data/v1/node_downloads.csv`` (other files, with a sha256 where one could be recorded). The renderer turns each
+wheel set into a hash-pinned requirements file that the node installs with ``pip install --require-hashes``, so a
+wheel that differs from PyPI's by one byte is refused. Standard library only.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str
     return out
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=4)
 def wheels(path: Path | None = None) -> tuple[Wheel, ...]:
     """Every row of node_wheels.csv; a bad name, version or sha256, or a file of another package and version, is a
     :class:`CatalogError` naming the file and line."""
@@ -91,14 +92,31 @@ def downloads(path: Path | None = None) -> dict[str, Download]:
     return out
 
 
-def hashed_requirements() -> str:
-    """The requirements file of the node's PyTorch, one ``NAME==VERSION --hash=sha256:...`` line per package (every
-    wheel of it that Linux x86_64 may pick), for ``pip install --require-hashes``."""
+def hashed_requirements(rows: tuple[Wheel, ...] | None = None) -> str:
+    """The requirements file of the node's PyTorch (or of ``rows``), one ``NAME==VERSION --hash=sha256:...`` line per
+    package (every wheel of it that Linux x86_64 may pick), for ``pip install --require-hashes``."""
     by_package: dict[tuple[str, str], list[str]] = {}
-    for w in wheels():
+    for w in wheels() if rows is None else rows:
         by_package.setdefault((w.package, w.version), []).append(w.sha256)
     return "".join(f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in hashes) + "\n"
                    for (name, version), hashes in by_package.items())
 
 
-__all__ = ["DOWNLOAD_COLUMNS", "WHEEL_COLUMNS", "Download", "Wheel", "downloads", "hashed_requirements", "wheels"]
+def modelscope_wheels() -> tuple[Wheel, ...]:
+    """Every row of modelscope_wheels.csv (checked like node_wheels.csv); every file must be a pure-Python wheel
+    (``py3-none-any``), since trainstack-weights runs on whatever Python 3.9+ the node or the DLC image has."""
+    path = _DEFAULT_DIR / "modelscope_wheels.csv"
+    rows = wheels(path)
+    for w in rows:
+        if not w.file.endswith("-py3-none-any.whl"):
+            raise CatalogError(f"{path}: {w.file} is not a py3-none-any wheel")
+    return rows
+
+
+def modelscope_requirements() -> str:
+    """The hash-pinned requirements file of ModelScope's CLI (trainstack-weights, ModelScope weights)."""
+    return hashed_requirements(modelscope_wheels())
+
+
+__all__ = ["DOWNLOAD_COLUMNS", "WHEEL_COLUMNS", "Download", "Wheel", "downloads", "hashed_requirements",
+           "modelscope_requirements", "modelscope_wheels", "wheels"]

@@ -116,9 +116,12 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
 # the exact version, which supports CUDA 12.4 (CUDA 12.4 release notes: minimum driver 550.54); torch 2.6.0's
 # default Linux wheel on PyPI is built for CUDA 12.4 (pytorch.org, "Previous PyTorch versions"). Its wheels and
 # their sha256 are catalog data (catalog/data/v1/node_wheels.csv, pip --require-hashes). The index is Alibaba's PyPI
-# mirror on the VPC-internal mirror host, over HTTPS. ASSUMPTION (2026-12-02): no Alibaba page found that documents
-# https://mirrors.cloud.aliyuncs.com/pypi/simple/ (the public mirror is https://mirrors.aliyun.com/pypi/simple/;
-# Alibaba's images configure the internal host in pip.conf); the hashes make the mirror's integrity irrelevant.
+# mirror on the VPC-internal mirror host, over HTTPS. ASSUMPTION (search of 2026-12-02): no Alibaba page was found
+# that documents https://mirrors.cloud.aliyuncs.com/pypi/simple/ or says that host answers HTTPS. Alibaba's mirror
+# help page https://developer.aliyun.com/mirror/pypi documents the public https://mirrors.aliyun.com/pypi/simple/
+# (not readable from where this was written); ECS logs in public repositories show the images' pip.conf using
+# http://mirrors.cloud.aliyuncs.com/pypi/simple/ with trusted-host. The hashes make the transport irrelevant to
+# what is installed; if HTTPS is not served there, the step fails naming the index (docs/bootstrap.md).
 NODE_RUNTIME = {
     "driver_branch": "550",
     "driver_version": "550.163.01",
@@ -170,8 +173,13 @@ def weights_script(plan: Plan) -> str:
     if plan.weights is None:
         return ""
     node_role = platform_for(plan).has(Capability.NODE_RAM_ROLE)
+    modelscope = node_runtime.modelscope_wheels()
     return _env().get_template("stack/weights.sh.j2").render(
         plan=plan, weights_timeout=weights_timeout(plan), caps=capabilities(plan),
+        # catalog data (modelscope_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
+        modelscope_requirements=escape.quoted_heredoc_body(node_runtime.modelscope_requirements(),
+                                                           "MODELSCOPE_REQUIREMENTS"),
+        modelscope_version=escape.Escaped(next(w.version for w in modelscope if w.package == "modelscope")),
         # the ECS node role (identity_ecs.py.j2); Lingjun nodes use the RAM user's key, DLC fetches nothing from OSS
         weights_role=f"{plan.name}-node" if node_role else "")
 

@@ -5,8 +5,10 @@
 # every other node waits for the marker. A lock without a heartbeat for STALE seconds is taken over.
 # On PAI-DLC every worker container runs this before the job's command (the job's prelude, `trainstack submit`): the
 # shared file system is the workspace dataset DLC mounts, and modelscope is installed apart from the image's packages.
+# ModelScope's CLI, when the image has none: modelscope 1.37.1 and every package it needs, each pinned to a version
+# and its sha256 on PyPI (catalog modelscope_wheels.csv; pip --require-hashes refuses a wheel with another hash and
+# a package that is not listed), pure-Python wheels for any Python 3.9 or later, installed into PIPDIR only.
 set -euo pipefail
-KIND="modelscope"
 SOURCE="modelscope://modelscope/Llama-2-7b-ms@master"
 MODEL_ID="modelscope/Llama-2-7b-ms"
 REVISION="master"
@@ -26,22 +28,43 @@ ready() { [ -f "${DEST}/${MARK}" ]; }
 age() { local t; t="$(stat -c %Y "$1" 2>/dev/null)" || return 1; echo $(($(date +%s) - t)); }
 
 
+# modelscope_cli: MODELSCOPE is the image's modelscope, else the pinned one in PIPDIR (installed once per PIPDIR)
+modelscope_cli() {
+  local py req
+  if command -v modelscope >/dev/null 2>&1; then MODELSCOPE=modelscope; return 0; fi
+  for py in /opt/trainstack/venv/bin/python3 python3 python3.13 python3.12 python3.11 python3.10 python3.9 ""; do
+    [ -n "${py}" ] && command -v "${py}" >/dev/null 2>&1 && "${py}" -c 'import sys; sys.exit(sys.version_info < (3, 9))' && break
+  done
+  [ -n "${py}" ] || { log "ModelScope's CLI needs Python 3.9 or later, and this node has none"; return 1; }
+  mkdir -p "${PIPDIR}" && req="$(mktemp)" || return 1
+  cat > "${req}" <<'MODELSCOPE_REQUIREMENTS'
+modelscope==1.37.1 --hash=sha256:7f7af2dd37339188cbd3c18a858b1297b8a75222b9a0fbf176c7df8189cac39a
+requests==2.32.5 --hash=sha256:2462f94637a34fd532264295e186976db0f5d453d1cdd31473c85a6a161affb6
+charset-normalizer==3.5.3 --hash=sha256:96e268b0cbda016ac519513294fcd17032264085b600abaac58b93049477e132
+idna==3.20 --hash=sha256:ab7ae7122974553370f0bdb919e1a960b2cd1bc1ef0276416d896db81c14582c
+urllib3==2.6.3 --hash=sha256:bf272323e553dfb2e87d9bfd225ca7b0f467b919d7bbd355436d3fd37cb0acd4
+certifi==2026.10.19.post1 --hash=sha256:1324c476b4811eff41a8bc2122cd0bbd4d9c7234c725446d99ab1612b3a7fdd2
+tqdm==4.70.1 --hash=sha256:c293e525e6fef9c20e8728fd4612df02a0aa31bb5fe91ecd93e123b1b7bffa73
+filelock==3.19.1 --hash=sha256:d38e30481def20772f5baf097c122c3babc4fcdb7e14e57049eb9d88c6dc017d
+packaging==26.3 --hash=sha256:d7193f7c8e4e93f444fde0262bf90af30e16fa0ad0ad44cb553c87339b23cd1c
+setuptools==82.0.1 --hash=sha256:a59e362652f08dcd477c78bb6e7bd9d80a7995bc73ce773050228a348ce2e5bb
+MODELSCOPE_REQUIREMENTS
+  if ! cmp -s "${req}" "${PIPDIR}/.trainstack-requirements.txt"; then
+    log "installing modelscope 1.37.1 (hash-pinned) into ${PIPDIR} with ${py}"
+    "${py}" -m pip install -q --disable-pip-version-check --require-hashes --only-binary=:all: --upgrade \
+      --target "${PIPDIR}" -r "${req}" || { rm -f "${req}"; log "pip could not install modelscope"; return 1; }
+    mv "${req}" "${PIPDIR}/.trainstack-requirements.txt"
+  fi
+  rm -f "${req}"
+  MODELSCOPE="${PIPDIR}/bin/modelscope"
+  export PYTHONPATH="${PIPDIR}${PYTHONPATH:+:${PYTHONPATH}}"
+}
+
 download() {
-  local dir="$1" i cred
+  local dir="$1" i
   for i in 1 2 3; do
-    if [ "${KIND}" = "modelscope" ]; then
-      # into a folder of its own, not the image's site-packages: the job's pinned packages stay as they are, and pip
-      # allows --target where the image's Python is externally managed (PEP 668)
-      command -v modelscope >/dev/null 2>&1 || { python3 -m pip install -q --target "${PIPDIR}" modelscope \
-        && export PYTHONPATH="${PIPDIR}${PYTHONPATH:+:${PYTHONPATH}}" PATH="${PIPDIR}/bin:${PATH}"; } || true
-      modelscope download --model "${MODEL_ID}" --revision "${REVISION}" --local_dir "${dir}" && return 0
-    else
-      cred="$(umask 077; mktemp -d)/credentials.json"
-      # each attempt takes fresh credentials (STS tokens expire)
-      if (umask 077; oss_credentials "${cred}") && oss_copy "${cred}" "${dir}"; then
-        rm -rf "${cred%/*}"; return 0
-      fi
-      rm -rf "${cred%/*}"
+    if modelscope_cli && "${MODELSCOPE}" download --model "${MODEL_ID}" --revision "${REVISION}" --local_dir "${dir}"; then
+      return 0
     fi
     log "attempt ${i} to fetch ${SOURCE} failed"; sleep $((i * PAUSE))
   done

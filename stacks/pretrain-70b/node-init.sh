@@ -39,10 +39,10 @@ FACTS_ENDPOINT="oss-cn-wulanchabu-internal.aliyuncs.com"
 FACTS_ROLE="pretrain-70b-node"
 RDMA="erdma"
 ERI_COUNT="2"
-# Alibaba's eRDMA installer 1.5.7 on the VPC-internal mirror, over HTTPS (catalog node_downloads.csv). Its sha256:
-# "" (empty: Alibaba publishes none; the node records the one it got, docs/bootstrap.md)
+# Alibaba's eRDMA installer 1.5.7 on the VPC-internal mirror (catalog node_downloads.csv), installed only if its
+# sha256 is "cb44f4c4aaaabfbd81224c85a9e7889732bda26cc832ff70ecc0559bcc14165c", the one Alibaba's eRDMA page publishes (docs/bootstrap.md)
 ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"
-ERDMA_INSTALLER_SHA256=""
+ERDMA_INSTALLER_SHA256="cb44f4c4aaaabfbd81224c85a9e7889732bda26cc832ff70ecc0559bcc14165c"
 # The runtime when the image has none (docs/bootstrap.md, "The runtime"): NVIDIA's driver 550.163.01 (exact version),
 # PyTorch 2.6.0 (CUDA 12.4 wheels) from Alibaba's VPC-internal PyPI mirror over HTTPS, in /opt/trainstack/venv,
 # every wheel checked against its sha256 on PyPI (pip --require-hashes; /etc/trainstack/torch-requirements.txt, from the cluster facts).
@@ -415,13 +415,16 @@ erdma_devices() { local n=0 d; for d in /sys/class/infiniband/erdma*; do [ -e "$
 if [ "${RDMA}" = "erdma" ] && [ "$(erdma_devices)" -eq 0 ]; then
   echo "trainstack: installing the eRDMA stack from ${ERDMA_INSTALLER_URL}"
   tmp="$(mktemp -d)"
+  # HTTPS first; the http:// URL Alibaba's page gives only when HTTPS fails and a sha256 is recorded to check it
   curl -fsSL --proto =https --retry 5 --retry-delay 10 --connect-timeout 10 "${ERDMA_INSTALLER_URL}" -o "${tmp}/erdma.tar.gz" \
+    || { [ -n "${ERDMA_INSTALLER_SHA256}" ] && echo "trainstack: HTTPS failed; trying http:// (checked by sha256)" && curl -fsSL \
+    --proto =http --retry 5 --retry-delay 10 --connect-timeout 10 "http://${ERDMA_INSTALLER_URL#https://}" -o "${tmp}/erdma.tar.gz"; } \
     || fail "could not download ${ERDMA_INSTALLER_URL} (5 retries, 10 s apart)"
   got="$(sha256sum "${tmp}/erdma.tar.gz" | cut -d' ' -f1)"
   if [ -n "${ERDMA_INSTALLER_SHA256}" ] && [ "${got}" != "${ERDMA_INSTALLER_SHA256}" ]; then
-    fail "${ERDMA_INSTALLER_URL} has sha256 ${got}, not the recorded ${ERDMA_INSTALLER_SHA256}; not installing it"
+    fail "${ERDMA_INSTALLER_URL} has sha256 ${got}, not the published ${ERDMA_INSTALLER_SHA256}; not installing it"
   fi
-  echo "trainstack: ${ERDMA_INSTALLER_URL} sha256 ${got}${ERDMA_INSTALLER_SHA256:+ (as recorded)}"
+  echo "trainstack: ${ERDMA_INSTALLER_URL} sha256 ${got}${ERDMA_INSTALLER_SHA256:+ (as published)}"
   echo "${got}  ${ERDMA_INSTALLER_URL##*/}" > /var/lib/trainstack/erdma-installer.sha256
   tar -xzf "${tmp}/erdma.tar.gz" -C "${tmp}"
   (cd "${tmp}"/erdma_installer* && ./install.sh --batch) || fail "the eRDMA installer failed"

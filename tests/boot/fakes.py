@@ -12,7 +12,8 @@ Per-node answers are files in STATE too: ``instance-id`` and ``region-id`` (abse
 role's name, instead of the command line's). Switches are files in
 STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
 time), ``stall-metadata`` (the next notice read hangs for 60 s, once), ``access-key`` ("ID SECRET": OSS expects
-that AccessKey and no STS token, as a Lingjun node's RAM user key). Every request is logged to STATE/requests.log.
+that AccessKey and no STS token, as a Lingjun node's RAM user key), ``mirror-no-https`` (the mirror answers 503 over
+HTTPS, plain HTTP still works). Every request is logged to STATE/requests.log.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class Oss(Handler):
     def handle_oss(self) -> None:
         host = self.headers.get("Host", "")
         if host == "mirrors.cloud.aliyuncs.com" and self.command == "GET":  # the mirror, over HTTPS
+            if (STATE / "mirror-no-https").exists():
+                log(f"mirror GET {host}{self.path} 503 https")
+                return self.reply(503)
             return Mirror.do_GET(self)
         body = self.body()
         bucket = host.split(".", 1)[0]

@@ -5,6 +5,7 @@ step, a driver that does not answer and a stalled metadata call. Marker ``boot``
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from generator import api
+from generator.catalog import runtime as node_runtime
 from generator.render import files as render_files
 from tests.boot.sandbox import Node, facts_for, have_sandbox
 
@@ -31,24 +33,31 @@ BUCKET_HOST = f"{K.bucket}.{K.internal_endpoint}"
 INSTALLED = ("trainstack-boot", "trainstack-launch", "trainstack-spot-watcher", "trainstack-facts")
 
 
-def user_data(rank: int) -> str:
-    """What the program gives rank ``rank`` (compute_ecs.py.j2's user_data(), before gzip)."""
+PUBLISHED = f'ERDMA_INSTALLER_SHA256="{node_runtime.downloads()["erdma-installer"].sha256}"'
+
+
+def user_data(rank: int, erdma_sha256: str | None = None) -> str:
+    """What the program gives rank ``rank`` (compute_ecs.py.j2's user_data(), before gzip), with the sha256 of the
+    stand-in eRDMA installer in place of the published one (or ``erdma_sha256``)."""
     r = PLAN.compute.ranks[rank]
+    sha = erdma_sha256 if erdma_sha256 is not None else hashlib.sha256(erdma_installer()).hexdigest()
     return (
-        SCRIPT.replace("__TRAINSTACK_NODE_RANK__", str(r.rank))
+        SCRIPT.replace(PUBLISHED, f'ERDMA_INSTALLER_SHA256="{sha}"')
+        .replace("__TRAINSTACK_NODE_RANK__", str(r.rank))
         .replace("__TRAINSTACK_NODE_NAME__", r.name)
         .replace("__TRAINSTACK_NODE_SPOT__", "true" if r.spot else "false")
     )
 
 
 def erdma_installer() -> bytes:
+    """A stand-in for Alibaba's installer, the same bytes on every call (its sha256 goes into the user data)."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buf, mode="w") as tar:
         body = b'#!/bin/bash\ntouch "$STATE/erdma-installed"\n'
         info = tarfile.TarInfo("erdma_installer-1.5.7/install.sh")
         info.size, info.mode = len(body), 0o755
         tar.addfile(info, io.BytesIO(body))
-    return buf.getvalue()
+    return gzip.compress(buf.getvalue(), mtime=0)
 
 
 def make_node(tmp_path: Path, rank: int, **facts: object) -> Node:
@@ -151,27 +160,33 @@ def test_a_failed_step_leaves_a_marker_naming_it_and_the_launcher_refuses(tmp_pa
     assert "LAUNCH-RC=3" in boot.output and "this node is not ready" in boot.output
 
 
-def test_the_erdma_installer_is_fetched_over_https_and_refused_when_its_sha256_differs(tmp_path: Path) -> None:
-    node = make_node(tmp_path, 0)
-    good = hashlib.sha256((node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes()).hexdigest()
+def test_the_erdma_installer_is_installed_only_with_the_published_sha256_https_first(tmp_path: Path) -> None:
+    # the catalog row carries the sha256 Alibaba's eRDMA page publishes for 1.5.7; the stand-in file here has
+    # another, so with the published value the node refuses it and installs nothing
+    assert PUBLISHED in SCRIPT and "https://mirrors.cloud.aliyuncs.com/erdma/" in SCRIPT
+    good = hashlib.sha256(erdma_installer()).hexdigest()
+    node = make_node(tmp_path / "published", 0)
+    (node.root / "user-data.sh").write_text(user_data(0, erdma_sha256=PUBLISHED.split('"')[1]))
     boot = node.boot()
-    assert boot.rc == 0, boot.output
-    # no sha256 in the catalog (Alibaba publishes none): the node records the one it got
+    failed = node.marker("bootstrap-failed") or ""
+    assert boot.rc == 1 and "step=erdma" in failed and f"has sha256 {good}, not the published" in failed, boot.output
+    assert not (node.state / "erdma-installed").exists()
+    # the file whose sha256 is the recorded one is installed, over HTTPS, and its sha256 is kept on the node
+    node = make_node(tmp_path / "good", 0)
+    boot = node.boot()
+    assert boot.rc == 0 and "(as published)" in boot.output, boot.output
     assert node.disk("/var/lib/trainstack/erdma-installer.sha256").read_text() == f"{good}  erdma_installer-1.5.7.tar.gz\n"
-    assert f"sha256 {good}" in node.disk("/var/log/trainstack/init.log").read_text()
-    assert 'ERDMA_INSTALLER_SHA256=""' in SCRIPT and "https://mirrors.cloud.aliyuncs.com/erdma/" in SCRIPT
-    for sha, ok in ((good, True), ("0" * 64, False)):  # a sha256 recorded in the catalog row
-        node = make_node(tmp_path / sha[:4], 0)
-        (node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").write_bytes(
-            (tmp_path / "node0" / "state" / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").read_bytes())
-        (node.root / "user-data.sh").write_text(user_data(0).replace('ERDMA_INSTALLER_SHA256=""', f'ERDMA_INSTALLER_SHA256="{sha}"'))
+    assert (node.state / "erdma-installed").exists() and "503 https" not in node.log("requests.log")
+    # a mirror without HTTPS: the page's http:// URL, still checked by the sha256
+    for sha, ok in ((good, True), ("0" * 64, False)):
+        node = make_node(tmp_path / f"http-{sha[:4]}", 0)
+        (node.state / "mirror-no-https").touch()
+        (node.root / "user-data.sh").write_text(user_data(0, erdma_sha256=sha))
         boot = node.boot()
-        failed = node.marker("bootstrap-failed") or ""
-        if ok:
-            assert boot.rc == 0 and "(as recorded)" in boot.output, boot.output
-        else:
-            assert boot.rc == 1 and "step=erdma" in failed and f"has sha256 {good}, not the recorded" in failed, boot.output
-            assert not (node.state / "erdma-installed").exists()
+        requests = node.log("requests.log")
+        assert "mirror GET mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz 503 https" in requests
+        assert "mirror GET mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz 200" in requests, boot.output
+        assert (node.state / "erdma-installed").exists() == ok and (boot.rc == 0) == ok, boot.output
 
 
 def test_a_driver_that_does_not_answer_is_a_failed_bootstrap(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ is a stub too. ``torchrun`` is a stub that records what it was started with and 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -65,14 +66,16 @@ def make_node(tmp_path: Path, plan_and_script, toolkit: bool = True) -> Node:
     k = plan.checkpoints
     user_data = (script.replace("__TRAINSTACK_NODE_RANK__", "0").replace("__TRAINSTACK_NODE_NAME__", r.name)
                  .replace("__TRAINSTACK_NODE_SPOT__", "false"))
+    from tests.boot.test_boot import PUBLISHED, erdma_installer
+
+    # the stand-in eRDMA installer's sha256 in place of the published one (tests/boot/test_boot.py)
+    user_data = user_data.replace(PUBLISHED, f'ERDMA_INSTALLER_SHA256="{hashlib.sha256(erdma_installer()).hexdigest()}"')
     node = Node(tmp_path, user_data, role=f"{plan.name}-node", bucket_host=f"{k.bucket}.{k.internal_endpoint}",
                 node_ip=r.private_ip)
     facts = render_files.cluster_facts(plan)
     facts["shared_fs"] = {"kind": "none", "address": "", "mount_path": "/mnt/shared"}
     node.put_object(k.bucket, k.facts_key, facts_for(facts))
     (node.state / "mirror" / "erdma").mkdir(parents=True)
-    from tests.boot.test_boot import erdma_installer
-
     (node.state / "mirror" / "erdma" / "erdma_installer-1.5.7.tar.gz").write_bytes(erdma_installer())
     node.stub("docker", DOCKER)
     node.stub("torchrun", TORCHRUN)

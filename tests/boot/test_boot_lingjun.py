@@ -113,3 +113,52 @@ def test_without_the_access_key_the_weights_fetch_says_what_to_install(tmp_path:
     assert boot.rc == 0 and node.marker("bootstrap-done"), boot.output  # the node is up; the job cannot start
     assert "no /etc/trainstack/oss-credentials: install the AccessKey of the RAM user" in boot.output
     assert "LAUNCH-RC=1" in boot.output and not node.log("torchrun.log")
+
+
+CKPT_SPEC = f"""
+name: lj-jobs
+region: cn-wulanchabu
+model: {{preset: llama-2-70b, tokens: 20B}}
+compute: {{platform: lingjun, image_id: {IMAGE}, nodes: 4}}
+"""
+
+
+def test_a_lingjun_job_copies_its_log_with_the_client_it_carries_signed_with_the_access_key(tmp_path: Path) -> None:
+    """`trainstack submit` on Lingjun: the node group's user data has no trainstack-ckpt-sync, so the job script
+    carries it and job.sh runs its --put from a private folder, signed with the RAM user's AccessKey (the fake OSS
+    refuses anything else); no ossutil is downloaded or run."""
+    import json
+
+    from generator.live.jobs import request as rq
+    from generator.live.jobs.cluster import cluster_from_plan
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent(CKPT_SPEC))
+    plan = api.plan(spec)
+    k = plan.checkpoints
+    user_data = userdata.lingjun_user_data(api.render_files(plan, str(spec))["node-init.sh"])
+    node = Node(tmp_path / "n", user_data, role="none", bucket_host=f"{k.bucket}.{k.internal_endpoint}",
+                node_ip="10.8.0.13", hostname="lj-jobs-node-001")
+    (node.state / "access-key").write_text(KEY)
+    key_id, secret = KEY.split()
+    node.disk("/etc/trainstack/oss-credentials").parent.mkdir(parents=True, exist_ok=True)
+    node.disk("/etc/trainstack/oss-credentials").write_text(
+        f"OSS_ACCESS_KEY_ID={key_id}\nOSS_ACCESS_KEY_SECRET='{secret}'\n")
+    node.stub("trainstack-launch-stub", "#!/bin/bash\necho \"step 1 of $*\"\nexit 4\n")
+    node.stub("ossutil", "#!/bin/bash\necho OSSUTIL-RAN >> \"$STATE/ossutil.log\"\nexit 1\n")
+    cluster = cluster_from_plan(json.loads(plan.to_json()), {"node_ids": [f"e01-lj{i}" for i in range(4)]})
+    job = rq.job_script(cluster, cluster.nodes, "lj-jobs-1", ["train.py", "--lr", "1"])
+    assert "ossutil" not in job and "TRAINSTACK_JOB_OSS_CLIENT=" in job
+    (node.root / "job.sh").write_text(job)
+    boot = node.boot("TRAINSTACK_LAUNCH=$(command -v trainstack-launch-stub) bash /var/lib/cloud-sim/job.sh; "
+                     "echo JOB-RC=$?; ls /usr/local/bin/trainstack-ckpt-sync 2>&1 | tail -n 1")
+    assert "JOB-RC=4" in boot.output, boot.output
+    assert "No such file" in boot.output  # the node itself has no client: the job's copy was used
+    stored = node.state / "oss" / k.bucket / cluster.log_prefix / "lj-jobs-1"
+    assert "step 1 of train.py --lr 1" in (stored / "rank-1.log").read_text()
+    status = json.loads((stored / "rank-1.exit.json").read_text())
+    assert status["state"] == "finished" and status["exit_code"] == 4 and status["rank"] == "1"
+    requests = node.log("requests.log")
+    assert "403" not in requests and "security-credentials" not in requests
+    assert not (node.state / "ossutil.log").exists()
+    assert secret not in boot.output and "fake/secret" not in node.disk("/var/log/trainstack/init.log").read_text()

@@ -158,7 +158,19 @@ def job_script(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence
         _assign("TRAINSTACK_JOB_RANKS", _rank_map(nodes)),
         _assign("TRAINSTACK_JOB_ARGV", encode_argv(argv)),
     ]
+    if cluster.platform == "lingjun" and cluster.bucket:
+        head.append(_assign("TRAINSTACK_JOB_OSS_CLIENT", oss_client()))
     return "\n".join(head) + "\n" + script("job.sh")
+
+
+def oss_client() -> str:
+    """trainstack-ckpt-sync (the node's one OSS client, templates/stack/ckpt_sync.py.j2), gzip-compressed
+    (reproducibly) and base64-encoded, for the nodes that lack it: a Lingjun node group's user data has no room for
+    it (docs/bootstrap.md), so the job carries it and job.sh runs it from a private folder with ``--put``, signed with
+    the RAM user's AccessKey in /etc/trainstack/oss-credentials. About 6 KB of the command's 24 KB."""
+    from generator.render import files, userdata
+
+    return base64.b64encode(userdata.ecs_user_data_bytes(files.ckpt_sync_script())).decode("ascii")
 
 
 def encode_content(text: str) -> str:

@@ -26,46 +26,25 @@ dir="${LOG_ROOT}/${TRAINSTACK_JOB}"
 mkdir -p "${dir}"
 log="${dir}/rank-${rank}.log"
 status="${dir}/rank-${rank}.exit.json"
-role="$(meta ram/security-credentials/ | head -n 1)"
 
-ossutil_bin() {
-  command -v ossutil && return 0
-  [ -x /usr/local/bin/ossutil ] && { echo /usr/local/bin/ossutil; return 0; }
-  region="$(meta region-id)"
-  region="${region:-${TRAINSTACK_JOB_REGION:-}}"
-  curl -fsSL --retry 3 -o /usr/local/bin/ossutil \
-    "https://oos-public-${region}.oss-${region}-internal.aliyuncs.com/x64/ossutil64" &&
-    chmod 0755 /usr/local/bin/ossutil && echo /usr/local/bin/ossutil
-}
-# ECS nodes copy with the node's one OSS client (trainstack-ckpt-sync --put: the RAM role's STS credentials through
-# the metadata service in hardened mode, the bucket's internal endpoint; docs/bootstrap.md), nothing downloaded.
+# Every node copies with the node's one OSS client, trainstack-ckpt-sync --put (Python's standard library, signed
+# requests to the bucket's internal endpoint; templates/stack/ckpt_sync.py.j2, docs/bootstrap.md), nothing downloaded.
+# ECS nodes have it from their cluster facts and sign with the RAM role's STS credentials (the metadata service in
+# hardened mode). A Lingjun node group's user data has no room for it: the job carries it (TRAINSTACK_JOB_OSS_CLIENT,
+# gzip and base64), unpacked here into a private folder; with no RAM role it signs with the RAM user's AccessKey that
+# the operator installs in /etc/trainstack/oss-credentials, read by the client itself, never on a command line.
 SYNC="${TRAINSTACK_CKPT_SYNC:-/usr/local/bin/trainstack-ckpt-sync}"
-# Lingjun nodes have no RAM role (no metadata service): they copy with the RAM user's AccessKey that the bootstrap
-# keeps in /etc/trainstack/oss-credentials (docs/bootstrap.md), through an ossutil config file in a private folder,
-# never on a command line.
-OSS_CREDENTIALS="${TRAINSTACK_OSS_CREDENTIALS:-/etc/trainstack/oss-credentials}"
+if [ ! -x "${SYNC}" ] && [ -n "${TRAINSTACK_JOB_OSS_CLIENT:-}" ]; then
+  client_dir="$(umask 077; mktemp -d)" &&
+    printf '%s' "${TRAINSTACK_JOB_OSS_CLIENT}" | base64 -d | gunzip > "${client_dir}/trainstack-ckpt-sync" &&
+    chmod 0700 "${client_dir}/trainstack-ckpt-sync" && SYNC="${client_dir}/trainstack-ckpt-sync"
+fi
 upload() {
   [ -n "${TRAINSTACK_JOB_LOG_URL}" ] && [ -e "$1" ] || return 0
-  [ -n "${role}" ] || [ -r "${OSS_CREDENTIALS}" ] || return 0
-  if [ -n "${role}" ]; then
-    [ -x "${SYNC}" ] || { echo "trainstack: no ${SYNC} on this node: $1 stays on the node" >&2; return 0; }
-    "${SYNC}" --put "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" > /dev/null 2>&1 ||
-      echo "trainstack: copying $1 to OSS failed" >&2
-    return 0
-  fi
-  bin="$(ossutil_bin)" || return 0
-  cfg_dir="$(mktemp -d)" || return 0
-  (
-    umask 077
-    OSS_ACCESS_KEY_ID="" OSS_ACCESS_KEY_SECRET=""
-    # shellcheck disable=SC1090
-    . "${OSS_CREDENTIALS}"
-    printf '[Credentials]\nlanguage=EN\nendpoint=%s\naccessKeyID=%s\naccessKeySecret=%s\n' \
-      "${TRAINSTACK_JOB_ENDPOINT}" "${OSS_ACCESS_KEY_ID}" "${OSS_ACCESS_KEY_SECRET}" > "${cfg_dir}/ossutil.cfg"
-  )
-  "${bin}" --config-file "${cfg_dir}/ossutil.cfg" cp -f "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" \
-    > /dev/null 2>&1 || echo "trainstack: copying $1 to OSS failed" >&2
-  rm -f "${cfg_dir}/ossutil.cfg"; rmdir "${cfg_dir}"
+  [ -x "${SYNC}" ] || { echo "trainstack: no ${SYNC} on this node: $1 stays on the node" >&2; return 0; }
+  "${SYNC}" --put "$1" "${TRAINSTACK_JOB_LOG_URL}/$(basename "$1")" > /dev/null 2>&1 ||
+    echo "trainstack: copying $1 to OSS failed" >&2
+  return 0
 }
 state() {  # state NAME [EXIT_CODE]
   printf '{"job": "%s", "rank": "%s", "instance_id": "%s", "state": "%s", "exit_code": %s, "time": "%s"}\n' \
@@ -77,6 +56,7 @@ finish() {
   [ -n "${copier:-}" ] && kill "${copier}" 2> /dev/null
   upload "${log}"
   state finished "${rc}"
+  [ -n "${client_dir:-}" ] && rm -f "${client_dir}/trainstack-ckpt-sync" && rmdir "${client_dir}"
   exit "${rc}"
 }
 trap 'finish 143' TERM
