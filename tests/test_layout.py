@@ -133,9 +133,10 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
     # checkpoint_policy (shared by both identities) and facts (the compute part's published cluster facts, in its own
     # file so compute edits merge easily) are pieces of a part, not parts
-    # weights_policy (the base weights' read grant, shared by the node identities) likewise
+    # weights_policy (the base weights' read grant, shared by the node identities) and registry_policy (the ECS node
+    # identity's private container registry grant) likewise
     bases = {name.removesuffix("_ecs").removesuffix("_lingjun").removesuffix("_dlc") for name in partials} - {
-        "checkpoint_policy", "facts", "weights_policy"}
+        "checkpoint_policy", "facts", "weights_policy", "registry_policy"}
     assert bases <= set(PARTS) and {"network", "identity", "checkpoints", "storage", "compute", "outputs"} <= bases
     assert {r.part for r in RULES.values()} <= set(PARTS) and all(r.part for r in RULES.values())
     program = (root / "stacks" / "pretrain-70b" / "__main__.py").read_text()

@@ -183,9 +183,9 @@ def _container_rules(spec: Spec) -> list[Problem]:
     image the nodes boot must bring Docker and the NVIDIA Container Toolkit (the pinned default image has neither)."""
     c = spec.compute
     parts = limits.container_image_parts(c.container_image) if c.container_image else None
+    problems = _registry_login_rules(spec, parts is not None)
     if parts is None:
-        return []
-    problems = []
+        return problems
     if parts[0] != spec.region:
         problems.append(Problem(("compute", "container_image"), f"the registry is in {parts[0]}, not in {spec.region}: "
                                 "nodes pull through the registry's VPC endpoint, which serves its own region only",
@@ -197,6 +197,27 @@ def _container_rules(spec: Spec) -> list[Problem]:
                                 "set compute.image_id to an image that has them, or remove compute.container_image "
                                 "to train with the PyTorch node-init.sh installs"))
     return problems
+
+
+def _registry_login_rules(spec: Spec, has_image: bool) -> list[Problem]:
+    """compute.container_registry_instance: the nodes log in to that Enterprise Edition instance with their RAM role
+    (GetAuthorizationToken with InstanceId), so it needs an Enterprise Edition image and nodes with a role (ECS)."""
+    c, where = spec.compute, ("compute", "container_registry_instance")
+    if c.container_registry_instance is None:
+        return []
+    if not has_image:
+        return [Problem(where, "a registry instance to log in to, but no compute.container_image to pull from it",
+                        "set compute.container_image to the private image, or remove this line")]
+    if limits.container_repository(c.container_image or "") is None:
+        return [Problem(where, "nodes log in only to Enterprise Edition instances "
+                        "(INSTANCE-registry[-vpc].REGION.cr.aliyuncs.com); compute.container_image is Personal Edition",
+                        "push the image to an Enterprise Edition instance, or make the Personal Edition repository "
+                        "public and remove this line")]
+    if not platform_for(spec).has(Capability.NODE_RAM_ROLE):  # the login needs the node role's STS credentials
+        return [Problem(where, f"only ECS nodes log in to a private registry, not platform {c.platform} (Lingjun "
+                        "nodes have no RAM role; PAI-DLC pulls the job's image itself, without this login)",
+                        "use an image the platform can pull without a login, or platform: ecs")]
+    return []
 
 
 def _repeats(spec: Spec) -> list[Problem]:

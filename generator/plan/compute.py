@@ -185,7 +185,8 @@ def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[N
         key_pair=spec.compute.admin_key_pair or (platform_for(spec).default_key_pair.format(name=spec.name) or None),
         image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
                                         else ""),
-        container_image=container_pull_ref(spec))
+        container_image=container_pull_ref(spec),
+        container_registry_instance=spec.compute.container_registry_instance or "")
 
 
 def container_pull_ref(spec: Spec) -> str:
@@ -198,9 +199,13 @@ def container_decision(spec: Spec, compute: Compute) -> Decision | None:
     """Why the job runs in the spec's container image, and how the nodes get it."""
     if not compute.container_image or not platform_for(spec).has(Capability.NODES):
         return None
+    login = (f"after a login to Enterprise Edition instance {compute.container_registry_instance} with a temporary "
+             "token that the node's RAM role gets from GetAuthorizationToken (the role may pull this one repository)"
+             if compute.container_registry_instance else
+             "without a login: the repository must allow anonymous pulls from the VPC")
     return Decision("container image", compute.container_image, (
         "compute.container_image, pinned by its digest and pulled through the registry's VPC endpoint at first boot "
-        "(docker pull, no login: the repository must allow anonymous pulls from the VPC); trainstack-launch runs "
+        f"(docker pull, {login}); trainstack-launch runs "
         "torchrun in it with the GPUs, the host network and PID namespace, the shared file system and /run/trainstack "
         "mounted, so node-init.sh installs no PyTorch (docs/bootstrap.md, \"Container image\")"))
 

@@ -182,6 +182,8 @@ class Compute:
     image: str = ""
     # compute.container_image with the registry's VPC endpoint: trainstack-launch runs torchrun in it ("" for none)
     container_image: str = ""
+    # compute.container_registry_instance: the nodes log in to it with their role before the pull ("" for none)
+    container_registry_instance: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,6 +524,8 @@ class Plan:
             data["compute"].pop("image", None)
         if not data["compute"].get("container_image"):  # plans without a container image keep their plan.json
             data["compute"].pop("container_image", None)
+        if not data["compute"].get("container_registry_instance"):
+            data["compute"].pop("container_registry_instance", None)
         if data["cost"].get("paused") is None:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:

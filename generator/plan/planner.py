@@ -53,13 +53,15 @@ __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 def spec_digest(spec: Spec) -> str:
     """A short content hash of the spec's meaning (not its formatting).
 
-    ``compute.paused`` counts only when true, ``model.weights``, ``compute.admin_key_pair`` and
-    ``compute.container_image`` and ``checkpoints.milestones`` only when set, so a spec that uses none keeps
-    the digest it had before the fields existed (and its committed plan.json stays byte-identical).
+    ``compute.paused`` counts only when true, ``model.weights``, ``compute.admin_key_pair``,
+    ``compute.container_image``, ``compute.container_registry_instance`` and ``checkpoints.milestones`` only when
+    set, so a spec that uses none keeps the digest it had before the fields existed (and its committed plan.json
+    stays byte-identical).
     """
     exclude: dict = {"compute": {*(() if spec.compute.paused else ("paused",)),
                                  *(() if spec.compute.admin_key_pair else ("admin_key_pair",)),
-                                 *(() if spec.compute.container_image else ("container_image",))}}
+                                 *(() if spec.compute.container_image else ("container_image",)),
+                                 *(() if spec.compute.container_registry_instance else ("container_registry_instance",))}}
     if not exclude["compute"]:
         del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest

@@ -21,6 +21,7 @@ from generator.platforms.registry import platform_for
 from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
+from generator.spec import limits
 
 # A generated stack is a reviewed artifact, so its SDKs are pinned to the versions trainstack itself pins and tests
 # with (pyproject.toml; tests/test_node_runtime.py keeps them in step). Without hashes: `pip install --require-hashes`
@@ -108,7 +109,24 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         # catalog data (node_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
         "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
         "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
+        "registry_login": registry_login(plan),
     }
+
+
+def registry_login(plan: Plan) -> dict[str, Any]:
+    """compute.container_registry_instance: what the node-init.sh login and the node role's pull policy name
+    (empty without one): the instance, the VPC registry host, the repository's namespace and name."""
+    c = plan.compute
+    repo = limits.container_repository(c.container_image) if c.container_registry_instance else None
+    if repo is None:
+        return {}
+    return {"instance": c.container_registry_instance, "registry": repo[0], "namespace": repo[1],
+            "repository": repo[2]}
+
+
+def registry_login_script() -> str:
+    """``/usr/local/bin/trainstack-registry-login`` (static text; ECS nodes get it in the cluster facts)."""
+    return str(_env().get_template("stack/registry_login.py.j2").render())
 
 
 # What node-init.sh installs when the image has no driver or no PyTorch (docs/bootstrap.md, "The runtime"). The
@@ -220,6 +238,8 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
         # rank 0's checkpoint copy (templates/stack/ckpt_sync.py.j2), for the same reason
         **({"ckpt_sync": ckpt_sync_script()} if k.enabled and (k.directory or k.milestone_seconds) else {}),
+        # the private registry's login helper (templates/stack/registry_login.py.j2), likewise
+        **({"registry_login": registry_login_script()} if registry_login(plan) else {}),
     }
 
 

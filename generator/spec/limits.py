@@ -198,6 +198,9 @@ _PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 CONTAINER_IMAGE_RE = (rf"^(?P<host>{ACR_HOST_RE})/(?P<repo>{_PATH_PART}(?:/{_PATH_PART})+)"
                       r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@sha256:(?P<digest>[0-9a-f]{64})$")
 MAX_CONTAINER_IMAGE_CHARS = 512
+# compute.container_registry_instance: an Enterprise Edition instance id as the console and the API show it
+# (GetAuthorizationToken's InstanceId, e.g. cri-kmsiwlxxdcvaduwb: help.aliyun.com/document_detail/451390.htm)
+ACR_INSTANCE_ID_RE = r"^cri-[a-z0-9]{4,40}$"
 
 
 def container_image_parts(ref: str) -> tuple[str, str, str] | None:
@@ -211,3 +214,13 @@ def container_image_parts(ref: str) -> tuple[str, str, str] | None:
     else:
         region, host = m["eregion"], f"{m['instance']}-registry-vpc.{m['eregion']}.cr.aliyuncs.com"
     return region, host + ref[len(m["host"]):], m["digest"]
+
+
+def container_repository(ref: str) -> tuple[str, str, str] | None:
+    """(VPC registry host, namespace, repository) of an Enterprise Edition image reference, None for Personal
+    Edition or no reference: what `docker login` and the pull policy's repository ARN name."""
+    m = re.fullmatch(CONTAINER_IMAGE_RE, ref) if len(ref) <= MAX_CONTAINER_IMAGE_CHARS else None
+    if m is None or m["personal"]:
+        return None
+    namespace, repository = m["repo"].split("/", 1)
+    return f"{m['instance']}-registry-vpc.{m['eregion']}.cr.aliyuncs.com", namespace, repository

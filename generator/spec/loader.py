@@ -375,6 +375,9 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
             message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
         elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
             message = f"{excerpt(err.get('input'))} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
+        elif kind == "string_pattern_mismatch" and loc == ("compute", "container_registry_instance"):
+            message = f"{excerpt(err.get('input'))} is not a Container Registry Enterprise Edition instance id"
+            hint = "the instance's ID as the ACR console shows it: cri- and lowercase letters and digits (cri-kmsiwlxxdcvaduwb)"
         seen_key = (loc, message)
         if seen_key in seen:
             continue

@@ -292,6 +292,8 @@ class ComputeSpec(_Strict):
     # an ACR image pinned by digest that trainstack-launch runs torchrun in (instead of the host's PyTorch)
     container_image: Annotated[str, Field(pattern=limits.CONTAINER_IMAGE_RE,
                                           max_length=limits.MAX_CONTAINER_IMAGE_CHARS)] | None = None
+    # the ACR Enterprise Edition instance (cri-...) of a private container_image: nodes log in with their role
+    container_registry_instance: Annotated[str, Field(pattern=limits.ACR_INSTANCE_ID_RE)] | None = None
     # an existing ECS key pair for administrators (null: none on ECS, where access is through Cloud Assistant)
     admin_key_pair: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9:_.-]{1,127}$")] | None = None
     system_disk_gib: Annotated[int, Field(ge=40, le=2048)] = 200

@@ -6,12 +6,18 @@
   every request's V1 signature with Alibaba's own SDK (``oss2``'s signer, given the credentials it handed out) and
   the STS token, and keeps objects under STATE/oss/BUCKET/KEY (multipart uploads included);
 * the VPC-internal mirror host mirrors.cloud.aliyuncs.com on 127.0.0.1:443 (TLS, the same certificate) and :80,
-  serving STATE/mirror/PATH.
+  serving STATE/mirror/PATH;
+* the Container Registry API at cr-vpc.REGION.aliyuncs.com on 127.0.0.1:443 (TLS, the same certificate; the node's
+  /etc/hosts maps it there when the node is made with that host): GetAuthorizationToken (2018-12-01) of the
+  instance named in STATE/acr-instance, which checks the request's RPC signature (version 1.0) with Alibaba's own
+  SDK (``alibabacloud_tea_openapi``'s ``get_rpcsignature``) and the STS token, and answers a fresh temporary
+  password, also written to STATE/acr-issued ("USER PASSWORD") for the fake docker to check.
 
 Per-node answers are files in STATE too: ``instance-id`` and ``region-id`` (absent: 404), ``role`` (the attached
 role's name, instead of the command line's). Switches are files in
 STATE: ``no-role`` (the credentials answer 404), ``spot-notice`` (its text is the reclaim
-time), ``stall-metadata`` (the next notice read hangs for 60 s, once), ``access-key`` ("ID SECRET": OSS expects
+time), ``stall-metadata`` (the next notice read hangs for 60 s, once), ``acr-denied`` (GetAuthorizationToken
+answers 403 NoPrivilege, as for a role without cr:GetAuthorizationToken), ``access-key`` ("ID SECRET": OSS expects
 that AccessKey and no STS token, as a Lingjun node's RAM user key), ``mirror-no-https`` (the mirror answers 503 over
 HTTPS, plain HTTP still works). Every request is logged to STATE/requests.log.
 """
@@ -130,6 +136,8 @@ class Oss(Handler):
                 log(f"mirror GET {host}{self.path} 503 https")
                 return self.reply(503)
             return Mirror.do_GET(self)
+        if host.startswith("cr-vpc.") and self.command == "GET":  # the Container Registry API
+            return self.handle_acr()
         body = self.body()
         bucket = host.split(".", 1)[0]
         url = urllib.parse.urlsplit(self.path)
@@ -189,6 +197,34 @@ class Oss(Handler):
             code = 400
         log(f"oss {self.command} {bucket}/{key}{'?' + url.query if url.query else ''} {code}")
         self.reply(code, out, "application/xml")
+
+    def handle_acr(self) -> None:
+        from alibabacloud_tea_openapi.utils import Utils  # the SDK's own RPC signer (the test extra)
+
+        self.body()
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).items()}
+        given = query.pop("Signature", "")
+        want = Utils.get_rpcsignature(query, "GET", SECRET)
+        action, instance = query.get("Action"), query.get("InstanceId")
+        if given != want or query.get("AccessKeyId") != KEY_ID or query.get("SecurityToken") != STS:
+            code, answer = 400, {"Code": "SignatureDoesNotMatch"}
+        elif not all(query.get(k) for k in ("Timestamp", "SignatureNonce", "Format")) or query.get(
+            "SignatureMethod"
+        ) != "HMAC-SHA1" or query.get("SignatureVersion") != "1.0":
+            code, answer = 400, {"Code": "MissingParameter"}
+        elif action != "GetAuthorizationToken" or query.get("Version") != "2018-12-01":
+            code, answer = 404, {"Code": "InvalidAction.NotFound"}
+        elif (STATE / "acr-denied").exists():
+            code, answer = 403, {"Code": "NoPrivilege", "Message": "Access denied for this user."}
+        elif not (STATE / "acr-instance").exists() or instance != (STATE / "acr-instance").read_text().strip():
+            code, answer = 404, {"Code": "INSTANCE_NOT_EXIST"}
+        else:
+            password = f"acr-temp-password-{time.monotonic_ns()}"
+            (STATE / "acr-issued").write_text(f"temp_user_cr {password}")
+            code, answer = 200, {"TempUsername": "temp_user_cr", "AuthorizationToken": password, "IsSuccess": True,
+                                 "ExpireTime": int(time.time() + 3600) * 1000, "Code": "success"}
+        log(f"acr {action} {instance} {code} {answer['Code']}")
+        self.reply(code, json.dumps(answer).encode(), "application/json")
 
     do_GET = do_PUT = do_POST = do_DELETE = handle_oss
 

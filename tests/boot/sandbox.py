@@ -86,8 +86,10 @@ class Node:
         node_ip: str,
         extra_ips: tuple[str, ...] = (),
         hostname: str = "sandbox-node",
+        api_hosts: tuple[str, ...] = (),
     ) -> None:
         self.hostname = hostname  # what the image sets (a Lingjun node group sets NAME-node-NNN)
+        self.api_hosts = api_hosts  # more hosts of the fakes on 127.0.0.1:443 (the Container Registry API)
         self.root, self.role, self.bucket_host, self.node_ip, self.extra_ips = (
             root,
             role,
@@ -118,7 +120,8 @@ class Node:
                 "-subj",
                 f"/CN={bucket_host}",
                 "-addext",
-                f"subjectAltName=DNS:{bucket_host},DNS:mirrors.cloud.aliyuncs.com",
+                f"subjectAltName=DNS:{bucket_host},DNS:mirrors.cloud.aliyuncs.com"
+                + "".join(f",DNS:{h}" for h in api_hosts),
                 "-addext",
                 "basicConstraints=critical,CA:TRUE",
                 "-keyout",
@@ -171,6 +174,7 @@ class Node:
             for n in OVERLAYS
         )
         ips = "\n".join(f"ip addr add {ip}/32 dev lo" for ip in (self.node_ip, *self.extra_ips))
+        api_hosts = "".join(f" {h}" for h in self.api_hosts)
         environment = {
             "STATE": str(self.state),
             "TRAINSTACK_FACTS_ATTEMPTS": "3",
@@ -206,7 +210,7 @@ class Node:
             ip link set ens5 up
             printf '%s' {_q(ALINUX_OS_RELEASE)} > /etc/os-release
             hostname {self.hostname}
-            printf '127.0.0.1 localhost\\n{self.node_ip} {self.hostname}\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com\\n' > /etc/hosts
+            printf '127.0.0.1 localhost\\n{self.node_ip} {self.hostname}\\n127.0.0.1 {self.bucket_host} mirrors.cloud.aliyuncs.com{api_hosts}\\n' > /etc/hosts
             cp {self.state}/tls.crt /etc/ssl/certs/ca-certificates.crt
             rm -f {self.state}/fakes-ready
             {_q(sys.executable)} {HERE / "fakes.py"} {self.state} {self.role} >> {self.state}/fakes.log 2>&1 &
