@@ -21,6 +21,7 @@ from generator import api
 from generator.catalog import load_catalog
 from generator.errors import SpecErrors
 from generator.plan import check as validate
+from generator.plan import warns
 from generator.plan.planner import PlanningError, make_plan
 from generator.preview.mockrun import Graph, run_program
 from generator.render import userdata
@@ -101,8 +102,9 @@ def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path
     assert {"zone", "hpn zone", "rdma", "network", "billing", "lingjun cluster", "node credentials",
             "shared storage"} <= set(topics)
     assert "never destroyed" in topics["billing"]["reason"]
-    assert any("confirm stock" in w for w in plan["warnings"])
-    assert any("not documented" in w for w in plan["warnings"])  # GPU identity unverified
+    codes = [w["code"] for w in plan["warnings"]]
+    assert warns.LingjunStock.code in codes
+    assert warns.LingjunGpusUndocumented.code in codes  # GPU identity unverified
 
     # network.vpc_cidr is split: the lower half is the VPD, the upper half the VPC
     vpd = g.one(VPD)
@@ -169,8 +171,8 @@ def test_subscription_only_type_is_prepaid_and_says_pulumi_cannot_destroy_it(tmp
     assert lj["machine_type"] == "efg1.nvga1n" and lj["hpn_zone"] == "B1" and lj["payment_type"] == "Subscription"
     hours = plan["cost"]["run_hours"] + plan["cost"]["expected_rework_hours"]
     assert lj["period_months"] == max(1, math.ceil(hours / 730))  # the expected run, in whole months
-    assert any("never destroyed by Pulumi" in w for w in plan["warnings"])
-    assert any("prepaid" in w for w in plan["warnings"])
+    codes = [w["code"] for w in plan["warnings"]]
+    assert warns.SubscriptionNotDestroyed.code in codes and warns.SubscriptionPrepaid.code in codes
     nodes = g.of_type(NODE)
     assert len(nodes) == 2
     for n in nodes:
