@@ -15,7 +15,7 @@ from typing import Any
 from generator.plan.rejections import Rejection
 from generator.plan.warns import PlanWarning
 
-# 2: each of ``warnings`` is {"code", "fields", "text"} (generator/plan/warns.py), not a sentence
+# 2: each of ``warnings`` is {"code", "fields", "text"} (generator/plan/warns/), not a sentence
 PLAN_SCHEMA_VERSION = 2
 
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from generator.errors import Problem
-from generator.plan.warns import FieldIgnored
 from generator.platforms import dlc, ecs, lingjun
 from generator.platforms.base import Level, Platform, Unhonoured
 from generator.spec.model import Spec
@@ -108,10 +107,10 @@ def unhonoured_problems(spec: Spec) -> list[Problem]:
             for path, u in _set_unhonoured(spec, Level.ERROR)]
 
 
-def unhonoured_warnings(spec: Spec) -> list[FieldIgnored]:
-    """The fields the spec sets that its platform ignores, each as a plan warning that names the field."""
-    title = platform_for(spec).title
-    return [FieldIgnored(path, title, u.why, u.hint) for path, u in _set_unhonoured(spec, Level.WARNING)]
+def unhonoured_warnings(spec: Spec) -> list[tuple[str, Unhonoured]]:
+    """The fields the spec sets that its platform ignores, with why (the planner makes each a ``FieldIgnored``
+    warning: the registry imports nothing of the planner)."""
+    return _set_unhonoured(spec, Level.WARNING)
 
 
 def honour_table() -> list[tuple[str, ...]]:

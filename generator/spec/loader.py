@@ -371,19 +371,27 @@ def pydantic_problems(error: ValidationError, root: type[BaseModel], data: Any =
             for prefix in ("Value error, ", "Assertion failed, "):
                 message = message.removeprefix(prefix)
             message = _friendlier(message, err.get("input"))
-        if kind == "string_pattern_mismatch" and loc and loc[0] in PATTERN_HELP and len(loc) == 1:
-            message = f"{excerpt(err.get('input'))} is not a valid {loc[0]}: {PATTERN_HELP[loc[0]]}"
-        elif kind == "string_pattern_mismatch" and loc and loc[-1] == "rule":
-            message = f"{excerpt(err.get('input'))} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)"
-        elif kind == "string_pattern_mismatch" and loc == ("compute", "container_registry_instance"):
-            message = f"{excerpt(err.get('input'))} is not a Container Registry Enterprise Edition instance id"
-            hint = "the instance's ID as the ACR console shows it: cri- and lowercase letters and digits (cri-kmsiwlxxdcvaduwb)"
+        if kind == "string_pattern_mismatch":
+            message, hint = _pattern_problem(loc, excerpt(err.get("input")), message, hint)
         seen_key = (loc, message)
         if seen_key in seen:
             continue
         seen.add(seen_key)
         problems.append(Problem(loc, message, hint))
     return _merge_auto(problems)
+
+
+def _pattern_problem(loc: tuple[str | int, ...], got: str, message: str, hint: str) -> tuple[str, str]:
+    """The message and hint of a value that does not match its field's pattern, where the field has words for it."""
+    if loc and loc[0] in PATTERN_HELP and len(loc) == 1:
+        return f"{got} is not a valid {loc[0]}: {PATTERN_HELP[str(loc[0])]}", hint
+    if loc and loc[-1] == "rule":
+        return f"{got} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)", hint
+    if loc == ("compute", "container_registry_instance"):
+        return (f"{got} is not a Container Registry Enterprise Edition instance id",
+                "the instance's ID as the ACR console shows it: cri- and lowercase letters and digits "
+                "(cri-kmsiwlxxdcvaduwb)")
+    return message, hint
 
 
 PATTERN_HELP = {

@@ -40,6 +40,8 @@ from importlib import resources
 from typing import Any
 
 from generator.live.jobs.cluster import Cluster, Node
+from generator.platforms.base import Capability
+from generator.platforms.registry import platform_for
 
 MAX_INSTANCES_PER_CALL = 100  # RunCommandRequest.instance_id: "Array length: 1 to 100" (SDK 7.11.8 docstring)
 MAX_CONTENT_BYTES = (
@@ -158,7 +160,8 @@ def job_script(cluster: Cluster, nodes: Sequence[Node], job: str, argv: Sequence
         _assign("TRAINSTACK_JOB_RANKS", _rank_map(nodes)),
         _assign("TRAINSTACK_JOB_ARGV", encode_argv(argv)),
     ]
-    if cluster.platform == "lingjun" and cluster.bucket:
+    # nodes without the cluster facts (a Lingjun node group) lack the OSS client the facts ship: the job carries it
+    if not platform_for(cluster.platform).has(Capability.CLUSTER_FACTS) and cluster.bucket:
         head.append(_assign("TRAINSTACK_JOB_OSS_CLIENT", oss_client()))
     return "\n".join(head) + "\n" + script("job.sh")
 

@@ -1,44 +1,12 @@
-"""What the plan warns about: one event class per warning, each with a stable code (``TSW...``) and typed fields;
-the English is rendered from them here only.
-
-In the manner of :mod:`generator.plan.rejections` and dbt's events (``core/dbt/events/types.py`` in
-dbt-labs/dbt-core: a class per event with a ``code()`` and a ``message()`` built from its fields). The planner's
-parts append instances to the plan's warnings; ``plan.json`` carries each as ``{"code", "fields", "text"}``,
-``plan`` and ``validate`` print :meth:`PlanWarning.text`, and tests assert codes and fields, never the words.
-``docs/codes.md`` lists every code (``tests/test_codes.py`` checks it against :func:`codes`).
-"""
+"""The warnings of the shared cluster parts: the model and the run, the network, storage and base weights, spot
+and the checkpoint bucket (each section names the planner module that raises them)."""
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
 
+from generator.plan.warns.base import MOE_PRESETS, PlanWarning
 from generator.spec.units import human_bytes, human_seconds
-
-MOE_PRESETS = "deepseek-v3, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b"
-
-
-@dataclass(frozen=True, slots=True)
-class PlanWarning(abc.ABC):
-    """The base of every plan warning (abstract: each warning is a subclass with its own :meth:`text`): ``code`` is
-    the class's, the fields the instance's."""
-
-    code: ClassVar[str] = ""
-    summary: ClassVar[str] = ""  # one line for docs/codes.md
-
-    @abc.abstractmethod
-    def text(self) -> str:
-        """The warning in English, rendered from the fields (the only place its wording lives)."""
-
-    def fields(self) -> dict[str, Any]:
-        """The typed fields by name (what plan.json's ``warnings[].fields`` holds)."""
-        return dataclasses.asdict(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "fields": self.fields(), "text": self.text()}
-
 
 # -- the model and the run (generator/plan/compute.py)
 
@@ -382,7 +350,7 @@ class CheckpointsExpire(PlanWarning):
     prefix: str
     tier: str  # "oss", or the shared file system checkpoints are written to first
     directory: str  # where the background copy uploads from (tier not "oss")
-    milestone_every: int | None  # checkpoints.milestones.every: one in every N kept forever
+    milestone_every: int | None = None  # checkpoints.milestones.every: one in every N kept forever
 
     def text(self) -> str:
         return (
@@ -435,167 +403,3 @@ class CheckpointsKeptForever(PlanWarning):
             f"checkpoints.retention_days ({self.retention_days}); delete the step folders you no longer need "
             f"under oss://{self.bucket}/{self.prefix} and they are gone {self.retention_days} days later"
         )
-
-
-# -- Lingjun (generator/platforms/lingjun/plan.py)
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionPrepaid(PlanWarning):
-    code = "TSW025"
-    summary = "Subscription nodes are prepaid for the whole period, whatever the run's length"
-    nodes: int
-    machine_type: str
-    months: int
-    amount_cny: float
-
-    def text(self) -> str:
-        return (
-            f"Subscription nodes are prepaid: {self.nodes} x {self.machine_type} for {self.months} month(s) is "
-            f"about {self.amount_cny:,.0f} CNY at the estimated rate, whatever the run's length (the plan's "
-            "whole-run cost and budget.total count this amount)"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionNotDestroyed(PlanWarning):
-    code = "TSW026"
-    summary = "Pulumi never releases Subscription nodes"
-
-    def text(self) -> str:
-        return (
-            "Subscription nodes are never destroyed by Pulumi: `pulumi destroy` or removing a node only drops it "
-            "from the state; release or refund it in the Lingjun console"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LingjunStock(PlanWarning):
-    code = "TSW027"
-    summary = "Lingjun capacity is ordered: confirm stock before deploying"
-    nodes: int
-    machine_type: str
-    zone: str
-    hpn_zone: str
-
-    def text(self) -> str:
-        return (
-            f"Lingjun capacity is ordered, not on demand: confirm stock of {self.nodes} x {self.machine_type} in "
-            f"{self.zone} (HPN zone {self.hpn_zone}) with Alibaba Cloud before deploying; otherwise the order "
-            "fails with 'Failure to check order before create instance'"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LingjunGpusUndocumented(PlanWarning):
-    code = "TSW028"
-    summary = "the Lingjun machine type's GPUs are not documented; the plan assumes the catalog's"
-    machine_type: str
-    gpus: int
-    gpu: str
-
-    def text(self) -> str:
-        return (
-            f"the GPUs of {self.machine_type} are not documented: the plan assumes {self.gpus} x {self.gpu} "
-            "(see the catalog notes); confirm the configuration with Alibaba Cloud"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LingjunNoOssCredentials(PlanWarning):
-    code = "TSW029"
-    summary = "Lingjun nodes get no OSS credentials: install an AccessKey of the checkpoint RAM user"
-    ram_user: str
-
-    def text(self) -> str:
-        return (
-            f"Lingjun nodes get no OSS credentials from trainstack: create an AccessKey for the RAM user "
-            f"{self.ram_user} and install it on every node before training writes checkpoints"
-        )
-
-
-# -- PAI-DLC (generator/platforms/dlc/plan.py)
-
-
-@dataclass(frozen=True, slots=True)
-class DlcQuota(PlanWarning):
-    code = "TSW030"
-    summary = "the job needs more GPUs or CPU cores than DLC's default public-resource quota per job"
-    workers: int
-    gpus: int  # per worker
-    vcpus: int  # per worker
-    max_gpus: int  # the default quota per job
-    max_cpus: int
-
-    @property
-    def over(self) -> tuple[str, ...]:
-        """What the job exceeds: "GPUs", "CPU cores" or both."""
-        return tuple(
-            what
-            for what, bad in (
-                ("GPUs", self.workers * self.gpus > self.max_gpus),
-                ("CPU cores", self.workers * self.vcpus > self.max_cpus),
-            )
-            if bad
-        )
-
-    def text(self) -> str:
-        job_gpus, job_cpus = self.workers * self.gpus, self.workers * self.vcpus
-        return (
-            f"DLC public resources allow at most {self.max_gpus} GPUs and {self.max_cpus} CPU cores per job "
-            f"unless your business manager raises the limit [DOC-DLC-JOB]; this job needs {self.workers} x "
-            f"{self.gpus} = {job_gpus} GPU(s) and {self.workers} x {self.vcpus} = {job_cpus} vCPU(s), over the "
-            f"default in {' and '.join(self.over)}: ask for the raise (or buy a resource quota) before submitting"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class DlcActivation(PlanWarning):
-    code = "TSW031"
-    summary = (
-        "PAI-DLC must be activated and authorized in the region; its service role reads the OSS datasets"
-    )
-    region: str
-    buckets: tuple[str, ...]  # the read-only OSS datasets' buckets the service role must read
-
-    def text(self) -> str:
-        return (
-            f"PAI-DLC must be activated and authorized in {self.region} (the AliyunPAIDLCDefaultRole service "
-            "role) before the first job"
-            + (
-                f"; that role, not the job's, mounts the read-only OSS datasets, so it must be able to read "
-                f"bucket(s) {', '.join(self.buckets)}"
-                if self.buckets
-                else ""
-            )
-            + "; DLC's stock of the worker type is not checked by trainstack"
-        )
-
-
-# -- spec fields a platform ignores (generator/platforms/registry.py)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldIgnored(PlanWarning):
-    code = "TSW032"
-    summary = "the spec sets a field its platform ignores (docs/platforms.md's table, or a platform rule)"
-    path: str  # the dotted spec field
-    platform: str  # the platform's title
-    why: str  # the platform's declaration (generator/platforms/*: Unhonoured.why)
-    hint: str
-
-    def text(self) -> str:
-        return f"{self.path} is ignored on {self.platform}: {self.why}" + (
-            f" ({self.hint})" if self.hint else ""
-        )
-
-
-def codes() -> list[type[PlanWarning]]:
-    """Every warning class, by code (docs/codes.md lists them)."""
-    # the module's names, not __subclasses__(): slots=True replaces each class, and the replaced one lingers
-    found = {
-        v
-        for v in globals().values()
-        if isinstance(v, type) and issubclass(v, PlanWarning) and v is not PlanWarning
-    }
-    return sorted(found, key=lambda c: c.code)
