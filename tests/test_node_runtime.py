@@ -48,7 +48,11 @@ def test_node_init_installs_them_with_require_hashes_over_https_and_pins_the_dri
     body = lj_script.split("cat > /etc/trainstack/torch-requirements.txt <<'REQUIREMENTS'\n", 1)[1].split("REQUIREMENTS\n")[0]
     assert body == runtime.hashed_requirements()
     assert "--require-hashes" in script and "--only-binary=:all: -r /etc/trainstack/torch-requirements.txt" in script
-    assert 'PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"' in script and "--trusted-host" not in script
+    assert 'PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"' in script
+    # HTTPS first, then the mirror's http:// index, still with every wheel's sha256 required
+    https, http = [c for c in script.split("/opt/trainstack/venv/bin/pip install")[1:] if "torch-requirements" in c][:2]
+    assert '--index-url "${PYPI_INDEX}"' in https and "--trusted-host" not in https
+    assert '--index-url "http://${PYPI_INDEX#https://}" --trusted-host' in http and "--require-hashes" in http
     assert f'DRIVER_VERSION="{render_files.NODE_RUNTIME["driver_version"]}"' in script
     assert '"nvidia-driver-${DRIVER_VERSION}"' in script and "latest-dkms\"" not in script
     assert 'ERDMA_INSTALLER_URL="https://mirrors.cloud.aliyuncs.com/erdma/erdma_installer-1.5.7.tar.gz"' in script
@@ -57,7 +61,8 @@ def test_node_init_installs_them_with_require_hashes_over_https_and_pins_the_dri
     assert re.fullmatch(r"[0-9a-f]{64}", published) and f'ERDMA_INSTALLER_SHA256="{published}"' in script
     # nothing else over plain HTTP but the metadata service and, when HTTPS fails, the eRDMA page's own http:// URL
     # (checked by that sha256)
-    assert set(re.findall(r"http://[^/\"' ]+", script)) == {"http://100.100.100.200", "http://${ERDMA_INSTALLER_URL#https:"}
+    assert set(re.findall(r"http://[^/\"' ]+", script)) == {"http://100.100.100.200", "http://${ERDMA_INSTALLER_URL#https:",
+                                                             "http://${PYPI_INDEX#https:"}
     assert "ERDMA_INSTALLER" not in lj_script  # Lingjun installs no eRDMA stack
 
 
@@ -89,3 +94,37 @@ def test_a_generated_stack_pins_the_pulumi_sdks_the_project_pins() -> None:
     plan = api.plan(ROOT / "examples" / "pretrain-70b.yaml")
     rendered = api.render_files(plan, "examples/pretrain-70b.yaml")["requirements.txt"]
     assert set(rendered.splitlines()) == pins == {"pulumi==3.260.0", "pulumi-alicloud==4.0.0"}
+
+
+@pytest.mark.parametrize("https_answers", [True, False])
+def test_the_pytorch_install_takes_the_http_index_only_when_https_fails_and_still_requires_the_hashes(
+        tmp_path: Path, https_answers: bool) -> None:
+    """The install loop of node-init.sh, run with a stand-in pip: a mirror that answers HTTPS is asked only over HTTPS;
+    one that does not is asked at its http:// index with --trusted-host, each call still with --require-hashes."""
+    import subprocess
+
+    plan = api.plan(ROOT / "examples" / "pretrain-70b.yaml")
+    script = api.render_files(plan, "examples/pretrain-70b.yaml")["node-init.sh"]
+    start = script.index('  host="${PYPI_INDEX#https://}"')
+    loop = script[start:script.index("  done\n", start) + len("  done\n")]
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    calls = tmp_path / "calls"
+    (venv / "pip").write_text(
+        "#!/bin/bash\n"
+        f'echo "$*" >> {calls}\n'
+        f'case "$*" in *"https://"*) exit {0 if https_answers else 1} ;; *) exit 0 ;; esac\n')
+    (venv / "pip").chmod(0o755)
+    program = ('PYPI_INDEX="https://mirrors.cloud.aliyuncs.com/pypi/simple/"\nTORCH_SPEC=torch\n'
+               'fail() { echo "FAILED: $*"; exit 1; }\nsleep() { :; }\n'
+               + loop.replace("/opt/trainstack/venv/bin/pip", str(venv / "pip")))
+    result = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    asked = calls.read_text().splitlines()
+    assert all("--require-hashes" in a and "--only-binary=:all:" in a for a in asked)
+    if https_answers:
+        assert len(asked) == 1 and "--index-url https://mirrors.cloud.aliyuncs.com/pypi/simple/" in asked[0]
+    else:
+        assert len(asked) == 2 and "--trusted-host" not in asked[0]
+        assert "--index-url http://mirrors.cloud.aliyuncs.com/pypi/simple/ --trusted-host mirrors.cloud.aliyuncs.com" \
+            in asked[1]

@@ -482,10 +482,14 @@ elif ! PATH="/opt/trainstack/venv/bin:${PATH}" command -v torchrun >/dev/null 2>
   # pip refuses a wheel with another hash, and a dependency that is not in the file
   python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["torch_requirements"])' \
     /etc/trainstack/cluster.json > /etc/trainstack/torch-requirements.txt  # from the cluster facts
+  # HTTPS first; if the mirror does not answer it, its http:// index, where the sha256s still decide every wheel
+  host="${PYPI_INDEX#https://}"; host="${host%%/*}"
   for i in 1 2 3; do
     /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "${PYPI_INDEX}" --require-hashes \
       --only-binary=:all: -r /etc/trainstack/torch-requirements.txt && break
-    [ "${i}" = 3 ] && fail "could not install ${TORCH_SPEC} from ${PYPI_INDEX} (3 attempts)"
+    /opt/trainstack/venv/bin/pip install --no-cache-dir --index-url "http://${PYPI_INDEX#https://}" --trusted-host \
+      "${host}" --require-hashes --only-binary=:all: -r /etc/trainstack/torch-requirements.txt && break
+    [ "${i}" = 3 ] && fail "could not install ${TORCH_SPEC} from ${PYPI_INDEX} or its http:// index (3 attempts)"
     echo "trainstack: pip attempt ${i} failed; again in $((i * 30)) s"; sleep $((i * 30))
   done
 fi
