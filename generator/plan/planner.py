@@ -114,8 +114,7 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)
     warnings.extend(run_warnings(spec, choice, checkpoints, placed.machine))
-    title = platform_for(spec).title
-    warnings.extend(warns.FieldIgnored(path, title, u.why, u.hint) for path, u in unhonoured_warnings(spec))
+    warnings.extend(warns.FieldIgnored(path, platform.title, u.why, u.hint) for path, u in unhonoured_warnings(spec))
     return Plan(
         schema_version=PLAN_SCHEMA_VERSION, catalog_version=catalog.version, spec_digest=spec_digest(spec),
         name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
