@@ -389,8 +389,8 @@ def _pattern_problem(loc: tuple[str | int, ...], got: str, message: str, hint: s
         return f"{got} is not a rule id: rule ids look like TS001 (see trainstack lint --rules)", hint
     if loc == ("compute", "container_registry_instance"):
         return (f"{got} is not a Container Registry Enterprise Edition instance id",
-                "the instance's ID as the ACR console shows it: cri- and lowercase letters and digits "
-                "(cri-kmsiwlxxdcvaduwb)")
+                ("the instance's ID as the ACR console shows it: cri- and lowercase letters and digits "
+                 "(cri-kmsiwlxxdcvaduwb)"))
     return message, hint
 
 
