@@ -76,8 +76,12 @@ class PreparedRender:
     lint: LintReport | None = None
 
 
-def prepare_render(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
-                   catalog: Catalog | None = None) -> PreparedRender:
+def prepare_render(
+    spec_path: str | Path,
+    out_dir: str | Path | None = None,
+    check: bool = False,
+    catalog: Catalog | None = None,
+) -> PreparedRender:
     """Plan, render and (unless ``check``) lint one spec; raise on any problem. Writes nothing."""
     the_plan = plan(spec_path, catalog)
     files = render_files(the_plan, spec_record(spec_path))
@@ -86,13 +90,19 @@ def prepare_render(spec_path: str | Path, out_dir: str | Path | None = None, che
         return PreparedRender(Path(spec_path), the_plan, files, dest)
     report = lint_files(the_plan, files)
     if report.failed:
-        raise LintFailed(f"{spec_path}: the generated program breaks secure-by-default rules; "
-                         f"nothing was written.\n{report.text().rstrip()}")
+        raise LintFailed(
+            f"{spec_path}: the generated program breaks secure-by-default rules; "
+            f"nothing was written.\n{report.text().rstrip()}"
+        )
     return PreparedRender(Path(spec_path), the_plan, files, dest, report)
 
 
-def render_stacks(spec_paths: list[str | Path] | tuple[str | Path, ...], out_dir: str | Path | None = None,
-                  check: bool = False, catalog: Catalog | None = None) -> list[RenderResult]:
+def render_stacks(
+    spec_paths: list[str | Path] | tuple[str | Path, ...],
+    out_dir: str | Path | None = None,
+    check: bool = False,
+    catalog: Catalog | None = None,
+) -> list[RenderResult]:
     """Render several specs: every spec is planned, rendered and linted, and every folder checked (one folder per
     stack, none outside the repository, no user file in the way), before the first is written; so a bad spec
     leaves every folder as it was. With ``check``, only report what would change."""
@@ -127,8 +137,12 @@ def render_stacks(spec_paths: list[str | Path] | tuple[str | Path, ...], out_dir
     return results
 
 
-def render_stack(spec_path: str | Path, out_dir: str | Path | None = None, check: bool = False,
-                 catalog: Catalog | None = None) -> RenderResult:
+def render_stack(
+    spec_path: str | Path,
+    out_dir: str | Path | None = None,
+    check: bool = False,
+    catalog: Catalog | None = None,
+) -> RenderResult:
     """Render a spec into its stack folder (or, with ``check``, only report what would change)."""
     return render_stacks([spec_path], out_dir, check, catalog)[0]
 
@@ -161,8 +175,13 @@ def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[Graph, str]:
     from generator import live
     from generator.preview import cache
 
-    graph, digest = cache.run_files(files, project=the_plan.name, stack=the_plan.stack, region=the_plan.region,
-                                    inspect=lambda dest: live.stack_digest(dest, the_plan.stack))
+    graph, digest = cache.run_files(
+        files,
+        project=the_plan.name,
+        stack=the_plan.stack,
+        region=the_plan.region,
+        inspect=lambda dest: live.stack_digest(dest, the_plan.stack),
+    )
     return graph, digest or ""
 
 
@@ -172,8 +191,9 @@ def lint_files(the_plan: Plan, files: dict[str, str]) -> LintReport:
 
     graph = run_files(the_plan, files)
     waivers = lint.waivers_of(the_plan.waivers)
-    return lint.LintReport(the_plan.name, tuple(lint.lint_graph(graph, waivers)), waivers,
-                           len(graph.resources))
+    return lint.LintReport(
+        the_plan.name, tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources)
+    )
 
 
 @dataclass(frozen=True)
@@ -196,8 +216,9 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
         from generator import live
 
         ident = stack_identity(target)
-        graph = cache.run_program(target, project=ident.project, stack=ident.stack,
-                                    config=_folder_config(target, ident.stack))
+        graph = cache.run_program(
+            target, project=ident.project, stack=ident.stack, config=_folder_config(target, ident.stack)
+        )
         return PreviewResult(None, graph, str(target), live.stack_digest(target, ident.stack))
     the_plan = plan(target, catalog)
     graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
@@ -228,7 +249,9 @@ def lint_preview(result: PreviewResult):  # -> lint.LintReport
     plan_ = result.plan
     waivers = lint.waivers_of(plan_.waivers) if plan_ is not None else lint.stack_waivers(Path(result.source))
     graph: Any = result.graph
-    return lint.LintReport(result.source, tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources))
+    return lint.LintReport(
+        result.source, tuple(lint.lint_graph(graph, waivers)), waivers, len(graph.resources)
+    )
 
 
 def _folder_config(stack: Path, name: str) -> dict[str, str]:

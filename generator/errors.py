@@ -31,8 +31,10 @@ class BadInput(TrainstackError):
 
 def not_a_stack_folder(path: object) -> str:
     """The sentence every command says when a folder it is given is not one trainstack rendered."""
-    return (f"{path} is a folder but not a stack folder rendered by trainstack (one has __main__.py and "
-            ".trainstack/); give a spec file or a stack folder")
+    return (
+        f"{path} is a folder but not a stack folder rendered by trainstack (one has __main__.py and "
+        ".trainstack/); give a spec file or a stack folder"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,9 @@ class SpecErrors(TrainstackError):
         shown = self.problems[:MAX_PROBLEMS_SHOWN]
         blocks = [render_problem(p, self.source_lines if show_source else ()) for p in shown]
         if len(self.problems) > len(shown):
-            blocks.append(f"... and {len(self.problems) - len(shown):,} more problems not shown; fix these first")
+            blocks.append(
+                f"... and {len(self.problems) - len(shown):,} more problems not shown; fix these first"
+            )
         return "\n".join(blocks)
 
 
@@ -141,7 +145,9 @@ def render_problem(p: Problem, source_lines: Sequence[str] = ()) -> str:
     """``FILE:LINE:COL: field.path: message``, then the source line with a caret, then the hint."""
     out = [p.headline()]
     if source_lines and 0 < p.line <= len(source_lines):
-        text, caret = clip_line(source_lines[p.line - 1].rstrip("\n").replace("\t", " "), max(p.column - 1, 0))
+        text, caret = clip_line(
+            source_lines[p.line - 1].rstrip("\n").replace("\t", " "), max(p.column - 1, 0)
+        )
         gutter = f"{p.line:>4} | "
         out.append(gutter + text)
         out.append(" " * (len(gutter) + caret) + "^")

@@ -15,7 +15,11 @@ from generator.catalog.unavailable import UnavailableAccelerator, find_unavailab
 AVAILABILITIES = ("ga", "contact-sales", "invite")
 LINGJUN_PAYMENT_TYPES = ("PayAsYouGo", "Subscription")  # eflo.Node payment_type values [PU-EFLO]
 JUMBO_SUPPORT = ("yes", "no", "unknown")  # a family's documented jumbo-frame support (jumbo_frames.csv)
-JUMBO_BASES = {"named": ("yes", "no"), "generation": ("yes",), "not-listed": ("unknown",)}  # basis -> allowed support
+JUMBO_BASES = {
+    "named": ("yes", "no"),
+    "generation": ("yes",),
+    "not-listed": ("unknown",),
+}  # basis -> allowed support
 
 
 class CatalogError(ValueError):
@@ -158,11 +162,26 @@ class LingjunMachineType:
         Unknown host figures become 0 (vcpu, memory_gib, network_gbps); callers treat 0 as "not stated".
         """
         return InstanceType(
-            name=self.name, family=self.family, gpu=self.gpu, gpus=self.gpus, gpu_memory_gib=self.gpu_memory_gib,
-            vcpu=self.vcpu or 0, memory_gib=self.memory_gib or 0.0, network_gbps=self.vpc_gbps or 0.0,
-            bare_metal=True, eri_count=0, erdma_gbps=None, two_network_cards=False, scc=False, roce_gbps=None,
-            low_latency_set=False, uefi_required=False, availability=self.availability, price=self.price,
-            source=self.source)
+            name=self.name,
+            family=self.family,
+            gpu=self.gpu,
+            gpus=self.gpus,
+            gpu_memory_gib=self.gpu_memory_gib,
+            vcpu=self.vcpu or 0,
+            memory_gib=self.memory_gib or 0.0,
+            network_gbps=self.vpc_gbps or 0.0,
+            bare_metal=True,
+            eri_count=0,
+            erdma_gbps=None,
+            two_network_cards=False,
+            scc=False,
+            roce_gbps=None,
+            low_latency_set=False,
+            uefi_required=False,
+            availability=self.availability,
+            price=self.price,
+            source=self.source,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +256,10 @@ class Catalog:
         """The throughput (MB/s) of a shared file system item (``cpfs-advance_200``, ``nas-extreme``...) of a
         capacity, and its source tags; None when the catalog has no row for it."""
         key = _item_key(item)
-        for row in sorted((r for r in self.storage_throughput if _item_key(r.item) == key),
-                          key=lambda r: r.capacity_below_gib if r.capacity_below_gib is not None else float("inf")):
+        for row in sorted(
+            (r for r in self.storage_throughput if _item_key(r.item) == key),
+            key=lambda r: r.capacity_below_gib if r.capacity_below_gib is not None else float("inf"),
+        ):
             if row.capacity_below_gib is not None and capacity_gib >= row.capacity_below_gib:
                 continue
             if row.mbps_per_gib is not None:

@@ -70,11 +70,19 @@ def wheels(path: Path | None = None) -> tuple[Wheel, ...]:
     for line, v in _rows(path, WHEEL_COLUMNS):
         w = Wheel(**v)
         stem = w.file.removesuffix(".whl").split("-")
-        if (not _NAME.fullmatch(w.package) or not _VERSION.fullmatch(w.version) or not _SHA256.fullmatch(w.sha256)
-                or not w.file.endswith(".whl") or len(stem) < 5 or stem[1] != w.version
-                or re.sub(r"[-_.]+", "_", stem[0]).lower() != re.sub(r"[-_.]+", "_", w.package)):
-            raise CatalogError(f"{path}:{line}: a package name, its version, a wheel of that version and its "
-                               "sha256 (64 lowercase hex digits) are required")
+        if (
+            not _NAME.fullmatch(w.package)
+            or not _VERSION.fullmatch(w.version)
+            or not _SHA256.fullmatch(w.sha256)
+            or not w.file.endswith(".whl")
+            or len(stem) < 5
+            or stem[1] != w.version
+            or re.sub(r"[-_.]+", "_", stem[0]).lower() != re.sub(r"[-_.]+", "_", w.package)
+        ):
+            raise CatalogError(
+                f"{path}:{line}: a package name, its version, a wheel of that version and its "
+                "sha256 (64 lowercase hex digits) are required"
+            )
         out.append(w)
     return tuple(out)
 
@@ -85,9 +93,16 @@ def downloads(path: Path | None = None) -> dict[str, Download]:
     out: dict[str, Download] = {}
     for line, v in _rows(path, DOWNLOAD_COLUMNS):
         d = Download(**v)
-        if not d.key or d.key in out or not d.url.startswith("https://") or (d.sha256 and not _SHA256.fullmatch(d.sha256)):
-            raise CatalogError(f"{path}:{line}: a key (each once), an https:// URL and an empty or 64-hex sha256 "
-                               "are required")
+        if (
+            not d.key
+            or d.key in out
+            or not d.url.startswith("https://")
+            or (d.sha256 and not _SHA256.fullmatch(d.sha256))
+        ):
+            raise CatalogError(
+                f"{path}:{line}: a key (each once), an https:// URL and an empty or 64-hex sha256 "
+                "are required"
+            )
         out[d.key] = d
     return out
 
@@ -98,8 +113,10 @@ def hashed_requirements(rows: tuple[Wheel, ...] | None = None) -> str:
     by_package: dict[tuple[str, str], list[str]] = {}
     for w in wheels() if rows is None else rows:
         by_package.setdefault((w.package, w.version), []).append(w.sha256)
-    return "".join(f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in hashes) + "\n"
-                   for (name, version), hashes in by_package.items())
+    return "".join(
+        f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in hashes) + "\n"
+        for (name, version), hashes in by_package.items()
+    )
 
 
 def modelscope_wheels() -> tuple[Wheel, ...]:
@@ -118,5 +135,14 @@ def modelscope_requirements() -> str:
     return hashed_requirements(modelscope_wheels())
 
 
-__all__ = ["DOWNLOAD_COLUMNS", "WHEEL_COLUMNS", "Download", "Wheel", "downloads", "hashed_requirements",
-           "modelscope_requirements", "modelscope_wheels", "wheels"]
+__all__ = [
+    "DOWNLOAD_COLUMNS",
+    "WHEEL_COLUMNS",
+    "Download",
+    "Wheel",
+    "downloads",
+    "hashed_requirements",
+    "modelscope_requirements",
+    "modelscope_wheels",
+    "wheels",
+]

@@ -12,8 +12,18 @@ import math
 import re
 from dataclasses import dataclass
 
-UNAVAILABLE_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "offered_by", "alibaba", "checked",
-                    "source", "notes")
+UNAVAILABLE_COLS = (
+    "name",
+    "aliases",
+    "vendor",
+    "memory_gib",
+    "bf16_tflops",
+    "offered_by",
+    "alibaba",
+    "checked",
+    "source",
+    "notes",
+)
 
 _SEPARATORS = re.compile(r"[\s_\-]+")
 
@@ -42,12 +52,16 @@ class UnavailableAccelerator:
         return {accelerator_key(self.name), *(accelerator_key(a) for a in self.aliases)}
 
 
-def find_unavailable(accelerators: tuple[UnavailableAccelerator, ...], name: str) -> UnavailableAccelerator | None:
+def find_unavailable(
+    accelerators: tuple[UnavailableAccelerator, ...], name: str
+) -> UnavailableAccelerator | None:
     key = accelerator_key(name)
     return next((a for a in accelerators if key in a.keys()), None)  # noqa: SIM118 (a method, not a dict)
 
 
-def distance(memory_gib: float, bf16_tflops: float, other_memory_gib: float, other_bf16_tflops: float) -> float:
+def distance(
+    memory_gib: float, bf16_tflops: float, other_memory_gib: float, other_bf16_tflops: float
+) -> float:
     """How far two accelerators are: the sum of the absolute log ratios of their memory and of their BF16 peak.
 
     A ratio metric treats "a quarter more memory" the same at 40 GB as at 96 GB; memory and compute weigh the same
@@ -74,8 +88,14 @@ def offered_gpus(catalog, region=None, lingjun: bool = False, dlc: bool = False)
     return [g for g in catalog.gpus if g.name in (ga or names)]
 
 
-def unavailable_text(acc: UnavailableAccelerator, catalog, region=None, lingjun: bool = False,
-                     dlc: bool = False, bf16: bool = False) -> tuple[str, str]:
+def unavailable_text(
+    acc: UnavailableAccelerator,
+    catalog,
+    region=None,
+    lingjun: bool = False,
+    dlc: bool = False,
+    bf16: bool = False,
+) -> tuple[str, str]:
     """What to tell someone who asks for ``acc`` (a spec's ``compute.gpu``, ``estimate --gpu``): the message (no
     Alibaba Cloud product offers it as of the date the sources were read, with the first Alibaba Cloud source, and
     who offers it) and the hint (the nearest GPUs of the region, or of the catalog, by memory and 16-bit peak; with
@@ -89,18 +109,27 @@ def unavailable_text(acc: UnavailableAccelerator, catalog, region=None, lingjun:
     urls = [s.url for t in acc.source.split("|") if (s := catalog.source(t)) is not None and s.url]
     alibaba_urls = [u for u in urls if "aliyun.com" in u or "alibabacloud.com" in u]
     other_urls = [u for u in urls if u not in alibaba_urls]
-    message = (f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
-               f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
-               f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else ""))
-    hint = (f"nearest GPUs {where} by memory and 16-bit peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
-            f"{listed or 'none'}")
+    message = (
+        f"{acc.name} ({acc.vendor.capitalize()}) is offered by no Alibaba Cloud product as of {acc.checked}: "
+        f"{acc.alibaba} ({alibaba_urls[0] if alibaba_urls else acc.source}); it is offered by "
+        f"{acc.offered_by}" + (f" ({other_urls[0]})" if other_urls else "")
+    )
+    hint = (
+        f"nearest GPUs {where} by memory and 16-bit peak (vs {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS): "
+        f"{listed or 'none'}"
+    )
     return message, hint
 
 
 def nearest_gpus(accelerator: UnavailableAccelerator, gpus, limit: int = 3) -> list:
     """The ``limit`` GPUs (catalog :class:`GpuModel` rows) closest to ``accelerator``, nearest first, ties by name."""
-    scored = sorted(gpus, key=lambda g: (round(distance(accelerator.memory_gib, accelerator.bf16_tflops,
-                                                        g.memory_gib, g.bf16_tflops), 6), g.name))
+    scored = sorted(
+        gpus,
+        key=lambda g: (
+            round(distance(accelerator.memory_gib, accelerator.bf16_tflops, g.memory_gib, g.bf16_tflops), 6),
+            g.name,
+        ),
+    )
     return scored[:limit]
 
 
@@ -122,7 +151,13 @@ def left_out(accelerator: UnavailableAccelerator, shown: list, every: list) -> l
     because they are not generally available (invitation or contact-sales only)."""
     if not shown:
         return nearest_gpus(accelerator, every, limit=len(every))
-    far = distance(accelerator.memory_gib, accelerator.bf16_tflops, shown[-1].memory_gib, shown[-1].bf16_tflops)
+    far = distance(
+        accelerator.memory_gib, accelerator.bf16_tflops, shown[-1].memory_gib, shown[-1].bf16_tflops
+    )
     names = {g.name for g in shown}
-    return [g for g in nearest_gpus(accelerator, every, limit=len(every)) if g.name not in names
-            and distance(accelerator.memory_gib, accelerator.bf16_tflops, g.memory_gib, g.bf16_tflops) < far]
+    return [
+        g
+        for g in nearest_gpus(accelerator, every, limit=len(every))
+        if g.name not in names
+        and distance(accelerator.memory_gib, accelerator.bf16_tflops, g.memory_gib, g.bf16_tflops) < far
+    ]

@@ -79,16 +79,24 @@ def validate(spec: str) -> None:
     nodes = f"{p.compute.nodes} x {p.compute.instance_type}"
     lint_warnings = len(report.warnings)  # printed above with the plan's; the count covers both
     split = f": {len(p.warnings)} plan, {lint_warnings} lint" if lint_warnings else ""
-    click.echo(f"{spec}: ok ({'paused: no node; resumes as ' + nodes if p.compute.paused else nodes}, "
-               f"{len(p.warnings) + lint_warnings} warning(s){split})")
+    click.echo(
+        f"{spec}: ok ({'paused: no node; resumes as ' + nodes if p.compute.paused else nodes}, "
+        f"{len(p.warnings) + lint_warnings} warning(s){split})"
+    )
 
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole plan as JSON (the plan.json schema).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "mermaid"]), default="text",
-              show_default=True, help="text for a terminal; markdown for a pull-request description or comment; "
-              "mermaid: the topology as a Mermaid flowchart.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "mermaid"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal; markdown for a pull-request description or comment; "
+    "mermaid: the topology as a Mermaid flowchart.",
+)
 @_handle
 def plan(spec: str, as_json: bool, fmt: str) -> None:
     """Show what trainstack would build for SPEC, and why."""
@@ -111,8 +119,12 @@ def plan(spec: str, as_json: bool, fmt: str) -> None:
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(file_okay=False), help="Stack folder (default: stacks/<name>).")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 and name the files if the stack folder is stale.")
+@click.option(
+    "-o", "--output", type=click.Path(file_okay=False), help="Stack folder (default: stacks/<name>)."
+)
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 and name the files if the stack folder is stale."
+)
 @_handle
 def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
     """Render SPECS into Pulumi stack folders (atomically; a folder trainstack did not make is never touched)."""
@@ -144,11 +156,18 @@ def render(specs: tuple[str, ...], output: str | None, check: bool) -> None:
 @main.command()
 @click.argument("target", type=click.Path(exists=False))
 @click.option("--json", "as_json", is_flag=True, help="Print resources as JSON.")
-@click.option("--live", "live_", is_flag=True,
-              help="Preview against the real stack state with the Pulumi engine (needs the pulumi CLI, Alibaba "
-                   "credentials and PULUMI_CONFIG_PASSPHRASE).")
-@click.option("--backend", metavar="URL",
-              help="Pulumi state backend for --live (default: $TRAINSTACK_BACKEND, else STACK_DIR/.trainstack/state).")
+@click.option(
+    "--live",
+    "live_",
+    is_flag=True,
+    help="Preview against the real stack state with the Pulumi engine (needs the pulumi CLI, Alibaba "
+    "credentials and PULUMI_CONFIG_PASSPHRASE).",
+)
+@click.option(
+    "--backend",
+    metavar="URL",
+    help="Pulumi state backend for --live (default: $TRAINSTACK_BACKEND, else STACK_DIR/.trainstack/state).",
+)
 @_handle
 def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> None:
     """Show the resources SPEC (or a stack folder) would create: offline under Pulumi's mock runtime by
@@ -175,8 +194,14 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
     result = api.preview(target)
     g = result.graph
     if as_json:
-        data = {"resources": [{"type": r.type, "name": r.name, "inputs": r.inputs, "protect": r.protect}
-                              for r in g.resources], "outputs": g.outputs, "warnings": g.warnings}
+        data = {
+            "resources": [
+                {"type": r.type, "name": r.name, "inputs": r.inputs, "protect": r.protect}
+                for r in g.resources
+            ],
+            "outputs": g.outputs,
+            "warnings": g.warnings,
+        }
         data["stack_digest"] = result.digest
         click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
     else:
@@ -185,17 +210,27 @@ def preview(target: str, as_json: bool, live_: bool, backend: str | None) -> Non
 
 
 @main.command()
-@click.option("--gpu", help="Only instance types with this GPU (e.g. A100-80G, H20, L20); with --regions, the regions "
-                            "that offer it; with --lingjun, the machine types that have it.")
-@click.option("--region", help="Only instance types the catalog lists for this region (with --regions: that region).")
+@click.option(
+    "--gpu",
+    help="Only instance types with this GPU (e.g. A100-80G, H20, L20); with --regions, the regions "
+    "that offer it; with --lingjun, the machine types that have it.",
+)
+@click.option(
+    "--region", help="Only instance types the catalog lists for this region (with --regions: that region)."
+)
 @click.option("--regions", "list_regions", is_flag=True, help="List regions and zones instead.")
 @click.option("--lingjun", "list_lingjun", is_flag=True, help="List Lingjun (eflo) machine types instead.")
-@click.option("--dlc", "list_dlc", is_flag=True,
-              help="Only the ECS types PAI-DLC's public resources offer as workers (compute.platform: pai-dlc).")
+@click.option(
+    "--dlc",
+    "list_dlc",
+    is_flag=True,
+    help="Only the ECS types PAI-DLC's public resources offer as workers (compute.platform: pai-dlc).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @_handle
-def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, list_dlc: bool,
-            as_json: bool) -> None:
+def catalog(
+    gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, list_dlc: bool, as_json: bool
+) -> None:
     """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
     import dataclasses
 
@@ -215,31 +250,73 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
             return
         if g is None:
             hint = did_you_mean(gpu, [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)])
-            raise click.BadParameter(f"unknown GPU '{gpu}'{'; ' + hint if hint else ''} (known GPUs: "
-                                     f"{', '.join(cat.gpu_names())}).", param_hint="'--gpu'")
+            raise click.BadParameter(
+                f"unknown GPU '{gpu}'{'; ' + hint if hint else ''} (known GPUs: "
+                f"{', '.join(cat.gpu_names())}).",
+                param_hint="'--gpu'",
+            )
     if region is not None and cat.region(region) is None:
         hint = did_you_mean(region, cat.region_ids())
-        raise click.BadParameter(f"unknown region '{region}'{'; ' + hint if hint else ''} (known regions: "
-                                 f"{', '.join(cat.region_ids())}).", param_hint="'--region'")
+        raise click.BadParameter(
+            f"unknown region '{region}'{'; ' + hint if hint else ''} (known regions: "
+            f"{', '.join(cat.region_ids())}).",
+            param_hint="'--region'",
+        )
     with_gpu = f" with {g.name} GPUs" if g else ""
     if list_lingjun:
-        lingjun = [t for t in cat.lingjun_types
-                   if (not region or region in t.regions) and (g is None or t.gpu == g.name)]
+        lingjun = [
+            t
+            for t in cat.lingjun_types
+            if (not region or region in t.regions) and (g is None or t.gpu == g.name)
+        ]
         if as_json:
-            click.echo(json.dumps({"version": cat.version, "date": cat.date,
-                                   "lingjun_machine_types": [dataclasses.asdict(t) for t in lingjun]},
-                                  indent=2, sort_keys=True))
+            click.echo(
+                json.dumps(
+                    {
+                        "version": cat.version,
+                        "date": cat.date,
+                        "lingjun_machine_types": [dataclasses.asdict(t) for t in lingjun],
+                    },
+                    indent=2,
+                    sort_keys=True,
+                )
+            )
         elif not lingjun:
-            click.echo(f"no Lingjun machine type{with_gpu}{f' in {region}' if region else ''} in catalog "
-                       f"{cat.version} ({cat.date})")
+            click.echo(
+                f"no Lingjun machine type{with_gpu}{f' in {region}' if region else ''} in catalog "
+                f"{cat.version} ({cat.date})"
+            )
         else:
-            click.echo(report.table(["machine type", "GPU", "#", "GiB/GPU", "RDMA Gbit/s", "regions", "HPN zones",
-                                     "payment", "CNY/h"], [
-                [t.name, t.gpu + ("" if t.gpu_verified else "?"), t.gpus, f"{t.gpu_memory_gib:g}",
-                 f"{t.rdma_gbps:g}" if t.rdma_gbps else "", " ".join(t.regions),
-                 " ".join(f"{z}:{h}" for z, h in t.hpn_zones), "/".join(t.payment_types),
-                 f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else "")]
-                for t in lingjun], right=(2, 3, 4, 8)))
+            click.echo(
+                report.table(
+                    [
+                        "machine type",
+                        "GPU",
+                        "#",
+                        "GiB/GPU",
+                        "RDMA Gbit/s",
+                        "regions",
+                        "HPN zones",
+                        "payment",
+                        "CNY/h",
+                    ],
+                    [
+                        [
+                            t.name,
+                            t.gpu + ("" if t.gpu_verified else "?"),
+                            t.gpus,
+                            f"{t.gpu_memory_gib:g}",
+                            f"{t.rdma_gbps:g}" if t.rdma_gbps else "",
+                            " ".join(t.regions),
+                            " ".join(f"{z}:{h}" for z, h in t.hpn_zones),
+                            "/".join(t.payment_types),
+                            f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""),
+                        ]
+                        for t in lingjun
+                    ],
+                    right=(2, 3, 4, 8),
+                )
+            )
             click.echo("? GPU model unverified   * estimated price (generator/catalog/data/v1/README.md)")
         return
     if list_regions:
@@ -255,12 +332,26 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
         if as_json:
             click.echo(json.dumps([dataclasses.asdict(r) for r, _, _ in regions], indent=2, sort_keys=True))
         elif not regions:
-            click.echo(f"no region{with_gpu}{f' matches {region}' if region else ''} in catalog {cat.version} "
-                       f"({cat.date})")
+            click.echo(
+                f"no region{with_gpu}{f' matches {region}' if region else ''} in catalog {cat.version} "
+                f"({cat.date})"
+            )
         else:
-            click.echo(report.table(["region", "zones", "CPFS", "Lingjun", f"GPU families{with_gpu} (verified?)"], [
-                [r.id, " ".join(r.zones), "yes" if r.cpfs else "", "yes" if lingjun else "",
-                 " ".join(offered) + ("" if r.verified else "  (unverified)")] for r, offered, lingjun in regions]))
+            click.echo(
+                report.table(
+                    ["region", "zones", "CPFS", "Lingjun", f"GPU families{with_gpu} (verified?)"],
+                    [
+                        [
+                            r.id,
+                            " ".join(r.zones),
+                            "yes" if r.cpfs else "",
+                            "yes" if lingjun else "",
+                            " ".join(offered) + ("" if r.verified else "  (unverified)"),
+                        ]
+                        for r, offered, lingjun in regions
+                    ],
+                )
+            )
         return
     types = list(cat.instance_types)
     if g is not None:
@@ -271,10 +362,15 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
     if list_dlc:
         types = [t for t in types if cat.dlc_spec(t.name) is not None]
     if as_json:
-        data: dict[str, object] = {"version": cat.version, "date": cat.date,
-                                   "instance_types": [dataclasses.asdict(t) for t in types]}
+        data: dict[str, object] = {
+            "version": cat.version,
+            "date": cat.date,
+            "instance_types": [dataclasses.asdict(t) for t in types],
+        }
         if list_dlc:
-            data["dlc_specs"] = [dataclasses.asdict(d) for d in cat.dlc_specs if any(t.name == d.name for t in types)]
+            data["dlc_specs"] = [
+                dataclasses.asdict(d) for d in cat.dlc_specs if any(t.name == d.name for t in types)
+            ]
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
         click.echo(f"catalog {cat.version} ({cat.date})" + (": PAI-DLC worker types" if list_dlc else ""))
@@ -282,12 +378,15 @@ def catalog(gpu: str | None, region: str | None, list_regions: bool, list_lingju
         if list_dlc:
             unverified = [t.name for t in types if not cat.dlc_spec(t.name).verified]  # type: ignore[union-attr]
             if unverified:
-                click.echo(f"{len(unverified)} of {len(types)} not verified on DLC's public resource list: confirm on "
-                           "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)")
+                click.echo(
+                    f"{len(unverified)} of {len(types)} not verified on DLC's public resource list: confirm on "
+                    "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)"
+                )
 
 
-def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bool = False,
-                        dlc: bool = False) -> None:
+def _unavailable_answer(
+    cat, acc, region: str | None, as_json: bool, lingjun: bool = False, dlc: bool = False
+) -> None:
     """``catalog --gpu Ascend-910B``: who offers it instead, every source, and the nearest GPUs (of --region; among
     Lingjun machine types with --lingjun, DLC worker types with --dlc)."""
     import dataclasses
@@ -298,27 +397,58 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bo
 
     r = cat.region(region) if region else None
     near = nearest_gpus(acc, offered_gpus(cat, r, lingjun=lingjun, dlc=dlc), limit=5)
-    types = (cat.instance_types if r is None else cat.dlc_types_in_region(r.id) if dlc else
-             cat.lingjun_types_in_region(r.id) if lingjun else cat.types_in_region(r.id))
+    types = (
+        cat.instance_types
+        if r is None
+        else cat.dlc_types_in_region(r.id)
+        if dlc
+        else cat.lingjun_types_in_region(r.id)
+        if lingjun
+        else cat.types_in_region(r.id)
+    )
     availability: dict[str, set[str]] = {}
     for t in types:
         availability.setdefault(t.gpu, set()).add(t.availability)
-    skipped = [g for g in left_out(acc, near, [g for g in cat.gpus if g.name in availability])
-               if "ga" not in availability[g.name]]
+    skipped = [
+        g
+        for g in left_out(acc, near, [g for g in cat.gpus if g.name in availability])
+        if "ga" not in availability[g.name]
+    ]
     sources = [s for t in source_tags(acc.source) if (s := cat.source(t)) is not None]
     if as_json:
-        click.echo(json.dumps({"version": cat.version, "date": cat.date, "unavailable": dataclasses.asdict(acc),
-                               "sources": [dataclasses.asdict(s) for s in sources],
-                               "nearest": [{"gpu": g.name, "memory_gib": g.memory_gib, "bf16_tflops": g.bf16_tflops,
-                                            "bf16": has_bf16(g),
-                                            "distance": round(distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib,
-                                                                       g.bf16_tflops), 3)} for g in near],
-                               "left_out": [{"gpu": g.name, "availability": sorted(availability[g.name])}
-                                            for g in skipped],
-                               "region": region}, indent=2, sort_keys=True))
+        click.echo(
+            json.dumps(
+                {
+                    "version": cat.version,
+                    "date": cat.date,
+                    "unavailable": dataclasses.asdict(acc),
+                    "sources": [dataclasses.asdict(s) for s in sources],
+                    "nearest": [
+                        {
+                            "gpu": g.name,
+                            "memory_gib": g.memory_gib,
+                            "bf16_tflops": g.bf16_tflops,
+                            "bf16": has_bf16(g),
+                            "distance": round(
+                                distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib, g.bf16_tflops), 3
+                            ),
+                        }
+                        for g in near
+                    ],
+                    "left_out": [
+                        {"gpu": g.name, "availability": sorted(availability[g.name])} for g in skipped
+                    ],
+                    "region": region,
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return
-    click.echo(f"{acc.name} ({acc.vendor}, {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS FP16/BF16): "
-               f"not offered by Alibaba Cloud (checked {acc.checked})")
+    click.echo(
+        f"{acc.name} ({acc.vendor}, {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS FP16/BF16): "
+        f"not offered by Alibaba Cloud (checked {acc.checked})"
+    )
     click.echo(f"  Alibaba Cloud: {acc.alibaba}")
     click.echo(f"  offered by:    {acc.offered_by}")
     click.echo(f"  note:          {acc.notes}")
@@ -326,14 +456,22 @@ def _unavailable_answer(cat, acc, region: str | None, as_json: bool, lingjun: bo
     for s in sources:
         click.echo(f"    [{s.tag}] {s.description}" + (f" {s.url}" if s.url else ""))
     where = f"in {region}" if region else "in the catalog (pass --region for one region)"
-    click.echo(f"  nearest generally available GPUs {where}, by memory and 16-bit tensor peak (BF16, or FP16 on a "
-               "GPU without BF16):")
+    click.echo(
+        f"  nearest generally available GPUs {where}, by memory and 16-bit tensor peak (BF16, or FP16 on a "
+        "GPU without BF16):"
+    )
     for g in near:
-        click.echo(f"    {g.name:<10} {g.memory_gib:>5g} GB {peak_label(g):<26} trainstack catalog --gpu {g.name}")
+        click.echo(
+            f"    {g.name:<10} {g.memory_gib:>5g} GB {peak_label(g):<26} trainstack catalog --gpu {g.name}"
+        )
     if skipped:
-        click.echo("  left out, though closer, because they are not generally available: " + ", ".join(
-            f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)}; {' or '.join(sorted(availability[g.name]))})"
-            for g in skipped))
+        click.echo(
+            "  left out, though closer, because they are not generally available: "
+            + ", ".join(
+                f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)}; {' or '.join(sorted(availability[g.name]))})"
+                for g in skipped
+            )
+        )
 
 
 @main.command()

@@ -44,9 +44,11 @@ def handle(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.echo(f"error: {where}{e.strerror or e}", err=True)
             sys.exit(EXIT_FAILURE)
         except KeyboardInterrupt:
-            click.echo("interrupted; a stack folder being written is completed or rolled back, never left "
-                       "half-written", err=True)
+            click.echo(
+                "interrupted; a stack folder being written is completed or rolled back, never left "
+                "half-written",
+                err=True,
+            )
             sys.exit(130)
+
     return wrapper
-
-

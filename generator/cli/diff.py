@@ -34,10 +34,20 @@ class _DiffCommand(click.Command):
 @click.command("diff", cls=_DiffCommand)
 @click.argument("base")
 @click.argument("head")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True,
-              help="text for a terminal, markdown for a pull-request comment, json (schema_version 4) for tools.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
-              help="Write the report to this file instead of standard output.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a pull-request comment, json (schema_version 4) for tools.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the report to this file instead of standard output.",
+)
 @handle
 def diff(base: str, head: str, fmt: str, output: str | None) -> None:
     """Show what changing BASE into HEAD does to the cluster, offline, worst impact first.

@@ -67,20 +67,43 @@ def _cloud_ready(client: Any) -> None:
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("--dry-run", is_flag=True, help="Print the request(s) without sending them: CreateJob on PAI-DLC, "
-                                              "RunCommand on ECS (placeholders for the ids of a stack that is not "
-                                              "deployed yet).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the request(s) without sending them: CreateJob on PAI-DLC, "
+    "RunCommand on ECS (placeholders for the ids of a stack that is not "
+    "deployed yet).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the request (and the job id) as JSON.")
 @click.option("--name", metavar="NAME", help="The job's display name (default: <spec name>-<UTC time>).")
 @click.option("-y", "--yes", is_flag=True, help="Submit without the question (for pipelines).")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
-@click.option("--nodes", "ranks", metavar="RANKS", help="ECS: only these ranks, e.g. 0-7,9 (default: every node).")
-@click.option("--no-check", is_flag=True, help="ECS: start without the health gate (trainstack check --level quick).")
-@click.option("--timeout-hours", default=168, show_default=True, type=click.IntRange(1, 8760),
-              help="ECS: Cloud Assistant stops the job after this many hours (RunCommand Timeout).")
+@click.option(
+    "--nodes", "ranks", metavar="RANKS", help="ECS: only these ranks, e.g. 0-7,9 (default: every node)."
+)
+@click.option(
+    "--no-check", is_flag=True, help="ECS: start without the health gate (trainstack check --level quick)."
+)
+@click.option(
+    "--timeout-hours",
+    default=168,
+    show_default=True,
+    type=click.IntRange(1, 8760),
+    help="ECS: Cloud Assistant stops the job after this many hours (RunCommand Timeout).",
+)
 @handle
-def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, name: str | None, yes: bool,
-           backend: str | None, ranks: str | None, no_check: bool, timeout_hours: int) -> None:
+def submit(
+    spec: str,
+    command: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+    name: str | None,
+    yes: bool,
+    backend: str | None,
+    ranks: str | None,
+    no_check: bool,
+    timeout_hours: int,
+) -> None:
     """Start COMMAND (after --) as a job of SPEC or STACK_DIR: trainstack-launch on every node of an ECS stack
     (through Cloud Assistant, after the health gate), or a PAI-DLC PyTorch job on a pai-dlc stack.
 
@@ -91,8 +114,9 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
     from generator.live import dlc
 
     if not command:
-        raise click.UsageError("give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun "
-                               "train.py")
+        raise click.UsageError(
+            "give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun train.py"
+        )
     if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
@@ -112,10 +136,15 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
                 request = dlc.create_job_request(plan, outputs, command, job_name)
             except ValueError:
                 request = None  # dlc.submit says why, in one sentence
-            if request is not None and not request.unresolved:  # with --json, stdout stays JSON: ask on stderr
+            if (
+                request is not None and not request.unresolved
+            ):  # with --json, stdout stays JSON: ask on stderr
                 _summary(plan, request.body, err=as_json)
-                _confirm(f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to "
-                         "PAI-DLC?", err=as_json)
+                _confirm(
+                    f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to "
+                    "PAI-DLC?",
+                    err=as_json,
+                )
     result = dlc.submit(plan, outputs, command, job_name, client, dry_run=dry_run)
     if as_json:
         data: dict[str, Any] = {"action": "CreateJob", "region": plan.region, "request": result.sdk_map}
@@ -129,8 +158,10 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
         _summary(plan, result.request.body)
         _say(json.dumps(result.sdk_map, indent=2, sort_keys=True, ensure_ascii=False))
         if result.request.unresolved:
-            _say(f"unresolved (the stack is not deployed; run `trainstack up {spec}`): "
-                 f"{', '.join(result.request.unresolved)}")
+            _say(
+                f"unresolved (the stack is not deployed; run `trainstack up {spec}`): "
+                f"{', '.join(result.request.unresolved)}"
+            )
         _say("dry run: nothing was submitted")
         return
     _say(f"submitted {result.job_id} ({job_name}); follow it with: trainstack logs {spec} {result.job_id}")
@@ -139,10 +170,15 @@ def submit(spec: str, command: tuple[str, ...], dry_run: bool, as_json: bool, na
 def _summary(plan: Any, body: dict[str, Any], err: bool = False) -> None:
     d = plan.dlc
     spot = f", spot {d.spot.spot_strategy}" if d.spot else ""
-    _say(f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
-         err=err)
-    _say(f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
-         f"tp={d.tp} pp={d.pp} dp={d.dp}", err=err)
+    _say(
+        f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
+        err=err,
+    )
+    _say(
+        f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
+        f"tp={d.tp} pp={d.pp} dp={d.dp}",
+        err=err,
+    )
     _say(f"image:     {d.image}", err=err)
     _say(f"command:   {body['UserCommand']}", err=err)
 
@@ -155,7 +191,9 @@ def _confirm(question: str, err: bool = False) -> None:
     except click.Abort:  # end of input (no terminal, no --yes)
         ok = False
     if not ok:
-        raise Declined("not confirmed, so nothing was changed (pass --yes to skip the question in pipelines).")
+        raise Declined(
+            "not confirmed, so nothing was changed (pass --yes to skip the question in pipelines)."
+        )
 
 
 def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
@@ -167,7 +205,9 @@ def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
 @click.command()
 @click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as the API returned them (JSON).")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100), help="At most this many jobs.")
+@click.option(
+    "--limit", default=50, show_default=True, type=click.IntRange(1, 100), help="At most this many jobs."
+)
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
 def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
@@ -190,28 +230,57 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
     if as_json:
         _say(json.dumps(found, indent=2, sort_keys=True, ensure_ascii=False))
     elif not found:
-        _say(f"no job of stack {plan.stack} of {plan.name} in the last 7 days (DLC ListJobs' default window); "
-             f"submit one with: trainstack submit {spec} -- COMMAND")
+        _say(
+            f"no job of stack {plan.stack} of {plan.name} in the last 7 days (DLC ListJobs' default window); "
+            f"submit one with: trainstack submit {spec} -- COMMAND"
+        )
     else:
-        click.echo(report.table(["job", "name", "status", "workers", "created", "ran"],
-                                [dlc.job_row(j) for j in found]), nl=False)
+        click.echo(
+            report.table(
+                ["job", "name", "status", "workers", "created", "ran"], [dlc.job_row(j) for j in found]
+            ),
+            nl=False,
+        )
 
 
 @click.command()
 @click.argument("spec", metavar="SPEC|STACK_DIR")
 @click.argument("job")
 @click.option("--pod", metavar="POD_ID", help="Only this pod (default: every pod of the job).")
-@click.option("--lines", default=200, show_default=True, type=click.IntRange(1, 10000),
-              help="The last this many lines of each pod (GetPodLogs MaxLines).")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines (polling GetPodLogs) until the job ends "
-                                                 "or Ctrl-C.")
-@click.option("--interval", default=10, show_default=True, type=click.IntRange(2, 3600), metavar="SECONDS",
-              help="With --follow: seconds between two polls.")
+@click.option(
+    "--lines",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="The last this many lines of each pod (GetPodLogs MaxLines).",
+)
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Keep printing new lines (polling GetPodLogs) until the job ends or Ctrl-C.",
+)
+@click.option(
+    "--interval",
+    default=10,
+    show_default=True,
+    type=click.IntRange(2, 3600),
+    metavar="SECONDS",
+    help="With --follow: seconds between two polls.",
+)
 @click.option("--rank", type=click.IntRange(min=0), help="ECS: only this node rank's log.")
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
-def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interval: int, rank: int | None,
-         backend: str | None) -> None:
+def logs(
+    spec: str,
+    job: str,
+    pod: str | None,
+    lines: int,
+    follow: bool,
+    interval: int,
+    rank: int | None,
+    backend: str | None,
+) -> None:
     """Print the logs of JOB (a job trainstack started for SPEC's stack): each node's on ECS, read from the
     checkpoint bucket (also after the nodes are destroyed); each pod's on PAI-DLC."""
     from generator.live import dlc
@@ -231,8 +300,17 @@ def logs(spec: str, job: str, pod: str | None, lines: int, follow: bool, interva
         obj = click.get_current_context().find_root().obj
         sleep = obj.get("sleep") if isinstance(obj, dict) and obj.get("sleep") else None
         try:
-            dlc.follow_logs(plan, outputs, client, job, _say, pod=pod, lines=lines, interval=interval,
-                            **({"sleep": sleep} if sleep else {}))
+            dlc.follow_logs(
+                plan,
+                outputs,
+                client,
+                job,
+                _say,
+                pod=pod,
+                lines=lines,
+                interval=interval,
+                **({"sleep": sleep} if sleep else {}),
+            )
         except KeyboardInterrupt:
             _say("stopped following; the job keeps running")
         return
@@ -276,7 +354,9 @@ def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
     if not yes:
         _confirm(f"Stop DLC job {job} ({found.get('DisplayName')}, {status or 'status unknown'})?")
     dlc.cancel(plan, outputs, client, job)
-    _say(f"stop requested for {job} ({found.get('DisplayName')}); `trainstack jobs {spec}` shows when it has stopped")
+    _say(
+        f"stop requested for {job} ({found.get('DisplayName')}); `trainstack jobs {spec}` shows when it has stopped"
+    )
 
 
 COMMANDS = [submit, jobs, logs, cancel]

@@ -44,74 +44,209 @@ def _dump(data: Any) -> str:
 @click.command("estimate")
 @click.option("--params", type=_Count("parameter count"), help="Parameter count, e.g. 7.5e9 or 70B.")
 @click.option("--preset", metavar="NAME", help=f"A known model: {', '.join(sorted(sizing.PRESETS))}.")
-@click.option("--layers", type=_POSITIVE, help="Transformer layers (with --hidden and --heads: an explicit shape).")
+@click.option(
+    "--layers", type=_POSITIVE, help="Transformer layers (with --hidden and --heads: an explicit shape)."
+)
 @click.option("--hidden", type=_POSITIVE, help="Hidden size.")
 @click.option("--heads", type=_POSITIVE, help="Attention heads.")
-@click.option("--kv-heads", type=_POSITIVE, help="Key/value heads (grouped-query attention); default = heads.")
+@click.option(
+    "--kv-heads", type=_POSITIVE, help="Key/value heads (grouped-query attention); default = heads."
+)
 @click.option("--vocab", type=_POSITIVE, help="Vocabulary size (default 32000 for explicit shapes).")
 @click.option("--ffn-hidden", type=_POSITIVE, help="MLP width (default: Llama's ~8/3 x hidden rule).")
-@click.option("--mlp-matrices", type=click.IntRange(2, 3),
-              help="MLP matrices per layer: 3 for SwiGLU (Llama, default), 2 for GELU (GPT-3, BLOOM, MT-NLG).")
-@click.option("--tied-embeddings/--untied-embeddings", default=None,
-              help="Output projection shares the embedding matrix (GPT-3, BLOOM, MT-NLG); default untied.")
-@click.option("--head-dim", type=_POSITIVE, help="Width of one attention head when not hidden/heads (Qwen3: 128).")
-@click.option("--experts", type=click.IntRange(min=2),
-              help="Mixture of experts: routed experts per MoE layer (with --top-k and --expert-ffn-hidden).")
+@click.option(
+    "--mlp-matrices",
+    type=click.IntRange(2, 3),
+    help="MLP matrices per layer: 3 for SwiGLU (Llama, default), 2 for GELU (GPT-3, BLOOM, MT-NLG).",
+)
+@click.option(
+    "--tied-embeddings/--untied-embeddings",
+    default=None,
+    help="Output projection shares the embedding matrix (GPT-3, BLOOM, MT-NLG); default untied.",
+)
+@click.option(
+    "--head-dim", type=_POSITIVE, help="Width of one attention head when not hidden/heads (Qwen3: 128)."
+)
+@click.option(
+    "--experts",
+    type=click.IntRange(min=2),
+    help="Mixture of experts: routed experts per MoE layer (with --top-k and --expert-ffn-hidden).",
+)
 @click.option("--top-k", type=_POSITIVE, help="MoE: routed experts each token uses.")
 @click.option("--expert-ffn-hidden", type=_POSITIVE, help="MoE: the MLP width of one expert.")
-@click.option("--shared-experts", type=click.IntRange(min=0), default=0, show_default=True,
-              help="MoE: experts every token passes through besides its top-k (DeepSeek-V3: 1).")
-@click.option("--dense-layers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="MoE: leading layers that keep a dense MLP of --ffn-hidden (DeepSeek-V3: 3).")
-@click.option("--capacity-factor", type=click.FloatRange(1, 16),
-              help="MoE: expert capacity over the mean load (tokens beyond it dropped); default: dropless.")
-@click.option("--ep", type=_POSITIVE, default=1, show_default=True,
-              help="Expert-parallel degree (MoE): experts split over ep of the dp ranks; must divide dp.")
-@click.option("--vpp", type=_POSITIVE, default=1, show_default=True,
-              help="Interleaved (virtual) pipeline stages per GPU (parallelism.virtual_stages); pp x vpp must divide "
-                   "the layers.")
-@click.option("--cp", type=_POSITIVE, default=1, show_default=True,
-              help="Context-parallel degree (parallelism.context): each sequence split over cp ranks; dp = gpus / "
-                   "(tp x pp x cp); the sequence length must be a multiple of 2 x cp.")
-@click.option("--seq-len", type=_POSITIVE, default=defaults.SEQUENCE_LENGTH, show_default=True, help="Sequence length in tokens.")
-@click.option("--micro-batch", type=_POSITIVE, default=defaults.MICRO_BATCH_SIZE, show_default=True, help="Sequences per GPU per step.")
-@click.option("--precision", type=click.Choice(sorted(sizing.PRECISION_BYTES)), default=defaults.PRECISION, show_default=True,
-              help="Training precision (model.precision). fp8: Transformer Engine FP8 GEMMs with bf16 weights and "
-                   "fp32 optimizer states; needs a GPU with FP8 (H20, L20, Blackwell, H100/H800/H200).")
-@click.option("--optimizer", type=click.Choice(list(sizing.OPTIMIZER_BYTES)), default=defaults.OPTIMIZER, show_default=True)
-@click.option("--zero", type=click.IntRange(0, 3), default=defaults.ZERO_STAGE, show_default=True, help="ZeRO stage.")
-@click.option("--framework", type=click.Choice(list(sizing.FRAMEWORK_CHOICES)), default=defaults.FRAMEWORK, show_default=True,
-              help="Whose accounting of the model states: auto = megatron for ZeRO 0/1, deepspeed for 2/3; "
-                   "zero-paper = the ZeRO paper's formula.")
-@click.option("--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp x cp). Default: tp x pp x cp (dp = 1).")
+@click.option(
+    "--shared-experts",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="MoE: experts every token passes through besides its top-k (DeepSeek-V3: 1).",
+)
+@click.option(
+    "--dense-layers",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="MoE: leading layers that keep a dense MLP of --ffn-hidden (DeepSeek-V3: 3).",
+)
+@click.option(
+    "--capacity-factor",
+    type=click.FloatRange(1, 16),
+    help="MoE: expert capacity over the mean load (tokens beyond it dropped); default: dropless.",
+)
+@click.option(
+    "--ep",
+    type=_POSITIVE,
+    default=1,
+    show_default=True,
+    help="Expert-parallel degree (MoE): experts split over ep of the dp ranks; must divide dp.",
+)
+@click.option(
+    "--vpp",
+    type=_POSITIVE,
+    default=1,
+    show_default=True,
+    help="Interleaved (virtual) pipeline stages per GPU (parallelism.virtual_stages); pp x vpp must divide "
+    "the layers.",
+)
+@click.option(
+    "--cp",
+    type=_POSITIVE,
+    default=1,
+    show_default=True,
+    help="Context-parallel degree (parallelism.context): each sequence split over cp ranks; dp = gpus / "
+    "(tp x pp x cp); the sequence length must be a multiple of 2 x cp.",
+)
+@click.option(
+    "--seq-len",
+    type=_POSITIVE,
+    default=defaults.SEQUENCE_LENGTH,
+    show_default=True,
+    help="Sequence length in tokens.",
+)
+@click.option(
+    "--micro-batch",
+    type=_POSITIVE,
+    default=defaults.MICRO_BATCH_SIZE,
+    show_default=True,
+    help="Sequences per GPU per step.",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(sorted(sizing.PRECISION_BYTES)),
+    default=defaults.PRECISION,
+    show_default=True,
+    help="Training precision (model.precision). fp8: Transformer Engine FP8 GEMMs with bf16 weights and "
+    "fp32 optimizer states; needs a GPU with FP8 (H20, L20, Blackwell, H100/H800/H200).",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(list(sizing.OPTIMIZER_BYTES)),
+    default=defaults.OPTIMIZER,
+    show_default=True,
+)
+@click.option(
+    "--zero", type=click.IntRange(0, 3), default=defaults.ZERO_STAGE, show_default=True, help="ZeRO stage."
+)
+@click.option(
+    "--framework",
+    type=click.Choice(list(sizing.FRAMEWORK_CHOICES)),
+    default=defaults.FRAMEWORK,
+    show_default=True,
+    help="Whose accounting of the model states: auto = megatron for ZeRO 0/1, deepspeed for 2/3; "
+    "zero-paper = the ZeRO paper's formula.",
+)
+@click.option(
+    "--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp x cp). Default: tp x pp x cp (dp = 1)."
+)
 @click.option("--tp", type=_POSITIVE, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=_POSITIVE, default=1, show_default=True, help="Pipeline-parallel degree.")
-@click.option("--recompute", type=click.Choice(list(sizing.RECOMPUTE_MODES)), default=defaults.RECOMPUTE,
-              show_default=True, help="Activation recomputation (selective = FlashAttention-style).")
-@click.option("--sp/--no-sp", default=defaults.SEQUENCE_PARALLEL, show_default=True, help="Sequence parallelism (only with --tp > 1).")
-@click.option("--lora-rank", type=_POSITIVE, help="Fine-tune LoRA adapters of this rank instead of all weights.")
+@click.option(
+    "--recompute",
+    type=click.Choice(list(sizing.RECOMPUTE_MODES)),
+    default=defaults.RECOMPUTE,
+    show_default=True,
+    help="Activation recomputation (selective = FlashAttention-style).",
+)
+@click.option(
+    "--sp/--no-sp",
+    default=defaults.SEQUENCE_PARALLEL,
+    show_default=True,
+    help="Sequence parallelism (only with --tp > 1).",
+)
+@click.option(
+    "--lora-rank", type=_POSITIVE, help="Fine-tune LoRA adapters of this rank instead of all weights."
+)
 @click.option("--qlora", is_flag=True, help="LoRA over a 4-bit NF4 base (needs --lora-rank).")
-@click.option("--paged-optimizer", is_flag=True,
-              help="LoRA/QLoRA: optimizer states in paged memory that spills to CPU RAM (bitsandbytes, QLoRA Sec. 3).")
-@click.option("--offload", type=click.Choice(list(sizing.OFFLOAD_MODES)), default=defaults.OFFLOAD, show_default=True,
-              help="CPU offload (parallelism.offload): optimizer = DeepSpeed ZeRO-Offload (--zero 1-3); "
-                   "optimizer+params = ZeRO-Infinity to CPU (--zero 3) or FSDP CPUOffload; needs --framework "
-                   "deepspeed or fsdp.")
-@click.option("--headroom", type=click.FloatRange(0, 0.5), default=defaults.MEMORY_HEADROOM, show_default=True,
-              help="Share of the GPU's memory a fit must leave free (parallelism.memory_headroom).")
-@click.option("--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G).")
-@click.option("--tokens", type=_Count("token count"), help="Training tokens: adds 6ND FLOPs (and GPU-hours with --gpu).")
+@click.option(
+    "--paged-optimizer",
+    is_flag=True,
+    help="LoRA/QLoRA: optimizer states in paged memory that spills to CPU RAM (bitsandbytes, QLoRA Sec. 3).",
+)
+@click.option(
+    "--offload",
+    type=click.Choice(list(sizing.OFFLOAD_MODES)),
+    default=defaults.OFFLOAD,
+    show_default=True,
+    help="CPU offload (parallelism.offload): optimizer = DeepSpeed ZeRO-Offload (--zero 1-3); "
+    "optimizer+params = ZeRO-Infinity to CPU (--zero 3) or FSDP CPUOffload; needs --framework "
+    "deepspeed or fsdp.",
+)
+@click.option(
+    "--headroom",
+    type=click.FloatRange(0, 0.5),
+    default=defaults.MEMORY_HEADROOM,
+    show_default=True,
+    help="Share of the GPU's memory a fit must leave free (parallelism.memory_headroom).",
+)
+@click.option(
+    "--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G)."
+)
+@click.option(
+    "--tokens", type=_Count("token count"), help="Training tokens: adds 6ND FLOPs (and GPU-hours with --gpu)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
 @handle
-def estimate_command(params: int | None, preset: str | None, layers: int | None, hidden: int | None,
-                     heads: int | None, kv_heads: int | None, vocab: int | None, ffn_hidden: int | None,
-                     mlp_matrices: int | None, tied_embeddings: bool | None, head_dim: int | None,
-                     experts: int | None, top_k: int | None, expert_ffn_hidden: int | None, shared_experts: int,
-                     dense_layers: int, capacity_factor: float | None, ep: int, vpp: int, cp: int,
-                     seq_len: int, micro_batch: int, precision: str, optimizer: str, zero: int, framework: str,
-                     gpus: int | None, tp: int, pp: int, recompute: str, sp: bool, lora_rank: int | None, qlora: bool,
-                     paged_optimizer: bool, offload: str, headroom: float, gpu: str | None, tokens: int | None,
-                     as_json: bool) -> None:
+def estimate_command(
+    params: int | None,
+    preset: str | None,
+    layers: int | None,
+    hidden: int | None,
+    heads: int | None,
+    kv_heads: int | None,
+    vocab: int | None,
+    ffn_hidden: int | None,
+    mlp_matrices: int | None,
+    tied_embeddings: bool | None,
+    head_dim: int | None,
+    experts: int | None,
+    top_k: int | None,
+    expert_ffn_hidden: int | None,
+    shared_experts: int,
+    dense_layers: int,
+    capacity_factor: float | None,
+    ep: int,
+    vpp: int,
+    cp: int,
+    seq_len: int,
+    micro_batch: int,
+    precision: str,
+    optimizer: str,
+    zero: int,
+    framework: str,
+    gpus: int | None,
+    tp: int,
+    pp: int,
+    recompute: str,
+    sp: bool,
+    lora_rank: int | None,
+    qlora: bool,
+    paged_optimizer: bool,
+    offload: str,
+    headroom: float,
+    gpu: str | None,
+    tokens: int | None,
+    as_json: bool,
+) -> None:
     """Per-GPU memory (and optionally fit and compute) for a model and layout, without a spec file.
 
     \b
@@ -126,13 +261,45 @@ def estimate_command(params: int | None, preset: str | None, layers: int | None,
     import generator.estimate as est
 
     result = est.estimate(
-        params=params, preset=preset, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab,
-        ffn_hidden=ffn_hidden, mlp_matrices=mlp_matrices, tied_embeddings=tied_embeddings, head_dim=head_dim,
-        experts=experts, top_k=top_k, expert_ffn_hidden=expert_ffn_hidden, shared_experts=shared_experts,
-        dense_layers=dense_layers, capacity_factor=capacity_factor, ep=ep, vpp=vpp, cp=cp, seq_len=seq_len,
-        micro_batch=micro_batch, precision=precision, optimizer=optimizer, zero=zero, framework=framework, gpus=gpus,
-        tp=tp, pp=pp, recompute=recompute, sp=sp, lora_rank=lora_rank, qlora=qlora,
-        paged_optimizer=paged_optimizer, offload=offload, headroom=headroom, gpu=gpu, tokens=tokens)
+        params=params,
+        preset=preset,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        ffn_hidden=ffn_hidden,
+        mlp_matrices=mlp_matrices,
+        tied_embeddings=tied_embeddings,
+        head_dim=head_dim,
+        experts=experts,
+        top_k=top_k,
+        expert_ffn_hidden=expert_ffn_hidden,
+        shared_experts=shared_experts,
+        dense_layers=dense_layers,
+        capacity_factor=capacity_factor,
+        ep=ep,
+        vpp=vpp,
+        cp=cp,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        precision=precision,
+        optimizer=optimizer,
+        zero=zero,
+        framework=framework,
+        gpus=gpus,
+        tp=tp,
+        pp=pp,
+        recompute=recompute,
+        sp=sp,
+        lora_rank=lora_rank,
+        qlora=qlora,
+        paged_optimizer=paged_optimizer,
+        offload=offload,
+        headroom=headroom,
+        gpu=gpu,
+        tokens=tokens,
+    )
     click.echo(_dump(result) if as_json else est.estimate_text(result), nl=as_json)
 
 

@@ -18,7 +18,9 @@ from generator.errors import EXIT_FAILURE
 
 @click.command("lint")
 @click.argument("target", required=False, type=click.Path(exists=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the report (or, with --rules, the rules) as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the report (or, with --rules, the rules) as JSON."
+)
 @click.option("--rules", "list_rules", is_flag=True, help="List the rules (id, severity, title) and exit.")
 @handle
 def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
@@ -33,8 +35,21 @@ def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
     if list_rules:
         rules = sorted(lint_mod.RULES.values(), key=lambda r: r.id)
         if as_json:
-            click.echo(json.dumps([{"id": r.id, "severity": r.severity, "part": r.part, "title": r.title,
-                                    "rationale": r.rationale} for r in rules], indent=2))
+            click.echo(
+                json.dumps(
+                    [
+                        {
+                            "id": r.id,
+                            "severity": r.severity,
+                            "part": r.part,
+                            "title": r.title,
+                            "rationale": r.rationale,
+                        }
+                        for r in rules
+                    ],
+                    indent=2,
+                )
+            )
         else:
             for r in rules:
                 click.echo(f"{r.id}  {r.severity:<7}  {r.part:<11}  {r.title}")
@@ -50,8 +65,11 @@ def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
         click.echo(report.text(), nl=False)
     if report.failed:
         if not as_json:
-            click.echo(f"lint failed: {len(report.errors)} unwaived error(s); fix them, or waive a rule in the spec "
-                       "with a written reason", err=True)
+            click.echo(
+                f"lint failed: {len(report.errors)} unwaived error(s); fix them, or waive a rule in the spec "
+                "with a written reason",
+                err=True,
+            )
         sys.exit(EXIT_FAILURE)
 
 

@@ -36,25 +36,39 @@ def pulumi_version_problem(printed: str) -> str | None:
     shown = text.splitlines()[0][:60] if text else "nothing"
     want = f"{'.'.join(map(str, MIN_PULUMI))} or newer, below 4.0.0 (tested with {TESTED_PULUMI})"
     if match is None:
-        return (f"`pulumi version` printed {shown!r}, which is not a version: the pulumi on PATH is not a working "
-                f"Pulumi CLI; trainstack needs {want}: {INSTALL_PULUMI}")
+        return (
+            f"`pulumi version` printed {shown!r}, which is not a version: the pulumi on PATH is not a working "
+            f"Pulumi CLI; trainstack needs {want}: {INSTALL_PULUMI}"
+        )
     version = tuple(int(g) for g in match.groups())
     if version < MIN_PULUMI:
-        return (f"the pulumi CLI is {text}, older than trainstack needs ({want}): upgrade it "
-                f"(pulumi self-update, or {INSTALL_PULUMI})")
+        return (
+            f"the pulumi CLI is {text}, older than trainstack needs ({want}): upgrade it "
+            f"(pulumi self-update, or {INSTALL_PULUMI})"
+        )
     if version[0] > MIN_PULUMI[0]:
-        return (f"the pulumi CLI is {text}, a newer major version than trainstack's pulumi SDK drives ({want}): "
-                f"install a 3.x CLI, e.g. curl -fsSL https://get.pulumi.com | sh -s -- --version {TESTED_PULUMI}")
+        return (
+            f"the pulumi CLI is {text}, a newer major version than trainstack's pulumi SDK drives ({want}): "
+            f"install a 3.x CLI, e.g. curl -fsSL https://get.pulumi.com | sh -s -- --version {TESTED_PULUMI}"
+        )
     return None
 
 
 @functools.lru_cache(maxsize=8)
 def _checked_version(path: str) -> str:
     try:
-        out = subprocess.run([path, "version"], capture_output=True, text=True, timeout=120, check=False,
-                             env={**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"})
+        out = subprocess.run(
+            [path, "version"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"},
+        )
     except OSError as e:
-        raise PulumiMissing(f"the pulumi CLI at {path} could not be started ({e.strerror}): {INSTALL_PULUMI}") from None
+        raise PulumiMissing(
+            f"the pulumi CLI at {path} could not be started ({e.strerror}): {INSTALL_PULUMI}"
+        ) from None
     except subprocess.TimeoutExpired:
         raise PulumiMissing(f"`{path} version` did not answer within 120 s: {INSTALL_PULUMI}") from None
     if out.returncode != 0:
@@ -112,8 +126,11 @@ def credential_source(env: Mapping[str, str], config_file: Path | None = None) -
         return f"profile {profile!r} from {profiles}" if profile else f"the current profile in {profiles}"
     if config_file is not None:
         keys = _config_keys(config_file)
-        if {"alicloud:accessKey", "alicloud:secretKey"} <= keys or keys & {"alicloud:profile", "alicloud:assumeRole",
-                                                                           "alicloud:ecsRoleName"}:
+        if {"alicloud:accessKey", "alicloud:secretKey"} <= keys or keys & {
+            "alicloud:profile",
+            "alicloud:assumeRole",
+            "alicloud:ecsRoleName",
+        }:
             return f"alicloud:* settings in {config_file.name}"
     return None
 
@@ -123,7 +140,8 @@ def require_credentials(env: Mapping[str, str], config_file: Path | None = None)
     if source is None:
         raise CredentialsMissing(
             "no Alibaba Cloud credentials found: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, "
-            "or create a profile with `aliyun configure` (~/.aliyun/config.json) and set ALIBABA_CLOUD_PROFILE.")
+            "or create a profile with `aliyun configure` (~/.aliyun/config.json) and set ALIBABA_CLOUD_PROFILE."
+        )
     return source
 
 
@@ -133,12 +151,15 @@ def require_passphrase(env: Mapping[str, str], secrets_provider: str) -> None:
         return
     file_ = env.get("PULUMI_CONFIG_PASSPHRASE_FILE")
     if file_ and not Path(file_).expanduser().is_file():
-        raise PassphraseMissing(f"PULUMI_CONFIG_PASSPHRASE_FILE names {file_}, which does not exist: point it at the "
-                                "file holding the stack's passphrase.")
+        raise PassphraseMissing(
+            f"PULUMI_CONFIG_PASSPHRASE_FILE names {file_}, which does not exist: point it at the "
+            "file holding the stack's passphrase."
+        )
     if "PULUMI_CONFIG_PASSPHRASE" not in env and not file_:
         raise PassphraseMissing(
             "the stack's secrets are encrypted with a passphrase and none is set: export PULUMI_CONFIG_PASSPHRASE "
-            "(or PULUMI_CONFIG_PASSPHRASE_FILE) and keep it safe, it is needed for every later run.")
+            "(or PULUMI_CONFIG_PASSPHRASE_FILE) and keep it safe, it is needed for every later run."
+        )
 
 
 def preflight(target: Target, *, credentials: bool = True, env: Mapping[str, str] | None = None) -> None:

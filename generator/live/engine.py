@@ -18,8 +18,14 @@ DEFAULT_SECRETS_PROVIDER = "passphrase"
 # Ops that change something; "same", "read" and the halves of a replacement are not listed to the user.
 CHANGE_OPS = ("create", "update", "replace", "delete", "import", "discard")
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "import": "=", "discard": "<"}
-_WORDS = {"create": "to create", "update": "to update", "replace": "to replace", "delete": "to delete",
-          "import": "to import", "discard": "to forget"}
+_WORDS = {
+    "create": "to create",
+    "update": "to update",
+    "replace": "to replace",
+    "delete": "to delete",
+    "import": "to import",
+    "discard": "to forget",
+}
 
 
 def short_type(token: str) -> str:
@@ -141,7 +147,9 @@ class StateResource:
     retain_on_delete: bool = False
     dependencies: tuple[str, ...] = ()
     parent: str = ""
-    status: str = ""  # the resource's ``status`` output, if it has one (an ECS instance: Running, Stopped, ...)
+    status: str = (
+        ""  # the resource's ``status`` output, if it has one (an ECS instance: Running, Stopped, ...)
+    )
 
     @property
     def name(self) -> str:
@@ -188,15 +196,23 @@ class Engine(Protocol):
         --target URN --target-dependents``); a targeted URN missing from the state is created.
         """
 
-    def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
+    def destroy(
+        self,
+        target: Target,
+        on_event: OnEvent,
+        *,
+        exclude_protected: bool,
+        preview_only: bool = False,
+        targets: Sequence[str] = (),
+    ) -> ChangeSummary:
         """Delete the stack's resources; with ``exclude_protected`` keep protected ones and what they need.
 
         With ``targets`` (URNs) only those and their dependents are deleted (``--target --target-dependents``).
         """
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
-                targets: Sequence[str] = ()) -> ChangeSummary:
+    def refresh(
+        self, target: Target, on_event: OnEvent, *, preview_only: bool = False, targets: Sequence[str] = ()
+    ) -> ChangeSummary:
         """Read the cloud's actual state into the stack's state (with ``targets``, of those URNs only)."""
 
     def outputs(self, target: Target) -> dict[str, OutputValue]:

@@ -18,7 +18,9 @@ EXIT_DIGEST = 25  # the stack folder is not the one --expect-digest names
 EXIT_ENGINE = 26  # the engine ran and failed (cloud API error, program error, ...)
 EXIT_DECLINED = 27  # the user (or a missing --yes / --confirm-name) did not confirm; nothing changed
 EXIT_NOT_DEPLOYED = 28  # the stack has no state in the backend yet
-EXIT_NO_NAS_SDK = 29  # an Alibaba Cloud SDK of trainstack[live] is missing (NAS: CPFS mount address; ECS: stock)
+EXIT_NO_NAS_SDK = (
+    29  # an Alibaba Cloud SDK of trainstack[live] is missing (NAS: CPFS mount address; ECS: stock)
+)
 EXIT_NO_SDK = EXIT_NO_NAS_SDK  # the same fix for both SDKs: pip install 'trainstack[live]'
 EXIT_NO_STOCK = 30  # the zone has no stock of the instance type for the nodes a run would create
 EXIT_INTERRUPTED = 130  # Ctrl-C during an engine run (the shell's convention for SIGINT)

@@ -38,7 +38,9 @@ class FakeEngine:
     plan_steps: list[Step] = field(default_factory=list)
     state: list[StateResource] | None = None  # None: the stack was never created
     stack_outputs: dict[str, OutputValue] = field(default_factory=dict)
-    diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (severity, message) from preview and up
+    diagnostics: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (severity, message) from preview and up
     fail_with: LiveError | None = None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     config: dict[str, str] = field(default_factory=dict)  # what set_config set
@@ -51,8 +53,10 @@ class FakeEngine:
 
     def _require_state(self, target: Target) -> list[StateResource]:
         if self.state is None:
-            raise StackNotDeployed(f"stack {target.stack} of {target.project} has no state in "
-                                   f"{display_backend(target.backend)}: deploy it first with `trainstack up`.")
+            raise StackNotDeployed(
+                f"stack {target.stack} of {target.project} has no state in "
+                f"{display_backend(target.backend)}: deploy it first with `trainstack up`."
+            )
         return self.state
 
     def _diagnose(self, on_event: OnEvent) -> None:
@@ -75,17 +79,22 @@ class FakeEngine:
         if targets:
             planned = {s.urn for s in steps}
             steps = [s for s in steps if s.urn in targets] + [
-                Step("create", _urn_type(urn), urn_name(urn), urn) for urn in targets if urn not in planned]
+                Step("create", _urn_type(urn), urn_name(urn), urn) for urn in targets if urn not in planned
+            ]
         for step in steps:
             on_event(Event("start", step))
-            if step.op in ("create", "update", "replace", "same") and not any(r.urn == step.urn for r in state):
+            if step.op in ("create", "update", "replace", "same") and not any(
+                r.urn == step.urn for r in state
+            ):
                 state.append(StateResource(step.urn, step.type, id=f"id-{step.name}"))
             on_event(Event("done", step))
         self.state = state
         if self.cloud is not None:  # what was created now exists in the cloud too, running
             have = {r.urn for r in self.cloud}
-            self.cloud = [*(r for r in self.cloud), *(replace(r, status="Running") for r in state
-                                                       if r.urn not in have and not r.bookkeeping)]
+            self.cloud = [
+                *(r for r in self.cloud),
+                *(replace(r, status="Running") for r in state if r.urn not in have and not r.bookkeeping),
+            ]
         return UpResult(ChangeSummary.of(None, steps), dict(self.stack_outputs))
 
     def _kept(self, state: list[StateResource]) -> set[str]:
@@ -103,11 +112,19 @@ class FakeEngine:
                 todo.append(r.parent)
         return kept
 
-    def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
+    def destroy(
+        self,
+        target: Target,
+        on_event: OnEvent,
+        *,
+        exclude_protected: bool,
+        preview_only: bool = False,
+        targets: Sequence[str] = (),
+    ) -> ChangeSummary:
         extra = {"targets": tuple(targets)} if targets else {}
-        self._record("destroy", target=target, exclude_protected=exclude_protected, preview_only=preview_only,
-                     **extra)
+        self._record(
+            "destroy", target=target, exclude_protected=exclude_protected, preview_only=preview_only, **extra
+        )
         state = self._require_state(target)
         kept = self._kept(state) if exclude_protected else set()
         if targets:  # the targets and what depends on them
@@ -116,13 +133,17 @@ class FakeEngine:
             while grew:
                 grew = False
                 for r in state:
-                    if r.urn not in doomed_urns and (set(r.dependencies) & doomed_urns or r.parent in doomed_urns):
+                    if r.urn not in doomed_urns and (
+                        set(r.dependencies) & doomed_urns or r.parent in doomed_urns
+                    ):
                         doomed_urns.add(r.urn)
                         grew = True
             kept |= {r.urn for r in state if r.urn not in doomed_urns}
         if not exclude_protected and any(r.protect for r in state):
             raise EngineFailed("the Pulumi engine failed: unable to delete resource: it is protected")
-        doomed = [Step("delete", r.type, r.name, r.urn) for r in state if r.urn not in kept and not r.bookkeeping]
+        doomed = [
+            Step("delete", r.type, r.name, r.urn) for r in state if r.urn not in kept and not r.bookkeeping
+        ]
         if not preview_only:
             for step in doomed:
                 on_event(Event("start", step))
@@ -133,8 +154,9 @@ class FakeEngine:
                 self.cloud = [r for r in self.cloud if r.urn not in gone]
         return ChangeSummary.of(None, doomed)
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
-                targets: Sequence[str] = ()) -> ChangeSummary:
+    def refresh(
+        self, target: Target, on_event: OnEvent, *, preview_only: bool = False, targets: Sequence[str] = ()
+    ) -> ChangeSummary:
         extra = {"targets": tuple(targets)} if targets else {}
         self._record("refresh", target=target, preview_only=preview_only, **extra)
         state = self._require_state(target)

@@ -91,8 +91,10 @@ def diagnose(target: Target, fleet: Fleet, state: Sequence[StateResource]) -> li
     names = {n.name for n in fleet.nodes}
     traces = [r for r in state if r.name in names or r.name.rsplit("-", 1)[0] in names]
     if not traces:
-        raise StackNotDeployed(f"none of the {len(fleet.nodes)} nodes of {target.project} is in the stack's state: "
-                               "heal restores nodes a deploy made; deploy the cluster with `trainstack up`.")
+        raise StackNotDeployed(
+            f"none of the {len(fleet.nodes)} nodes of {target.project} is in the stack's state: "
+            "heal restores nodes a deploy made; deploy the cluster with `trainstack up`."
+        )
     sick = []
     for node in sorted(fleet.nodes, key=lambda n: n.rank):
         found = instances.get(node.name)
@@ -107,21 +109,34 @@ def require_healable(target: Target) -> Fleet:
     """A folder heal can work on: ECS nodes, fresh against its spec, and nodes that a deploy has declared."""
     fleet = fleet_of(target.stack_dir)
     if not platform_for(fleet.platform).has(Capability.ECS_INSTANCES):
-        raise BadTarget(f"{target.stack_dir} runs Lingjun nodes; heal re-creates ECS instances only, so use "
-                        "`trainstack up` to restore Lingjun nodes.")
+        raise BadTarget(
+            f"{target.stack_dir} runs Lingjun nodes; heal re-creates ECS instances only, so use "
+            "`trainstack up` to restore Lingjun nodes."
+        )
     fresh = check_fresh(Path(target.stack_dir))
     if fresh.stale:
-        raise StaleStack(f"{target.stack_dir} is stale against {fresh.spec} ({', '.join(fresh.stale)} differ), so heal "
-                         "would re-create nodes from an outdated program: run `trainstack up` with the spec first.")
+        raise StaleStack(
+            f"{target.stack_dir} is stale against {fresh.spec} ({', '.join(fresh.stale)} differ), so heal "
+            "would re-create nodes from an outdated program: run `trainstack up` with the spec first."
+        )
     if needs_mount_address(target):
-        raise StackNotDeployed(f"the nodes of {target.project} are not deployed yet (the CPFS mount address is not "
-                               "set): run `trainstack up` first.")
+        raise StackNotDeployed(
+            f"the nodes of {target.project} are not deployed yet (the CPFS mount address is not "
+            "set): run `trainstack up` first."
+        )
     return fleet
 
 
-def wait_for_stock(checker: StockChecker, fleet: Fleet, nodes: list[PlannedNode], say: Say, *,
-                   sleep: Callable[[float], None], attempts: int | None = None,
-                   backoff: Sequence[float] | None = None) -> None:
+def wait_for_stock(
+    checker: StockChecker,
+    fleet: Fleet,
+    nodes: list[PlannedNode],
+    say: Say,
+    *,
+    sleep: Callable[[float], None],
+    attempts: int | None = None,
+    backoff: Sequence[float] | None = None,
+) -> None:
     """Ask for stock up to ``attempts`` times, sleeping ``backoff`` between; raise the last :class:`NoStock`."""
     attempts = STOCK_ATTEMPTS if attempts is None else attempts
     backoff = STOCK_BACKOFF if backoff is None else backoff
@@ -132,15 +147,26 @@ def wait_for_stock(checker: StockChecker, fleet: Fleet, nodes: list[PlannedNode]
         if attempt == attempts:
             raise error
         delay = backoff[min(attempt - 1, len(backoff) - 1)]
-        say(f"heal: no stock yet ({error.args[0].split(' for the ')[0]}); asking again in {delay:.0f} s "
-            f"({attempt} of {attempts})")
+        say(
+            f"heal: no stock yet ({error.args[0].split(' for the ')[0]}); asking again in {delay:.0f} s "
+            f"({attempt} of {attempts})"
+        )
         sleep(delay)
 
 
-def heal_once(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | None, say: Say, *,
-              confirm: Confirm | None = None, on_event: OnEvent = _ignore,
-              sleep: Callable[[float], None] | None = None, stock_attempts: int | None = None,
-              quiet_when_healthy: bool = False) -> list[SickNode]:
+def heal_once(
+    engine: Any,
+    target: Target,
+    fleet: Fleet,
+    checker: StockChecker | None,
+    say: Say,
+    *,
+    confirm: Confirm | None = None,
+    on_event: OnEvent = _ignore,
+    sleep: Callable[[float], None] | None = None,
+    stock_attempts: int | None = None,
+    quiet_when_healthy: bool = False,
+) -> list[SickNode]:
     """One round: refresh the nodes, find the sick ones, re-create them; returns what was healed."""
     sleep = sleep or time.sleep
     if fleet.paused:  # compute.paused: no node is meant to run, so none is missing
@@ -174,9 +200,19 @@ def heal_once(engine: Any, target: Target, fleet: Fleet, checker: StockChecker |
 PASSING = (NoStock, StockCheckFailed, EngineFailed, StackLocked)
 
 
-def watch(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | None, say: Say, seconds: float, *,
-          rounds: int | None = None, sleep: Callable[[float], None] | None = None,
-          after_round: Callable[[], None] | None = None, **once: Any) -> int:
+def watch(
+    engine: Any,
+    target: Target,
+    fleet: Fleet,
+    checker: StockChecker | None,
+    say: Say,
+    seconds: float,
+    *,
+    rounds: int | None = None,
+    sleep: Callable[[float], None] | None = None,
+    after_round: Callable[[], None] | None = None,
+    **once: Any,
+) -> int:
     """Heal every ``seconds`` until Ctrl-C (or ``rounds`` rounds, for tests); returns how many nodes it healed.
     ``after_round`` runs after each round's re-creation (``heal --health --watch``: the health actions).
 
@@ -188,8 +224,9 @@ def watch(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | Non
     healed, done, healthy_said = 0, 0, False
     while True:
         try:
-            cured = heal_once(engine, target, fleet, checker, say, sleep=sleep, quiet_when_healthy=healthy_said,
-                              **once)
+            cured = heal_once(
+                engine, target, fleet, checker, say, sleep=sleep, quiet_when_healthy=healthy_said, **once
+            )
             healed += len(cured)
             healthy_said = not cured
         except PASSING as e:
@@ -203,5 +240,7 @@ def watch(engine: Any, target: Target, fleet: Fleet, checker: StockChecker | Non
         try:
             sleep(seconds)
         except KeyboardInterrupt:
-            raise Interrupted(f"heal --watch stopped (Ctrl-C) between checks, with nothing in flight; it healed "
-                              f"{healed} node{'s' if healed != 1 else ''}.") from None
+            raise Interrupted(
+                f"heal --watch stopped (Ctrl-C) between checks, with nothing in flight; it healed "
+                f"{healed} node{'s' if healed != 1 else ''}."
+            ) from None

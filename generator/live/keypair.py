@@ -36,7 +36,9 @@ Say = Callable[[str], None]
 class NoKeyPair(LiveError):
     """The key pair the nodes name does not exist in the region; nothing was created."""
 
-    exit_code = EXIT_NO_STOCK  # the same class of answer as no stock: the cloud cannot create the nodes as planned
+    exit_code = (
+        EXIT_NO_STOCK  # the same class of answer as no stock: the cloud cannot create the nodes as planned
+    )
 
 
 class KeyPairCheckFailed(LiveError):
@@ -76,8 +78,9 @@ def planned_key_pair(stack_dir: Path) -> str | None:
         data = json.loads((Path(stack_dir) / "plan.json").read_text(encoding="utf-8"))
         value = data["compute"].get("key_pair")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise BadTarget(f"{stack_dir}/plan.json has no compute section: re-render the folder with this trainstack."
-                        ) from None
+        raise BadTarget(
+            f"{stack_dir}/plan.json has no compute section: re-render the folder with this trainstack."
+        ) from None
     return str(value) if value else None
 
 
@@ -107,13 +110,17 @@ def key_pair_preflight(engine: Any, target: Any, checker: KeyPairChecker, say: S
     except LiveError:
         raise
     except Exception as e:  # noqa: BLE001 the SDK's exceptions become one sentence
-        raise KeyPairCheckFailed(f"the key pair check (ECS DescribeKeyPairs for {name} in {fleet.region}) failed: "
-                                 f"{type(e).__name__}: {e}; grant ecs:DescribeKeyPairs, or pass {SKIP_FLAG}.") from None
+        raise KeyPairCheckFailed(
+            f"the key pair check (ECS DescribeKeyPairs for {name} in {fleet.region}) failed: "
+            f"{type(e).__name__}: {e}; grant ecs:DescribeKeyPairs, or pass {SKIP_FLAG}."
+        ) from None
     if not has_key_pair(body, name):
-        raise NoKeyPair(f"the nodes name the key pair {name} (compute.admin_key_pair), which {fleet.region} does not "
-                        f"have, so nothing was created: create or import it (ECS console, Key Pairs, or "
-                        f"`aliyun ecs ImportKeyPair`), remove compute.admin_key_pair to use Cloud Assistant only, "
-                        f"or pass {SKIP_FLAG} to try anyway.")
+        raise NoKeyPair(
+            f"the nodes name the key pair {name} (compute.admin_key_pair), which {fleet.region} does not "
+            f"have, so nothing was created: create or import it (ECS console, Key Pairs, or "
+            f"`aliyun ecs ImportKeyPair`), remove compute.admin_key_pair to use Cloud Assistant only, "
+            f"or pass {SKIP_FLAG} to try anyway."
+        )
     say(f"key pair: {name} exists in {fleet.region}")
     return name
 

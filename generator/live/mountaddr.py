@@ -71,7 +71,8 @@ class SdkMountAddressResolver:
             except ImportError:
                 raise NasSdkMissing(
                     f"this stack's CPFS mount address is looked up with Alibaba Cloud's NAS SDK ({module} is not "
-                    f"installed), so nothing was deployed: {INSTALL_LIVE}.") from None
+                    f"installed), so nothing was deployed: {INSTALL_LIVE}."
+                ) from None
 
     @staticmethod
     def endpoint(region: str) -> str:
@@ -84,7 +85,8 @@ class SdkMountAddressResolver:
 
         return nas_models.DescribeProtocolMountTargetRequest(
             file_system_id=file_system_id,
-            filters=[nas_models.DescribeProtocolMountTargetRequestFilters(key="ExportIds", value=export_id)])
+            filters=[nas_models.DescribeProtocolMountTargetRequestFilters(key="ExportIds", value=export_id)],
+        )
 
     def client(self, region: str) -> Any:
         from alibabacloud_nas20170626.client import Client
@@ -113,8 +115,11 @@ def sdk_config(env: Mapping[str, str], region: str, endpoint: str | None = None)
 
     key_id, secret = env.get("ALICLOUD_ACCESS_KEY"), env.get("ALICLOUD_SECRET_KEY")
     if key_id and secret and not env.get("ALIBABA_CLOUD_ACCESS_KEY_ID"):
-        config = openapi_models.Config(access_key_id=key_id, access_key_secret=secret,
-                                       security_token=env.get("ALICLOUD_SECURITY_TOKEN") or None)
+        config = openapi_models.Config(
+            access_key_id=key_id,
+            access_key_secret=secret,
+            security_token=env.get("ALICLOUD_SECURITY_TOKEN") or None,
+        )
     else:
         from alibabacloud_credentials.client import Client as CredentialClient
 
@@ -138,8 +143,10 @@ def configured_address(target: Target) -> str:
 def stack_region(target: Target) -> str:
     region = _config(target).get("alicloud:region")
     if not isinstance(region, str) or not region:
-        raise MountAddressError(f"{target.config_file} sets no alicloud:region, so the NAS API endpoint for the CPFS "
-                                "mount address is unknown; re-render the folder with `trainstack render`.")
+        raise MountAddressError(
+            f"{target.config_file} sets no alicloud:region, so the NAS API endpoint for the CPFS "
+            "mount address is unknown; re-render the folder with `trainstack render`."
+        )
     return region
 
 
@@ -154,8 +161,11 @@ def needs_mount_address(target: Target) -> bool:
     """True for a CPFS stack whose config lacks the export's address: its nodes wait for a second pass of ``up``.
     A platform without NODES (PAI-DLC) declares no node (DLC mounts CPFS as a workspace dataset by file system id),
     so it never waits."""
-    return (target.shared_fs == "cpfs" and platform_for(target.platform).has(Capability.NODES)
-            and not configured_address(target))
+    return (
+        target.shared_fs == "cpfs"
+        and platform_for(target.platform).has(Capability.NODES)
+        and not configured_address(target)
+    )
 
 
 def require_mount_address_sdk(target: Target, resolver: MountAddressResolver) -> None:
@@ -166,11 +176,15 @@ def require_mount_address_sdk(target: Target, resolver: MountAddressResolver) ->
 
 def export_of(outputs: Mapping[str, OutputValue]) -> tuple[str, str]:
     """The CPFS file system and export IDs from the stack outputs ``shared_fs_id`` and ``shared_fs_export_id``."""
-    ids = tuple(str(getattr(outputs.get(key), "value", "") or "") for key in ("shared_fs_id", "shared_fs_export_id"))
+    ids = tuple(
+        str(getattr(outputs.get(key), "value", "") or "") for key in ("shared_fs_id", "shared_fs_export_id")
+    )
     if not all(ids):
-        raise MountAddressError("the deployed stack has no shared_fs_id / shared_fs_export_id outputs, so the CPFS "
-                                "mount address cannot be looked up: re-render the folder with this trainstack "
-                                "(`trainstack up SPEC`) and run it again.")
+        raise MountAddressError(
+            "the deployed stack has no shared_fs_id / shared_fs_export_id outputs, so the CPFS "
+            "mount address cannot be looked up: re-render the folder with this trainstack "
+            "(`trainstack up SPEC`) and run it again."
+        )
     return ids[0], ids[1]
 
 
@@ -184,8 +198,11 @@ def deployed_export(engine: Any, target: Target) -> Mapping[str, OutputValue] | 
         outputs = engine.outputs(target)
     except StackNotDeployed:
         return None
-    return outputs if all(getattr(outputs.get(k), "value", None) for k in ("shared_fs_id", "shared_fs_export_id")) \
+    return (
+        outputs
+        if all(getattr(outputs.get(k), "value", None) for k in ("shared_fs_id", "shared_fs_export_id"))
         else None
+    )
 
 
 def _status(body: Mapping[str, Any], export_id: str) -> tuple[str, str]:
@@ -201,9 +218,17 @@ def _retryable(e: Exception) -> bool:
     return isinstance(e, (TimeoutError, ConnectionError)) or any(c in code for c in RETRYABLE_CODES)
 
 
-def wait_for_mount_address(resolver: MountAddressResolver, region: str, file_system_id: str, export_id: str, *,
-                           say: Say, timeout: float | None = None, sleep: Callable[[float], None] | None = None,
-                           clock: Callable[[], float] | None = None) -> str:
+def wait_for_mount_address(
+    resolver: MountAddressResolver,
+    region: str,
+    file_system_id: str,
+    export_id: str,
+    *,
+    say: Say,
+    timeout: float | None = None,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> str:
     """Ask DescribeProtocolMountTarget until the export is ready and has a domain, backing off 2, 4, ... 30 s.
 
     Raises :class:`MountAddressError` on a non-retryable API error, or when ``timeout`` seconds (default
@@ -218,28 +243,40 @@ def wait_for_mount_address(resolver: MountAddressResolver, region: str, file_sys
             last = status or "not listed"
         except Exception as e:  # noqa: BLE001 the SDK's exceptions (Tea, credentials, HTTP) become one sentence
             if not _retryable(e):
-                raise MountAddressError(f"DescribeProtocolMountTarget for export {export_id} of {file_system_id} "
-                                        f"failed: {type(e).__name__}: {e}; {_by_hand(region)}") from None
+                raise MountAddressError(
+                    f"DescribeProtocolMountTarget for export {export_id} of {file_system_id} "
+                    f"failed: {type(e).__name__}: {e}; {_by_hand(region)}"
+                ) from None
             last = f"API error {getattr(e, 'code', '') or type(e).__name__}"
             status, domain = "", ""
         if domain and status.upper() in READY_STATUSES:
             return domain
         if clock() + delay > deadline:
-            raise MountAddressError(f"export {export_id} of {file_system_id} has no mount address after "
-                                    f"{timeout:.0f} s (last: {last}), so no nodes were deployed. "
-                                    f"Run `trainstack up` again to retry, or {_by_hand(region)}")
+            raise MountAddressError(
+                f"export {export_id} of {file_system_id} has no mount address after "
+                f"{timeout:.0f} s (last: {last}), so no nodes were deployed. "
+                f"Run `trainstack up` again to retry, or {_by_hand(region)}"
+            )
         say(f"CPFS: export {export_id} is {last}, without a mount address yet; asking again in {delay:.0f} s")
         sleep(delay)
         delay = min(delay * 2, 30.0)
 
 
 def _by_hand(region: str) -> str:
-    return (f"set it by hand (CPFS console in {region} > Protocol service > Export): "
-            f"`pulumi config set {SHARED_FS_ADDRESS_KEY} ADDRESS` in the stack folder, then `trainstack up` again.")
+    return (
+        f"set it by hand (CPFS console in {region} > Protocol service > Export): "
+        f"`pulumi config set {SHARED_FS_ADDRESS_KEY} ADDRESS` in the stack folder, then `trainstack up` again."
+    )
 
 
-def resolve_mount_address(engine: Any, target: Target, outputs: Mapping[str, OutputValue],
-                          resolver: MountAddressResolver, say: Say, **wait: Any) -> str:
+def resolve_mount_address(
+    engine: Any,
+    target: Target,
+    outputs: Mapping[str, OutputValue],
+    resolver: MountAddressResolver,
+    say: Say,
+    **wait: Any,
+) -> str:
     """Look up the CPFS export's mount address after the first pass and set it in the stack's config.
 
     ``engine`` is the :class:`~generator.live.engine.Engine` (``set_config``); ``wait`` goes to
@@ -247,9 +284,13 @@ def resolve_mount_address(engine: Any, target: Target, outputs: Mapping[str, Out
     """
     file_system_id, export_id = export_of(outputs)
     region = stack_region(target)
-    say(f"CPFS: looking up the mount address of export {export_id} of {file_system_id} (NAS API "
-        f"DescribeProtocolMountTarget at {SdkMountAddressResolver.endpoint(region)})")
+    say(
+        f"CPFS: looking up the mount address of export {export_id} of {file_system_id} (NAS API "
+        f"DescribeProtocolMountTarget at {SdkMountAddressResolver.endpoint(region)})"
+    )
     address = wait_for_mount_address(resolver, region, file_system_id, export_id, say=say, **wait)
-    say(f"CPFS: export {export_id} mounts at {address}; setting {SHARED_FS_ADDRESS_KEY} in {target.config_file.name}")
+    say(
+        f"CPFS: export {export_id} mounts at {address}; setting {SHARED_FS_ADDRESS_KEY} in {target.config_file.name}"
+    )
     engine.set_config(target, SHARED_FS_ADDRESS_KEY, address)
     return address

@@ -28,8 +28,12 @@ from generator.render import files as stack_files
 from generator.render import stackdir
 
 
-def live_preview(target: str | Path, backend: str | None = None, engine: Engine | None = None,
-                 env: Mapping[str, str] | None = None) -> str:
+def live_preview(
+    target: str | Path,
+    backend: str | None = None,
+    engine: Engine | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """Preview SPEC or STACK_DIR against the real stack state; the text ``trainstack preview --live`` prints.
 
     A folder is previewed as it is. A spec is previewed as it renders now: from its stack folder when that is
@@ -45,8 +49,10 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
         preflight(t, env=env)
         fresh = check_fresh(p)
         if fresh.stale:
-            notes.append(f"warning: the folder is stale against its spec ({', '.join(fresh.stale)} differ); "
-                         "`trainstack up` will refuse it until it is re-rendered")
+            notes.append(
+                f"warning: the folder is stale against its spec ({', '.join(fresh.stale)} differ); "
+                "`trainstack up` will refuse it until it is re-rendered"
+            )
         return _preview_text(engine, t, notes)
     t = planned_target(p, backend, env)
     preflight(t, env=env)
@@ -59,8 +65,10 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
     except stackdir.ConfigNotCarried:
         pass  # `up` will refuse this folder until re-rendered; preview the render as it is
     deployed_here = stackdir.is_stack_dir(t.stack_dir)
-    notes.append(f"previewing {p} as it renders now ({t.stack_dir} is {'stale' if deployed_here else 'missing'}; "
-                 f"`trainstack up {p}` re-renders it)")
+    notes.append(
+        f"previewing {p} as it renders now ({t.stack_dir} is {'stale' if deployed_here else 'missing'}; "
+        f"`trainstack up {p}` re-renders it)"
+    )
     with tempfile.TemporaryDirectory(prefix="trainstack-live-") as tmp:
         work = Path(tmp) / t.stack_dir.name
         stackdir.write(files, work, durable=False)
@@ -68,7 +76,9 @@ def live_preview(target: str | Path, backend: str | None = None, engine: Engine 
         if venv.is_dir():
             (work / "venv").symlink_to(venv.resolve(), target_is_directory=True)
         if not deployed_here and not (backend or env.get("TRAINSTACK_BACKEND")):
-            t = replace(t, backend=default_backend(work))  # nothing deployed from a folder that does not exist
+            t = replace(
+                t, backend=default_backend(work)
+            )  # nothing deployed from a folder that does not exist
         return _preview_text(engine, replace(t, stack_dir=work), notes, folder=t.stack_dir)
 
 
@@ -79,11 +89,20 @@ def _preview_text(engine: Engine, t: Target, notes: list[str], folder: Path | No
     printer = ProgressPrinter(lambda line, err: said.append(line))
     summary = engine.preview(t, lambda ev: printer(ev) if ev.kind == "diagnostic" else None)
     if needs_mount_address(t):
-        notes = [*notes, ("CPFS: these are the changes of the first pass; `trainstack up` then looks up the export's "
-                          "mount address, sets trainstack:sharedFsAddress and deploys the nodes in a second pass")]
-    lines = [f"Live preview of {t.project} (stack {t.stack}), state in {display_backend(t.backend)}", *notes,
-             *said, summary.text().rstrip("\n"),
-             f"stack digest: {digest}",
-             f"spec digest:  {t.spec_digest}",
-             f"to deploy exactly this: trainstack up {folder or t.stack_dir} --expect-digest {digest}"]
+        notes = [
+            *notes,
+            (
+                "CPFS: these are the changes of the first pass; `trainstack up` then looks up the export's "
+                "mount address, sets trainstack:sharedFsAddress and deploys the nodes in a second pass"
+            ),
+        ]
+    lines = [
+        f"Live preview of {t.project} (stack {t.stack}), state in {display_backend(t.backend)}",
+        *notes,
+        *said,
+        summary.text().rstrip("\n"),
+        f"stack digest: {digest}",
+        f"spec digest:  {t.spec_digest}",
+        f"to deploy exactly this: trainstack up {folder or t.stack_dir} --expect-digest {digest}",
+    ]
     return redact("\n".join(lines) + "\n")

@@ -8,8 +8,15 @@ from collections.abc import Callable
 from generator.live.engine import Event
 from generator.live.redaction import redact
 
-_VERBS = {"create": "creating", "update": "updating", "replace": "replacing", "delete": "deleting",
-          "import": "importing", "discard": "forgetting", "refresh": "refreshing"}
+_VERBS = {
+    "create": "creating",
+    "update": "updating",
+    "replace": "replacing",
+    "delete": "deleting",
+    "import": "importing",
+    "discard": "forgetting",
+    "refresh": "refreshing",
+}
 
 
 class ProgressPrinter:

@@ -39,13 +39,23 @@ def engine_env(target: Target) -> dict[str, str]:
     ``PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER`` lets Pulumi recover the secrets settings (the passphrase salt)
     from the state if a re-render ever drops them from Pulumi.<stack>.yaml.
     """
-    return {"PULUMI_BACKEND_URL": target.backend, "PULUMI_SKIP_UPDATE_CHECK": "true",
-            "PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER": "true"}
+    return {
+        "PULUMI_BACKEND_URL": target.backend,
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER": "true",
+    }
 
 
 def _last_lines(text: str, n: int = 6) -> str:
-    noise = ("warning: A new version of Pulumi", "You are currently using version", "To upgrade",
-             "Resources:", "Duration:", "View Live:", "    ")
+    noise = (
+        "warning: A new version of Pulumi",
+        "You are currently using version",
+        "To upgrade",
+        "Resources:",
+        "Duration:",
+        "View Live:",
+        "    ",
+    )
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(noise)]
     return " | ".join(lines[-n:])
 
@@ -55,37 +65,55 @@ def engine_error(e: BaseException, target: Target) -> LiveError:
     from pulumi.automation import errors as auto_errors
 
     if isinstance(e, auto_errors.ConcurrentUpdateError):
-        return StackLocked(f"stack {target.stack} of {target.project} is locked by another update: wait for it to "
-                           f"finish, or if none is running (a crashed run), run `pulumi cancel --stack {target.stack}` "
-                           f"in {target.stack_dir} with PULUMI_BACKEND_URL={display_backend(target.backend)}, "
-                           "then run this command again (docs/live.md, \"After a crash\").")
+        return StackLocked(
+            f"stack {target.stack} of {target.project} is locked by another update: wait for it to "
+            f"finish, or if none is running (a crashed run), run `pulumi cancel --stack {target.stack}` "
+            f"in {target.stack_dir} with PULUMI_BACKEND_URL={display_backend(target.backend)}, "
+            'then run this command again (docs/live.md, "After a crash").'
+        )
     if isinstance(e, auto_errors.StackNotFoundError):
-        return StackNotDeployed(f"stack {target.stack} of {target.project} has no state in "
-                                f"{display_backend(target.backend)}: deploy it first with `trainstack up`, or pass "
-                                "the --backend it was deployed with.")
+        return StackNotDeployed(
+            f"stack {target.stack} of {target.project} has no state in "
+            f"{display_backend(target.backend)}: deploy it first with `trainstack up`, or pass "
+            "the --backend it was deployed with."
+        )
     if isinstance(e, auto_errors.InvalidVersionError):  # the Automation API's own check (after trainstack's)
         text = str(e)
-        what = ("its version cannot be parsed" if "Could not parse" in text else
-                "it is a newer major version than the pulumi SDK" if "Major version" in text else
-                "it is too old for the pulumi SDK")
+        what = (
+            "its version cannot be parsed"
+            if "Could not parse" in text
+            else "it is a newer major version than the pulumi SDK"
+            if "Major version" in text
+            else "it is too old for the pulumi SDK"
+        )
         return PulumiMissing(f"the Automation API refuses the pulumi CLI: {what} ({text}): {INSTALL_PULUMI}")
-    if isinstance(e, FileNotFoundError) or (isinstance(e, subprocess.CalledProcessError) and "version" in e.cmd):
-        return PulumiMissing(f"the pulumi CLI could not be started (`pulumi version` failed): {INSTALL_PULUMI}")
+    if isinstance(e, FileNotFoundError) or (
+        isinstance(e, subprocess.CalledProcessError) and "version" in e.cmd
+    ):
+        return PulumiMissing(
+            f"the pulumi CLI could not be started (`pulumi version` failed): {INSTALL_PULUMI}"
+        )
     if isinstance(e, auto_errors.CommandError) and "incorrect passphrase" in str(e):
-        return PassphraseMissing(f"PULUMI_CONFIG_PASSPHRASE is not the passphrase the secrets of stack {target.stack} "
-                                 f"of {target.project} were encrypted with (Pulumi: incorrect passphrase): set the one "
-                                 "used when the stack was created; it cannot be recovered from the state.")
+        return PassphraseMissing(
+            f"PULUMI_CONFIG_PASSPHRASE is not the passphrase the secrets of stack {target.stack} "
+            f"of {target.project} were encrypted with (Pulumi: incorrect passphrase): set the one "
+            "used when the stack was created; it cannot be recovered from the state."
+        )
     if isinstance(e, auto_errors.CommandError):
         # CommandError carries only str(CommandResult): "\n code: N\n stdout: ...\n stderr: ..."
         text = str(e.args[0]) if e.args else ""
         cut = text.rfind("\n stderr: ")
-        stdout, stderr = (text[:cut], text[cut + len("\n stderr: "):]) if cut >= 0 else (text, "")
+        stdout, stderr = (text[:cut], text[cut + len("\n stderr: ") :]) if cut >= 0 else (text, "")
         # the cause is usually in the stdout "Diagnostics:" block, stderr adds the verdict ("update failed")
         lines = [ln for ln in stdout.splitlines() if "error:" in ln] + stderr.splitlines()
         detail = _last_lines("\n".join(dict.fromkeys(ln.strip() for ln in lines)))
-        return EngineFailed(f"the Pulumi engine failed for {target.project}/{target.stack}: {detail or 'no detail'}"
-                            " (rerun with --debug for the whole log)")
-    return EngineFailed(f"the Pulumi engine failed for {target.project}/{target.stack}: {type(e).__name__}: {e}")
+        return EngineFailed(
+            f"the Pulumi engine failed for {target.project}/{target.stack}: {detail or 'no detail'}"
+            " (rerun with --debug for the whole log)"
+        )
+    return EngineFailed(
+        f"the Pulumi engine failed for {target.project}/{target.stack}: {type(e).__name__}: {e}"
+    )
 
 
 def _targeted(targets: Sequence[str], dependents: bool = True) -> dict[str, Any]:
@@ -104,8 +132,14 @@ def _status(outputs: Any) -> str:
 class _Collector:
     """Translates Pulumi engine events into :class:`Event` and remembers the steps for the change summary."""
 
-    HIDDEN_OPS = ("create-replacement", "delete-replaced", "read-replacement", "discard-replaced",
-                  "remove-pending-replace", "import-replacement")
+    HIDDEN_OPS = (
+        "create-replacement",
+        "delete-replaced",
+        "read-replacement",
+        "discard-replaced",
+        "remove-pending-replace",
+        "import-replacement",
+    )
 
     def __init__(self, on_event: OnEvent):
         self.on_event = on_event
@@ -115,7 +149,8 @@ class _Collector:
     @staticmethod
     def _visible(meta: Any) -> bool:
         return meta.type != "pulumi:pulumi:Stack" and not (
-            meta.type.startswith("pulumi:providers:") and urn_name(meta.urn).startswith("default"))
+            meta.type.startswith("pulumi:providers:") and urn_name(meta.urn).startswith("default")
+        )
 
     def _step(self, meta: Any) -> Step:
         op = getattr(meta.op, "value", str(meta.op))
@@ -132,8 +167,11 @@ class _Collector:
         if summary is not None:
             self.counts = summary.resource_changes
             return
-        for attr, kind in (("resource_pre_event", "start"), ("res_outputs_event", "done"),
-                           ("res_op_failed_event", "failed")):
+        for attr, kind in (
+            ("resource_pre_event", "start"),
+            ("res_outputs_event", "done"),
+            ("res_op_failed_event", "failed"),
+        ):
             wrapped = getattr(ev, attr, None)
             if wrapped is None:
                 continue
@@ -172,22 +210,31 @@ class PulumiEngine:
         from pulumi import automation as auto
 
         if target.backend.startswith("file://"):
-            Path(target.backend[len("file://"):]).mkdir(parents=True, exist_ok=True)
-        opts = auto.LocalWorkspaceOptions(work_dir=str(target.stack_dir), env_vars=engine_env(target),
-                                          secrets_provider=target.secrets_provider)
+            Path(target.backend[len("file://") :]).mkdir(parents=True, exist_ok=True)
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(target.stack_dir),
+            env_vars=engine_env(target),
+            secrets_provider=target.secrets_provider,
+        )
         opener = auto.create_or_select_stack if create else auto.select_stack
         return opener(stack_name=target.stack, work_dir=str(target.stack_dir), opts=opts)
 
     @contextlib.contextmanager
-    def _session(self, target: Target, on_event: OnEvent = _ignore, create: bool = False,
-                 program: bool = False) -> Iterator[Any]:
+    def _session(
+        self, target: Target, on_event: OnEvent = _ignore, create: bool = False, program: bool = False
+    ) -> Iterator[Any]:
         """Open the stack, install the program's venv on first use, and translate every failure."""
         require_pulumi_version()
         try:
             stack = self._open(target, create)
             if program and not (target.stack_dir / "venv").exists():
-                on_event(Event("info", message="installing the program's Python dependencies into venv/ "
-                                               "(first run only; needs PyPI and the alicloud plugin download)"))
+                on_event(
+                    Event(
+                        "info",
+                        message="installing the program's Python dependencies into venv/ "
+                        "(first run only; needs PyPI and the alicloud plugin download)",
+                    )
+                )
                 stack.workspace.install()
             yield stack
         except LiveError:
@@ -208,34 +255,54 @@ class PulumiEngine:
         outputs = {k: OutputValue(v.value, bool(v.secret)) for k, v in (result.outputs or {}).items()}
         return UpResult(collector.summary(result.summary.resource_changes), outputs)
 
-    def destroy(self, target: Target, on_event: OnEvent, *, exclude_protected: bool,
-                preview_only: bool = False, targets: Sequence[str] = ()) -> ChangeSummary:
+    def destroy(
+        self,
+        target: Target,
+        on_event: OnEvent,
+        *,
+        exclude_protected: bool,
+        preview_only: bool = False,
+        targets: Sequence[str] = (),
+    ) -> ChangeSummary:
         import inspect
 
         from pulumi import automation as auto
 
         if exclude_protected and "exclude_protected" not in inspect.signature(auto.Stack.destroy).parameters:
-            raise EngineFailed("this pulumi Python SDK cannot destroy while keeping protected data: upgrade it "
-                               "(pip install -U 'pulumi>=3.150,<4').")
+            raise EngineFailed(
+                "this pulumi Python SDK cannot destroy while keeping protected data: upgrade it "
+                "(pip install -U 'pulumi>=3.150,<4')."
+            )
         collector = _Collector(on_event)
         with self._session(target, on_event) as stack:
             if preview_only:
-                result = stack.preview_destroy(on_event=collector, color="never", exclude_protected=exclude_protected,
-                                               **_targeted(targets))
+                result = stack.preview_destroy(
+                    on_event=collector,
+                    color="never",
+                    exclude_protected=exclude_protected,
+                    **_targeted(targets),
+                )
                 return collector.summary(result.change_summary)
-            result = stack.destroy(on_event=collector, color="never", show_secrets=False,
-                                   exclude_protected=exclude_protected, **_targeted(targets))
+            result = stack.destroy(
+                on_event=collector,
+                color="never",
+                show_secrets=False,
+                exclude_protected=exclude_protected,
+                **_targeted(targets),
+            )
         return collector.summary(result.summary.resource_changes)
 
-    def refresh(self, target: Target, on_event: OnEvent, *, preview_only: bool = False,
-                targets: Sequence[str] = ()) -> ChangeSummary:
+    def refresh(
+        self, target: Target, on_event: OnEvent, *, preview_only: bool = False, targets: Sequence[str] = ()
+    ) -> ChangeSummary:
         collector = _Collector(on_event)
         with self._session(target, on_event) as stack:
             if preview_only:
                 result = stack.preview_refresh(on_event=collector, color="never", **_targeted(targets, False))
                 return collector.summary(result.change_summary)
-            result = stack.refresh(on_event=collector, color="never", show_secrets=False,
-                                   **_targeted(targets, False))
+            result = stack.refresh(
+                on_event=collector, color="never", show_secrets=False, **_targeted(targets, False)
+            )
         return collector.summary(result.summary.resource_changes)
 
     def outputs(self, target: Target) -> dict[str, OutputValue]:
@@ -245,11 +312,19 @@ class PulumiEngine:
     def resources(self, target: Target) -> list[StateResource]:
         with self._session(target) as stack:
             deployment = stack.export_stack().deployment or {}
-        return [StateResource(urn=r.get("urn", ""), type=r.get("type", ""), id=str(r.get("id") or ""),
-                              protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
-                              dependencies=tuple(r.get("dependencies") or ()), parent=r.get("parent") or "",
-                              status=_status(r.get("outputs")))
-                for r in deployment.get("resources") or []]
+        return [
+            StateResource(
+                urn=r.get("urn", ""),
+                type=r.get("type", ""),
+                id=str(r.get("id") or ""),
+                protect=bool(r.get("protect")),
+                retain_on_delete=bool(r.get("retainOnDelete")),
+                dependencies=tuple(r.get("dependencies") or ()),
+                parent=r.get("parent") or "",
+                status=_status(r.get("outputs")),
+            )
+            for r in deployment.get("resources") or []
+        ]
 
     def set_config(self, target: Target, key: str, value: str) -> None:
         from pulumi import automation as auto
@@ -260,5 +335,8 @@ class PulumiEngine:
     def unprotect_all(self, target: Target) -> None:
         with self._session(target) as stack:
             ws = stack.workspace
-            ws.pulumi_command.run(["state", "unprotect", "--all", "--yes", "--stack", target.stack],
-                                  ws.work_dir, dict(ws.env_vars))
+            ws.pulumi_command.run(
+                ["state", "unprotect", "--all", "--yes", "--stack", target.stack],
+                ws.work_dir,
+                dict(ws.env_vars),
+            )

@@ -47,8 +47,10 @@ def kept_report(remaining: Iterable[StateResource]) -> list[str]:
     if not rows:
         return []
     widths = [max(minimum, *(len(str(row[i])) for row in rows)) for i, minimum in ((3, 24), (2, 32), (4, 24))]
-    return [f"  {t:<{widths[0]}} {name:<{widths[1]}} {rid:<{widths[2]}} ({why})"
-            for _, _, name, t, rid, why in rows]
+    return [
+        f"  {t:<{widths[0]}} {name:<{widths[1]}} {rid:<{widths[2]}} ({why})"
+        for _, _, name, t, rid, why in rows
+    ]
 
 
 def unkept_bucket_security(state: Iterable[StateResource]) -> list[tuple[StateResource, StateResource]]:
@@ -70,20 +72,30 @@ def unkept_bucket_security(state: Iterable[StateResource]) -> list[tuple[StateRe
 def how_to_delete(r: StateResource) -> str:
     """How to delete a retained data resource by hand; trainstack never deletes data itself."""
     if r.type == OSS_BUCKET:
-        return (f"OSS bucket {r.id}: empty it (every object version; it is versioned) and delete it in the OSS "
-                f"console, or `ossutil rm oss://{r.id} -r -f --all-versions` then `ossutil rm oss://{r.id} -b -f`")
+        return (
+            f"OSS bucket {r.id}: empty it (every object version; it is versioned) and delete it in the OSS "
+            f"console, or `ossutil rm oss://{r.id} -r -f --all-versions` then `ossutil rm oss://{r.id} -b -f`"
+        )
     if r.type in BUCKET_SECURING:
-        return (f"{BUCKET_SECURING[r.type]} of OSS bucket {r.id} ({r.short_type} {r.name}): part of the bucket; it "
-                "keeps the bucket secured until you delete the bucket, and goes with it")
+        return (
+            f"{BUCKET_SECURING[r.type]} of OSS bucket {r.id} ({r.short_type} {r.name}): part of the bucket; it "
+            "keeps the bucket secured until you delete the bucket, and goes with it"
+        )
     if r.type == "alicloud:nas/fileset:Fileset":
         fs, _, fset = r.id.partition(":")
-        return (f"CPFS fileset {fset or r.id} of {fs}: turn off its deletion protection and delete it in the NAS "
-                f"console, or `aliyun nas DeleteFileset --FileSystemId {fs} --FsetId {fset}`")
+        return (
+            f"CPFS fileset {fset or r.id} of {fs}: turn off its deletion protection and delete it in the NAS "
+            f"console, or `aliyun nas DeleteFileset --FileSystemId {fs} --FsetId {fset}`"
+        )
     if r.type == "alicloud:nas/fileSystem:FileSystem":
-        return (f"file system {r.id}: delete it in the File Storage NAS console, or "
-                f"`aliyun nas DeleteFileSystem --FileSystemId {r.id}` (delete its filesets first)")
+        return (
+            f"file system {r.id}: delete it in the File Storage NAS console, or "
+            f"`aliyun nas DeleteFileSystem --FileSystemId {r.id}` (delete its filesets first)"
+        )
     return f"{r.short_type} {r.name} ({r.id}): delete it in the Alibaba Cloud console"
 
 
 def format_outputs(outputs: Mapping[str, OutputValue], show_secrets: bool = False) -> dict[str, Any]:
-    return {k: (v.value if (show_secrets or not v.secret) else "[secret]") for k, v in sorted(outputs.items())}
+    return {
+        k: (v.value if (show_secrets or not v.secret) else "[secret]") for k, v in sorted(outputs.items())
+    }

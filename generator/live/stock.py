@@ -75,15 +75,21 @@ class SdkStockChecker:
             except ImportError:
                 raise EcsSdkMissing(
                     f"the stock check before creating nodes asks Alibaba Cloud's ECS SDK ({module} is not installed),"
-                    f" so nothing was deployed: {INSTALL_LIVE}, or pass {SKIP_FLAG}.") from None
+                    f" so nothing was deployed: {INSTALL_LIVE}, or pass {SKIP_FLAG}."
+                ) from None
 
     @staticmethod
     def request(region: str, zone: str, instance_type: str, spot_strategy: str) -> Any:
         from alibabacloud_ecs20140526 import models as ecs_models
 
         return ecs_models.DescribeAvailableResourceRequest(
-            region_id=region, zone_id=zone, destination_resource="InstanceType", instance_type=instance_type,
-            instance_charge_type="PostPaid", spot_strategy=spot_strategy)
+            region_id=region,
+            zone_id=zone,
+            destination_resource="InstanceType",
+            instance_type=instance_type,
+            instance_charge_type="PostPaid",
+            spot_strategy=spot_strategy,
+        )
 
     def client(self, region: str) -> Any:
         from alibabacloud_ecs20140526.client import Client
@@ -92,7 +98,8 @@ class SdkStockChecker:
 
     def describe(self, region: str, zone: str, instance_type: str, spot_strategy: str) -> Mapping[str, Any]:
         response = self.client(region).describe_available_resource(
-            self.request(region, zone, instance_type, spot_strategy))
+            self.request(region, zone, instance_type, spot_strategy)
+        )
         return response.body.to_map()
 
 
@@ -125,18 +132,31 @@ def fleet_of(stack_dir: Path) -> Fleet:
     try:
         data = json.loads((Path(stack_dir) / "plan.json").read_text(encoding="utf-8"))
         compute = data["compute"]
-        nodes = tuple(PlannedNode(int(r["rank"]), str(r["name"]), str(r.get("private_ip") or ""),
-                                  str(r.get("zone") or ""), bool(r.get("spot"))) for r in compute["ranks"])
+        nodes = tuple(
+            PlannedNode(
+                int(r["rank"]),
+                str(r["name"]),
+                str(r.get("private_ip") or ""),
+                str(r.get("zone") or ""),
+                bool(r.get("spot")),
+            )
+            for r in compute["ranks"]
+        )
         spot = data.get("spot") or {}
         paused = bool(compute.get("paused"))
-        return Fleet(region=str(data["region"]), zones=tuple(data.get("zones") or ()),
-                     instance_type=str(compute.get("instance_type") or ""),
-                     platform=str(compute.get("platform") or "ecs"),
-                     spot_strategy=str(spot.get("strategy") or "SpotAsPriceGo"), nodes=() if paused else nodes,
-                     paused=paused)
+        return Fleet(
+            region=str(data["region"]),
+            zones=tuple(data.get("zones") or ()),
+            instance_type=str(compute.get("instance_type") or ""),
+            platform=str(compute.get("platform") or "ecs"),
+            spot_strategy=str(spot.get("strategy") or "SpotAsPriceGo"),
+            nodes=() if paused else nodes,
+            paused=paused,
+        )
     except (OSError, ValueError, KeyError, TypeError):
-        raise BadTarget(f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
-                        ) from None
+        raise BadTarget(
+            f"{stack_dir}/plan.json lists no compute.ranks: re-render the folder with this trainstack."
+        ) from None
 
 
 def nodes_to_create(fleet: Fleet, state: Iterable[StateResource] | None) -> list[PlannedNode]:
@@ -162,8 +182,8 @@ def zone_stock(body: Mapping[str, Any], zone: str, instance_type: str) -> tuple[
         zone_status, zone_category = str(z.get("Status") or ""), str(z.get("StatusCategory") or "")
         if not _available(zone_status, zone_category):
             return False, f"{zone_status or 'no status'}/{zone_category or '-'}"
-        for resource in ((z.get("AvailableResources") or {}).get("AvailableResource") or ()):
-            for s in ((resource.get("SupportedResources") or {}).get("SupportedResource") or ()):
+        for resource in (z.get("AvailableResources") or {}).get("AvailableResource") or ():
+            for s in (resource.get("SupportedResources") or {}).get("SupportedResource") or ():
                 if s.get("Value") == instance_type:
                     status, category = str(s.get("Status") or ""), str(s.get("StatusCategory") or "")
                     return _available(status, category), f"{status or 'no status'}/{category or '-'}"
@@ -191,9 +211,11 @@ def _ask(checker: StockChecker, fleet: Fleet, zone: str, spot: bool) -> tuple[bo
     except LiveError:
         raise
     except Exception as e:  # noqa: BLE001 the SDK's exceptions (Tea, credentials, HTTP) become one sentence
-        raise StockCheckFailed(f"the stock check (ECS DescribeAvailableResource for {fleet.instance_type} in {zone}) "
-                               f"failed: {type(e).__name__}: {e}; grant ecs:DescribeAvailableResource, or pass "
-                               f"{SKIP_FLAG}.") from None
+        raise StockCheckFailed(
+            f"the stock check (ECS DescribeAvailableResource for {fleet.instance_type} in {zone}) "
+            f"failed: {type(e).__name__}: {e}; grant ecs:DescribeAvailableResource, or pass "
+            f"{SKIP_FLAG}."
+        ) from None
     return zone_stock(body, zone, fleet.instance_type)
 
 
@@ -224,11 +246,16 @@ def short_stock(checker: StockChecker, fleet: Fleet, nodes: list[PlannedNode], s
             say(f"stock: {fleet.instance_type} ({v.kind}) in {v.zone}: {v.said}{note}")
             continue
         others = zones_with_stock(checker, fleet, v.spot, v.zone)
-        where = (f"zones of the spec with stock: {', '.join(others)} (put one first in the spec's `zones`)"
-                 if others else "no other zone of the spec's `zones` has stock either")
-        return NoStock(f"{v.zone} has no {v.kind} stock of {fleet.instance_type} ({v.said}) for the {v.nodes} "
-                       f"node{'s' if v.nodes != 1 else ''} this run would create, so nothing was created; {where}; "
-                       f"retry later, or pass {SKIP_FLAG} to try anyway.")
+        where = (
+            f"zones of the spec with stock: {', '.join(others)} (put one first in the spec's `zones`)"
+            if others
+            else "no other zone of the spec's `zones` has stock either"
+        )
+        return NoStock(
+            f"{v.zone} has no {v.kind} stock of {fleet.instance_type} ({v.said}) for the {v.nodes} "
+            f"node{'s' if v.nodes != 1 else ''} this run would create, so nothing was created; {where}; "
+            f"retry later, or pass {SKIP_FLAG} to try anyway."
+        )
     return None
 
 
@@ -250,8 +277,10 @@ def stock_preflight(engine: Any, target: Any, checker: StockChecker, say: Say) -
     if not nodes:
         return []
     checker.check()  # the SDK is needed only when nodes are created; still before any change to the cloud
-    say(f"stock: {len(nodes)} node{'s' if len(nodes) != 1 else ''} to create; asking ECS DescribeAvailableResource "
-        f"for {fleet.instance_type} in {', '.join(sorted({n.zone for n in nodes}))}")
+    say(
+        f"stock: {len(nodes)} node{'s' if len(nodes) != 1 else ''} to create; asking ECS DescribeAvailableResource "
+        f"for {fleet.instance_type} in {', '.join(sorted({n.zone for n in nodes}))}"
+    )
     error = short_stock(checker, fleet, nodes, say)
     if error is not None:
         raise error

@@ -26,7 +26,11 @@ from generator.render.files import MARKER
 from generator.render.stackdir import load_yaml as _load_yaml
 
 STATE_DIR = f"{MARKER}/state"  # relative to the stack folder; ignored by render and by the stack's .gitignore
-PULUMI_BOOKKEEPING_KEYS = ("encryptionsalt", "secretsprovider", "encryptedkey")  # Pulumi writes these, not render
+PULUMI_BOOKKEEPING_KEYS = (
+    "encryptionsalt",
+    "secretsprovider",
+    "encryptedkey",
+)  # Pulumi writes these, not render
 
 
 def _read_plan_json(stack_dir: Path) -> dict[str, Any]:
@@ -49,28 +53,42 @@ def default_backend(stack_dir: Path) -> str:
 
 def check_backend(url: str) -> str:
     if url.startswith("oss://"):
-        raise BadTarget("Pulumi has no oss:// backend; OSS speaks S3, so use "
-                        "s3://BUCKET?endpoint=oss-REGION.aliyuncs.com&region=REGION with AWS_ACCESS_KEY_ID and "
-                        "AWS_SECRET_ACCESS_KEY set to an Alibaba Cloud AccessKey (see docs/live.md).")
+        raise BadTarget(
+            "Pulumi has no oss:// backend; OSS speaks S3, so use "
+            "s3://BUCKET?endpoint=oss-REGION.aliyuncs.com&region=REGION with AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY set to an Alibaba Cloud AccessKey (see docs/live.md)."
+        )
     if "://" not in url:
-        raise BadTarget(f"backend {url!r} is not a URL: use file:///path, s3://bucket?..., https://api.pulumi.com, ...")
+        raise BadTarget(
+            f"backend {url!r} is not a URL: use file:///path, s3://bucket?..., https://api.pulumi.com, ..."
+        )
     return url
 
 
-def target_for(stack_dir: str | Path, backend: str | None = None, env: Mapping[str, str] | None = None) -> Target:
+def target_for(
+    stack_dir: str | Path, backend: str | None = None, env: Mapping[str, str] | None = None
+) -> Target:
     """The engine target for a rendered stack folder (names from plan.json; backend from flag, env or default)."""
     env = os.environ if env is None else env
     stack_dir = Path(stack_dir)
     stackdir.settle(stack_dir)
     if not stackdir.is_stack_dir(stack_dir):
-        raise BadTarget(f"{stack_dir} is not a stack folder rendered by trainstack (no __main__.py and {MARKER}/).")
+        raise BadTarget(
+            f"{stack_dir} is not a stack folder rendered by trainstack (no __main__.py and {MARKER}/)."
+        )
     identity = _identity(stack_dir)
     data = _read_plan_json(stack_dir)
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(stack_dir))
-    return Target(stack_dir=stack_dir, project=identity.project, stack=identity.stack, backend=url,
-                  secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=str(data.get("spec_digest", "")), shared_fs=_shared_fs(data),
-                  platform=_platform(data))
+    return Target(
+        stack_dir=stack_dir,
+        project=identity.project,
+        stack=identity.stack,
+        backend=url,
+        secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
+        spec_digest=str(data.get("spec_digest", "")),
+        shared_fs=_shared_fs(data),
+        platform=_platform(data),
+    )
 
 
 def _platform(plan_data: Mapping[str, Any]) -> str:
@@ -89,16 +107,26 @@ def _digest_files(stack_dir: Path, stack: str) -> list[tuple[str, bytes]]:
     for root, dirs, files in os.walk(stack_dir):
         rel_root = Path(root).relative_to(stack_dir).as_posix()
         rel_root = "" if rel_root == "." else rel_root + "/"
-        dirs[:] = [d for d in dirs if not (
-            d in ("__pycache__", ".git") or (not rel_root and d in ("venv", ".venv"))
-            or (rel_root == f"{MARKER}/"))]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not (
+                d in ("__pycache__", ".git")
+                or (not rel_root and d in ("venv", ".venv"))
+                or (rel_root == f"{MARKER}/")
+            )
+        ]
         for name in files:
             rel = rel_root + name
             if name.endswith(".pyc") or name == ".DS_Store":
                 continue
             if rel.startswith(f"{MARKER}/") and rel != f"{MARKER}/DO_NOT_EDIT":
                 continue
-            if not rel_root and name.startswith("Pulumi.") and name not in ("Pulumi.yaml", f"Pulumi.{stack}.yaml"):
+            if (
+                not rel_root
+                and name.startswith("Pulumi.")
+                and name not in ("Pulumi.yaml", f"Pulumi.{stack}.yaml")
+            ):
                 continue
             data = (Path(root) / name).read_bytes()
             if rel == f"Pulumi.{stack}.yaml":
@@ -144,7 +172,7 @@ def recorded_spec(stack_dir: Path) -> str:
     for line in lines:
         if line.startswith("spec: "):  # a JSON string, so any file name reads back exactly
             try:
-                value = json.loads(line[len("spec: "):])
+                value = json.loads(line[len("spec: ") :])
             except ValueError:
                 return ""
             return value if isinstance(value, str) else ""
@@ -210,11 +238,15 @@ def locate(arg: str | Path, backend: str | None = None, env: Mapping[str, str] |
     the_plan = pipeline.plan_file(p)
     dest = stackdir.default_stack_dir(p, the_plan.name, the_plan.stack)
     if not stackdir.is_stack_dir(dest):
-        raise BadTarget(f"{arg} has no stack folder at {dest}: run `trainstack up {arg}` (or render it) first.")
+        raise BadTarget(
+            f"{arg} has no stack folder at {dest}: run `trainstack up {arg}` (or render it) first."
+        )
     return target_for(dest, backend, env)
 
 
-def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str, str] | None = None) -> Target:
+def planned_target(
+    arg: str | Path, backend: str | None = None, env: Mapping[str, str] | None = None
+) -> Target:
     """Like :func:`locate`, but for a spec whose folder may not exist yet (names come from the plan)."""
     env = os.environ if env is None else env
     p = Path(arg)
@@ -223,17 +255,24 @@ def planned_target(arg: str | Path, backend: str | None = None, env: Mapping[str
     the_plan = pipeline.plan_file(p)
     dest = stackdir.default_stack_dir(p, the_plan.name, the_plan.stack)
     url = check_backend(backend or env.get("TRAINSTACK_BACKEND") or default_backend(dest))
-    return Target(stack_dir=dest, project=the_plan.name, stack=the_plan.stack, backend=url,
-                  secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
-                  spec_digest=the_plan.spec_digest, shared_fs=the_plan.storage.kind,
-                  platform=the_plan.compute.platform)
+    return Target(
+        stack_dir=dest,
+        project=the_plan.name,
+        stack=the_plan.stack,
+        backend=url,
+        secrets_provider=env.get("TRAINSTACK_SECRETS_PROVIDER") or DEFAULT_SECRETS_PROVIDER,
+        spec_digest=the_plan.spec_digest,
+        shared_fs=the_plan.storage.kind,
+        platform=the_plan.compute.platform,
+    )
 
 
 def has_state(stack_dir: Path, project: str, stack: str) -> bool:
     """True when the folder's default file:// backend holds a Pulumi stack for ``project``/``stack``."""
     stacks = Path(stack_dir) / STATE_DIR / ".pulumi" / "stacks"
-    return any((stacks / project / f"{stack}.json{ext}").is_file() for ext in ("", ".gz")) or \
-        any((stacks / f"{stack}.json{ext}").is_file() for ext in ("", ".gz"))  # legacy non-project layout
+    return any((stacks / project / f"{stack}.json{ext}").is_file() for ext in ("", ".gz")) or any(
+        (stacks / f"{stack}.json{ext}").is_file() for ext in ("", ".gz")
+    )  # legacy non-project layout
 
 
 def other_state_folders(dest: Path, spec: Path, project: str, stack: str) -> list[Path]:
@@ -277,21 +316,26 @@ def prepare_up(arg: str | Path, backend: str | None = None, env: Mapping[str, st
         fresh = check_fresh(p)
         if fresh.stale:
             spec = str(fresh.spec) if fresh.spec else "its spec"
-            raise StaleStack(f"{p} is stale against {spec} ({', '.join(fresh.stale)} differ): run "
-                             f"`trainstack render {spec}` and review the change, or deploy the spec with "
-                             f"`trainstack up {spec}`.")
+            raise StaleStack(
+                f"{p} is stale against {spec} ({', '.join(fresh.stale)} differ): run "
+                f"`trainstack render {spec}` and review the change, or deploy the spec with "
+                f"`trainstack up {spec}`."
+            )
         if fresh.note:
             notes.append(fresh.note)
     elif _is_spec(p):
         planned = planned_target(p, backend, env)
-        if not (backend or env.get("TRAINSTACK_BACKEND")) and not has_state(planned.stack_dir, planned.project,
-                                                                             planned.stack):
+        if not (backend or env.get("TRAINSTACK_BACKEND")) and not has_state(
+            planned.stack_dir, planned.project, planned.stack
+        ):
             others = other_state_folders(planned.stack_dir, p, planned.project, planned.stack)
             if others:
-                raise BadTarget(f"{others[0]} already holds the Pulumi state of {planned.project} (stack "
-                                f"{planned.stack}), but {arg} renders to {planned.stack_dir}: deploying would start "
-                                f"a second, empty state and a second cluster. Move {others[0]} to "
-                                f"{planned.stack_dir} (or deploy the folder: `trainstack up {others[0]}`).")
+                raise BadTarget(
+                    f"{others[0]} already holds the Pulumi state of {planned.project} (stack "
+                    f"{planned.stack}), but {arg} renders to {planned.stack_dir}: deploying would start "
+                    f"a second, empty state and a second cluster. Move {others[0]} to "
+                    f"{planned.stack_dir} (or deploy the folder: `trainstack up {others[0]}`)."
+                )
         dest, rendered = render_for_up(p)
         target = target_for(dest, backend, env)
     else:
@@ -306,9 +350,13 @@ def check_digest(prepared: Prepared, expected: str | None) -> None:
     want = expected.strip().lower()
     if not re.fullmatch(r"[0-9a-f]{64}", want):
         if prepared.target.spec_digest and want == prepared.target.spec_digest:
-            raise DigestMismatch("--expect-digest takes the 64-hex stack digest printed by `trainstack preview` "
-                                 "or `trainstack up`, not the spec digest.")
+            raise DigestMismatch(
+                "--expect-digest takes the 64-hex stack digest printed by `trainstack preview` "
+                "or `trainstack up`, not the spec digest."
+            )
         raise DigestMismatch(f"--expect-digest {expected!r} is not a 64-character hex stack digest.")
     if want != prepared.digest:
-        raise DigestMismatch(f"{prepared.target.stack_dir} has stack digest {prepared.digest}, not the reviewed "
-                             f"{want}: the folder changed since it was reviewed; preview it again and re-approve.")
+        raise DigestMismatch(
+            f"{prepared.target.stack_dir} has stack digest {prepared.digest}, not the reviewed "
+            f"{want}: the folder changed since it was reviewed; preview it again and re-approve."
+        )

@@ -23,7 +23,9 @@ from generator.spec.units import human_bytes, human_seconds
 
 FACTS_KEYS = ("trainstack/cluster.json", "trainstack-facts/cluster.json")
 CHECKPOINT_SUBDIR = "checkpoints"  # the checkpoint directory under the shared file system's mount path
-JOBS_SUBPREFIX = "_trainstack/"  # job logs and exit codes under the prefix (live/jobs/cluster.py); never expired
+JOBS_SUBPREFIX = (
+    "_trainstack/"  # job logs and exit codes under the prefix (live/jobs/cluster.py); never expired
+)
 # OSS runs lifecycle rules once a day and counts days from an object's last modification ("Lifecycle rules based on
 # the last modified time", https://www.alibabacloud.com/help/en/oss/user-guide/lifecycle-rules-based-on-the-last-modified-time):
 # one more day than keep_last intervals, and never fewer than MIN_EXPIRE_DAYS, so at least keep_last remain.
@@ -58,8 +60,16 @@ def bucket_name(spec: Spec) -> str:
     return f"{spec.name[:45]}-ckpt-{suffix}"
 
 
-def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arch: sizing.Architecture,
-                     lora_rank: int | None, storage: Storage, decisions: list[Decision]) -> Checkpoints:
+def plan_checkpoints(
+    spec: Spec,
+    catalog: Catalog,
+    region: Region,
+    fit: Fit,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    storage: Storage,
+    decisions: list[Decision],
+) -> Checkpoints:
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
     if not k.enabled and fit.nodes > 1 and platform_for(spec).has(Capability.CLUSTER_FACTS):
@@ -68,8 +78,19 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
         raise PlanningError([refusals.ClusterNeedsBucket(fit.nodes).problem()])
     if not k.enabled:
         decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
-        return Checkpoints(False, "", k.prefix, 0, k.retention_days, k.transition_ia_days, k.abort_multipart_days,
-                           endpoint, 0, 0.0, 0.0)
+        return Checkpoints(
+            False,
+            "",
+            k.prefix,
+            0,
+            k.retention_days,
+            k.transition_ia_days,
+            k.abort_multipart_days,
+            endpoint,
+            0,
+            0.0,
+            0.0,
+        )
     size = checkpoint_size(spec, arch, lora_rank)
     choice = checkpoint_tier(spec, catalog, region, fit.itype, fit.nodes, size)
     tier = choice.tier
@@ -81,52 +102,103 @@ def plan_checkpoints(spec: Spec, catalog: Catalog, region: Region, fit: Fit, arc
     _, spot_nodes = spot_split(spec, fit.nodes)
     if isinstance(k.interval, int):
         interval = k.interval
-        why = (f"as the spec asks (the Young/Daly optimum would be {human_seconds(optimum)}: write "
-               f"{human_seconds(write_s)} to {tier.name}, cluster MTBF {mtbf_h:.1f} h)")
+        why = (
+            f"as the spec asks (the Young/Daly optimum would be {human_seconds(optimum)}: write "
+            f"{human_seconds(write_s)} to {tier.name}, cluster MTBF {mtbf_h:.1f} h)"
+        )
     else:
         interval = max(300, round(optimum / 60.0) * 60)
-        why = (f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(size)} checkpoint written to {tier.name} at "
-               f"{tier.write_gbps:,.4g} Gbit/s takes {human_seconds(write_s)}; the cluster's expected time between "
-               f"interruptions is {mtbf_h:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"
-               + (f", {spec.spot.interruptions_per_node_day:g} spot reclaims per node-day assumed" if spot_nodes else "")
-               + ")")
+        why = (
+            f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(size)} checkpoint written to {tier.name} at "
+            f"{tier.write_gbps:,.4g} Gbit/s takes {human_seconds(write_s)}; the cluster's expected time between "
+            f"interruptions is {mtbf_h:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"
+            + (
+                f", {spec.spot.interruptions_per_node_day:g} spot reclaims per node-day assumed"
+                if spot_nodes
+                else ""
+            )
+            + ")"
+        )
     decisions.append(Decision("checkpoint interval", human_seconds(interval), why))
     directory = ""
     if choice.kind != "oss":
         directory = storage.mount_path.rstrip("/") + f"/{CHECKPOINT_SUBDIR}/"
-    decisions.append(Decision("checkpoint tier", f"{tier.name}" + (f" {directory}, copied to OSS" if directory else ""),
-                              f"{choice.why}; restoring one takes {human_seconds(restore_s)} at "
-                              f"{tier.read_gbps:,.4g} Gbit/s"))
-    decisions.append(Decision("checkpoint bucket", bucket_name(spec),
-                              f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
-                              f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"
-                              + ("; the durable copy of the checkpoints on the shared file system" if directory else "")))
+    decisions.append(
+        Decision(
+            "checkpoint tier",
+            f"{tier.name}" + (f" {directory}, copied to OSS" if directory else ""),
+            f"{choice.why}; restoring one takes {human_seconds(restore_s)} at {tier.read_gbps:,.4g} Gbit/s",
+        )
+    )
+    decisions.append(
+        Decision(
+            "checkpoint bucket",
+            bucket_name(spec),
+            f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
+            f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"
+            + ("; the durable copy of the checkpoints on the shared file system" if directory else ""),
+        )
+    )
     days = 0 if k.keep_last is None else expire_days(k.keep_last, interval)
     if k.keep_last is not None:
-        decisions.append(Decision("checkpoint retention", f"keep last {k.keep_last}: expire after {days} days", (
-            f"checkpoints.keep_last {k.keep_last} at one checkpoint every {human_seconds(interval)}: an OSS lifecycle "
-            f"rule expires current objects under {k.prefix} {days} days after they are written (the days "
-            f"{k.keep_last} intervals span, plus one for the daily lifecycle scan, at least {MIN_EXPIRE_DAYS}), so "
-            f"at least the last {k.keep_last} stay; on this versioned bucket an expired checkpoint becomes a "
-            f"noncurrent version, restorable for checkpoints.retention_days ({k.retention_days}) more days; "
-            f"{k.prefix}{JOBS_SUBPREFIX} (job logs) is never expired; "
-            + ("the rule is DISABLED while compute.paused is true, so a paused run's newest checkpoint never "
-               "expires" if spec.compute.paused else
-               "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
-               "expires; a run that stops writing without being paused loses it after "
-               f"{days} days (restorable {k.retention_days} days more)"))))
+        decisions.append(
+            Decision(
+                "checkpoint retention",
+                f"keep last {k.keep_last}: expire after {days} days",
+                (
+                    f"checkpoints.keep_last {k.keep_last} at one checkpoint every {human_seconds(interval)}: an OSS lifecycle "
+                    f"rule expires current objects under {k.prefix} {days} days after they are written (the days "
+                    f"{k.keep_last} intervals span, plus one for the daily lifecycle scan, at least {MIN_EXPIRE_DAYS}), so "
+                    f"at least the last {k.keep_last} stay; on this versioned bucket an expired checkpoint becomes a "
+                    f"noncurrent version, restorable for checkpoints.retention_days ({k.retention_days}) more days; "
+                    f"{k.prefix}{JOBS_SUBPREFIX} (job logs) is never expired; "
+                    + (
+                        "the rule is DISABLED while compute.paused is true, so a paused run's newest checkpoint never "
+                        "expires"
+                        if spec.compute.paused
+                        else "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
+                        "expires; a run that stops writing without being paused loses it after "
+                        f"{days} days (restorable {k.retention_days} days more)"
+                    )
+                ),
+            )
+        )
     every = k.milestones.every if k.milestones is not None and k.keep_last is not None else None
     window = 0 if every is None else every * interval
     if every is not None:
-        decisions.append(Decision("checkpoint milestones", f"one in every {every}: kept forever", (
-            f"checkpoints.milestones.every {every} at one checkpoint every {human_seconds(interval)}: of the "
-            f"checkpoints written in each {human_seconds(window)} window (counted from 1970-01-01 UTC) the first is "
-            f"tagged {RETENTION_TAG}={MILESTONE} and the others {RETENTION_TAG}={ROLLING} by trainstack-ckpt-sync on "
-            f"rank 0 (a checkpoint is a top-level folder or file under {k.prefix}, its time its oldest object's); "
-            f"the keep_last rule expires only objects tagged {ROLLING}, so milestones and anything not yet tagged "
-            f"stay; about one in every {every} checkpoints is billed to the end of the run and after it")))
-    return Checkpoints(True, bucket_name(spec), k.prefix, interval, k.retention_days, k.transition_ia_days,
-                       k.abort_multipart_days, endpoint, size, round(write_s, 3), round(mtbf_h, 3),
-                       facts_key(k.prefix) if platform_for(spec).has(Capability.CLUSTER_FACTS) else "", choice.kind, directory,
-                       round(restore_s, 3), k.keep_last, days, k.keep_last is not None and not spec.compute.paused,
-                       every, window)
+        decisions.append(
+            Decision(
+                "checkpoint milestones",
+                f"one in every {every}: kept forever",
+                (
+                    f"checkpoints.milestones.every {every} at one checkpoint every {human_seconds(interval)}: of the "
+                    f"checkpoints written in each {human_seconds(window)} window (counted from 1970-01-01 UTC) the first is "
+                    f"tagged {RETENTION_TAG}={MILESTONE} and the others {RETENTION_TAG}={ROLLING} by trainstack-ckpt-sync on "
+                    f"rank 0 (a checkpoint is a top-level folder or file under {k.prefix}, its time its oldest object's); "
+                    f"the keep_last rule expires only objects tagged {ROLLING}, so milestones and anything not yet tagged "
+                    f"stay; about one in every {every} checkpoints is billed to the end of the run and after it"
+                ),
+            )
+        )
+    return Checkpoints(
+        True,
+        bucket_name(spec),
+        k.prefix,
+        interval,
+        k.retention_days,
+        k.transition_ia_days,
+        k.abort_multipart_days,
+        endpoint,
+        size,
+        round(write_s, 3),
+        round(mtbf_h, 3),
+        facts_key(k.prefix) if platform_for(spec).has(Capability.CLUSTER_FACTS) else "",
+        choice.kind,
+        directory,
+        round(restore_s, 3),
+        k.keep_last,
+        days,
+        k.keep_last is not None and not spec.compute.paused,
+        every,
+        window,
+    )

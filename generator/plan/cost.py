@@ -90,8 +90,13 @@ def checkpoints_held(kept: int, wall_hours: float, ckpt: Checkpoints) -> int:
     return recent + (0 if ckpt.milestone_every is None else -(-older // ckpt.milestone_every))
 
 
-def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None,
-                     life_limit: float | None = None, milestone_every: int | None = None) -> tuple[float, float]:
+def checkpoint_hours(
+    kept: int,
+    wall_hours: float,
+    ia_days: int | None,
+    life_limit: float | None = None,
+    milestone_every: int | None = None,
+) -> tuple[float, float]:
     """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
     at i/kept of the wall-clock time and kept to the end (or for ``life_limit`` hours, see :func:`life_hours`,
     unless it is a milestone, :func:`is_milestone`); it moves to IA ``ia_days`` after it is written."""
@@ -106,13 +111,22 @@ def checkpoint_hours(kept: int, wall_hours: float, ia_days: int | None,
     return std, ia
 
 
-def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt: Checkpoints,
-              network: Network | None = None) -> Cost:
+def plan_cost(
+    spec: Spec,
+    catalog: Catalog,
+    best: Scored,
+    storage: Storage,
+    ckpt: Checkpoints,
+    network: Network | None = None,
+) -> Cost:
     t = best.fit.itype
     on_demand_nodes, spot_nodes = spot_split(spec, best.fit.nodes)
     wall = None if best.run_hours is None else best.run_hours + (best.rework_hours or 0.0)
-    notes = [f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h " + _basis(t.price.estimated)
-             + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"]
+    notes = [
+        f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
+        + _basis(t.price.estimated)
+        + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"
+    ]
     prices = [PriceSource("compute", t.name, _basis(t.price.estimated), t.price.source)]
     worker = platform_for(spec).worker_price  # PAI-DLC's per-worker price (its declaration)
     if worker is not None:
@@ -120,12 +134,17 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
         notes.append(worker.note.format(type=t.name))
     shared = 0.0
     if storage.kind != "none":
-        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[storage.kind]
+        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[
+            storage.kind
+        ]
         sp = catalog.storage_price(item)
         if sp is not None:
             shared = sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
-            notes.append(f"{item}: {sp.price_cny:g} {sp.unit} " + _basis(sp.estimated)
-                         + f" ({sp.region}, {sp.date}) [{sp.source}]")
+            notes.append(
+                f"{item}: {sp.price_cny:g} {sp.unit} "
+                + _basis(sp.estimated)
+                + f" ({sp.region}, {sp.date}) [{sp.source}]"
+            )
             prices.append(PriceSource("shared_storage", item, _basis(sp.estimated), sp.source))
         else:
             notes.append(f"{item}: no price in the catalog; not counted")
@@ -143,31 +162,55 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
             if kept and wall:
                 # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
                 # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
-                std_h, ia_h = checkpoint_hours(kept, wall, ckpt.transition_ia_days if ia is not None else None,
-                                               life_hours(ckpt), ckpt.milestone_every)
+                std_h, ia_h = checkpoint_hours(
+                    kept,
+                    wall,
+                    ckpt.transition_ia_days if ia is not None else None,
+                    life_hours(ckpt),
+                    ckpt.milestone_every,
+                )
                 obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
                 held = checkpoints_held(kept, wall, ckpt)
-                after_month = one_ia * held  # once every checkpoint is past the IA transition (or all Standard)
+                after_month = (
+                    one_ia * held
+                )  # once every checkpoint is past the IA transition (or all Standard)
             else:  # no run length: one checkpoint (the cost grows from there)
                 obj = one / HOURS_PER_MONTH
             prices.append(PriceSource("object_storage", "oss-standard", _basis(sp.estimated), sp.source))
-            notes.append(f"oss-standard: {sp.price_cny:g} {sp.unit} " + _basis(sp.estimated) + f" [{sp.source}]; "
-                         + (f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
-                            f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
-                            "priced over the run"
-                            + (f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end "
-                               "and after it" if ckpt.milestone_every else "") if kept and ckpt.expire_days else
-                            "every checkpoint the run writes is kept (nothing expires current objects), priced over "
-                            "the run as the bucket grows" if kept else
-                            "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
-                            "current objects)"))
+            notes.append(
+                f"oss-standard: {sp.price_cny:g} {sp.unit} "
+                + _basis(sp.estimated)
+                + f" [{sp.source}]; "
+                + (
+                    f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
+                    f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
+                    "priced over the run"
+                    + (
+                        f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end "
+                        "and after it"
+                        if ckpt.milestone_every
+                        else ""
+                    )
+                    if kept and ckpt.expire_days
+                    else "every checkpoint the run writes is kept (nothing expires current objects), priced over "
+                    "the run as the bucket grows"
+                    if kept
+                    else "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
+                    "current objects)"
+                )
+            )
             if ia is not None and kept:
                 prices.append(PriceSource("object_storage_ia", "oss-ia", _basis(ia.estimated), ia.source))
-                notes.append(f"oss-ia: {ia.price_cny:g} {ia.unit} " + _basis(ia.estimated)
-                             + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
-                             "(checkpoints.transition_ia_days), retrieval fees not counted")
+                notes.append(
+                    f"oss-ia: {ia.price_cny:g} {ia.unit} "
+                    + _basis(ia.estimated)
+                    + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
+                    "(checkpoints.transition_ia_days), retrieval fees not counted"
+                )
     if spot_nodes:
-        notes.append(f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)")
+        notes.append(
+            f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)"
+        )
         prices.append(PriceSource("spot", t.name, ASSUMPTION))
     od = on_demand_nodes * t.price.cny_per_hour
     sp_h = spot_nodes * best.spot_per_hour
@@ -177,9 +220,11 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     if is_subscription(spec, catalog, t.name):
         months = subscription_months(wall)
         od_run = prepaid(best.fit.nodes, t.price.cny_per_hour, months) if wall is not None else None
-        notes.append(f"{t.name} is sold by subscription only: the compute is prepaid for {months} month(s) "
-                     f"({months * HOURS_PER_MONTH:,} h) whatever the run's length; the whole run counts the prepaid "
-                     "amount")
+        notes.append(
+            f"{t.name} is sold by subscription only: the compute is prepaid for {months} month(s) "
+            f"({months * HOURS_PER_MONTH:,} h) whatever the run's length; the whole run counts the prepaid "
+            "amount"
+        )
     lines = None
     if wall is not None and od_run is not None:
         lines = (od_run, sp_h * wall, shared * wall, obj * wall)
@@ -191,16 +236,27 @@ def plan_cost(spec: Spec, catalog: Catalog, best: Scored, storage: Storage, ckpt
     if spec.compute.paused:
         paused = paused_cost(spec, catalog, storage, ckpt, network, round(shared, 2), round(obj, 2))
     return Cost(
-        currency="CNY", compute_on_demand_per_hour=round(od, 2), compute_spot_per_hour=round(sp_h, 2),
-        shared_storage_per_hour=round(shared, 2), object_storage_per_hour=round(obj, 2),
-        total_per_hour=round(total, 2), total_per_day=round(total * 24, 2),
+        currency="CNY",
+        compute_on_demand_per_hour=round(od, 2),
+        compute_spot_per_hour=round(sp_h, 2),
+        shared_storage_per_hour=round(shared, 2),
+        object_storage_per_hour=round(obj, 2),
+        total_per_hour=round(total, 2),
+        total_per_day=round(total * 24, 2),
         run_hours=None if best.run_hours is None else round(best.run_hours, 2),
         expected_rework_hours=None if best.rework_hours is None else round(best.rework_hours, 2),
-        run_total=None if run_total is None else round(run_total, 2), price_notes=tuple(notes), paused=paused,
-        compute_on_demand_run=run_lines[0], compute_spot_run=run_lines[1], shared_storage_run=run_lines[2],
-        object_storage_run=run_lines[3], checkpoints_kept=checkpoints_held(kept, wall or 0.0, ckpt),
+        run_total=None if run_total is None else round(run_total, 2),
+        price_notes=tuple(notes),
+        paused=paused,
+        compute_on_demand_run=run_lines[0],
+        compute_spot_run=run_lines[1],
+        shared_storage_run=run_lines[2],
+        object_storage_run=run_lines[3],
+        checkpoints_kept=checkpoints_held(kept, wall or 0.0, ckpt),
         object_storage_after_run_per_month=None if after_month is None else round(after_month, 2),
-        subscription_months=months, prices=tuple(prices))
+        subscription_months=months,
+        prices=tuple(prices),
+    )
 
 
 def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
@@ -209,11 +265,31 @@ def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
     if not ckpt.enabled or not cost.checkpoints_kept:
         return []
     if ckpt.expire_days:
-        return [warns.CheckpointsExpire(ckpt.keep_last, cost.checkpoints_kept, ckpt.size_bytes, ckpt.expire_days,
-                                        ckpt.retention_days, ckpt.bucket, ckpt.prefix, ckpt.tier, ckpt.directory,
-                                        ckpt.milestone_every)]
-    return [warns.CheckpointsKeptForever(cost.checkpoints_kept, ckpt.size_bytes, cost.object_storage_after_run_per_month,
-                                         ckpt.transition_ia_days, ckpt.retention_days, ckpt.bucket, ckpt.prefix)]
+        return [
+            warns.CheckpointsExpire(
+                ckpt.keep_last,
+                cost.checkpoints_kept,
+                ckpt.size_bytes,
+                ckpt.expire_days,
+                ckpt.retention_days,
+                ckpt.bucket,
+                ckpt.prefix,
+                ckpt.tier,
+                ckpt.directory,
+                ckpt.milestone_every,
+            )
+        ]
+    return [
+        warns.CheckpointsKeptForever(
+            cost.checkpoints_kept,
+            ckpt.size_bytes,
+            cost.object_storage_after_run_per_month,
+            ckpt.transition_ia_days,
+            ckpt.retention_days,
+            ckpt.bucket,
+            ckpt.prefix,
+        )
+    ]
 
 
 def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
@@ -221,8 +297,15 @@ def budget_problems(spec: Spec, cost: Cost) -> list[Problem]:
     subscription at its prepaid amount), so an accepted plan never costs more than the budget it names."""
     b, out = spec.budget, []
     if b.total is not None and cost.run_total is not None and cost.run_total > b.total:
-        out.append(refusals.PlanOverTotal(cost.run_total, (cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0),
-                                          cost.shared_storage_run or 0, cost.object_storage_run or 0, b.total).problem())
+        out.append(
+            refusals.PlanOverTotal(
+                cost.run_total,
+                (cost.compute_on_demand_run or 0) + (cost.compute_spot_run or 0),
+                cost.shared_storage_run or 0,
+                cost.object_storage_run or 0,
+                b.total,
+            ).problem()
+        )
     if b.per_hour is not None and cost.total_per_hour > b.per_hour:
         out.append(refusals.PlanOverHourly(cost.total_per_hour, b.per_hour).problem())
     return out
@@ -232,8 +315,15 @@ def _basis(estimated: bool) -> str:
     return ESTIMATE if estimated else LIST_PRICE
 
 
-def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoints, network: Network | None,
-                shared_per_hour: float, object_per_hour: float) -> PausedCost:
+def paused_cost(
+    spec: Spec,
+    catalog: Catalog,
+    storage: Storage,
+    ckpt: Checkpoints,
+    network: Network | None,
+    shared_per_hour: float,
+    object_per_hour: float,
+) -> PausedCost:
     """What a paused cluster still costs: no node, but the file system, the checkpoint objects and the network stay.
 
     The figures are the same storage lines :func:`plan_cost` prices for the running cluster (nodes excluded); kept
@@ -241,28 +331,64 @@ def paused_cost(spec: Spec, catalog: Catalog, storage: Storage, ckpt: Checkpoint
     """
     items: list[CostItem] = []
     if storage.kind != "none":
-        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[storage.kind]
+        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[
+            storage.kind
+        ]
         sp = catalog.storage_price(item)
-        items.append(CostItem("shared_storage", "shared storage", f"{storage.capacity_gib:,} GiB {storage.kind} "
-                              f"{storage.storage_type} (billed by provisioned capacity)",
-                              shared_per_hour if sp else None, round(shared_per_hour * 24, 2) if sp else None,
-                              _basis(sp.estimated) if sp else NOT_PRICED))
+        items.append(
+            CostItem(
+                "shared_storage",
+                "shared storage",
+                f"{storage.capacity_gib:,} GiB {storage.kind} "
+                f"{storage.storage_type} (billed by provisioned capacity)",
+                shared_per_hour if sp else None,
+                round(shared_per_hour * 24, 2) if sp else None,
+                _basis(sp.estimated) if sp else NOT_PRICED,
+            )
+        )
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
-        items.append(CostItem("object_storage", "checkpoint bucket", "the checkpoints written so far, in OSS "
-                              "(priced as the run's average; nothing expires current checkpoints)",
-                              object_per_hour if sp else None, round(object_per_hour * 24, 2) if sp else None,
-                              ESTIMATE))
+        items.append(
+            CostItem(
+                "object_storage",
+                "checkpoint bucket",
+                "the checkpoints written so far, in OSS "
+                "(priced as the run's average; nothing expires current checkpoints)",
+                object_per_hour if sp else None,
+                round(object_per_hour * 24, 2) if sp else None,
+                ESTIMATE,
+            )
+        )
     if network is not None and network.egress == "nat":
-        items.append(CostItem("nat_gateway", "NAT gateway", "1 enhanced Internet NAT gateway (hourly instance fee; "
-                              "capacity units follow traffic, about none while paused)", None, None, NOT_PRICED))
-        items.append(CostItem("egress_ip", "EIP", "1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
-                              "traffic about none while paused)", None, None, NOT_PRICED))
+        items.append(
+            CostItem(
+                "nat_gateway",
+                "NAT gateway",
+                "1 enhanced Internet NAT gateway (hourly instance fee; "
+                "capacity units follow traffic, about none while paused)",
+                None,
+                None,
+                NOT_PRICED,
+            )
+        )
+        items.append(
+            CostItem(
+                "egress_ip",
+                "EIP",
+                "1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
+                "traffic about none while paused)",
+                None,
+                None,
+                NOT_PRICED,
+            )
+        )
     for stays in platform_for(spec).paused_items:
         items.append(CostItem(stays.key, stays.label, stays.what, None, None, NOT_PRICED))
     per_hour = round(sum(i.per_hour or 0.0 for i in items), 2)
-    notes = ["paused: no GPU node runs and nothing trains; the nodes' cost is what a resume costs per hour",
-             "the VPC, vSwitches, security group and RAM role are free"]
+    notes = [
+        "paused: no GPU node runs and nothing trains; the nodes' cost is what a resume costs per hour",
+        "the VPC, vSwitches, security group and RAM role are free",
+    ]
     unpriced = [i.label for i in items if i.per_hour is None]
     if unpriced:
         notes.append(f"not in the total (no price in the catalog): {', '.join(unpriced)}")

@@ -77,8 +77,9 @@ def expert_degree(arch: sizing.Architecture, fixed: int | str, tp: int, dp: int)
         return 1 if fixed == "auto" else int(fixed)
     if isinstance(fixed, int):
         return fixed
-    return max(e for e in range(1, max(1, NVLINK_GPUS // tp) + 1)
-               if arch.moe.experts % e == 0 and dp % e == 0)
+    return max(
+        e for e in range(1, max(1, NVLINK_GPUS // tp) + 1) if arch.moe.experts % e == 0 and dp % e == 0
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +93,34 @@ class Scored:
     rework_hours: float | None
     run_cost: float | None
     key: tuple[float, ...]
-    schedule: sizing.Schedule | None = None  # run_hours = compute + bubble + writes; rework_hours = rework + restores
+    schedule: sizing.Schedule | None = (
+        None  # run_hours = compute + bubble + writes; rework_hours = rework + restores
+    )
 
 
-def training_setup(spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int,
-                   lora_rank: int | None) -> sizing.TrainingSetup:
+def training_setup(
+    spec: Spec, arch: sizing.Architecture, tp: int, pp: int, dp: int, lora_rank: int | None
+) -> sizing.TrainingSetup:
     """The sizing setup of a layout of the spec: tp, pp and dp given, cp from the spec (:func:`context_degree`)."""
     m, p = spec.model, spec.parallelism
     return sizing.TrainingSetup(
-        arch=arch, seq_len=m.sequence_length, micro_batch=m.micro_batch_size, precision=m.precision,
-        optimizer=m.optimizer, zero_stage=p.zero_stage, tp=tp, pp=pp, dp=dp,
-        sequence_parallel=p.sequence_parallel and tp > 1, recompute=p.recompute, lora_rank=lora_rank,
-        qlora=m.finetune.method == "qlora", framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None, offload=p.offload,
-        ep=expert_degree(arch, p.expert, tp, dp), vpp=p.virtual_stages if pp > 1 else 1, cp=context_degree(spec))
+        arch=arch,
+        seq_len=m.sequence_length,
+        micro_batch=m.micro_batch_size,
+        precision=m.precision,
+        optimizer=m.optimizer,
+        zero_stage=p.zero_stage,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        sequence_parallel=p.sequence_parallel and tp > 1,
+        recompute=p.recompute,
+        lora_rank=lora_rank,
+        qlora=m.finetune.method == "qlora",
+        framework=p.framework,
+        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None,
+        offload=p.offload,
+        ep=expert_degree(arch, p.expert, tp, dp),
+        vpp=p.virtual_stages if pp > 1 else 1,
+        cp=context_degree(spec),
+    )

@@ -58,10 +58,14 @@ def spec_digest(spec: Spec) -> str:
     set, so a spec that uses none keeps the digest it had before the fields existed (and its committed plan.json
     stays byte-identical).
     """
-    exclude: dict = {"compute": {*(() if spec.compute.paused else ("paused",)),
-                                 *(() if spec.compute.admin_key_pair else ("admin_key_pair",)),
-                                 *(() if spec.compute.container_image else ("container_image",)),
-                                 *(() if spec.compute.container_registry_instance else ("container_registry_instance",))}}
+    exclude: dict = {
+        "compute": {
+            *(() if spec.compute.paused else ("paused",)),
+            *(() if spec.compute.admin_key_pair else ("admin_key_pair",)),
+            *(() if spec.compute.container_image else ("container_image",)),
+            *(() if spec.compute.container_registry_instance else ("container_registry_instance",)),
+        }
+    }
     if not exclude["compute"]:
         del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
@@ -80,7 +84,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     platform, parts = platform_for(spec), parts_for(spec)
     zones = spec.zones or region.zones
     zone = zones[0]
-    if platform.has(Capability.ZONE_CHOICE):  # else the zone follows from the machine type chosen (Lingjun's HPN zone)
+    if platform.has(
+        Capability.ZONE_CHOICE
+    ):  # else the zone follows from the machine type chosen (Lingjun's HPN zone)
         zone_why = parts.zone_decision(spec, region, zone)
         if zone_why is not None:
             decisions.append(zone_why)
@@ -93,8 +99,12 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     zone, network, ranks = placed.zone, placed.network, placed.ranks
     weights_bytes = stored_size(spec, choice.arch.parameters)  # 0 when DLC mounts them from OSS (not copied)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings, weights_bytes)
-    weights = plan_weights(spec, region, storage, network, fit.nodes, choice.arch.parameters, decisions, warnings)
-    checkpoints = plan_checkpoints(spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions)
+    weights = plan_weights(
+        spec, region, storage, network, fit.nodes, choice.arch.parameters, decisions, warnings
+    )
+    checkpoints = plan_checkpoints(
+        spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions
+    )
     spot, dlc_spot_plan = parts.spot(spec, fit, ranks, decisions, warnings)
     # without an elastic launch (PAI-DLC runs a fixed worker count, CreateJob PodCount, and restarts the job whole)
     min_nodes = elastic_minimum(spec, choice, decisions) if platform.has(Capability.ELASTIC) else fit.nodes
@@ -103,8 +113,9 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     if over:
         raise PlanningError(over)
     warnings.extend(bucket_warning(checkpoints, cost))
-    own = parts.part(spec, catalog, region, placed, best, storage, checkpoints, dlc_spot_plan, weights, decisions,
-                     warnings)
+    own = parts.part(
+        spec, catalog, region, placed, best, storage, checkpoints, dlc_spot_plan, weights, decisions, warnings
+    )
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, placed.rdma, placed.eri, ranks, placed.deployment_sets, min_nodes)
     for extra in (image_decision(spec, compute), container_decision(spec, compute)):
@@ -114,11 +125,31 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)
     warnings.extend(run_warnings(spec, choice, checkpoints, placed.machine))
-    warnings.extend(warns.FieldIgnored(path, platform.title, u.why, u.hint) for path, u in unhonoured_warnings(spec))
+    warnings.extend(
+        warns.FieldIgnored(path, platform.title, u.why, u.hint) for path, u in unhonoured_warnings(spec)
+    )
     return Plan(
-        schema_version=PLAN_SCHEMA_VERSION, catalog_version=catalog.version, spec_digest=spec_digest(spec),
-        name=spec.name, stack=spec.stack, region=region.id, zones=tuple(zones), tags=tuple(sorted(spec.tags.items())),
-        model=model, sizing=sizing_out, compute=compute, network=network, storage=storage, checkpoints=checkpoints,
-        spot=spot, cost=cost, decisions=tuple(decisions), candidates=choice.candidates, warnings=tuple(warnings),
+        schema_version=PLAN_SCHEMA_VERSION,
+        catalog_version=catalog.version,
+        spec_digest=spec_digest(spec),
+        name=spec.name,
+        stack=spec.stack,
+        region=region.id,
+        zones=tuple(zones),
+        tags=tuple(sorted(spec.tags.items())),
+        model=model,
+        sizing=sizing_out,
+        compute=compute,
+        network=network,
+        storage=storage,
+        checkpoints=checkpoints,
+        spot=spot,
+        cost=cost,
+        decisions=tuple(decisions),
+        candidates=choice.candidates,
+        warnings=tuple(warnings),
         waivers=tuple(Waived(w.rule, w.reason) for w in spec.waivers),
-        schedule=plan_schedule(best.schedule), weights=weights, **own)
+        schedule=plan_schedule(best.schedule),
+        weights=weights,
+        **own,
+    )

@@ -22,7 +22,15 @@ from generator.spec.units import human_bytes, human_count
 
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
 
-KINDS = ("deadline", "memory", "batch", "layout", "fabric", "filter", "bf16")  # the order hints and listings use
+KINDS = (
+    "deadline",
+    "memory",
+    "batch",
+    "layout",
+    "fabric",
+    "filter",
+    "bf16",
+)  # the order hints and listings use
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +117,10 @@ class NoPrecision(Rejection):
     def text(self) -> str:
         if self.precision == "fp8":
             return f"no fp8 support ({self.gpu}: no FP8 tensor cores) and model.precision is fp8; bf16 would allow it"
-        return (f"no bf16 support ({self.gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would "
-                "allow it")
+        return (
+            f"no bf16 support ({self.gpu}, Volta: fp16 and fp32 only) and model.precision is bf16; fp16 would "
+            "allow it"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,10 +211,12 @@ class ReplicaSplitsNoNodes(Rejection):
     cp: int = 1  # the context-parallel degree (a replica is tp x pp x cp GPUs)
 
     def text(self) -> str:
-        return (f"tp={self.tp} x pp={self.pp}{_cp(self.cp)} = {self.tp * self.pp * self.cp} GPUs per model replica "
-                f"does not divide the "
-                f"{self.nodes * self.gpus} GPUs of {self.nodes} node(s); choose a pipeline degree whose product "
-                "with tp divides them")
+        return (
+            f"tp={self.tp} x pp={self.pp}{_cp(self.cp)} = {self.tp * self.pp * self.cp} GPUs per model replica "
+            f"does not divide the "
+            f"{self.nodes * self.gpus} GPUs of {self.nodes} node(s); choose a pipeline degree whose product "
+            "with tp divides them"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +231,11 @@ class DataDegreeNoNodes(Rejection):
     cp: int = 1
 
     def text(self) -> str:
-        return (f"parallelism.data {self.data} x tp={self.tp} x pp={self.pp} needs "
-                f"{self.data * self.tp * self.pp * self.cp} "
-                f"GPUs, which no node count up to {self.max_nodes} gives")
+        return (
+            f"parallelism.data {self.data} x tp={self.tp} x pp={self.pp} needs "
+            f"{self.data * self.tp * self.pp * self.cp} "
+            f"GPUs, which no node count up to {self.max_nodes} gives"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,14 +248,21 @@ class ReplicaNeedsNodes(Rejection):
     nodes: int  # the nodes one replica needs
     max_nodes: int
     gpus: int
-    one_node: str | None  # "gpus" or "fabric": why nodes: auto keeps the type to one node; None if it does not
+    one_node: (
+        str | None
+    )  # "gpus" or "fabric": why nodes: auto keeps the type to one node; None if it does not
     cp: int = 1
 
     def text(self) -> str:
-        return (f"tp={self.tp} x pp={self.pp}{_cp(self.cp)} = {self.tp * self.pp * self.cp} GPUs per model replica "
-                f"needs {self.nodes} node(s)"
-                + (_only_one(self.one_node, self.gpus) if self.one_node else
-                   f", over compute.max_nodes ({self.max_nodes})"))
+        return (
+            f"tp={self.tp} x pp={self.pp}{_cp(self.cp)} = {self.tp * self.pp * self.cp} GPUs per model replica "
+            f"needs {self.nodes} node(s)"
+            + (
+                _only_one(self.one_node, self.gpus)
+                if self.one_node
+                else f", over compute.max_nodes ({self.max_nodes})"
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +292,11 @@ class OutOfMemory(Rejection):
     one_node: str | None
 
     def text(self) -> str:
-        return (f"needs {human_bytes(self.need_bytes)} per GPU even at {self.nodes} node(s) with tp={self.tp} "
-                f"pp={self.pp}; each {self.gpu} has {self.gpu_memory_gib:g} GiB, {human_bytes(self.usable_bytes)} of "
-                f"it usable with the {self.headroom:.0%} headroom" + _only_one(self.one_node, self.gpus))
+        return (
+            f"needs {human_bytes(self.need_bytes)} per GPU even at {self.nodes} node(s) with tp={self.tp} "
+            f"pp={self.pp}; each {self.gpu} has {self.gpu_memory_gib:g} GiB, {human_bytes(self.usable_bytes)} of "
+            f"it usable with the {self.headroom:.0%} headroom" + _only_one(self.one_node, self.gpus)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,9 +314,15 @@ class DeadlineNodes(Rejection):
     one_node: str | None
 
     def text(self) -> str:
-        return (f"fits in memory, but finishing {_days(self.tokens, self.max_days)}{_COUNTED} needs {self.nodes} nodes "
-                f"with tp={self.tp} pp={self.pp}" + (_only_one(self.one_node, self.gpus) if self.one_node else
-                                                    f", over compute.max_nodes ({self.max_nodes})"))
+        return (
+            f"fits in memory, but finishing {_days(self.tokens, self.max_days)}{_COUNTED} needs {self.nodes} nodes "
+            f"with tp={self.tp} pp={self.pp}"
+            + (
+                _only_one(self.one_node, self.gpus)
+                if self.one_node
+                else f", over compute.max_nodes ({self.max_nodes})"
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,11 +340,16 @@ class DeadlineNever(Rejection):
     one_node: str | None
 
     def text(self) -> str:
-        at = ("interruptions outpace progress" if self.days_taken is None else
-              f"it takes about {self.days_taken:,.1f} days")
-        return (f"fits in memory, but no node count finishes {_days(self.tokens, self.max_days)}{_COUNTED}: at "
-                f"{self.nodes} node(s) with tp={self.tp} pp={self.pp} {at}, and more nodes bring more interruptions"
-                + _only_one(self.one_node, self.gpus))
+        at = (
+            "interruptions outpace progress"
+            if self.days_taken is None
+            else f"it takes about {self.days_taken:,.1f} days"
+        )
+        return (
+            f"fits in memory, but no node count finishes {_days(self.tokens, self.max_days)}{_COUNTED}: at "
+            f"{self.nodes} node(s) with tp={self.tp} pp={self.pp} {at}, and more nodes bring more interruptions"
+            + _only_one(self.one_node, self.gpus)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,8 +362,10 @@ class BatchIndivisible(Rejection):
     micro_batch: int
 
     def text(self) -> str:
-        return (f"fits in memory, but no node count up to {self.max_nodes} gives a data-parallel degree that divides "
-                f"the global batch of {self.sequences} sequences (x micro-batch {self.micro_batch})")
+        return (
+            f"fits in memory, but no node count up to {self.max_nodes} gives a data-parallel degree that divides "
+            f"the global batch of {self.sequences} sequences (x micro-batch {self.micro_batch})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,15 +399,19 @@ class NeverFinishes(Rejection):
     nodes: int
 
     def text(self) -> str:
-        return (f"never finishes on {self.nodes} node(s): interruptions cost more time than the run makes between "
-                "them")
+        return (
+            f"never finishes on {self.nodes} node(s): interruptions cost more time than the run makes between "
+            "them"
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class HostMemoryShort(Rejection):
     code = "TSR022"
     KIND = "memory"
-    summary = "the GPUs fit, but the CPU-offloaded states do not fit the node's host memory (80% of it usable)"
+    summary = (
+        "the GPUs fit, but the CPU-offloaded states do not fit the node's host memory (80% of it usable)"
+    )
     offload: str
     need_bytes: int  # host bytes per node
     nodes: int
@@ -382,9 +422,11 @@ class HostMemoryShort(Rejection):
     usable_bytes: int
 
     def text(self) -> str:
-        return (f"offload {self.offload}: the offloaded states need {human_bytes(self.need_bytes)} of host memory per "
-                f"node even at {self.nodes} node(s) with tp={self.tp} pp={self.pp}; {self.instance_type} has "
-                f"{self.memory_gib:g} GiB, {human_bytes(self.usable_bytes)} of it usable for them (80%)")
+        return (
+            f"offload {self.offload}: the offloaded states need {human_bytes(self.need_bytes)} of host memory per "
+            f"node even at {self.nodes} node(s) with tp={self.tp} pp={self.pp}; {self.instance_type} has "
+            f"{self.memory_gib:g} GiB, {human_bytes(self.usable_bytes)} of it usable for them (80%)"
+        )
 
 
 def order(item: tuple[str, Rejection]) -> tuple[int, str]:
@@ -397,5 +439,9 @@ def order(item: tuple[str, Rejection]) -> tuple[int, str]:
 def codes() -> list[type[Rejection]]:
     """Every rejection class, by code (docs/codes.md lists them)."""
     # the module's names, not Rejection.__subclasses__(): slots=True replaces each class, and the replaced one lingers
-    found = {v for v in globals().values() if isinstance(v, type) and issubclass(v, Rejection) and v is not Rejection}
+    found = {
+        v
+        for v in globals().values()
+        if isinstance(v, type) and issubclass(v, Rejection) and v is not Rejection
+    }
     return sorted(found, key=lambda c: c.code)

@@ -46,8 +46,9 @@ def checkpoint_size(spec: Spec, arch: sizing.Architecture, lora_rank: int | None
     return sizing.checkpoint_size_bytes(arch.parameters, spec.model.optimizer, spec.model.precision, lora)
 
 
-def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceType, nodes: int,
-                    size_bytes: int) -> TierChoice:
+def checkpoint_tier(
+    spec: Spec, catalog: Catalog, region: Region, t: InstanceType, nodes: int, size_bytes: int
+) -> TierChoice:
     """The tier checkpoints are written to and restored from, at the rate the whole job reaches it (Gbit/s).
 
     With a shared file system (CPFS or Extreme NAS) that holds two checkpoints beside the dataset, the job writes
@@ -55,39 +56,64 @@ def checkpoint_tier(spec: Spec, catalog: Catalog, region: Region, t: InstanceTyp
     as the durable copy; otherwise it writes to OSS at the region's per-account limit [DOC-OSS-LIM]. Either way the
     nodes' own network bandwidth bounds it."""
     nic = nodes * t.network_gbps  # 0: not stated (Lingjun types)
-    bound = (lambda gbps: min(gbps, nic) if nic > 0 else gbps)
+    bound = lambda gbps: min(gbps, nic) if nic > 0 else gbps
     oss = sizing.Tier("OSS", bound(region.oss_upload_gbps), bound(region.oss_download_gbps))
     if not platform_for(spec).has(Capability.NODE_BOOTSTRAP):  # PAI-DLC: no trainstack process on the workers
-        return TierChoice(oss, "oss", "PAI-DLC workers write to the checkpoint dataset (the bucket, mounted) and "
-                                      "trainstack runs no copy process in DLC containers: written to OSS at the "
-                                      f"{region.id} upload limit of {region.oss_upload_gbps:g} Gbit/s per account "
-                                      "[DOC-OSS-LIM]")
+        return TierChoice(
+            oss,
+            "oss",
+            "PAI-DLC workers write to the checkpoint dataset (the bucket, mounted) and "
+            "trainstack runs no copy process in DLC containers: written to OSS at the "
+            f"{region.id} upload limit of {region.oss_upload_gbps:g} Gbit/s per account "
+            "[DOC-OSS-LIM]",
+        )
     kind = shared_kind(spec, region, nodes)
     if kind == "none":
-        return TierChoice(oss, "oss", f"no shared file system: written to OSS at the {region.id} upload limit of "
-                                      f"{region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
+        return TierChoice(
+            oss,
+            "oss",
+            f"no shared file system: written to OSS at the {region.id} upload limit of "
+            f"{region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]",
+        )
     cap, _, mbps, source = shared_size(spec, catalog, kind, nodes)
     free = cap * 2**30 - (spec.storage.dataset.size if spec.storage.dataset else 0)
     name = TIER_NAMES[kind]
     if mbps <= 0 or free < CHECKPOINTS_ON_SHARED_FS * size_bytes:
-        return TierChoice(oss, "oss", (f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
-                                       "checkpoints beside the dataset" if mbps > 0 else
-                                       f"the catalog states no throughput for {name}") + f": written to OSS at the {region.id} upload limit "
-                                      f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]")
+        return TierChoice(
+            oss,
+            "oss",
+            (
+                f"the {name} file system has no room for {CHECKPOINTS_ON_SHARED_FS} "
+                "checkpoints beside the dataset"
+                if mbps > 0
+                else f"the catalog states no throughput for {name}"
+            )
+            + f": written to OSS at the {region.id} upload limit "
+            f"of {region.oss_upload_gbps:g} Gbit/s per account [DOC-OSS-LIM]",
+        )
     gbps = mbps * 8 / 1000
-    source = (f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "
-              "rate is stated: an assumption)" if kind == "cpfs" else f"[{source}]")
-    return TierChoice(sizing.Tier(name, bound(gbps), bound(gbps)), kind,
-                      f"written to the {name} file system at its {mbps:,} MB/s {source} and copied to OSS in the "
-                      f"background (trainstack-ckpt-sync with the nodes' RAM role), which stays the durable copy; OSS alone would "
-                      f"take {region.oss_upload_gbps:g} Gbit/s [DOC-OSS-LIM]")
+    source = (
+        f"[{source}] (stated for the CPFS POSIX client; through the NFS protocol service the nodes mount, no "
+        "rate is stated: an assumption)"
+        if kind == "cpfs"
+        else f"[{source}]"
+    )
+    return TierChoice(
+        sizing.Tier(name, bound(gbps), bound(gbps)),
+        kind,
+        f"written to the {name} file system at its {mbps:,} MB/s {source} and copied to OSS in the "
+        f"background (trainstack-ckpt-sync with the nodes' RAM role), which stays the durable copy; OSS alone would "
+        f"take {region.oss_upload_gbps:g} Gbit/s [DOC-OSS-LIM]",
+    )
 
 
 def interruptions_per_hour(spec: Spec, nodes: int) -> float:
     """Node failures (NODE_MTBF_HOURS per node, an assumption) plus spot reclaims (spot.interruptions_per_node_day
     per spot node, an assumption); any one stops the synchronous job."""
     _, spot_nodes = spot_split(spec, nodes)
-    return nodes / NODE_MTBF_HOURS + (spot_nodes * spec.spot.interruptions_per_node_day / 24 if spot_nodes else 0.0)
+    return nodes / NODE_MTBF_HOURS + (
+        spot_nodes * spec.spot.interruptions_per_node_day / 24 if spot_nodes else 0.0
+    )
 
 
 def batch_sequences(spec: Spec) -> int | None:
@@ -121,8 +147,16 @@ def internode_gbps(spec: Spec, catalog: Catalog, t: InstanceType, rdma: bool) ->
     return float(t.network_gbps or 0.0)
 
 
-def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
-                 nodes: int, tp: int, pp: int) -> sizing.Schedule | None:
+def fit_schedule(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    nodes: int,
+    tp: int,
+    pp: int,
+) -> sizing.Schedule | None:
     """The schedule of ``nodes`` nodes of ``t`` with tensor degree ``tp`` and pipeline degree ``pp``; None without
     ``model.tokens``."""
     m = spec.model
@@ -146,8 +180,9 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     model = sizing.model_flops(arch, m.sequence_length, m.tokens)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
     # the fitted efficiency on executed FLOPs (generator/sizing/mfu.py), and the MFU on model FLOPs it gives
-    peak, efficiency = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops,
-                                             sizing.compute_efficiency(arch.hidden, gpu.mfu), m.precision)
+    peak, efficiency = sizing.precision_peak(
+        gpu.bf16_tflops, gpu.fp8_tflops, sizing.compute_efficiency(arch.hidden, gpu.mfu), m.precision
+    )
     base_mfu = efficiency * model / executed
     a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)
     cpx = context_ratio(arch, m.sequence_length, cp, tp, t.gpus, nodes, nic, peak, base_mfu)
@@ -156,30 +191,74 @@ def fit_schedule(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_r
     step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * efficiency)
     experts = arch.expert_parameters
     per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
-    trainable = sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
+    trainable = (
+        sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
+    )
     # the cp ranks of a replica reduce gradients together with the dp ranks (Megatron-Core's dp x cp group)
-    dpx = sizing.data_parallel_ratio(trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s)
-    comm = (((f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
-             f"{a2a:.0%} of compute, not overlapped"), a2a),
-            ((f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
-             f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
-             f"{dpx:.0%} of compute"), dpx),
-            ((f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
-              f"{assumed}, {cpx:.0%} of compute, not overlapped"), cpx),
-            offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s))
+    dpx = sizing.data_parallel_ratio(
+        trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s
+    )
+    comm = (
+        (
+            (
+                f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
+                f"{a2a:.0%} of compute, not overlapped"
+            ),
+            a2a,
+        ),
+        (
+            (
+                f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
+                f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
+                f"{dpx:.0%} of compute"
+            ),
+            dpx,
+        ),
+        (
+            (
+                f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
+                f"{assumed}, {cpx:.0%} of compute, not overlapped"
+            ),
+            cpx,
+        ),
+        offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s),
+    )
     mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, comm)
     k = spec.checkpoints
     size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
-    tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier if k.enabled else sizing.Tier("none", 1.0, 1.0)
+    tier = (
+        checkpoint_tier(spec, catalog, region, t, nodes, size).tier
+        if k.enabled
+        else sizing.Tier("none", 1.0, 1.0)
+    )
     interval = k.interval if k.enabled and isinstance(k.interval, int) else None
     if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
         interval = None
-    return sizing.schedule(model, gpus, peak, mfu, pp, micro, size, tier,
-                           interruptions_per_hour(spec, nodes), interval, virtual_degree(spec, pp))
+    return sizing.schedule(
+        model,
+        gpus,
+        peak,
+        mfu,
+        pp,
+        micro,
+        size,
+        tier,
+        interruptions_per_hour(spec, nodes),
+        interval,
+        virtual_degree(spec, pp),
+    )
 
 
-def offload_term(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, tp: int, pp: int,
-                 dp: int, step_s: float) -> tuple[str, float]:
+def offload_term(
+    spec: Spec,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    tp: int,
+    pp: int,
+    dp: int,
+    step_s: float,
+) -> tuple[str, float]:
     """CPU offload per optimizer step over the step's compute time, as a layout-MFU entry: the PCIe traffic and the
     optimizer step on the node's CPUs (DeepSpeed's CPU-Adam, or PyTorch's CPU Adam under FSDP, at the throughput
     Ren et al. 2021 measured per vCPU), neither overlapped (DeepSpeed's CPU step and the upload of the updated
@@ -192,14 +271,19 @@ def offload_term(spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t
     framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
     shard = arch.parameters / (tp * pp) / (dp * context_degree(spec))  # Psi/d: the optimizer shard per GPU
     cpu = sizing.cpu_optimizer_seconds(framework, shard, t.gpus, t.vcpu)
-    threads = (f"{t.vcpu} vCPUs" if t.vcpu else
-               f"{DEFAULT_VCPUS_PER_GPU} vCPUs per GPU assumed (the type's are not stated)")
+    threads = (
+        f"{t.vcpu} vCPUs"
+        if t.vcpu
+        else f"{DEFAULT_VCPUS_PER_GPU} vCPUs per GPU assumed (the type's are not stated)"
+    )
     adam = "DeepSpeed CPU-Adam" if framework == "deepspeed" else "PyTorch CPU Adam"
-    return (f"offload {spec.parallelism.offload} moves {m.pcie_bytes / 1e9:,.2f} GB per GPU per step over PCIe "
-            f"({sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
-            f"{sizing.PCIE_EFFICIENCY:.0%}, {pcie:,.2f} s) and steps {shard * t.gpus / 1e9:,.2f} B parameters per "
-            f"node with {adam} on {threads} ({cpu:,.2f} s, Ren et al. 2021), {(pcie + cpu) / step_s:.0%} of "
-            "compute, not overlapped"), (pcie + cpu) / step_s
+    return (
+        f"offload {spec.parallelism.offload} moves {m.pcie_bytes / 1e9:,.2f} GB per GPU per step over PCIe "
+        f"({sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
+        f"{sizing.PCIE_EFFICIENCY:.0%}, {pcie:,.2f} s) and steps {shard * t.gpus / 1e9:,.2f} B parameters per "
+        f"node with {adam} on {threads} ({cpu:,.2f} s, Ren et al. 2021), {(pcie + cpu) / step_s:.0%} of "
+        "compute, not overlapped"
+    ), (pcie + cpu) / step_s
 
 
 def virtual_degree(spec: Spec, pp: int) -> int:
@@ -207,8 +291,16 @@ def virtual_degree(spec: Spec, pp: int) -> int:
     return spec.parallelism.virtual_stages if pp > 1 else 1
 
 
-def meets_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
-                   t: InstanceType, nodes: int, tp: int, pp: int) -> bool:
+def meets_deadline(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    nodes: int,
+    tp: int,
+    pp: int,
+) -> bool:
     """Whether ``nodes`` nodes finish within ``budget.max_days`` with every overhead counted (always without one)."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
         return True
@@ -220,15 +312,30 @@ def plan_schedule(s: sizing.Schedule | None) -> Schedule | None:
     """The plan's Schedule (hours rounded for plan.json) from the chosen fit's."""
     if s is None:
         return None
-    return Schedule(compute_hours=round(s.compute_hours, 2), pipeline_bubble_hours=round(s.pipeline_bubble_hours, 2),
-                    checkpoint_write_hours=round(s.checkpoint_write_hours, 2),
-                    expected_rework_hours=round(s.expected_rework_hours, 2), restore_hours=round(s.restore_hours, 2),
-                    wall_hours=round(s.wall_hours, 2), mfu=round(s.mfu, 4), microbatches=s.microbatches,
-                    interruptions=round(s.interruptions, 2), notes=s.notes)
+    return Schedule(
+        compute_hours=round(s.compute_hours, 2),
+        pipeline_bubble_hours=round(s.pipeline_bubble_hours, 2),
+        checkpoint_write_hours=round(s.checkpoint_write_hours, 2),
+        expected_rework_hours=round(s.expected_rework_hours, 2),
+        restore_hours=round(s.restore_hours, 2),
+        wall_hours=round(s.wall_hours, 2),
+        mfu=round(s.mfu, 4),
+        microbatches=s.microbatches,
+        interruptions=round(s.interruptions, 2),
+        notes=s.notes,
+    )
 
 
-def deadline_cost(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
-                  t: InstanceType, nodes: int, tp: int, pp: int) -> float:
+def deadline_cost(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    nodes: int,
+    tp: int,
+    pp: int,
+) -> float:
     """The wall-clock hours the deadline is checked against at ``nodes`` nodes (0 without model.tokens): they fall
     with more nodes until interruptions, which grow with the node count, outweigh them (unimodal, as
     :func:`generator.plan.search.first_within` needs)."""
@@ -236,18 +343,39 @@ def deadline_cost(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_
     return 0.0 if s is None else s.wall_hours
 
 
-def first_meeting_deadline(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
-                           t: InstanceType, options: list[int], start: int, tp: int, pp: int) -> int | None:
+def first_meeting_deadline(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    options: list[int],
+    start: int,
+    tp: int,
+    pp: int,
+) -> int | None:
     """The index of the first of ``options[start:]`` that meets ``budget.max_days`` with every overhead counted
     (``start`` itself without a deadline), or None: the one unimodal search, :func:`search.first_within`."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
         return start if start < len(options) else None
-    return search.first_within(len(options), lambda i: deadline_cost(spec, catalog, arch, lora_rank, t, options[i],
-                                                                     tp, pp), spec.budget.max_days * 24, start)
+    return search.first_within(
+        len(options),
+        lambda i: deadline_cost(spec, catalog, arch, lora_rank, t, options[i], tp, pp),
+        spec.budget.max_days * 24,
+        start,
+    )
 
 
-def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None,
-                   t: InstanceType, tp: int, pp: int, upto: int = 1 << 20) -> int | None:
+def deadline_nodes(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    tp: int,
+    pp: int,
+    upto: int = 1 << 20,
+) -> int | None:
     """The fewest nodes (a multiple the layout can split) that meet ``budget.max_days`` with every overhead
     counted: 1 without a deadline, None if no count up to ``upto`` does (more nodes also fail more often)."""
     if spec.budget.max_days is None or not spec.model.tokens or isinstance(spec.compute.nodes, int):
@@ -259,8 +387,17 @@ def deadline_nodes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
     return None if at is None else options[at]
 
 
-def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType,
-                   nodes: int, tp: int, pp: int, s: sizing.Schedule) -> Problem:
+def never_finishes(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    nodes: int,
+    tp: int,
+    pp: int,
+    s: sizing.Schedule,
+) -> Problem:
     """A run whose interruptions cost more time than it makes between them (``s.finishes`` is False): which
     fields set that, their values, and values that let it finish within twice its uninterrupted time. No figure
     of the capped schedule is quoted: its wall time is a cap, not an estimate."""
@@ -270,53 +407,82 @@ def never_finishes(spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora
     per_interrupt = s.interval_hours / 2 + s.restore_seconds / 3600 + sizing.RELAUNCH_HOURS
     causes = f"{nodes} node(s) failing at an assumed MTBF of {NODE_MTBF_HOURS:,.0f} h each"
     if spot_nodes:
-        causes += (f" and {spot_nodes} spot node(s) reclaimed at an assumed {spot.interruptions_per_node_day:g} per "
-                   "node-day")
-    what = "a restart from the beginning" if not k.enabled else (
-        f"the work since the last checkpoint (half the {human_seconds(s.interval_hours * 3600)} interval on "
-        f"average), a restore of "
-        f"{human_seconds(s.restore_seconds)} and a {sizing.RELAUNCH_HOURS * 60:.0f}-minute relaunch")
-    message = (f"the run never finishes on {nodes} x {t.name}: it is interrupted every "
-               f"{human_seconds(3600 / rate)} on average ({causes}), and each interruption costs {what}, about "
-               f"{human_seconds(per_interrupt * 3600)}: more time is lost than the run makes between interruptions")
+        causes += (
+            f" and {spot_nodes} spot node(s) reclaimed at an assumed {spot.interruptions_per_node_day:g} per "
+            "node-day"
+        )
+    what = (
+        "a restart from the beginning"
+        if not k.enabled
+        else (
+            f"the work since the last checkpoint (half the {human_seconds(s.interval_hours * 3600)} interval on "
+            f"average), a restore of "
+            f"{human_seconds(s.restore_seconds)} and a {sizing.RELAUNCH_HOURS * 60:.0f}-minute relaunch"
+        )
+    )
+    message = (
+        f"the run never finishes on {nodes} x {t.name}: it is interrupted every "
+        f"{human_seconds(3600 / rate)} on average ({causes}), and each interruption costs {what}, about "
+        f"{human_seconds(per_interrupt * 3600)}: more time is lost than the run makes between interruptions"
+    )
 
     def finishes(**changes: object) -> bool:
         sections = {name: getattr(spec, name).model_copy(update=v) for name, v in changes.items()}
         x = fit_schedule(spec.model_copy(update=sections), catalog, arch, lora_rank, t, nodes, tp, pp)
-        return x is None or (x.finishes and x.wall_hours <= 2 * (x.compute_hours + x.pipeline_bubble_hours
-                                                                   + x.checkpoint_write_hours))
+        return x is None or (
+            x.finishes
+            and x.wall_hours <= 2 * (x.compute_hours + x.pipeline_bubble_hours + x.checkpoint_write_hours)
+        )
 
     fixes = []
     fixed_interval = k.enabled and isinstance(k.interval, int)
     if fixed_interval and finishes(checkpoints={"interval": "auto"}):
         path: tuple[str | int, ...] = ("checkpoints", "interval")
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
-                     "loses the least to interruptions)")
+        fixes.append(
+            f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
+            "loses the least to interruptions)"
+        )
         fixed_interval = False
     elif not k.enabled:
         path = ("checkpoints", "enabled")
-        fixes.append("set checkpoints.enabled: true so an interruption loses only the work since the last checkpoint")
+        fixes.append(
+            "set checkpoints.enabled: true so an interruption loses only the work since the last checkpoint"
+        )
     elif spot_nodes:
         path = ("spot", "interruptions_per_node_day")
         rates = [r for r in (2, 1, 0.5, 0.25, 0.1, 0.05, 0.01) if r < spot.interruptions_per_node_day]
         ok = next((r for r in rates if finishes(spot={"interruptions_per_node_day": r})), None)
         if ok is not None:
-            fixes.append(f"check spot.interruptions_per_node_day ({spot.interruptions_per_node_day:g}, an assumption):"
-                         f" at {ok:g} or less the run finishes")
-        base = next((b for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
-                     if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
+            fixes.append(
+                f"check spot.interruptions_per_node_day ({spot.interruptions_per_node_day:g}, an assumption):"
+                f" at {ok:g} or less the run finishes"
+            )
+        base = next(
+            (
+                b
+                for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
+                if on_demand < b < nodes and finishes(spot={"on_demand_base": b})
+            ),
+            None,
+        )
         if platform_for(spec).has(Capability.MIXED_SPOT):  # a DLC job's workers are all spot or all on demand
-            fixes.append(f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
-                         if base is not None else
-                         f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})")
+            fixes.append(
+                f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
+                if base is not None
+                else f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})"
+            )
         fixes.append("set spot.enabled: false")
     else:
         path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
         fixes.append("train on fewer nodes (each one adds failures)")
     if fixed_interval:
-        fixes.append(f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
-                     "loses the least to interruptions)")
+        fixes.append(
+            f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
+            "loses the least to interruptions)"
+        )
     elif k.enabled and path != ("checkpoints", "interval") and spec.storage.shared == "none":
-        fixes.append("write checkpoints faster: set storage.shared: auto, so they go to a shared file system "
-                     "faster than OSS")
+        fixes.append(
+            "write checkpoints faster: set storage.shared: auto, so they go to a shared file system "
+            "faster than OSS"
+        )
     return Problem(path, message, "to fix: " + "; or ".join(fixes))

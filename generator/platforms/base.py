@@ -19,16 +19,24 @@ from dataclasses import dataclass, field
 class Capability(enum.Enum):
     """Something a platform does (or lets trainstack do) that another may not."""
 
-    NODES = "nodes"  # trainstack creates the nodes itself (ECS instances, eflo nodes); PAI-DLC manages its own
-    ECS_INSTANCES = "ecs-instances"  # the nodes are ECS instances (heal re-creates them, stock and key pairs are ECS's)
+    NODES = (
+        "nodes"  # trainstack creates the nodes itself (ECS instances, eflo nodes); PAI-DLC manages its own
+    )
+    ECS_INSTANCES = (
+        "ecs-instances"  # the nodes are ECS instances (heal re-creates them, stock and key pairs are ECS's)
+    )
     NODE_BOOTSTRAP = "node-bootstrap"  # the nodes boot trainstack's node-init.sh as user data
-    ZONE_CHOICE = "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
+    ZONE_CHOICE = (
+        "zone-choice"  # the plan picks the zone (a Lingjun zone follows from the machine type's HPN zone)
+    )
     RDMA = "rdma"  # an RDMA fabric between the nodes (eRDMA or RoCE on ECS, HPN on Lingjun)
     RDMA_BY_TYPE = "rdma-by-type"  # the fabric follows the instance type (eRDMA, RoCE) and network.rdma, so a
     # multi-node job needs an RDMA-capable type; without it the platform decides the fabric (HPN, DLC's network)
     HPN = "hpn"  # the nodes are eflo machine types on the HPN RDMA network (the catalog's Lingjun machine types,
     # with their HPN zone, payment types and RDMA rate): RDMA between the nodes whatever network.rdma says
-    DLC_WORKERS = "dlc-workers"  # the workers are the ECS types on PAI-DLC's public resource list (dlc_specs.csv)
+    DLC_WORKERS = (
+        "dlc-workers"  # the workers are the ECS types on PAI-DLC's public resource list (dlc_specs.csv)
+    )
     OSS_MOUNT = "oss-mount"  # OSS data (a dataset, base weights) is mounted read-only as a workspace dataset:
     # nothing is imported into CPFS or copied
     JUMBO_FRAMES = "jumbo-frames"  # trainstack sets the nodes' MTU (8500 with jumbo frames, else 1400)
@@ -42,10 +50,16 @@ class Capability(enum.Enum):
     PAUSE = "pause"  # compute.paused: the nodes go, everything else stays
     SSH = "ssh"  # an SSH port opened to network.admin_cidrs
     DEFAULT_IMAGE = "default-image"  # the program looks a node image up when compute.image_id is unset
-    NODE_RAM_ROLE = "node-ram-role"  # the nodes get OSS credentials from a RAM role through the metadata service
+    NODE_RAM_ROLE = (
+        "node-ram-role"  # the nodes get OSS credentials from a RAM role through the metadata service
+    )
     CLUSTER_FACTS = "cluster-facts"  # the program publishes the cluster facts the nodes read at boot
-    CLOUD_ASSISTANT_JOBS = "cloud-assistant-jobs"  # submit/jobs/logs/cancel/check run over ECS Cloud Assistant
-    EFLO_JOBS = "eflo-jobs"  # submit/jobs/logs/cancel/check run over the EFLO controller's RunCommand (2022-12-15)
+    CLOUD_ASSISTANT_JOBS = (
+        "cloud-assistant-jobs"  # submit/jobs/logs/cancel/check run over ECS Cloud Assistant
+    )
+    EFLO_JOBS = (
+        "eflo-jobs"  # submit/jobs/logs/cancel/check run over the EFLO controller's RunCommand (2022-12-15)
+    )
     DLC_JOBS = "dlc-jobs"  # submit/jobs/logs/cancel create and follow PAI-DLC jobs
 
 
@@ -53,7 +67,9 @@ class Level(enum.Enum):
     """What a spec that sets a field a platform does not honour gets."""
 
     ERROR = "error"  # the spec is refused (exit 2) with file, line and field: the user relies on the field
-    WARNING = "warning"  # the plan warns, naming the field: the field only tunes something the platform decides
+    WARNING = (
+        "warning"  # the plan warns, naming the field: the field only tunes something the platform decides
+    )
 
 
 @dataclass(frozen=True)
@@ -109,11 +125,17 @@ class Platform:
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
     program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
-    template_parts: Mapping[str, str] = field(default_factory=dict)  # SLOTS name -> templates/stack/slots/<part>.j2
-    unhonoured: Mapping[str, Unhonoured] = field(default_factory=dict)  # spec field path ("network.jumbo_frames")
+    template_parts: Mapping[str, str] = field(
+        default_factory=dict
+    )  # SLOTS name -> templates/stack/slots/<part>.j2
+    unhonoured: Mapping[str, Unhonoured] = field(
+        default_factory=dict
+    )  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
     machine_noun: str = "instance type"  # what messages call a node's type
-    default_key_pair: str = ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
+    default_key_pair: str = (
+        ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
+    )
     pause_leaves_out: str = ""  # with PAUSE: what a paused program leaves out (the pause decision's words)
     paused_items: tuple[PausedItem, ...] = ()  # with PAUSE: what of the platform stays while paused, unpriced
     worker_price: PriceNote | None = None  # a price the platform bills per worker on top of the type's

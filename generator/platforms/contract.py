@@ -59,18 +59,43 @@ class PlanParts(Protocol):
         the machine type chosen instead (Lingjun's HPN zone, decided in :meth:`place`)."""
         ...
 
-    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[PlanWarning]) -> Placement:
+    def place(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        zone: str,
+        fit: Fit,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Placement:
         """The zone, fabric, network and ranks of the chosen fit (``zone``: the first zone of the spec's choice)."""
         ...
 
-    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
+    def spot(
+        self,
+        spec: Spec,
+        fit: Fit,
+        ranks: tuple[Node, ...],
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> tuple[Spot, DlcSpot | None]:
         """The spot plan (and PAI-DLC's SpotSpec)."""
         ...
 
-    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
-             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[PlanWarning]) -> dict[str, Any]:
+    def part(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        placement: Placement,
+        best: Scored,
+        storage: Storage,
+        checkpoints: Checkpoints,
+        dlc_spot: DlcSpot | None,
+        weights: Weights | None,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> dict[str, Any]:
         """The platform's own part of the Plan, as Plan keyword arguments (``{"lingjun": ...}``; ECS has none)."""
         ...

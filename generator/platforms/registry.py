@@ -28,11 +28,14 @@ from generator.spec.model import Spec
 if TYPE_CHECKING:
     from generator.platforms.contract import PlanParts
 
-PLATFORMS: dict[str, Platform] = {p.name: p for p in (
-    ecs.PLATFORM,
-    lingjun.PLATFORM,
-    dlc.PLATFORM,
-)}
+PLATFORMS: dict[str, Platform] = {
+    p.name: p
+    for p in (
+        ecs.PLATFORM,
+        lingjun.PLATFORM,
+        dlc.PLATFORM,
+    )
+}
 
 
 def platform_for(subject: Any) -> Platform:
@@ -97,14 +100,20 @@ def _is_set(spec: Spec, path: str) -> bool:
 
 def _set_unhonoured(spec: Spec, level: Level) -> list[tuple[str, Unhonoured]]:
     p = platform_for(spec)
-    return [(path, u) for path, u in p.unhonoured.items() if u.level is level and not u.rule and _is_set(spec, path)]
+    return [
+        (path, u)
+        for path, u in p.unhonoured.items()
+        if u.level is level and not u.rule and _is_set(spec, path)
+    ]
 
 
 def unhonoured_problems(spec: Spec) -> list[Problem]:
     """The fields the spec sets that its platform does not honour and refuses (those its rules do not report)."""
     title = platform_for(spec).title
-    return [Problem(tuple(path.split(".")), f"{path} is not honoured on {title}: {u.why}", u.hint)
-            for path, u in _set_unhonoured(spec, Level.ERROR)]
+    return [
+        Problem(tuple(path.split(".")), f"{path} is not honoured on {title}: {u.why}", u.hint)
+        for path, u in _set_unhonoured(spec, Level.ERROR)
+    ]
 
 
 def unhonoured_warnings(spec: Spec) -> list[tuple[str, Unhonoured]]:
@@ -121,7 +130,9 @@ def honour_table() -> list[tuple[str, ...]]:
         cells = []
         for p in PLATFORMS.values():
             u = unhonoured(p, path)
-            cells.append("yes" if u is None else u.level.value + (f" ({u.when})" if u.when and u.when != "any" else ""))
+            cells.append(
+                "yes" if u is None else u.level.value + (f" ({u.when})" if u.when and u.when != "any" else "")
+            )
         if set(cells) != {"yes"}:
             rows.append((path, *cells))
     return rows

@@ -56,7 +56,10 @@ def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
     """The summary of one compute group: ranks, node count and type, spot split, paused state."""
     ranks = [n.rank for n in nodes]
     spot = sum(1 for n in nodes if n.spot)
-    lines = [f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks)}", f"{len(nodes)} x {plan.compute.instance_type}"]
+    lines = [
+        f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks)}",
+        f"{len(nodes)} x {plan.compute.instance_type}",
+    ]
     if plan.spot.enabled:
         lines.append(f"{spot} spot, {len(nodes) - spot} on demand")
     if plan.compute.paused:
@@ -80,8 +83,10 @@ def _ecs_head(nodes: list[Node], plan: Plan) -> str:
     if len(sets) == 1:
         return f"deployment set {sets[0].name} ({strategies})"
     largest = max(len(d.ranks) for d in sets)
-    return (f"{len(sets)} deployment sets {sets[0].name} to {sets[-1].name} "
-            f"({strategies}, up to {largest} nodes each)")
+    return (
+        f"{len(sets)} deployment sets {sets[0].name} to {sets[-1].name} "
+        f"({strategies}, up to {largest} nodes each)"
+    )
 
 
 def flowchart(plan: Plan) -> str:
@@ -99,7 +104,9 @@ def flowchart(plan: Plan) -> str:
     add(f"      sg[{_box('security group', 'all traffic between nodes', inbound)}]")
     groups: list[str] = []  # ids of the compute boxes
     keys = [v.key for v in n.vswitches]
-    nat_vswitch = "egress" if "egress" in keys else "compute"  # as templates/stack/parts/network.py.j2 places it
+    nat_vswitch = (
+        "egress" if "egress" in keys else "compute"
+    )  # as templates/stack/parts/network.py.j2 places it
     lj = plan.lingjun
     for v in n.vswitches:
         vid = vsw_id[v.key]
@@ -138,15 +145,25 @@ def flowchart(plan: Plan) -> str:
         count = plan.cost.checkpoints_kept
         kept = f"every checkpoint kept (about {count:,} by the end)" if count else "every checkpoint kept"
         if k.expire_days:  # checkpoints.keep_last: current checkpoints expire too (not while paused)
-            kept = (f"keep last {k.keep_last}: expire after {k.expire_days} days"
-                    + ("" if k.expiry_enabled else " (off while paused)")
-                    + (f"; 1 in {k.milestone_every} kept forever" if k.milestone_every else ""))
-        box = _box(f"OSS bucket {k.bucket}", f"checkpoints under {k.prefix}", kept,
-                   f"old versions expire after {k.retention_days} days", "versioned, encrypted")
+            kept = (
+                f"keep last {k.keep_last}: expire after {k.expire_days} days"
+                + ("" if k.expiry_enabled else " (off while paused)")
+                + (f"; 1 in {k.milestone_every} kept forever" if k.milestone_every else "")
+            )
+        box = _box(
+            f"OSS bucket {k.bucket}",
+            f"checkpoints under {k.prefix}",
+            kept,
+            f"old versions expire after {k.retention_days} days",
+            "versioned, encrypted",
+        )
         add(f"    ckpt[({box})]")
     dl = plan.dlc
-    oss_data = s.dataset.source if s.dataset is not None else next(
-        (d.uri for d in (dl.data_sources if dl else ()) if d.kind == "oss" and d.read_only), "")
+    oss_data = (
+        s.dataset.source
+        if s.dataset is not None
+        else next((d.uri for d in (dl.data_sources if dl else ()) if d.kind == "oss" and d.read_only), "")
+    )
     if oss_data:
         add(f"    dataset[({_box('OSS dataset', oss_data)})]")
     if dl is not None:
@@ -191,17 +208,39 @@ def flowchart(plan: Plan) -> str:
 
 # Which box of the picture each resource type belongs to: a change to such a resource highlights that box.
 _BOX_OF_MODULE = {
-    "vpc/network": "vpc", "ecs/securityGroup": "sg", "ecs/securityGroupRule": "sg",
-    "vpc/natGateway": "nat", "vpc/snatEntry": "nat", "ecs/eipAddress": "nat", "ecs/eipAssociation": "nat",
-    "nas/fileSystem": "fs", "nas/fileset": "fs", "nas/dataFlow": "dataset",
-    "nas/protocolService": "export", "nas/protocolMountTarget": "export", "nas/mountTarget": "export",
-    "nas/accessGroup": "export", "nas/accessRule": "export",
-    "ram/role": "role", "ram/policy": "role", "ram/rolePolicyAttachment": "role", "ram/user": "role",
-    "ram/userPolicyAttachment": "role", "eflo/vpd": "vpc",
-    "pai/workspaceWorkspace": "workspace", "pai/workspaceDataset": "workspace",
+    "vpc/network": "vpc",
+    "ecs/securityGroup": "sg",
+    "ecs/securityGroupRule": "sg",
+    "vpc/natGateway": "nat",
+    "vpc/snatEntry": "nat",
+    "ecs/eipAddress": "nat",
+    "ecs/eipAssociation": "nat",
+    "nas/fileSystem": "fs",
+    "nas/fileset": "fs",
+    "nas/dataFlow": "dataset",
+    "nas/protocolService": "export",
+    "nas/protocolMountTarget": "export",
+    "nas/mountTarget": "export",
+    "nas/accessGroup": "export",
+    "nas/accessRule": "export",
+    "ram/role": "role",
+    "ram/policy": "role",
+    "ram/rolePolicyAttachment": "role",
+    "ram/user": "role",
+    "ram/userPolicyAttachment": "role",
+    "eflo/vpd": "vpc",
+    "pai/workspaceWorkspace": "workspace",
+    "pai/workspaceDataset": "workspace",
 }
-_COMPUTE_MODULES = {"ecs/instance", "ecs/ramRoleAttachment", "ecs/ecsDeploymentSet", "ecs/hpcCluster",
-                    "eflo/node", "eflo/nodeGroup", "eflo/cluster"}
+_COMPUTE_MODULES = {
+    "ecs/instance",
+    "ecs/ramRoleAttachment",
+    "ecs/ecsDeploymentSet",
+    "ecs/hpcCluster",
+    "eflo/node",
+    "eflo/nodeGroup",
+    "eflo/cluster",
+}
 HIGHLIGHT_CLASS = "changed"
 
 
@@ -233,6 +272,8 @@ def highlighted(text: str, boxes: Iterable[str]) -> str:
     boxes = sorted(set(boxes) & boxes_of(text))
     if not boxes:
         return text
-    return (text + f"  classDef {HIGHLIGHT_CLASS} stroke:#d97706,stroke-width:4px\n"
-            + f"  class {','.join(boxes)} {HIGHLIGHT_CLASS}\n")
-
+    return (
+        text
+        + f"  classDef {HIGHLIGHT_CLASS} stroke:#d97706,stroke-width:4px\n"
+        + f"  class {','.join(boxes)} {HIGHLIGHT_CLASS}\n"
+    )

@@ -23,115 +23,281 @@ def _money(x: float) -> str:
 
 def _cost_rows(plan: Plan) -> list[list[str]]:
     cost = plan.cost
-    node_basis = cost.basis("compute")  # each price's provenance is data (Cost.prices), never read from the notes
+    node_basis = cost.basis(
+        "compute"
+    )  # each price's provenance is data (Cost.prices), never read from the notes
     rows = [
         ["compute on demand", _money(cost.compute_on_demand_per_hour), node_basis],
-        ["compute spot", _money(cost.compute_spot_per_hour),
-         f"{node_basis}; spot discount assumed" if plan.spot.spot_ranks else "none"],
-        ["shared storage", _money(cost.shared_storage_per_hour),
-         cost.basis("shared_storage") if plan.storage.kind != "none" else "none"],
-        ["object storage", _money(cost.object_storage_per_hour),
-         cost.basis("object_storage") if plan.checkpoints.enabled else "none"],
+        [
+            "compute spot",
+            _money(cost.compute_spot_per_hour),
+            f"{node_basis}; spot discount assumed" if plan.spot.spot_ranks else "none",
+        ],
+        [
+            "shared storage",
+            _money(cost.shared_storage_per_hour),
+            cost.basis("shared_storage") if plan.storage.kind != "none" else "none",
+        ],
+        [
+            "object storage",
+            _money(cost.object_storage_per_hour),
+            cost.basis("object_storage") if plan.checkpoints.enabled else "none",
+        ],
     ]
     flagged = any(r[2].startswith("ESTIMATE") or "assumed" in r[2] for r in rows)
-    rows.append(["**total**", f"**{_money(cost.total_per_hour)}**", "includes ESTIMATEs" if flagged else "list prices"])
+    rows.append(
+        [
+            "**total**",
+            f"**{_money(cost.total_per_hour)}**",
+            "includes ESTIMATEs" if flagged else "list prices",
+        ]
+    )
     return [[md.text(a) if not a.startswith("**") else a, b, md.text(basis)] for a, b, basis in rows]
 
 
 def _summary(plan: Plan) -> list[str]:
     c, z, m, cost = plan.compute, plan.sizing, plan.model, plan.cost
     estimated = cost.estimated
-    per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (" (ESTIMATE)" if estimated else "")
+    per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (
+        " (ESTIMATE)" if estimated else ""
+    )
     rows = [
-        ["model", md.text(f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
-                          f"{m.optimizer}, seq {m.sequence_length}"
-                          + (f", mixture of experts ({m.moe.experts} experts top-{m.moe.top_k}, "
-                             f"{human_count(m.active_parameters)} active)" if m.moe else ""))],
+        [
+            "model",
+            md.text(
+                f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
+                f"{m.optimizer}, seq {m.sequence_length}"
+                + (
+                    f", mixture of experts ({m.moe.experts} experts top-{m.moe.top_k}, "
+                    f"{human_count(m.active_parameters)} active)"
+                    if m.moe
+                    else ""
+                )
+            ),
+        ],
         ["instance type", md.code(c.instance_type, cell=True) + (" bare metal" if c.bare_metal else "")],
         ["nodes", (f"**PAUSED**: none declared; resumes as {c.nodes}" if c.paused else str(c.nodes))],
         ["GPUs", md.text(f"{c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)")],
-        ["layout", md.text(f"tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
-                           + (f" vpp={c.vpp}" if c.vpp > 1 else "") + (f" cp={c.cp}" if c.cp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
-                           + (" sp" if c.sequence_parallel else ""))],
-        ["memory per GPU", md.text(f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} "
-                                   f"(headroom {human_bytes(z.headroom)})")],
+        [
+            "layout",
+            md.text(
+                f"tp={c.tp} pp={c.pp} dp={c.dp}"
+                + (f" ep={c.ep}" if m.moe else "")
+                + (f" vpp={c.vpp}" if c.vpp > 1 else "")
+                + (f" cp={c.cp}" if c.cp > 1 else "")
+                + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
+                + (" sp" if c.sequence_parallel else "")
+            ),
+        ],
+        [
+            "memory per GPU",
+            md.text(
+                f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} (headroom {human_bytes(z.headroom)})"
+            ),
+        ],
         ["network", md.text(f"RDMA {c.rdma}, VPC {plan.network.vpc_cidr}, egress {plan.network.egress}")],
-        ["storage", md.text(plan.storage.kind + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
-                                                 if plan.storage.kind != "none" else ""))],
-        *([["base weights", md.code(plan.weights.uri, cell=True) + md.text(" at ")
-            + md.code(plan.weights.landing_path, cell=True)
-            + md.text(f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
-                      + ("mounted read-only, not copied" if plan.weights.fetches == 0 else "fetched once"
-                         if plan.weights.fetches == 1 else f"fetched once per node ({plan.weights.fetches} times)"))]]
-          if plan.weights else []),
-        ["checkpoints", md.text(f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
-                                f"{human_bytes(plan.checkpoints.size_bytes)} each"
-                                + (f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"
-                                   if plan.checkpoints.directory else ", to OSS") if plan.checkpoints.enabled
-                                else "off")],
-        ["spot", md.text(f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
-                         if plan.spot.enabled else "off")],
+        [
+            "storage",
+            md.text(
+                plan.storage.kind
+                + (
+                    f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
+                    if plan.storage.kind != "none"
+                    else ""
+                )
+            ),
+        ],
+        *(
+            [
+                [
+                    "base weights",
+                    md.code(plan.weights.uri, cell=True)
+                    + md.text(" at ")
+                    + md.code(plan.weights.landing_path, cell=True)
+                    + md.text(
+                        f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
+                        + (
+                            "mounted read-only, not copied"
+                            if plan.weights.fetches == 0
+                            else "fetched once"
+                            if plan.weights.fetches == 1
+                            else f"fetched once per node ({plan.weights.fetches} times)"
+                        )
+                    ),
+                ]
+            ]
+            if plan.weights
+            else []
+        ),
+        [
+            "checkpoints",
+            md.text(
+                f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
+                f"{human_bytes(plan.checkpoints.size_bytes)} each"
+                + (
+                    f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"
+                    if plan.checkpoints.directory
+                    else ", to OSS"
+                )
+                if plan.checkpoints.enabled
+                else "off"
+            ),
+        ],
+        [
+            "spot",
+            md.text(
+                f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
+                if plan.spot.enabled
+                else "off"
+            ),
+        ],
         ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
     ]
     if plan.dlc is not None:
         d = plan.dlc
-        rows.insert(3, ["PAI-DLC", md.text(f"workspace {d.workspace_name}, {d.worker_count} workers per "
-                                           f"{d.job_type}, datasets: ")
-                        + md.text(", ".join(x.name for x in d.data_sources) or "none")])
+        rows.insert(
+            3,
+            [
+                "PAI-DLC",
+                md.text(
+                    f"workspace {d.workspace_name}, {d.worker_count} workers per {d.job_type}, datasets: "
+                )
+                + md.text(", ".join(x.name for x in d.data_sources) or "none"),
+            ],
+        )
     if cost.paused is not None:
         bases = {i.basis for i in cost.paused.items}
         unpriced = [i.label for i in cost.paused.items if i.per_hour is None]
-        rows.append(["cost per hour while paused", f"{_money(cost.paused.per_hour)} {md.text(cost.currency)}"
-                     + (" (ESTIMATE)" if "ESTIMATE" in bases else "")
-                     + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else "")])
+        rows.append(
+            [
+                "cost per hour while paused",
+                f"{_money(cost.paused.per_hour)} {md.text(cost.currency)}"
+                + (" (ESTIMATE)" if "ESTIMATE" in bases else "")
+                + (md.text(f"; not priced: {', '.join(unpriced)}") if unpriced else ""),
+            ]
+        )
     if cost.run_total is not None:
-        rows.append(["whole run", md.text(f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h "
-                                          f"wall-clock = {cost.run_total:,.0f} {cost.currency}"
-                                          + (f" (compute prepaid for {cost.subscription_months} month(s))"
-                                             if cost.subscription_months else ""))
-                     + (" (ESTIMATE)" if estimated else "")])
+        rows.append(
+            [
+                "whole run",
+                md.text(
+                    f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h "
+                    f"wall-clock = {cost.run_total:,.0f} {cost.currency}"
+                    + (
+                        f" (compute prepaid for {cost.subscription_months} month(s))"
+                        if cost.subscription_months
+                        else ""
+                    )
+                )
+                + (" (ESTIMATE)" if estimated else ""),
+            ]
+        )
     return [md.table(["", "plan"], rows)]
 
 
 def plan_markdown(plan: Plan) -> str:
     """The plan as GitHub-flavoured Markdown; every value from the spec or the plan is escaped."""
     c = plan.compute
-    out = [MARKER, (f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
-                   f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}"), ""]
+    out = [
+        MARKER,
+        (
+            f"### trainstack plan: {md.code(plan.name)} (stack {md.code(plan.stack)}) in "
+            f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}"
+        ),
+        "",
+    ]
     out += _summary(plan)
-    out += ["", f"#### Cost per hour{' once resumed' if c.paused else ''} ({md.text(plan.cost.currency)})", "",
-            md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)), "",
-            "<details><summary>price sources</summary>", "",
-            *(f"- {md.text(n)}" for n in plan.cost.price_notes), "", "</details>"]
+    out += [
+        "",
+        f"#### Cost per hour{' once resumed' if c.paused else ''} ({md.text(plan.cost.currency)})",
+        "",
+        md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)),
+        "",
+        "<details><summary>price sources</summary>",
+        "",
+        *(f"- {md.text(n)}" for n in plan.cost.price_notes),
+        "",
+        "</details>",
+    ]
     if plan.schedule is not None:
-        out += ["", "#### Schedule", "", md.table(["term", "hours", "days", "basis"],
-                                                   [[md.text(x) for x in r] for r in schedule_rows(plan)],
-                                                   right=(1, 2))]
-    out += ["", "#### Decisions", "", f"<details><summary>{len(plan.decisions)} decisions, each with its reason</summary>",
-            ""]
+        out += [
+            "",
+            "#### Schedule",
+            "",
+            md.table(
+                ["term", "hours", "days", "basis"],
+                [[md.text(x) for x in r] for r in schedule_rows(plan)],
+                right=(1, 2),
+            ),
+        ]
+    out += [
+        "",
+        "#### Decisions",
+        "",
+        f"<details><summary>{len(plan.decisions)} decisions, each with its reason</summary>",
+        "",
+    ]
     for d in plan.decisions:
         out.append(f"- **{md.text(d.topic)}**: {md.text(d.choice)}  ")
         out.append(f"  {md.text(d.reason)}")
     out += ["", "</details>"]
     if plan.candidates:
-        rows = [[md.code(x.instance_type, cell=True), x.nodes or "", x.gpus or "",
-                 f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "", f"{x.per_gpu_gib:.1f}" if x.nodes else "",
-                 _money(x.cost_per_hour) if x.nodes else "",
-                 "**chosen**" if x.verdict == "chosen" else md.text(x.verdict)] for x in plan.candidates]
-        out += ["", "#### Instance types considered", "", ("<details><summary>"
-                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>"), "",
-                md.table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], rows,
-                         right=(1, 2, 4, 5)), "", "</details>"]
+        rows = [
+            [
+                md.code(x.instance_type, cell=True),
+                x.nodes or "",
+                x.gpus or "",
+                f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
+                f"{x.per_gpu_gib:.1f}" if x.nodes else "",
+                _money(x.cost_per_hour) if x.nodes else "",
+                "**chosen**" if x.verdict == "chosen" else md.text(x.verdict),
+            ]
+            for x in plan.candidates
+        ]
+        out += [
+            "",
+            "#### Instance types considered",
+            "",
+            (
+                "<details><summary>"
+                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>"
+            ),
+            "",
+            md.table(
+                ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"],
+                rows,
+                right=(1, 2, 4, 5),
+            ),
+            "",
+            "</details>",
+        ]
     if plan.warnings:
         out += ["", "#### Warnings", "", *(f"- :warning: {md.text(w.text())}" for w in plan.warnings)]
     if plan.waivers:
-        out += ["", "#### Waived lint rules", "",
-                md.table(["rule", "reason"], [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers])]
+        out += [
+            "",
+            "#### Waived lint rules",
+            "",
+            md.table(
+                ["rule", "reason"], [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers]
+            ),
+        ]
     if plan.tags:
-        out += ["", "#### Tags", "",
-                md.table(["key", "value"], [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags])]
-    out += ["", ("<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
-                "published list prices, and spot discounts and reclaim rates are assumptions.</sub>")]
+        out += [
+            "",
+            "#### Tags",
+            "",
+            md.table(
+                ["key", "value"], [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags]
+            ),
+        ]
+    out += [
+        "",
+        (
+            "<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
+            "published list prices, and spot discounts and reclaim rates are assumptions.</sub>"
+        ),
+    ]
     return "\n".join(out) + "\n"
 
 

@@ -22,8 +22,16 @@ def nonprintable(text: str, keep: str = "") -> str:
             out.append(ch)
         else:
             code = ord(ch)
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (
-                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"))
+            out.append(
+                {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch)
+                or (
+                    f"\\x{code:02x}"
+                    if code < 0x100
+                    else f"\\u{code:04x}"
+                    if code < 0x10000
+                    else f"\\U{code:08x}"
+                )
+            )
     return "".join(out)
 
 
@@ -48,7 +56,7 @@ def text(value: Any) -> str:
     raw = re.sub(r"[\r\n]+", " ", str(value))
     out, at = [], 0
     for m in _LIVE.finditer(raw):
-        out.append(_plain(raw[at:m.start()]))
+        out.append(_plain(raw[at : m.start()]))
         out.append(code(m.group()))
         at = m.end()
     out.append(_plain(raw[at:]))
@@ -75,6 +83,7 @@ def code(value: Any, cell: bool = False) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
     """A GFM table. Headers and cells are printed as given: escape them (:func:`text`, ``code(cell=True)``) first."""
+
     def row(cells: Sequence[Any]) -> str:
         return "| " + " | ".join("" if c is None else str(c) for c in cells) + " |"
 

@@ -14,7 +14,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     out = []
     for n, r in enumerate(cells):
-        line = "  ".join(r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(r)))
+        line = "  ".join(
+            r[i].rjust(widths[i]) if i in right else r[i].ljust(widths[i]) for i in range(len(r))
+        )
         out.append(line.rstrip())
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
@@ -25,13 +27,22 @@ def schedule_rows(plan: Plan) -> list[list[str]]:
     """The schedule's terms, in hours and days: compute, bubble, checkpoint writes, rework, restores, wall."""
     s = plan.schedule
     assert s is not None
-    rows: list[tuple[str, float, str]] = [("compute", s.compute_hours, f"MFU {s.mfu:.2f} with attention and logit FLOPs"),
-            ("pipeline bubble", s.pipeline_bubble_hours, f"(pp-1)/m with m={s.microbatches} micro-batches"),
-            ("checkpoint writes", s.checkpoint_write_hours, f"to {plan.checkpoints.tier}" if plan.checkpoints.enabled
-             else "checkpoints off"),
-            ("expected rework", s.expected_rework_hours, f"{s.interruptions:,.1f} interruptions x half an interval"),
-            ("restores", s.restore_hours, "reading the last checkpoint back and relaunching"),
-            ("wall-clock", s.wall_hours, "deadlines and the whole-run cost use this")]
+    rows: list[tuple[str, float, str]] = [
+        ("compute", s.compute_hours, f"MFU {s.mfu:.2f} with attention and logit FLOPs"),
+        ("pipeline bubble", s.pipeline_bubble_hours, f"(pp-1)/m with m={s.microbatches} micro-batches"),
+        (
+            "checkpoint writes",
+            s.checkpoint_write_hours,
+            f"to {plan.checkpoints.tier}" if plan.checkpoints.enabled else "checkpoints off",
+        ),
+        (
+            "expected rework",
+            s.expected_rework_hours,
+            f"{s.interruptions:,.1f} interruptions x half an interval",
+        ),
+        ("restores", s.restore_hours, "reading the last checkpoint back and relaunching"),
+        ("wall-clock", s.wall_hours, "deadlines and the whole-run cost use this"),
+    ]
     return [[name, f"{h:,.1f}", f"{h / 24:,.1f}", why] for name, h, why in rows]
 
 
@@ -55,9 +66,12 @@ def paused_cost_lines(plan: Plan) -> list[str]:
 
     rows = [[i.label, money(i.per_hour), money(i.per_day), i.basis, i.quantity] for i in paused.items]
     rows.append(["total while paused", money(paused.per_hour), money(paused.per_day), "", ""])
-    return [f"Cost while paused ({cur}): no GPU node runs and nothing trains",
-            table(["item", "per hour", "per day", "price", "what"], rows, right=(1, 2)),
-            *(f"  {n}" for n in paused.notes), ""]
+    return [
+        f"Cost while paused ({cur}): no GPU node runs and nothing trains",
+        table(["item", "per hour", "per day", "price", "what"], rows, right=(1, 2)),
+        *(f"  {n}" for n in paused.notes),
+        "",
+    ]
 
 
 def plan_text(plan: Plan) -> str:
@@ -68,65 +82,142 @@ def plan_text(plan: Plan) -> str:
         f"  model        {human_count(m.parameters)} parameters ({m.layers} layers, hidden {m.hidden}, {m.heads} heads), "
         f"{m.precision}, {m.optimizer}, seq {m.sequence_length}, micro-batch {m.micro_batch_size}"
         + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else "")
-        + (f"; mixture of experts: {m.moe.experts} experts top-{m.moe.top_k}, {human_count(m.active_parameters)} "
-           "active per token" if m.moe else ""),
-        ("  compute      PAUSED: no node is declared; resuming brings back " if c.paused else "  compute      ")
+        + (
+            f"; mixture of experts: {m.moe.experts} experts top-{m.moe.top_k}, {human_count(m.active_parameters)} "
+            "active per token"
+            if m.moe
+            else ""
+        ),
+        (
+            "  compute      PAUSED: no node is declared; resuming brings back "
+            if c.paused
+            else "  compute      "
+        )
         + f"{c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
         + (" bare metal" if c.bare_metal else ""),
-        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp}" + (f" ep={c.ep}" if m.moe else "")
-        + (f" vpp={c.vpp}" if c.vpp > 1 else "") + (f" cp={c.cp}" if c.cp > 1 else "") + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
+        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp}"
+        + (f" ep={c.ep}" if m.moe else "")
+        + (f" vpp={c.vpp}" if c.vpp > 1 else "")
+        + (f" cp={c.cp}" if c.cp > 1 else "")
+        + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
         + (" sp" if c.sequence_parallel else ""),
-        f"  network      RDMA {c.rdma}" + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
+        f"  network      RDMA {c.rdma}"
+        + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
         + f", VPC {plan.network.vpc_cidr}, egress {plan.network.egress}",
-        f"  storage      {plan.storage.kind}" + (f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
-                                                f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
-                                                if plan.storage.kind != "none" else ""),
-        *([f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
-           f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
-           + ("mounted read-only, not copied" if plan.weights.fetches == 0 else "fetched once"
-              if plan.weights.fetches == 1 else f"fetched {plan.weights.fetches} times (once per node)")]
-          if plan.weights else []),
-        "  checkpoints  " + ((f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
-                               if plan.checkpoints.directory else "")
-                              + f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
-                              f"{human_seconds(plan.checkpoints.interval_seconds)} "
-                              f"({human_bytes(plan.checkpoints.size_bytes)} each)" if plan.checkpoints.enabled else "off"),
-        "  spot         " + (f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
-                              f"{plan.spot.strategy}" if plan.spot.enabled else "off"),
-        *([f"  pai-dlc      workspace {plan.dlc.workspace_name}, {plan.dlc.worker_count} x "
-           f"{plan.dlc.worker_instance_type} per {plan.dlc.job_type}, image {plan.dlc.image}, datasets: "
-           + (", ".join(f"{d.name} at {d.mount_path}" for d in plan.dlc.data_sources) or "none")]
-          if plan.dlc is not None else []),
+        f"  storage      {plan.storage.kind}"
+        + (
+            f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
+            f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
+            if plan.storage.kind != "none"
+            else ""
+        ),
+        *(
+            [
+                f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
+                f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
+                + (
+                    "mounted read-only, not copied"
+                    if plan.weights.fetches == 0
+                    else "fetched once"
+                    if plan.weights.fetches == 1
+                    else f"fetched {plan.weights.fetches} times (once per node)"
+                )
+            ]
+            if plan.weights
+            else []
+        ),
+        "  checkpoints  "
+        + (
+            (
+                f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
+                if plan.checkpoints.directory
+                else ""
+            )
+            + f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
+            f"{human_seconds(plan.checkpoints.interval_seconds)} "
+            f"({human_bytes(plan.checkpoints.size_bytes)} each)"
+            if plan.checkpoints.enabled
+            else "off"
+        ),
+        "  spot         "
+        + (
+            f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
+            f"{plan.spot.strategy}"
+            if plan.spot.enabled
+            else "off"
+        ),
+        *(
+            [
+                f"  pai-dlc      workspace {plan.dlc.workspace_name}, {plan.dlc.worker_count} x "
+                f"{plan.dlc.worker_instance_type} per {plan.dlc.job_type}, image {plan.dlc.image}, datasets: "
+                + (", ".join(f"{d.name} at {d.mount_path}" for d in plan.dlc.data_sources) or "none")
+            ]
+            if plan.dlc is not None
+            else []
+        ),
         "",
         "Memory per GPU",
-        table(["term", "bytes", "size"], [
-            ["weights", z.weights, human_bytes(z.weights)],
-            ["gradients", z.gradients, human_bytes(z.gradients)],
-            ["optimizer states", z.optimizer_states, human_bytes(z.optimizer_states)],
-            ["activations", z.activations, human_bytes(z.activations)],
-            ["runtime reserve", z.reserve, human_bytes(z.reserve)],
-            ["total", z.total, human_bytes(z.total)],
-            ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
-            ["headroom", z.headroom, human_bytes(z.headroom)],
-            *([[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]] if z.host_per_gpu else []),
-        ], right=(1, 2)),
+        table(
+            ["term", "bytes", "size"],
+            [
+                ["weights", z.weights, human_bytes(z.weights)],
+                ["gradients", z.gradients, human_bytes(z.gradients)],
+                ["optimizer states", z.optimizer_states, human_bytes(z.optimizer_states)],
+                ["activations", z.activations, human_bytes(z.activations)],
+                ["runtime reserve", z.reserve, human_bytes(z.reserve)],
+                ["total", z.total, human_bytes(z.total)],
+                ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
+                ["headroom", z.headroom, human_bytes(z.headroom)],
+                *(
+                    [[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]]
+                    if z.host_per_gpu
+                    else []
+                ),
+            ],
+            right=(1, 2),
+        ),
         "",
         *paused_cost_lines(plan),
         "Cost once resumed (CNY)" if c.paused else "Cost (CNY)",
-        table(["item", "per hour", "per day"], [
-            ["compute on demand", f"{cost.compute_on_demand_per_hour:,.2f}", f"{cost.compute_on_demand_per_hour * 24:,.2f}"],
-            ["compute spot", f"{cost.compute_spot_per_hour:,.2f}", f"{cost.compute_spot_per_hour * 24:,.2f}"],
-            ["shared storage", f"{cost.shared_storage_per_hour:,.2f}", f"{cost.shared_storage_per_hour * 24:,.2f}"],
-            ["object storage", f"{cost.object_storage_per_hour:,.2f}", f"{cost.object_storage_per_hour * 24:,.2f}"],
-            ["total", f"{cost.total_per_hour:,.2f}", f"{cost.total_per_day:,.2f}"],
-        ], right=(1, 2)),
+        table(
+            ["item", "per hour", "per day"],
+            [
+                [
+                    "compute on demand",
+                    f"{cost.compute_on_demand_per_hour:,.2f}",
+                    f"{cost.compute_on_demand_per_hour * 24:,.2f}",
+                ],
+                [
+                    "compute spot",
+                    f"{cost.compute_spot_per_hour:,.2f}",
+                    f"{cost.compute_spot_per_hour * 24:,.2f}",
+                ],
+                [
+                    "shared storage",
+                    f"{cost.shared_storage_per_hour:,.2f}",
+                    f"{cost.shared_storage_per_hour * 24:,.2f}",
+                ],
+                [
+                    "object storage",
+                    f"{cost.object_storage_per_hour:,.2f}",
+                    f"{cost.object_storage_per_hour * 24:,.2f}",
+                ],
+                ["total", f"{cost.total_per_hour:,.2f}", f"{cost.total_per_day:,.2f}"],
+            ],
+            right=(1, 2),
+        ),
     ]
     if cost.run_total is not None:
-        lines.append(("whole run once resumed (time paused not counted): " if c.paused else "whole run: ")
-                     + f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h wall-clock "
-                     f"= {cost.run_total:,.0f} CNY"
-                     + (f" (compute prepaid for {cost.subscription_months} month(s))" if cost.subscription_months
-                        else ""))
+        lines.append(
+            ("whole run once resumed (time paused not counted): " if c.paused else "whole run: ")
+            + f"{(cost.run_hours or 0) + (cost.expected_rework_hours or 0):,.1f} h wall-clock "
+            f"= {cost.run_total:,.0f} CNY"
+            + (
+                f" (compute prepaid for {cost.subscription_months} month(s))"
+                if cost.subscription_months
+                else ""
+            )
+        )
     if plan.schedule is not None:
         lines += ["", "Schedule (hours)", schedule_table(plan)]
     lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]
@@ -135,10 +226,24 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"      {d.reason}")
     if plan.candidates:
         lines += ["", "Instance types considered"]
-        lines.append(table(["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"], [
-            [x.instance_type, x.nodes or "", x.gpus or "", f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
-             f"{x.per_gpu_gib:.1f}" if x.nodes else "", f"{x.cost_per_hour:,.2f}" if x.nodes else "", x.verdict]
-            for x in plan.candidates], right=(1, 2, 4, 5)))
+        lines.append(
+            table(
+                ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"],
+                [
+                    [
+                        x.instance_type,
+                        x.nodes or "",
+                        x.gpus or "",
+                        f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
+                        f"{x.per_gpu_gib:.1f}" if x.nodes else "",
+                        f"{x.cost_per_hour:,.2f}" if x.nodes else "",
+                        x.verdict,
+                    ]
+                    for x in plan.candidates
+                ],
+                right=(1, 2, 4, 5),
+            )
+        )
     if plan.warnings:
         lines += ["", *warning_lines(plan)]
     if plan.waivers:
@@ -147,7 +252,12 @@ def plan_text(plan: Plan) -> str:
 
 
 KEY_INPUTS = {
-    "alicloud:ecs/instance:Instance": ("instanceType", "privateIp", "spotStrategy", "networkInterfaceTrafficMode"),
+    "alicloud:ecs/instance:Instance": (
+        "instanceType",
+        "privateIp",
+        "spotStrategy",
+        "networkInterfaceTrafficMode",
+    ),
     "alicloud:vpc/network:Network": ("cidrBlock",),
     "alicloud:vpc/switch:Switch": ("zoneId", "cidrBlock"),
     "alicloud:oss/bucket:Bucket": ("bucket", "storageClass"),
@@ -164,8 +274,13 @@ def preview_text(graph: Any, title: str) -> str:
     for r in graph.resources:
         by_type.setdefault(r.type, []).append(r)
     total = len(graph.resources)
-    lines = [(f"Offline preview of {title}: {total} resources would be created "
-             "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)"), ""]
+    lines = [
+        (
+            f"Offline preview of {title}: {total} resources would be created "
+            "(Pulumi mock runtime with the real pulumi_alicloud SDK; nothing was sent to Alibaba Cloud)"
+        ),
+        "",
+    ]
     for typ in sorted(by_type):
         items = by_type[typ]
         short = typ.split(":")[1].split("/")[0] + ":" + typ.split(":")[-1]
@@ -176,7 +291,9 @@ def preview_text(graph: Any, title: str) -> str:
             if r is None:
                 lines.append(f"    ... {len(items) - 3} more like these")
                 continue
-            props = ", ".join(f"{k}={_short(r.inputs.get(k))}" for k in keys if r.inputs.get(k) not in (None, ""))
+            props = ", ".join(
+                f"{k}={_short(r.inputs.get(k))}" for k in keys if r.inputs.get(k) not in (None, "")
+            )
             flags = " [protected]" if r.protect else ""
             lines.append(f"    {r.name}{flags}" + (f"  ({props})" if props else ""))
     if graph.outputs:
@@ -194,8 +311,38 @@ def _short(v: Any) -> str:
 def catalog_text(types: Sequence[Any]) -> str:
     rows = []
     for t in types:
-        rows.append([t.name, t.gpu, t.gpus, f"{t.gpu_memory_gib:g}", t.vcpu, f"{t.memory_gib:g}", f"{t.network_gbps:g}",
-                     "yes" if t.bare_metal else "", (f"ERI x{t.eri_count}" if t.eri_count else ("RoCE" if t.scc else "")),
-                     f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""), t.availability])
-    return table(["instance type", "GPU", "#", "GiB/GPU", "vCPU", "mem GiB", "Gbit/s", "EBM", "RDMA", "CNY/h", "availability"],
-                 rows, right=(2, 3, 4, 5, 6, 9)) + "\n* estimated price (see generator/catalog/data/v1/README.md)\n"
+        rows.append(
+            [
+                t.name,
+                t.gpu,
+                t.gpus,
+                f"{t.gpu_memory_gib:g}",
+                t.vcpu,
+                f"{t.memory_gib:g}",
+                f"{t.network_gbps:g}",
+                "yes" if t.bare_metal else "",
+                (f"ERI x{t.eri_count}" if t.eri_count else ("RoCE" if t.scc else "")),
+                f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""),
+                t.availability,
+            ]
+        )
+    return (
+        table(
+            [
+                "instance type",
+                "GPU",
+                "#",
+                "GiB/GPU",
+                "vCPU",
+                "mem GiB",
+                "Gbit/s",
+                "EBM",
+                "RDMA",
+                "CNY/h",
+                "availability",
+            ],
+            rows,
+            right=(2, 3, 4, 5, 6, 9),
+        )
+        + "\n* estimated price (see generator/catalog/data/v1/README.md)\n"
+    )

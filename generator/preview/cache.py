@@ -47,8 +47,16 @@ MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each w
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
 T = TypeVar("T")
 MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
-MEMO_FILES = 8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
-_SOURCES = (Path(mockrun.__file__), Path(sdkload.__file__), Path(memo.__file__), Path(deflate.__file__), Path(__file__))
+MEMO_FILES = (
+    8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
+)
+_SOURCES = (
+    Path(mockrun.__file__),
+    Path(sdkload.__file__),
+    Path(memo.__file__),
+    Path(deflate.__file__),
+    Path(__file__),
+)
 
 
 def enabled() -> bool:
@@ -95,9 +103,14 @@ def environment() -> dict[str, str]:
     runner = hashlib.sha256()
     for source in _SOURCES:
         runner.update(source.read_bytes())
-    return {"python": sys.version, "trainstack": _version("trainstack"), "pulumi": _version("pulumi"),
-            "pulumi_alicloud": _version("pulumi-alicloud"), "schema": str(GRAPH_SCHEMA),
-            "runner": runner.hexdigest()}
+    return {
+        "python": sys.version,
+        "trainstack": _version("trainstack"),
+        "pulumi": _version("pulumi"),
+        "pulumi_alicloud": _version("pulumi-alicloud"),
+        "schema": str(GRAPH_SCHEMA),
+        "runner": runner.hexdigest(),
+    }
 
 
 def key(files: Iterable[tuple[str, bytes]], project: str, stack: str, config: Mapping[str, str]) -> str:
@@ -120,14 +133,22 @@ def _entry(digest: str) -> Path:
 
 
 def _to_json(graph: Graph) -> dict[str, Any]:
-    return {"resources": [[r.type, r.name, r.inputs, r.protect, r.retain_on_delete, r.parent, r.delete_before_replace]
-                          for r in graph.resources],
-            "outputs": graph.outputs, "warnings": graph.warnings, "keys": graph.keys}
+    return {
+        "resources": [
+            [r.type, r.name, r.inputs, r.protect, r.retain_on_delete, r.parent, r.delete_before_replace]
+            for r in graph.resources
+        ],
+        "outputs": graph.outputs,
+        "warnings": graph.warnings,
+        "keys": graph.keys,
+    }
 
 
 def _from_json(data: Mapping[str, Any]) -> Graph:
-    resources = [Resource(t, n, i, bool(p), bool(k), str(parent), bool(d)) for t, n, i, p, k, parent, d in
-                 data["resources"]]
+    resources = [
+        Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
+        for t, n, i, p, k, parent, d in data["resources"]
+    ]
     return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
 
 
@@ -162,8 +183,12 @@ def load(digest: str) -> Graph | None:
     head, _, body = raw.partition(b"\n")
     parts = head.split(b" ")
     try:
-        if len(parts) != 3 or parts[0] != HEADER or parts[1] != str(GRAPH_SCHEMA).encode() or \
-                parts[2].decode() != hashlib.sha256(body).hexdigest():
+        if (
+            len(parts) != 3
+            or parts[0] != HEADER
+            or parts[1] != str(GRAPH_SCHEMA).encode()
+            or parts[2].decode() != hashlib.sha256(body).hexdigest()
+        ):
             raise ValueError("bad header or checksum")
         return _from_json(json.loads(body))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
@@ -177,15 +202,24 @@ def store(digest: str, graph: Graph) -> bool:
     data = _to_json(graph)
     if not _json_exact(data):
         return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
-    body = json.dumps(data, separators=(",", ":")).encode()  # insertion order kept: a hit prints what a run does
+    body = json.dumps(
+        data, separators=(",", ":")
+    ).encode()  # insertion order kept: a hit prints what a run does
     path = _entry(digest)
     with _ignored():  # a read-only or full cache folder only costs the next run its time
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(HEADER + b" " + str(GRAPH_SCHEMA).encode() + b" " + hashlib.sha256(body).hexdigest().encode()
-                        + b"\n" + body)
+                f.write(
+                    HEADER
+                    + b" "
+                    + str(GRAPH_SCHEMA).encode()
+                    + b" "
+                    + hashlib.sha256(body).hexdigest().encode()
+                    + b"\n"
+                    + body
+                )
             os.replace(tmp, path)
         except BaseException:
             with _ignored():
@@ -223,8 +257,12 @@ class _ignored:
         return kind is not None and issubclass(kind, OSError)
 
 
-def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
-                config: Mapping[str, str] | None = None) -> Graph:
+def run_program(
+    program_dir: str | Path,
+    project: str = "trainstack",
+    stack: str = "dev",
+    config: Mapping[str, str] | None = None,
+) -> Graph:
     """:func:`generator.preview.mockrun.run_program`, answered from the cache when this exact run was made before."""
     program_dir = Path(program_dir).resolve()
     if not enabled() or not (program_dir / "__main__.py").is_file():
@@ -240,9 +278,17 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     run_salt = memo.salt(environment(), project, stack)
     reuse = incremental()
     with deflate.Memo(deflate.load(cache_dir(), run_salt) if reuse else None) as compressed:
-        graph = mockrun.run_program(program_dir, project=project, stack=stack, config=config, memo_salt=run_salt,
-                                    reuse=reusable(run_salt) if reuse else None)
-    with mockrun.tuned_gc(mockrun.gc_mode()):  # writing a large graph allocates much; nothing of it is garbage
+        graph = mockrun.run_program(
+            program_dir,
+            project=project,
+            stack=stack,
+            config=config,
+            memo_salt=run_salt,
+            reuse=reusable(run_salt) if reuse else None,
+        )
+    with mockrun.tuned_gc(
+        mockrun.gc_mode()
+    ):  # writing a large graph allocates much; nothing of it is garbage
         stored = store(digest, graph)
         if stored and compressed.changed() and deflate.store(cache_dir(), run_salt, compressed.used):
             deflate.prune(cache_dir(), MEMO_FILES)
@@ -251,8 +297,14 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     return graph
 
 
-def run_files(files: Mapping[str, str], *, project: str, stack: str, region: str,
-              inspect: Callable[[Path], T] | None = None) -> tuple[Graph, T | None]:
+def run_files(
+    files: Mapping[str, str],
+    *,
+    project: str,
+    stack: str,
+    region: str,
+    inspect: Callable[[Path], T] | None = None,
+) -> tuple[Graph, T | None]:
     """The one way trainstack runs rendered files under the mocks (``preview``, ``validate``, ``lint``, each side of
     ``diff``): they are written to a temporary folder and run through :func:`run_program` with the region as the
     stack's config. ``inspect`` is called on that folder before it is removed (e.g. to digest it)."""
@@ -314,5 +366,17 @@ def _remember(run_salt: str, digest: str) -> None:
             raise
 
 
-__all__ = ["GRAPH_SCHEMA", "MEMO_ENTRIES", "cache_dir", "enabled", "incremental", "key", "load", "program_files",
-           "reusable", "run_files", "run_program", "store"]
+__all__ = [
+    "GRAPH_SCHEMA",
+    "MEMO_ENTRIES",
+    "cache_dir",
+    "enabled",
+    "incremental",
+    "key",
+    "load",
+    "program_files",
+    "reusable",
+    "run_files",
+    "run_program",
+    "store",
+]

@@ -77,8 +77,14 @@ def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
         rule = RULES[rule_id]
         for resource, message in check(ix):
             reason = waivers.get(rule_id, "")
-            finding = Finding(rule_id, rule.severity, f"{resource.type}::{resource.name}", message,
-                              waived=bool(reason), waiver_reason=reason)
+            finding = Finding(
+                rule_id,
+                rule.severity,
+                f"{resource.type}::{resource.name}",
+                message,
+                waived=bool(reason),
+                waiver_reason=reason,
+            )
             found.append((rule_id, ix.order.get(id(resource), 0), finding))
     found.sort(key=lambda t: (t[0], t[1]))
     seen: set[Finding] = set()
@@ -126,13 +132,18 @@ class LintReport:
         def n(count: int, word: str) -> str:
             return f"{count} {word}{'' if count == 1 else 's'}"
 
-        return (f"{self.target}: {n(self.resources, 'resource')} checked against {n(len(RULES), 'rule')}: "
-                f"{n(len(self.errors), 'error')}, {n(len(self.warnings), 'warning')}, {len(self.waived)} waived")
+        return (
+            f"{self.target}: {n(self.resources, 'resource')} checked against {n(len(RULES), 'rule')}: "
+            f"{n(len(self.errors), 'error')}, {n(len(self.warnings), 'warning')}, {len(self.waived)} waived"
+        )
 
     def text(self) -> str:
         """The findings as ``SEVERITY RULE resource: message`` lines, notes on stale waivers, then a summary."""
         lines = [f.line() for f in self.findings]
-        lines += [f"note: the waiver for {r} matched no finding; remove it from the spec" for r in self.unused_waivers]
+        lines += [
+            f"note: the waiver for {r} matched no finding; remove it from the spec"
+            for r in self.unused_waivers
+        ]
         lines.append(self.summary())
         return "\n".join(lines) + "\n"
 
@@ -141,9 +152,22 @@ class LintReport:
             "target": self.target,
             "resources": self.resources,
             "failed": self.failed,
-            "summary": {"errors": len(self.errors), "warnings": len(self.warnings), "waived": len(self.waived)},
-            "findings": [{"rule": f.rule, "severity": f.severity, "resource": f.resource, "message": f.message,
-                          "waived": f.waived, "waiver_reason": f.waiver_reason} for f in self.findings],
+            "summary": {
+                "errors": len(self.errors),
+                "warnings": len(self.warnings),
+                "waived": len(self.waived),
+            },
+            "findings": [
+                {
+                    "rule": f.rule,
+                    "severity": f.severity,
+                    "resource": f.resource,
+                    "message": f.message,
+                    "waived": f.waived,
+                    "waiver_reason": f.waiver_reason,
+                }
+                for f in self.findings
+            ],
             "waivers": [{"rule": r, "reason": self.waivers[r]} for r in sorted(self.waivers)],
             "unused_waivers": self.unused_waivers,
         }
@@ -172,8 +196,19 @@ def stack_waivers(stack_dir: Path) -> dict[str, str]:
         raise LintInputError(f"{plan_file} cannot be read as JSON ({e}); re-render the stack") from None
     items = data.get("waivers", []) if isinstance(data, Mapping) else None
     if not isinstance(items, list):
-        raise LintInputError(f"{plan_file}: 'waivers' must be a list of {{rule, reason}}; re-render the stack")
+        raise LintInputError(
+            f"{plan_file}: 'waivers' must be a list of {{rule, reason}}; re-render the stack"
+        )
     return waivers_of(items)
 
 
-__all__ = ["RULES", "Finding", "LintInputError", "LintReport", "Rule", "lint_graph", "stack_waivers", "waivers_of"]
+__all__ = [
+    "RULES",
+    "Finding",
+    "LintInputError",
+    "LintReport",
+    "Rule",
+    "lint_graph",
+    "stack_waivers",
+    "waivers_of",
+]

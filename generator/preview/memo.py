@@ -104,7 +104,10 @@ class Memo:
     """Keys every registration of one run and answers those found in ``known`` (key -> recorded resource)."""
 
     def __init__(
-        self, run_salt: str, known: Mapping[str, Any], skip_types: frozenset[str] = frozenset(),
+        self,
+        run_salt: str,
+        known: Mapping[str, Any],
+        skip_types: frozenset[str] = frozenset(),
         derive: bool = False,
     ) -> None:
         self.salt, self.known, self.skip_types, self.derive = run_salt, known, skip_types, derive
@@ -217,21 +220,35 @@ class Memo:
         the root stack. Its inputs are translated in a task, since an input may be an Output still resolving."""
         from pulumi.runtime.mocks import get_project, get_stack
 
-        parent = _urn("", "pulumi:pulumi:Stack", f"{get_project()}-{get_stack()}")  # the runtime's Stack resource
+        parent = _urn(
+            "", "pulumi:pulumi:Stack", f"{get_project()}-{get_stack()}"
+        )  # the runtime's Stack resource
         self._answer(res, ty, name, props, None, parent)
-        flags = (bool(getattr(opts, "protect", None)), bool(getattr(opts, "retain_on_delete", None)), parent,
-                 bool(getattr(opts, "delete_before_replace", None)))
+        flags = (
+            bool(getattr(opts, "protect", None)),
+            bool(getattr(opts, "retain_on_delete", None)),
+            parent,
+            bool(getattr(opts, "delete_before_replace", None)),
+        )
         self._pending.append(asyncio.ensure_future(self._translate(res, ty, name, dict(props), typ, flags)))
 
-    async def _translate(self, res: Any, ty: str, name: str, props: dict[str, Any], typ: Any,
-                         flags: tuple[bool, bool, str, bool]) -> None:
+    async def _translate(
+        self,
+        res: Any,
+        ty: str,
+        name: str,
+        props: dict[str, Any],
+        typ: Any,
+        flags: tuple[bool, bool, str, bool],
+    ) -> None:
         """The SDK's translation of ``props`` as ``prepare_resource`` calls it (for a custom resource, not remote)
         and as the mock monitor reads the request back (``MockMonitor.RegisterResource``)."""
         from pulumi.runtime import rpc
 
         translate = None if typ is not None else res.translate_input_property
-        struct = await rpc.serialize_properties(props, {}, res, translate, typ, keep_output_values=False,
-                                                exclude_resource_refs_from_deps=False)
+        struct = await rpc.serialize_properties(
+            props, {}, res, translate, typ, keep_output_values=False, exclude_resource_refs_from_deps=False
+        )
         inputs = rpc.deserialize_properties(struct)
         self.derived.append((ty, name, dict(inputs), *flags))
 
@@ -247,7 +264,9 @@ class Memo:
             task.cancel()
         self._pending.clear()
 
-    def _answer(self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any, parent: str = "") -> None:
+    def _answer(
+        self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any, parent: str = ""
+    ) -> None:
         """Give ``res`` what registering it would: its urn and id resolved, its other outputs unread."""
         from pulumi.output import Output, _OutputData
 

@@ -22,10 +22,13 @@ from generator.render.escape import Escaped, UnsafeValue, py_literal
 
 # Letters include the CJK ideographs the documentation allows; trainstack itself writes ASCII only.
 NAS_DESCRIPTION = re.compile(r"[A-Za-z\u4e00-\u9fff][A-Za-z0-9:_\u4e00-\u9fff-]{1,127}")
-NAS_DESCRIPTION_RULE = ("2 to 128 characters, a letter first, then only letters, digits, ':', '_' and '-' "
-                        "(no spaces, no '/')")
-NAS_DESCRIPTION_SOURCE = ("pulumi_alicloud 4.0.0 nas.FileSystem/ProtocolService/ProtocolMountTarget docstrings; "
-                          "Alibaba Cloud NAS API CreateFileset, CreateAccessGroup, CreateDataFlow")
+NAS_DESCRIPTION_RULE = (
+    "2 to 128 characters, a letter first, then only letters, digits, ':', '_' and '-' (no spaces, no '/')"
+)
+NAS_DESCRIPTION_SOURCE = (
+    "pulumi_alicloud 4.0.0 nas.FileSystem/ProtocolService/ProtocolMountTarget docstrings; "
+    "Alibaba Cloud NAS API CreateFileset, CreateAccessGroup, CreateDataFlow"
+)
 
 _OUTSIDE = re.compile(r"[^A-Za-z0-9:_-]+")
 _PREFIX = "trainstack_"  # for text that does not start with a letter
@@ -41,7 +44,9 @@ def nas_description(text: Any) -> str:
     if len(out) < 2 or not ("A" <= out[0] <= "Z" or "a" <= out[0] <= "z"):
         out = _PREFIX + out
     out = out[:128].rstrip("_")
-    if not NAS_DESCRIPTION.fullmatch(out):  # cannot happen; refuse rather than write a description the API rejects
+    if not NAS_DESCRIPTION.fullmatch(
+        out
+    ):  # cannot happen; refuse rather than write a description the API rejects
         raise UnsafeValue(f"{text!r} could not be made a NAS description ({out!r})")
     return out
 
@@ -53,5 +58,11 @@ def desc_nas(text: Any) -> Escaped:
 
 FILTERS = {"desc_nas": desc_nas}
 
-__all__ = ["FILTERS", "NAS_DESCRIPTION", "NAS_DESCRIPTION_RULE", "NAS_DESCRIPTION_SOURCE", "desc_nas",
-           "nas_description"]
+__all__ = [
+    "FILTERS",
+    "NAS_DESCRIPTION",
+    "NAS_DESCRIPTION_RULE",
+    "NAS_DESCRIPTION_SOURCE",
+    "desc_nas",
+    "nas_description",
+]

@@ -63,8 +63,10 @@ def _py_escaped(text: str) -> str:
     """A JSON string literal as a Python one, with every non-printable character a ``\\u``/``\\U`` escape."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
-                   for ch in text)
+    return "".join(
+        ch if ch.isprintable() else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+        for ch in text
+    )
 
 
 def py_docstring(value: Any) -> Escaped:

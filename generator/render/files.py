@@ -72,16 +72,26 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
     tags.update(dict(plan.tags))
     master = c.ranks[0].private_ip if c.ranks else ""
     hostfile = "".join(f"{r.private_ip} slots={c.gpus_per_node}\n" for r in c.ranks)
-    nodes = [{"rank": r.rank, "name": r.name, "ip": r.private_ip, "spot": r.spot,
-              "deployment_set": r.deployment_set or ""} for r in c.ranks]
+    nodes = [
+        {
+            "rank": r.rank,
+            "name": r.name,
+            "ip": r.private_ip,
+            "spot": r.spot,
+            "deployment_set": r.deployment_set or "",
+        }
+        for r in c.ranks
+    ]
     platform = platform_for(plan)
     return {
         "plan": plan,
         "program_parts": platform.program_parts,  # the platform's parts of __main__.py, in order (constants)
         # what the shared templates ask of the platform: its capabilities by name, and its part for each slot ("")
         "caps": capabilities(plan),
-        "slots": {slot: f"stack/slots/{platform.template_parts[slot]}.j2" if slot in platform.template_parts else ""
-                  for slot in SLOTS},
+        "slots": {
+            slot: f"stack/slots/{platform.template_parts[slot]}.j2" if slot in platform.template_parts else ""
+            for slot in SLOTS
+        },
         "spec_path": spec_path,
         "tags": tags,
         "nodes": nodes,
@@ -91,8 +101,9 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "node_rank_digits": naming.NODE_RANK_DIGITS,  # the hostfile printf of Lingjun nodes
         "facts": cluster_facts(plan),
         "diagram": escape.markdown_fence_body(diagram.flowchart(plan)),  # labels escaped for Mermaid
-        "facts_inline": escape.quoted_heredoc_body(json.dumps(cluster_facts(plan), sort_keys=True, indent=1) + "\n",
-                                                   "FACTS"),
+        "facts_inline": escape.quoted_heredoc_body(
+            json.dumps(cluster_facts(plan), sort_keys=True, indent=1) + "\n", "FACTS"
+        ),
         "node_mtu": n.mtu,
         "bucket": k.bucket,
         "dataset_bucket": (s.dataset.source.split("/")[2] if s.dataset else ""),
@@ -120,8 +131,12 @@ def registry_login(plan: Plan) -> dict[str, Any]:
     repo = limits.container_repository(c.container_image) if c.container_registry_instance else None
     if repo is None:
         return {}
-    return {"instance": c.container_registry_instance, "registry": repo[0], "namespace": repo[1],
-            "repository": repo[2]}
+    return {
+        "instance": c.container_registry_instance,
+        "registry": repo[0],
+        "namespace": repo[1],
+        "repository": repo[2],
+    }
 
 
 def registry_login_script() -> str:
@@ -149,10 +164,15 @@ NODE_RUNTIME = {
 }
 
 
-_DATASET_WHAT = {"nas": "trainstack: the shared file system (Extreme NAS)", "cpfs": "trainstack: the shared file "
-                 "system (CPFS)", "oss": "trainstack: OSS data"}
-_DATASET_WHAT_BY_OUTPUT = {dlc_weights.WEIGHTS_OUTPUT: "trainstack: base weights, read-only",
-                           dlc_weights.TOOLS_OUTPUT: "trainstack: trainstack-weights, read-only"}
+_DATASET_WHAT = {
+    "nas": "trainstack: the shared file system (Extreme NAS)",
+    "cpfs": "trainstack: the shared file system (CPFS)",
+    "oss": "trainstack: OSS data",
+}
+_DATASET_WHAT_BY_OUTPUT = {
+    dlc_weights.WEIGHTS_OUTPUT: "trainstack: base weights, read-only",
+    dlc_weights.TOOLS_OUTPUT: "trainstack: trainstack-weights, read-only",
+}
 
 
 def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
@@ -165,11 +185,28 @@ def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
         key = d.output_key.removeprefix("dataset_").removesuffix("_id")
         bucket, _, path = d.uri.removeprefix("oss://").partition("/")
         in_bucket = d.kind == "oss" and bucket == plan.checkpoints.bucket and plan.checkpoints.enabled
-        what = (_DATASET_WHAT_BY_OUTPUT.get(d.output_key) or ("trainstack: checkpoints" if in_bucket else
-                "trainstack: training data, read-only" if d.kind == "oss" else _DATASET_WHAT[d.kind]))
-        out.append({"key": key, "name": d.name, "kind": d.kind, "mount": d.mount_path, "output": d.output_key,
-                    "read_only": d.read_only, "bucket": bucket, "path": path, "bucket_output": in_bucket,
-                    "endpoint": f"oss-{plan.region}.aliyuncs.com", "what": what})
+        what = _DATASET_WHAT_BY_OUTPUT.get(d.output_key) or (
+            "trainstack: checkpoints"
+            if in_bucket
+            else "trainstack: training data, read-only"
+            if d.kind == "oss"
+            else _DATASET_WHAT[d.kind]
+        )
+        out.append(
+            {
+                "key": key,
+                "name": d.name,
+                "kind": d.kind,
+                "mount": d.mount_path,
+                "output": d.output_key,
+                "read_only": d.read_only,
+                "bucket": bucket,
+                "path": path,
+                "bucket_output": in_bucket,
+                "endpoint": f"oss-{plan.region}.aliyuncs.com",
+                "what": what,
+            }
+        )
     return out
 
 
@@ -192,14 +229,24 @@ def weights_script(plan: Plan) -> str:
         return ""
     node_role = platform_for(plan).has(Capability.NODE_RAM_ROLE)
     modelscope = node_runtime.modelscope_wheels()
-    return _env().get_template("stack/weights.sh.j2").render(
-        plan=plan, weights_timeout=weights_timeout(plan), caps=capabilities(plan),
-        # catalog data (modelscope_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
-        modelscope_requirements=escape.quoted_heredoc_body(node_runtime.modelscope_requirements(),
-                                                           "MODELSCOPE_REQUIREMENTS"),
-        modelscope_version=escape.Escaped(next(w.version for w in modelscope if w.package == "modelscope")),
-        # the ECS node role (identity_ecs.py.j2); Lingjun nodes use the RAM user's key, DLC fetches nothing from OSS
-        weights_role=f"{plan.name}-node" if node_role else "")
+    return (
+        _env()
+        .get_template("stack/weights.sh.j2")
+        .render(
+            plan=plan,
+            weights_timeout=weights_timeout(plan),
+            caps=capabilities(plan),
+            # catalog data (modelscope_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
+            modelscope_requirements=escape.quoted_heredoc_body(
+                node_runtime.modelscope_requirements(), "MODELSCOPE_REQUIREMENTS"
+            ),
+            modelscope_version=escape.Escaped(
+                next(w.version for w in modelscope if w.package == "modelscope")
+            ),
+            # the ECS node role (identity_ecs.py.j2); Lingjun nodes use the RAM user's key, DLC fetches nothing from OSS
+            weights_role=f"{plan.name}-node" if node_role else "",
+        )
+    )
 
 
 RDZV_PORT = 29500  # rank 0 hosts torchrun's c10d rendezvous here
@@ -224,15 +271,28 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         "master_port": RDZV_PORT,
         "members": [{"rank": r.rank, "name": r.name, "ip": r.private_ip} for r in c.ranks],
         "shared_fs": {"kind": s.kind, "address": "", "mount_path": s.mount_path if s.kind != "none" else ""},
-        "checkpoint": {"url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "", "dir": k.directory,
-                       "endpoint": k.internal_endpoint if k.enabled else "", "interval_seconds": k.interval_seconds,
-                       # checkpoints.milestones: the window rank 0's trainstack-ckpt-sync tags milestones by
-                       **({"milestone_seconds": k.milestone_seconds} if k.milestone_seconds else {})},
+        "checkpoint": {
+            "url": f"oss://{k.bucket}/{k.prefix}" if k.enabled else "",
+            "dir": k.directory,
+            "endpoint": k.internal_endpoint if k.enabled else "",
+            "interval_seconds": k.interval_seconds,
+            # checkpoints.milestones: the window rank 0's trainstack-ckpt-sync tags milestones by
+            **({"milestone_seconds": k.milestone_seconds} if k.milestone_seconds else {}),
+        },
         "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
         "nccl_env": dict(plan.network.nccl_env),
         # the base weights: where they land and the script that fetches them once (only with model.weights)
-        **({"weights": {"dir": plan.weights.landing_path, "source": plan.weights.uri, "script": weights_script(plan)}}
-           if plan.weights else {}),
+        **(
+            {
+                "weights": {
+                    "dir": plan.weights.landing_path,
+                    "source": plan.weights.uri,
+                    "script": weights_script(plan),
+                }
+            }
+            if plan.weights
+            else {}
+        ),
         # the hash-pinned requirements of the PyTorch node-init.sh installs when the image has none (catalog
         # node_wheels.csv): here, not in the user data, which has 16 KB (Lingjun nodes, without facts, get them inline)
         **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
@@ -271,14 +331,19 @@ def launch_env(plan: Plan) -> list[tuple[str, str]]:
         *([("CP_SIZE", str(c.cp))] if c.cp > 1 else []),
         *([("OFFLOAD", plan.sizing.offload)] if plan.sizing.offload != "none" else []),
         ("SHARED_DIR", plan.storage.mount_path if plan.storage.kind != "none" else "/mnt/local"),
-        ("CHECKPOINT_URL", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else ""),
+        (
+            "CHECKPOINT_URL",
+            f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else "",
+        ),
         ("CHECKPOINT_ENDPOINT", plan.checkpoints.internal_endpoint if plan.checkpoints.enabled else ""),
         ("CHECKPOINT_INTERVAL_SECONDS", str(plan.checkpoints.interval_seconds)),
         # where the job writes checkpoints (the shared file system when the plan puts them there, else OSS) and
         # the durable OSS copy (docs/operations.md)
         ("TRAINSTACK_CHECKPOINT_DIR", plan.checkpoints.directory),
-        ("TRAINSTACK_CHECKPOINT_OSS", f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}"
-         if plan.checkpoints.enabled else ""),
+        (
+            "TRAINSTACK_CHECKPOINT_OSS",
+            f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix}" if plan.checkpoints.enabled else "",
+        ),
         ("TRAINSTACK_PREEMPT_FILE", "/run/trainstack/preempt"),
     ]
     if plan.weights:
@@ -302,9 +367,13 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
         f"{MARKER}/DO_NOT_EDIT": env.get_template("stack/DO_NOT_EDIT.j2").render(ctx),
         ".gitignore": "venv/\n__pycache__/\n*.pyc\n.trainstack/state/\n.trainstack/pending/\n.trainstack/quarantine.json\n",
     }
-    if platform_for(plan).has(Capability.NODE_BOOTSTRAP):  # PAI-DLC boots its own nodes: no cloud-init bootstrap
+    if platform_for(plan).has(
+        Capability.NODE_BOOTSTRAP
+    ):  # PAI-DLC boots its own nodes: no cloud-init bootstrap
         files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)
-    elif plan.dlc is not None and plan.dlc.weights_script_key:  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
+    elif (
+        plan.dlc is not None and plan.dlc.weights_script_key
+    ):  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
         files[dlc_weights.SCRIPT_NAME] = weights_script(plan)
     for name, text in files.items():
         if not text.endswith("\n"):

@@ -138,8 +138,11 @@ def compare(files: Mapping[str, str], dest: Path) -> list[FileChange]:
 
 def is_stack_dir(path: Path) -> bool:
     path = Path(path)
-    return path.is_dir() and (path / MARKER).is_dir() and (
-        (path / "__main__.py").is_file() or (path / PENDING / COMMITTED).is_file())
+    return (
+        path.is_dir()
+        and (path / MARKER).is_dir()
+        and ((path / "__main__.py").is_file() or (path / PENDING / COMMITTED).is_file())
+    )
 
 
 # ----------------------------------------------------------------------------- locking and signals
@@ -166,8 +169,10 @@ def _locked(parent: Path, timeout: float | None = None) -> Iterator[None]:
                 if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise _fs_error(e, "lock", parent) from None
                 if time.monotonic() >= deadline:
-                    raise StackDirError(f"another trainstack command has been writing in {parent} for over "
-                                        f"{timeout:.0f} s; try again when it has finished") from None
+                    raise StackDirError(
+                        f"another trainstack command has been writing in {parent} for over "
+                        f"{timeout:.0f} s; try again when it has finished"
+                    ) from None
                 time.sleep(0.05)
         yield
     finally:
@@ -220,8 +225,9 @@ def _write_file(target: Path, text: str, rel: str, durable: bool) -> None:
     os.chmod(target, 0o755 if rel.endswith(".sh") else 0o644)
 
 
-def write(files: Mapping[str, str], dest: str | Path, *, stack: str | None = None,
-          durable: bool = True) -> list[FileChange]:
+def write(
+    files: Mapping[str, str], dest: str | Path, *, stack: str | None = None, durable: bool = True
+) -> list[FileChange]:
     """Write a rendered stack to ``dest``; return what changed.
 
     ``stack``: merge ``Pulumi.<stack>.yaml`` with what Pulumi or the user added to the existing one (salt,
@@ -239,8 +245,10 @@ def write(files: Mapping[str, str], dest: str | Path, *, stack: str | None = Non
         if dest.exists() and not dest.is_dir():
             raise StackDirError(f"{dest} exists and is not a folder")
         if dest.is_dir() and any(dest.iterdir()) and not (dest / MARKER).is_dir():
-            raise StackDirError(f"{dest} exists and was not created by trainstack (no {MARKER}/ inside); "
-                                "refusing to write into it. Choose another folder with -o, or remove it yourself.")
+            raise StackDirError(
+                f"{dest} exists and was not created by trainstack (no {MARKER}/ inside); "
+                "refusing to write into it. Choose another folder with -o, or remove it yourself."
+            )
         check_claim(files, dest)
         check_user_files(files, dest)
         if stack is not None:
@@ -473,9 +481,14 @@ def keep_stack_config(files: Mapping[str, str], dest: Path, stack: str) -> Mappi
         return files
     old = existing.read_text(encoding="utf-8")
     if old == files[name] or config_compatible(files[name], old):
-        return {**files, name: old}  # every rendered setting is already there; keep the file as Pulumi left it
+        return {
+            **files,
+            name: old,
+        }  # every rendered setting is already there; keep the file as Pulumi left it
     merged = merge_stack_config(files[name], old)
     if merged is None:
-        raise ConfigNotCarried(f"{existing} holds settings trainstack cannot carry over into the new render; "
-                            "move them into the spec or remove them, then render again")
+        raise ConfigNotCarried(
+            f"{existing} holds settings trainstack cannot carry over into the new render; "
+            "move them into the spec or remove them, then render again"
+        )
     return {**files, name: merged}

@@ -209,7 +209,9 @@ def stack_identity(folder: str | Path) -> StackIdentity:
     except (OSError, ValueError):
         data = None
     if not isinstance(data, dict):
-        raise StackDirError(f"{folder} has no readable plan.json: is it a stack folder rendered by trainstack?")
+        raise StackDirError(
+            f"{folder} has no readable plan.json: is it a stack folder rendered by trainstack?"
+        )
     name, stack = data.get("name"), data.get("stack")
     if not isinstance(name, str) or not name:
         name = _pulumi_project(folder)

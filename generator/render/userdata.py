@@ -49,11 +49,13 @@ def ecs_user_data(script: str) -> str:
 # The Lingjun node group's user data: a plain bash script that writes node-init.sh (gzip, base64 in a quoted heredoc:
 # only base64 characters, so nothing in it can end the heredoc) to /var/lib/trainstack and runs it. The generated
 # program builds the same bytes (compute_lingjun.py.j2).
-LINGJUN_WRAPPER = ("#!/bin/bash\n# trainstack node bootstrap (Lingjun): node-init.sh, gzip-compressed and base64-encoded;\n"
-                   "# unpacked to /var/lib/trainstack/node-init.sh and run (docs/bootstrap.md).\nset -e\n"
-                   "mkdir -p /var/lib/trainstack\n"
-                   "base64 -d <<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n{body}NODE_INIT\n"
-                   "exec bash /var/lib/trainstack/node-init.sh\n")
+LINGJUN_WRAPPER = (
+    "#!/bin/bash\n# trainstack node bootstrap (Lingjun): node-init.sh, gzip-compressed and base64-encoded;\n"
+    "# unpacked to /var/lib/trainstack/node-init.sh and run (docs/bootstrap.md).\nset -e\n"
+    "mkdir -p /var/lib/trainstack\n"
+    "base64 -d <<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n{body}NODE_INIT\n"
+    "exec bash /var/lib/trainstack/node-init.sh\n"
+)
 
 
 def lingjun_user_data(script: str) -> str:
@@ -63,7 +65,9 @@ def lingjun_user_data(script: str) -> str:
 
 def lingjun_script(user_data: str) -> str:
     """node-init.sh back from a Lingjun node group's user data (the inverse of :func:`lingjun_user_data`)."""
-    body = user_data.split("<<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n", 1)[1].split("NODE_INIT\n", 1)[0]
+    body = user_data.split("<<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n", 1)[1].split(
+        "NODE_INIT\n", 1
+    )[0]
     return gzip.decompress(base64.b64decode(body)).decode()
 
 
@@ -73,8 +77,11 @@ def largest_ecs_script(plan: Plan, node_init: str) -> str:
     ranks = plan.compute.ranks
     rank = str(max((r.rank for r in ranks), default=0))
     name = max((r.name for r in ranks), key=len, default=plan.name)
-    script = (node_init.replace(PLACEHOLDERS[0], rank).replace(PLACEHOLDERS[1], name)
-              .replace(PLACEHOLDERS[2], "false"))
+    script = (
+        node_init.replace(PLACEHOLDERS[0], rank)
+        .replace(PLACEHOLDERS[1], name)
+        .replace(PLACEHOLDERS[2], "false")
+    )
     if not plan.checkpoints.facts_key:
         script = script.replace('"address": ""', f'"address": "{MAX_ADDRESS}"', 1)
     return script
@@ -91,11 +98,27 @@ def check(plan: Plan, node_init: str) -> None:
     """Refuse a bootstrap whose user data would pass the platform's documented limit."""
     size, limit = user_data_size(plan, node_init)
     if size > limit:
-        where = ("a Lingjun node group's user data (the unpacking wrapper)" if plan.lingjun is not None
-                 else "an ECS instance's user data (gzip-compressed, before base64)")
-        raise UserDataTooLarge(f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {limit}-byte limit "
-                               "(docs/bootstrap.md, \"How the bootstrap is delivered\"); shorten the bootstrap")
+        where = (
+            "a Lingjun node group's user data (the unpacking wrapper)"
+            if plan.lingjun is not None
+            else "an ECS instance's user data (gzip-compressed, before base64)"
+        )
+        raise UserDataTooLarge(
+            f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {limit}-byte limit "
+            '(docs/bootstrap.md, "How the bootstrap is delivered"); shorten the bootstrap'
+        )
 
 
-__all__ = ["ECS_USER_DATA_MAX", "GZIP_LEVEL", "LINGJUN_WRAPPER", "UserDataTooLarge", "check", "ecs_user_data",
-           "ecs_user_data_bytes", "largest_ecs_script", "lingjun_script", "lingjun_user_data", "user_data_size"]
+__all__ = [
+    "ECS_USER_DATA_MAX",
+    "GZIP_LEVEL",
+    "LINGJUN_WRAPPER",
+    "UserDataTooLarge",
+    "check",
+    "ecs_user_data",
+    "ecs_user_data_bytes",
+    "largest_ecs_script",
+    "lingjun_script",
+    "lingjun_user_data",
+    "user_data_size",
+]

@@ -19,8 +19,9 @@ from generator.sizing.setup import TrainingSetup
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 
 
-def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute: str,
-                            keys: int | None = None) -> Fraction:
+def _activation_coefficient(
+    s: int, h: int, a: int, t: int, sp: bool, recompute: str, keys: int | None = None
+) -> Fraction:
     """Bytes per (s*b*h) for one layer, [SP] Table 2 (16-bit activations, 1-byte dropout masks).
 
     The 34 = 11 (attention: QKV input 2, Q and K 4, V 2, projection input 2, dropout mask 1)
@@ -28,7 +29,9 @@ def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute:
            + 4  (two LayerNorm inputs), and 5as/h = softmax output 2 + dropout mask 1 +
     dropout output 2 per attention score (a*s*s*b entries).
     """
-    attn_scores = Fraction(5 * a * (keys or s), h * t)  # 5as/(ht); s keys per query (all s under context parallelism)
+    attn_scores = Fraction(
+        5 * a * (keys or s), h * t
+    )  # 5as/(ht); s keys per query (all s under context parallelism)
     if recompute == "none":
         # TP only: LayerNorm/dropout regions (10 sbh) stay replicated; SP splits them too.
         return (Fraction(34, t) if sp else 10 + Fraction(24, t)) + attn_scores
@@ -39,8 +42,16 @@ def _activation_coefficient(s: int, h: int, a: int, t: int, sp: bool, recompute:
     return Fraction(2, t) if sp else Fraction(2)
 
 
-def activation_bytes_per_layer(seq_len: int, micro_batch: int, hidden: int, heads: int, *, tp: int = 1,
-                               sequence_parallel: bool = False, recompute: str = "none") -> int:
+def activation_bytes_per_layer(
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> int:
     """Activation bytes of one transformer layer for one micro-batch on one GPU, [SP] Table 2.
 
     ==========================  ===========================================
@@ -52,14 +63,18 @@ def activation_bytes_per_layer(seq_len: int, micro_batch: int, hidden: int, head
     full recompute              2*s*b*h  (2*s*b*h/t with SP)
     ==========================  ===========================================
     """
-    for name, v in (("seq_len", seq_len), ("micro_batch", micro_batch), ("hidden", hidden),
-                    ("heads", heads), ("tp", tp)):
+    for name, v in (
+        ("seq_len", seq_len),
+        ("micro_batch", micro_batch),
+        ("hidden", hidden),
+        ("heads", heads),
+        ("tp", tp),
+    ):
         _positive_int(name, v)
     if recompute not in RECOMPUTE_MODES:
         raise SizingError(f"unknown recompute {recompute!r}; allowed: {', '.join(RECOMPUTE_MODES)}.")
     coeff = _activation_coefficient(seq_len, hidden, heads, tp, sequence_parallel, recompute)
     return _ceil(seq_len * micro_batch * hidden * coeff)
-
 
 
 def stage_layers(layers: int, pp: int) -> int:
@@ -93,7 +108,6 @@ def _ranges(values: list[int]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) >= 3 else ", ".join(map(str, r)) for r in runs)
 
 
-
 def stage_sizes(layers: int, pp: int) -> tuple[int, ...]:
     """The layers of each pipeline stage as practitioners split them (:func:`pipeline_splits`): ``L/pp`` each when
     ``pp`` divides ``L``; else ceil(L/pp) on every middle stage and the rest shared by the first and last stages, the
@@ -124,16 +138,21 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     scale = Fraction(PRECISION_BYTES[setup.precision], 2)
     sbh = s * b * h
     coeff = _activation_coefficient(s, h, a, t, sp, mode, keys=setup.seq_len)
-    moe_delta = (routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
-                 if arch.moe is not None else Fraction(0))
+    moe_delta = (
+        routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
+        if arch.moe is not None
+        else Fraction(0)
+    )
     if mode != "full":
         coeff += moe_delta
     if setup.precision == "fp8":
         saving = fp8_activation_saving(t, sp and t > 1, mode)
         coeff -= saving
         if saving:
-            notes.append(f"fp8: the four GEMM inputs of a block are stored in FP8 (Transformer Engine), half their "
-                         f"bytes: {float(saving):.4g} x s*b*h less per layer than bf16")
+            notes.append(
+                f"fp8: the four GEMM inputs of a block are stored in FP8 (Transformer Engine), half their "
+                f"bytes: {float(saving):.4g} x s*b*h less per layer than bf16"
+            )
     per_layer = sbh * coeff * scale
     notes.append(
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
@@ -165,8 +184,11 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     # FlashAttention (what recompute=full runs with in Megatron-LM, DeepSpeed and FSDP trainers) never stores the
     # a*s*s scores, so the working set is the selective-recompute layer (Dao et al. 2022, FlashAttention,
     # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations.
-    working = (sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
-               if mode == "full" else Fraction(0))
+    working = (
+        sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
+        if mode == "full"
+        else Fraction(0)
+    )
     if c > 1:
         # ring attention: the K and V chunks of one peer being computed on and the next one arriving, per layer in
         # flight (Megatron-Core context parallelism overlaps the exchange with attention): 2 x 2 x s/cp x b x g*d/t
@@ -179,12 +201,24 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     else:
         last = held[-1] * per_layer + output + working
         activations = _ceil(max(first, last, mid))
-        where = ("first pipeline stage" if first >= max(last, mid) else "last pipeline stage" if last >= mid
-                 else f"pipeline stage {worst_mid} ({sizes[worst_mid]} layers x {p - worst_mid} micro-batches)")
-    stored = (f"layers x micro-batches in flight on the first stage = {sizes[0]}*{p} (1F1B: stage i holds pp - i)"
-              + (f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
-                 if setup.vpp > 1 else "") + " x per-layer"
-              if p > 1 else f"L = {L} layers x per-layer")
+        where = (
+            "first pipeline stage"
+            if first >= max(last, mid)
+            else "last pipeline stage"
+            if last >= mid
+            else f"pipeline stage {worst_mid} ({sizes[worst_mid]} layers x {p - worst_mid} micro-batches)"
+        )
+    stored = (
+        f"layers x micro-batches in flight on the first stage = {sizes[0]}*{p} (1F1B: stage i holds pp - i)"
+        + (
+            f" x (1 + (pp-1)/(pp*v)) = x{float(interleave):.3f} (interleaved, v={setup.vpp})"
+            if setup.vpp > 1
+            else ""
+        )
+        + " x per-layer"
+        if p > 1
+        else f"L = {L} layers x per-layer"
+    )
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"
         f" + embedding dropout mask s*b*h*p{'/t' if sp else ''} = {_gb(embed_mask)}"
@@ -196,17 +230,28 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     )
     if arch.moe is not None and mode != "full":
         m = arch.moe
-        notes.append(f"MoE layers: the MLP term becomes the router input and logits plus (top_k {m.top_k} x "
-                     f"imbalance {float(m.imbalance):g} + {m.shared_experts} shared) token copies x (2 + 2 x "
-                     f"{arch.mlp_matrices} x {m.expert_ffn_hidden}/h) per expert, /tp: {float(moe_delta):+.4g} x s*b*h "
-                     "per layer (imbalance: " + ("the capacity factor" if m.capacity_factor else
-                                                  "a dropless router's reserve, Switch Transformer's 1.25") + ")")
+        notes.append(
+            f"MoE layers: the MLP term becomes the router input and logits plus (top_k {m.top_k} x "
+            f"imbalance {float(m.imbalance):g} + {m.shared_experts} shared) token copies x (2 + 2 x "
+            f"{arch.mlp_matrices} x {m.expert_ffn_hidden}/h) per expert, /tp: {float(moe_delta):+.4g} x s*b*h "
+            "per layer (imbalance: "
+            + (
+                "the capacity factor"
+                if m.capacity_factor
+                else "a dropless router's reserve, Switch Transformer's 1.25"
+            )
+            + ")"
+        )
     if mode == "none":
-        notes.append("recompute=none assumes attention scores are materialised (5as/h term); with "
-                     "FlashAttention/fused attention use recompute='selective', which drops that term")
+        notes.append(
+            "recompute=none assumes attention scores are materialised (5as/h term); with "
+            "FlashAttention/fused attention use recompute='selective', which drops that term"
+        )
     if setup.lora_rank is not None:
-        notes.append("activations for LoRA/QLoRA are taken as for full fine-tuning (adapters add "
-                     "r-wide tensors; frozen layers still need their inputs for the adapters)")
+        notes.append(
+            "activations for LoRA/QLoRA are taken as for full fine-tuning (adapters add "
+            "r-wide tensors; frozen layers still need their inputs for the adapters)"
+        )
     return activations
 
 

@@ -29,8 +29,9 @@ def training_flops(parameters: int, tokens: int) -> float:
     return 6.0 * parameters * tokens
 
 
-def training_hours(parameters: int, tokens: int, gpus: int, peak_tflops: float, mfu: float,
-                   recompute: str = "none") -> float:
+def training_hours(
+    parameters: int, tokens: int, gpus: int, peak_tflops: float, mfu: float, recompute: str = "none"
+) -> float:
     """Wall-clock hours = executed FLOPs / (gpus * peak * utilisation) / 3600.
 
     Executed FLOPs = RECOMPUTE_FLOP_FACTOR[recompute] * N * D (8ND with full recompute).
@@ -59,7 +60,9 @@ def training_hours(parameters: int, tokens: int, gpus: int, peak_tflops: float, 
 FP8_SPEEDUP = 1.3
 
 
-def precision_peak(bf16_tflops: float, fp8_tflops: float | None, mfu: float, precision: str) -> tuple[float, float]:
+def precision_peak(
+    bf16_tflops: float, fp8_tflops: float | None, mfu: float, precision: str
+) -> tuple[float, float]:
     """(peak TFLOPS, MFU against that peak) for the run's precision: the FP8 peak at the MFU that gives
     :data:`FP8_SPEEDUP` over BF16 for ``fp8``, else the 16-bit peak at the GPU's MFU."""
     if precision != "fp8":

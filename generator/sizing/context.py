@@ -25,8 +25,17 @@ def kv_bytes_per_token(arch: Architecture, cp: int, precision_bytes: int = 2) ->
     return KV_PASSES * 2 * arch.kv_heads * arch.d_head * precision_bytes * (cp - 1) * arch.layers
 
 
-def context_ratio(arch: Architecture, seq_len: int, cp: int, tp: int, gpus_per_node: int, nodes: int,
-                  nic_gbps: float, peak_tflops: float, mfu: float) -> float:
+def context_ratio(
+    arch: Architecture,
+    seq_len: int,
+    cp: int,
+    tp: int,
+    gpus_per_node: int,
+    nodes: int,
+    nic_gbps: float,
+    peak_tflops: float,
+    mfu: float,
+) -> float:
     """The KV exchange's network time over compute time, 0 when cp x tp stays inside one node (NVLink, overlapped
     with attention). Across nodes a share 1 - gpus_per_node/(cp x tp) of the ring's hops leaves the node, through
     the cluster's NICs (nodes x ``nic_gbps``), counted as not overlapped (an upper bound: Megatron-Core overlaps

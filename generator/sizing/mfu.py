@@ -51,10 +51,14 @@ class MfuParameters:
 def fitted() -> MfuParameters:
     """The parameters benchmarks/calibrate_mfu.py fitted (``data/mfu_fit.json``)."""
     data = json.loads(FIT_PATH.read_text(encoding="utf-8"))
-    return MfuParameters(float(data["parameters"]["peak_efficiency"]), float(data["parameters"]["half_width"]))
+    return MfuParameters(
+        float(data["parameters"]["peak_efficiency"]), float(data["parameters"]["half_width"])
+    )
 
 
-def compute_efficiency(hidden: int, gpu_mfu: float = REFERENCE_GPU_MFU, params: MfuParameters | None = None) -> float:
+def compute_efficiency(
+    hidden: int, gpu_mfu: float = REFERENCE_GPU_MFU, params: MfuParameters | None = None
+) -> float:
     """Executed FLOPs per peak FLOP a GPU reaches on a model of width ``hidden``, bubble and network aside;
     ``gpu_mfu`` the catalog's MFU for the GPU (scaled against :data:`REFERENCE_GPU_MFU`)."""
     p = params or fitted()

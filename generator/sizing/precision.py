@@ -11,17 +11,17 @@ from generator.sizing.common import SizingError
 # master copy of the weights ([ZeRO] Sec. 3.1 calls this K; K = 12 for mixed-precision Adam:
 # fp32 weights + fp32 momentum + fp32 variance).
 OPTIMIZER_BYTES: dict[str, int] = {
-    "adamw": 12,       # 4 master + 4 m + 4 v                                    [ZeRO]
-    "adam": 12,        # same as AdamW (weight decay adds no state)
-    "sgd": 8,          # 4 master + 4 momentum buffer: we assume SGD *with* momentum, the usual
-                       # choice for training; plain SGD (no momentum) would be 4.
-    "adafactor": 4,    # 4 master; factored second moment is O(rows+cols) per matrix (~0) and
-                       # no first moment (beta1=None, Shazeer & Stern 2018 default).
-    "lion": 8,         # 4 master + 4 momentum (Chen et al. 2023 keep one moment)
-    "adamw-8bit": 6,   # 4 master + 1 m + 1 v; block-wise constants (1 fp32 / 2048 values) ~0  [8bit]
-    "adamw-bf16": 4,   # pure bf16: no fp32 master (the bf16 weights are stepped), bf16 m and v (2 + 2); Megatron-Core
-                       # --use-precision-aware-optimizer --main-params-dtype bf16 --exp-avg(-sq)-dtype bf16, or
-                       # torchao / Kahan-summation AdamW in bf16 (Zamirai et al. 2020, arXiv:2010.06192)
+    "adamw": 12,  # 4 master + 4 m + 4 v                                    [ZeRO]
+    "adam": 12,  # same as AdamW (weight decay adds no state)
+    "sgd": 8,  # 4 master + 4 momentum buffer: we assume SGD *with* momentum, the usual
+    # choice for training; plain SGD (no momentum) would be 4.
+    "adafactor": 4,  # 4 master; factored second moment is O(rows+cols) per matrix (~0) and
+    # no first moment (beta1=None, Shazeer & Stern 2018 default).
+    "lion": 8,  # 4 master + 4 momentum (Chen et al. 2023 keep one moment)
+    "adamw-8bit": 6,  # 4 master + 1 m + 1 v; block-wise constants (1 fp32 / 2048 values) ~0  [8bit]
+    "adamw-bf16": 4,  # pure bf16: no fp32 master (the bf16 weights are stepped), bf16 m and v (2 + 2); Megatron-Core
+    # --use-precision-aware-optimizer --main-params-dtype bf16 --exp-avg(-sq)-dtype bf16, or
+    # torchao / Kahan-summation AdamW in bf16 (Zamirai et al. 2020, arXiv:2010.06192)
 }
 # Optimizers whose state holds no fp32 master copy: their K is the moments only, whatever the framework
 PURE_16BIT_OPTIMIZERS: frozenset[str] = frozenset({"adamw-bf16"})
@@ -59,7 +59,9 @@ def optimizer_bytes_per_param(optimizer: str, precision: str) -> int:
     _check_optimizer(optimizer)
     _check_precision(precision)
     if optimizer in PURE_16BIT_OPTIMIZERS and precision not in SIXTEEN_BIT_STATES:
-        raise SizingError(f"optimizer {optimizer} keeps bf16 weights and moments with no fp32 master copy: it needs "
-                          f"precision bf16 (or fp8, whose stored weights are bf16), not {precision}.")
+        raise SizingError(
+            f"optimizer {optimizer} keeps bf16 weights and moments with no fp32 master copy: it needs "
+            f"precision bf16 (or fp8, whose stored weights are bf16), not {precision}."
+        )
     k = OPTIMIZER_BYTES[optimizer]
     return k - _MASTER_BYTES if precision == "fp32" else k

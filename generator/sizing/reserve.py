@@ -46,8 +46,10 @@ def runtime_reserve(tensors: int, *, tp: int, pp: int, cp: int, ep: int, notes: 
     nccl = comms * NCCL_CHANNELS * NCCL_RING_PEERS * NCCL_BUFFSIZE
     frag = _ceil(FRAGMENTATION * tensors)
     total = CUDA_CONTEXT_BYTES + nccl + frag
-    notes.append(f"reserve = CUDA context and workspaces {_gb(CUDA_CONTEXT_BYTES)} (assumption) + NCCL buffers "
-                 f"{comms} communicator(s) x {NCCL_CHANNELS} channels x {NCCL_RING_PEERS} peers x NCCL_BUFFSIZE 4 MiB "
-                 f"= {_gb(nccl)} + allocator fragmentation 5% of {_gb(tensors)} = {_gb(frag)} (assumption) "
-                 f"= {_gb(total)} (docs/sizing.md, 'The runtime reserve')")
+    notes.append(
+        f"reserve = CUDA context and workspaces {_gb(CUDA_CONTEXT_BYTES)} (assumption) + NCCL buffers "
+        f"{comms} communicator(s) x {NCCL_CHANNELS} channels x {NCCL_RING_PEERS} peers x NCCL_BUFFSIZE 4 MiB "
+        f"= {_gb(nccl)} + allocator fragmentation 5% of {_gb(tensors)} = {_gb(frag)} (assumption) "
+        f"= {_gb(total)} (docs/sizing.md, 'The runtime reserve')"
+    )
     return total

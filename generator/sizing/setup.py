@@ -30,8 +30,16 @@ class TrainingSetup:
     # Whose accounting of the model states: "zero-paper" (the library default, [ZeRO] Sec. 5), "megatron",
     # "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed for 2/3; the spec's and CLI's default).
     framework: str = "zero-paper"
-    paged_optimizer: bool = False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
-    ep: int = 1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
+    paged_optimizer: bool = (
+        False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
+    )
+    ep: int = (
+        1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
+    )
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU (Megatron-LM --num-layers-per-virtual-pipeline-stage)
-    offload: str = "none"  # CPU offload: none | optimizer | optimizer+params (DeepSpeed ZeRO-Offload/Infinity, FSDP)
-    cp: int = 1  # context-parallel degree: the sequence split over cp ranks (Megatron-Core --context-parallel-size)
+    offload: str = (
+        "none"  # CPU offload: none | optimizer | optimizer+params (DeepSpeed ZeRO-Offload/Infinity, FSDP)
+    )
+    cp: int = (
+        1  # context-parallel degree: the sequence split over cp ranks (Megatron-Core --context-parallel-size)
+    )

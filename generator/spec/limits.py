@@ -18,17 +18,25 @@ import unicodedata
 MAX_PARAMETERS = 10**14  # 100T; the largest published dense and MoE models have about 2T
 MAX_TOKENS = 10**15  # 1,000T; the largest published pre-training runs use a few tens of T tokens
 MAX_GLOBAL_BATCH_TOKENS = 10**10  # 10B per optimizer step; published runs use 4M-64M
-MAX_BYTES = 100 * 2**50  # 100 PiB, for any size; the file systems' own limits (1 PiB CPFS) are checked at validate
+MAX_BYTES = (
+    100 * 2**50
+)  # 100 PiB, for any size; the file systems' own limits (1 PiB CPFS) are checked at validate
 MAX_BUDGET_PER_HOUR = 10**8  # CNY/h; 100,000 nodes of the priciest catalog type cost about 2.8e7 CNY/h
 MAX_BUDGET_TOTAL = 10**12  # CNY
-MAX_CHECKPOINT_INTERVAL_SECONDS = 30 * 86400  # 30 days; a fixed interval near a node's MTBF already loses work
+MAX_CHECKPOINT_INTERVAL_SECONDS = (
+    30 * 86400
+)  # 30 days; a fixed interval near a node's MTBF already loses work
 LONG_RUN_HOURS = 365 * 24  # a plan whose expected wall time exceeds a year gets a warning
 
 # ------------------------------------------------------------------------------------------ shared file systems
-CPFS_MIN_GIB = 3600  # smallest CPFS general-purpose file system in the provider's examples and tests [TF-nas test]
+CPFS_MIN_GIB = (
+    3600  # smallest CPFS general-purpose file system in the provider's examples and tests [TF-nas test]
+)
 CPFS_STEP_GIB = 1200  # CPFS scales in 1,200 GiB steps [DOC-CPFS-SCALE]
 CPFS_MAX_GIB = 1024 * 1024  # 1 PiB [DOC-CPFS-SCALE]
-CPFS_LARGEST_GIB = CPFS_MAX_GIB // CPFS_STEP_GIB * CPFS_STEP_GIB  # 1,047,600: the largest whole step within 1 PiB
+CPFS_LARGEST_GIB = (
+    CPFS_MAX_GIB // CPFS_STEP_GIB * CPFS_STEP_GIB
+)  # 1,047,600: the largest whole step within 1 PiB
 NAS_EXTREME_MIN_GIB = 100  # [DOC-NAS-EXT]
 NAS_EXTREME_MAX_GIB = 256 * 1024
 DATASET_HEADROOM = 1.3  # capacity: auto gives a dataset 30% room for checkpoint staging and growth
@@ -64,12 +72,20 @@ def capacity_problem(kind: str, gib: float) -> tuple[str, str] | None:
         off_step = abs(gib / CPFS_STEP_GIB - round(gib / CPFS_STEP_GIB)) > 1e-9
         if gib < CPFS_MIN_GIB or off_step or gib > CPFS_MAX_GIB:
             fix = accepted_capacity(kind, gib)
-            why = f", the largest multiple of {CPFS_STEP_GIB} GiB within 1 PiB" if fix == CPFS_LARGEST_GIB else ""
-            return (f"CPFS capacity must be at least {CPFS_MIN_GIB} GiB, a multiple of {CPFS_STEP_GIB} GiB and at "
-                    f"most 1 PiB; got {gib:.10g} GiB"), f"use {fix}GiB{why}"
+            why = (
+                f", the largest multiple of {CPFS_STEP_GIB} GiB within 1 PiB"
+                if fix == CPFS_LARGEST_GIB
+                else ""
+            )
+            return (
+                f"CPFS capacity must be at least {CPFS_MIN_GIB} GiB, a multiple of {CPFS_STEP_GIB} GiB and at "
+                f"most 1 PiB; got {gib:.10g} GiB"
+            ), f"use {fix}GiB{why}"
     elif kind == "extreme-nas" and not NAS_EXTREME_MIN_GIB <= gib <= NAS_EXTREME_MAX_GIB:
-        return (f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:.10g} GiB",
-                f"use {accepted_capacity(kind, gib)}GiB")
+        return (
+            f"Extreme NAS capacity is 100 GiB to 256 TiB; got {gib:.10g} GiB",
+            f"use {accepted_capacity(kind, gib)}GiB",
+        )
     return None
 
 
@@ -79,14 +95,29 @@ def dataset_capacity_problem(size_bytes: int) -> tuple[str, str] | None:
     if cap <= CPFS_LARGEST_GIB:
         return None
     tib = largest_cpfs_dataset_tib()
-    message = (f"a dataset of {size_bytes / 2**40:,.2f} TiB needs a CPFS capacity of {cap:,} GiB (dataset x "
-               f"{DATASET_HEADROOM:g}, in {CPFS_STEP_GIB} GiB steps), over the 1 PiB maximum of a CPFS file system")
+    message = (
+        f"a dataset of {size_bytes / 2**40:,.2f} TiB needs a CPFS capacity of {cap:,} GiB (dataset x "
+        f"{DATASET_HEADROOM:g}, in {CPFS_STEP_GIB} GiB steps), over the 1 PiB maximum of a CPFS file system"
+    )
     return message, f"import at most {tib}TiB (split the data over several runs or file systems)"
 
 
 # ------------------------------------------------------------------------------------------ paths
 # A shared file system mounted over one of these would hide or replace the operating system's own files.
-SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/root", "/run", "/sbin", "/sys", "/usr", "/var")
+SYSTEM_DIRS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
 MAX_PATH_CHARS = 1024  # trainstack's bound for mount and fileset paths (Linux allows 4096)
 
 
@@ -126,11 +157,15 @@ OSS_TAG_KEY_RE = r"[A-Za-z0-9 +=._:/-]+"
 
 # No control character and no invisible format character (below): the same rule for the JSON Schema, so an editor
 # flags them too (ECMA-262 and Python agree on this syntax)
-NO_CONTROL_RE = (r"^[^\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029"
-                 r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]*$")
+NO_CONTROL_RE = (
+    r"^[^\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029"
+    r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]*$"
+)
 MOUNT_PATH_RE = r"^/[A-Za-z0-9._/-]*$"
 FILESET_PATH_RE = r"^/[A-Za-z0-9._/-]*/$"
-OSS_SOURCE_RE = rf"^oss://[a-z0-9][a-z0-9-]{{1,61}}[a-z0-9](/[/{OSS_PREFIX_CHARS}]*)?$"  # no nested quantifier
+OSS_SOURCE_RE = (
+    rf"^oss://[a-z0-9][a-z0-9-]{{1,61}}[a-z0-9](/[/{OSS_PREFIX_CHARS}]*)?$"  # no nested quantifier
+)
 
 
 def control_character(text: str) -> str | None:
@@ -141,8 +176,14 @@ def control_character(text: str) -> str | None:
     return None
 
 
-_NAMES = {"\x00": "NUL (U+0000)", "\t": "a tab (U+0009)", "\n": "a line feed (U+000A)",
-          "\r": "a carriage return (U+000D)", "\x1b": "ESC (U+001B)", "\x7f": "DEL (U+007F)"}
+_NAMES = {
+    "\x00": "NUL (U+0000)",
+    "\t": "a tab (U+0009)",
+    "\n": "a line feed (U+000A)",
+    "\r": "a carriage return (U+000D)",
+    "\x1b": "ESC (U+001B)",
+    "\x7f": "DEL (U+007F)",
+}
 
 
 def dot_segment(prefix: str) -> bool:
@@ -158,15 +199,19 @@ def oss_prefix_problem(prefix: str) -> str | None:
         return f"the object prefix contains {ctrl}"
     bad = re.search(rf"[^/{OSS_PREFIX_CHARS}]", prefix)
     if bad:
-        return (f"{bad.group()!r} is not allowed in an object prefix: use letters, digits, '/' and "
-                + " ".join(OSS_PREFIX_CHARS[9:]))
+        return (
+            f"{bad.group()!r} is not allowed in an object prefix: use letters, digits, '/' and "
+            + " ".join(OSS_PREFIX_CHARS[9:])
+        )
     if "//" in prefix or prefix.startswith("/"):
         return "the object prefix has an empty segment ('//')"
     if dot_segment(prefix):
         return "the object prefix has a '.' or '..' segment; object-key prefixes stay inside the bucket's namespace"
     if len(prefix.encode()) > OSS_PREFIX_MAX_BYTES:
-        return (f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
-                f"{OSS_PREFIX_MAX_BYTES:,}")
+        return (
+            f"the object prefix is {len(prefix.encode()):,} bytes; an OSS object key is at most "
+            f"{OSS_PREFIX_MAX_BYTES:,}"
+        )
     return None
 
 
@@ -191,12 +236,16 @@ def invisible_character(text: str) -> str | None:
 # names its endpoints: Personal Edition registry.REGION.aliyuncs.com (VPC: registry-vpc.REGION.aliyuncs.com),
 # Enterprise Edition INSTANCE-registry.REGION.cr.aliyuncs.com (VPC: INSTANCE-registry-vpc.REGION.cr.aliyuncs.com);
 # PAI's own images use the latter (dsw-registry-vpc.REGION.cr.aliyuncs.com). Nodes pull from the VPC endpoint.
-ACR_HOST_RE = (r"(?:(?P<personal>registry)(?:-vpc)?\.(?P<pregion>[a-z]{2}(?:-[a-z0-9]+)+)\.aliyuncs\.com"
-               r"|(?P<instance>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-registry(?:-vpc)?\.(?P<eregion>[a-z]{2}(?:-[a-z0-9]+)+)"
-               r"\.cr\.aliyuncs\.com)")
+ACR_HOST_RE = (
+    r"(?:(?P<personal>registry)(?:-vpc)?\.(?P<pregion>[a-z]{2}(?:-[a-z0-9]+)+)\.aliyuncs\.com"
+    r"|(?P<instance>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-registry(?:-vpc)?\.(?P<eregion>[a-z]{2}(?:-[a-z0-9]+)+)"
+    r"\.cr\.aliyuncs\.com)"
+)
 _PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-CONTAINER_IMAGE_RE = (rf"^(?P<host>{ACR_HOST_RE})/(?P<repo>{_PATH_PART}(?:/{_PATH_PART})+)"
-                      r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@sha256:(?P<digest>[0-9a-f]{64})$")
+CONTAINER_IMAGE_RE = (
+    rf"^(?P<host>{ACR_HOST_RE})/(?P<repo>{_PATH_PART}(?:/{_PATH_PART})+)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@sha256:(?P<digest>[0-9a-f]{64})$"
+)
 MAX_CONTAINER_IMAGE_CHARS = 512
 # compute.container_registry_instance: an Enterprise Edition instance id as the console and the API show it
 # (GetAuthorizationToken's InstanceId, e.g. cri-kmsiwlxxdcvaduwb: help.aliyun.com/document_detail/451390.htm)
@@ -213,7 +262,7 @@ def container_image_parts(ref: str) -> tuple[str, str, str] | None:
         region, host = m["pregion"], f"registry-vpc.{m['pregion']}.aliyuncs.com"
     else:
         region, host = m["eregion"], f"{m['instance']}-registry-vpc.{m['eregion']}.cr.aliyuncs.com"
-    return region, host + ref[len(m["host"]):], m["digest"]
+    return region, host + ref[len(m["host"]) :], m["digest"]
 
 
 def container_repository(ref: str) -> tuple[str, str, str] | None:

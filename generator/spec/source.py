@@ -67,10 +67,17 @@ def read_bytes(path: str | Path) -> bytes:
         return SpecErrors([Problem((), message, hint=hint, file=name)])
 
     if os.path.lexists(path) and leaves_home(path):
-        where = "its repository" if repository_root(Path(os.path.abspath(path)).parent) else "the folder it is in"
-        raise refuse(f"the spec is reached through a symbolic link that leaves {where}; trainstack reads no "
-                     "file there", "give the spec file itself, or copy it into the repository")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        where = (
+            "its repository" if repository_root(Path(os.path.abspath(path)).parent) else "the folder it is in"
+        )
+        raise refuse(
+            f"the spec is reached through a symbolic link that leaves {where}; trainstack reads no "
+            "file there",
+            "give the spec file itself, or copy it into the repository",
+        )
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
         fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO without a writer does not wait
     except FileNotFoundError:
@@ -84,8 +91,10 @@ def read_bytes(path: str | Path) -> bytes:
         if stat.S_ISDIR(mode):
             raise refuse("is a folder, not a spec file")
         if not stat.S_ISREG(mode):
-            raise refuse(f"is {_kind(mode)}, not a spec file; trainstack reads specs from regular files only",
-                         "save the spec to a file and give its path")
+            raise refuse(
+                f"is {_kind(mode)}, not a spec file; trainstack reads specs from regular files only",
+                "save the spec to a file and give its path",
+            )
         return _bounded(fd, name)
     except OSError as e:
         raise refuse(f"cannot read the file ({e.strerror})") from None
@@ -104,6 +113,13 @@ def _bounded(fd: int, name: str) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
         if time.monotonic() > deadline:
-            raise SpecErrors([Problem((), f"reading the file took over {READ_SECONDS:g} s; a spec is a small local "
-                                      "file", file=name)])
+            raise SpecErrors(
+                [
+                    Problem(
+                        (),
+                        f"reading the file took over {READ_SECONDS:g} s; a spec is a small local file",
+                        file=name,
+                    )
+                ]
+            )
     return b"".join(chunks)

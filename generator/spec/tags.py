@@ -26,38 +26,53 @@ def _tag_text(v: Any, what: str, maximum: int) -> Any:
     shown = f"{v[:40]!r}{'...' if len(v) > 40 else ''}"
     ctrl = limits.control_character(v)
     if ctrl:
-        raise spec_error(f"tag {what} {shown} contains {ctrl}; tags are one line of printable text",
-                         "remove the control character (a quoted YAML string turns \\t, \\n and \\r into them)")
+        raise spec_error(
+            f"tag {what} {shown} contains {ctrl}; tags are one line of printable text",
+            "remove the control character (a quoted YAML string turns \\t, \\n and \\r into them)",
+        )
     if len(v) > maximum:
-        raise spec_error(f"tag {what} {shown} is {len(v)} characters; Alibaba Cloud allows at most {maximum}",
-                         "shorten it")
+        raise spec_error(
+            f"tag {what} {shown} is {len(v)} characters; Alibaba Cloud allows at most {maximum}", "shorten it"
+        )
     if re.search("https?://", v, flags=re.IGNORECASE):
-        raise spec_error(f"tag {what} {shown} contains http:// or https://, which Alibaba Cloud refuses in tags",
-                         "drop the scheme, e.g. wiki.example.com/llm")
+        raise spec_error(
+            f"tag {what} {shown} contains http:// or https://, which Alibaba Cloud refuses in tags",
+            "drop the scheme, e.g. wiki.example.com/llm",
+        )
     return v
 
 
 def _tag_key(v: Any) -> Any:
     v = _tag_text(v, "key", limits.TAG_KEY_MAX)
     if isinstance(v, str) and v.lower().startswith(("aliyun", "acs:")):
-        raise spec_error(f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
-                         "rename the key, e.g. team or cost-center")
+        raise spec_error(
+            f"tag key {v[:40]!r} starts with a prefix Alibaba Cloud reserves (aliyun, acs:)",
+            "rename the key, e.g. team or cost-center",
+        )
     # checked per key, beside the values' checks, so a reserved key is reported with every other tag problem at once
     if isinstance(v, str) and (v == "managed-by" or v.startswith("trainstack-")):
-        raise spec_error(f"tag key {v[:40]!r} is reserved for trainstack's own tags (managed-by, trainstack-*)",
-                         "rename the key, e.g. team or cost-center; trainstack sets its own tags on every resource")
+        raise spec_error(
+            f"tag key {v[:40]!r} is reserved for trainstack's own tags (managed-by, trainstack-*)",
+            "rename the key, e.g. team or cost-center; trainstack sets its own tags on every resource",
+        )
     return v
 
 
 def _tag_value(v: Any) -> Any:
     v = _tag_text(v, "value", limits.TAG_VALUE_MAX)
     if isinstance(v, str) and v.lower().startswith("acs:"):
-        raise spec_error(f"tag value {v[:40]!r} starts with acs:, a prefix Alibaba Cloud reserves", "change the value")
+        raise spec_error(
+            f"tag value {v[:40]!r} starts with acs:, a prefix Alibaba Cloud reserves", "change the value"
+        )
     return v
 
 
 # Field before BeforeValidator: in the other order pydantic leaves the pattern out of the JSON Schema
-TagKey = Annotated[str, Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
-                   BeforeValidator(_tag_key)]
-TagValue = Annotated[str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE),
-                     BeforeValidator(_tag_value)]
+TagKey = Annotated[
+    str,
+    Field(min_length=1, max_length=limits.TAG_KEY_MAX, pattern=limits.NO_CONTROL_RE),
+    BeforeValidator(_tag_key),
+]
+TagValue = Annotated[
+    str, Field(max_length=limits.TAG_VALUE_MAX, pattern=limits.NO_CONTROL_RE), BeforeValidator(_tag_value)
+]

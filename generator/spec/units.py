@@ -7,12 +7,31 @@ import re
 
 from generator.errors import excerpt
 
-_COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15,
-                 "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
+_COUNT_SUFFIX = {
+    "": 1,
+    "K": 10**3,
+    "M": 10**6,
+    "B": 10**9,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "KI": 2**10,
+    "MI": 2**20,
+    "GI": 2**30,
+    "TI": 2**40,
+}
 _BYTES_SUFFIX = {
     "B": 1,
-    "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
-    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+    "PIB": 2**50,
 }
 _SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
@@ -42,8 +61,10 @@ def parse_count(value: object, what: str = "count") -> int:
     elif isinstance(value, str):
         m = re.fullmatch(_NUM + r"\s*([KMBGTP]?|[KMGT]I)", value.strip().upper().replace("_", ""))
         if not m:
-            raise UnitError(f"{excerpt(value)} is not a {what}: write a number with an optional suffix K, M, B, T "
-                            "(powers of 1000) or Ki, Mi, Gi (powers of 1024), e.g. 70B, 7.5e9, 4Mi")
+            raise UnitError(
+                f"{excerpt(value)} is not a {what}: write a number with an optional suffix K, M, B, T "
+                "(powers of 1000) or Ki, Mi, Gi (powers of 1024), e.g. 70B, 7.5e9, 4Mi"
+            )
         x = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
         if not math.isfinite(x):
             raise UnitError(f"expected a finite {what}, got {_brief(value)}")

@@ -19,8 +19,10 @@ _PART = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,126}[A-Za-z0-9_])?"  # an organisation,
 _BUCKET = r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]"
 _SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.=+-]{0,254}"
 # The JSON Schema pattern (editors); the validator below says precisely what is wrong.
-WEIGHTS_RE = (r"^(modelscope://[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9][A-Za-z0-9_.-]*)?"
-              r"|oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9]/[A-Za-z0-9_][A-Za-z0-9_.=+/-]*)$")
+WEIGHTS_RE = (
+    r"^(modelscope://[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9][A-Za-z0-9_.-]*)?"
+    r"|oss://[a-z0-9][a-z0-9-]{1,61}[a-z0-9]/[A-Za-z0-9_][A-Za-z0-9_.=+/-]*)$"
+)
 SCHEMES = "modelscope://ORG/NAME[@REVISION] or oss://BUCKET/PREFIX/"
 EXAMPLES = "e.g. modelscope://Qwen/Qwen2.5-7B-Instruct@master or oss://my-models/llama-2-7b/"
 
@@ -62,15 +64,19 @@ def parse(value: str) -> WeightsSource:
     scheme, sep, rest = value.partition("://")
     if not sep or scheme not in ("modelscope", "oss"):
         got = f"the scheme {scheme + '://'!r}" if sep else "no scheme"
-        raise WeightsError(f"{shown} has {got}; model.weights takes {SCHEMES}",
-                           "Hugging Face and http(s) sources are not supported: mirror the files to OSS, or use the "
-                           "model's ModelScope id; " + EXAMPLES)
+        raise WeightsError(
+            f"{shown} has {got}; model.weights takes {SCHEMES}",
+            "Hugging Face and http(s) sources are not supported: mirror the files to OSS, or use the "
+            "model's ModelScope id; " + EXAMPLES,
+        )
     bad = _unsafe(rest)
     if bad:
-        raise WeightsError(f"{shown} contains {bad}; a weights source holds only letters, digits and _ . - "
-                           "(and @ before a ModelScope revision, / between parts)",
-                           "the source is written into a shell script and a Python program, so quotes, '$', "
-                           "backquotes, spaces, ';' and other shell or YAML characters are refused; " + EXAMPLES)
+        raise WeightsError(
+            f"{shown} contains {bad}; a weights source holds only letters, digits and _ . - "
+            "(and @ before a ModelScope revision, / between parts)",
+            "the source is written into a shell script and a Python program, so quotes, '$', "
+            "backquotes, spaces, ';' and other shell or YAML characters are refused; " + EXAMPLES,
+        )
     if scheme == "modelscope":
         return _modelscope(value, rest, shown)
     return _oss(value, rest, shown)
@@ -80,19 +86,27 @@ def _modelscope(value: str, rest: str, shown: str) -> WeightsSource:
     repo, at, revision = rest.partition("@")
     parts = repo.split("/")
     if len(parts) < 2 or not parts[1]:
-        raise WeightsError(f"{shown} names no model: write modelscope://ORG/NAME",
-                           "e.g. modelscope://Qwen/Qwen2.5-7B-Instruct (the id shown on the model's ModelScope page)")
+        raise WeightsError(
+            f"{shown} names no model: write modelscope://ORG/NAME",
+            "e.g. modelscope://Qwen/Qwen2.5-7B-Instruct (the id shown on the model's ModelScope page)",
+        )
     if len(parts) > 2:
-        raise WeightsError(f"{shown} has more than ORG/NAME before the revision",
-                           "a ModelScope model id is ORG/NAME, e.g. modelscope://Qwen/Qwen2.5-7B-Instruct@master")
+        raise WeightsError(
+            f"{shown} has more than ORG/NAME before the revision",
+            "a ModelScope model id is ORG/NAME, e.g. modelscope://Qwen/Qwen2.5-7B-Instruct@master",
+        )
     for what, part in (("organisation", parts[0]), ("model name", parts[1])):
         if not re.fullmatch(_PART, part) or ".." in part:
-            raise WeightsError(f"{shown}: the {what} {part!r} is not a ModelScope name: 1-128 letters, digits, "
-                               "'_', '.' and '-', starting with a letter or digit, not ending with '.' or '-'")
+            raise WeightsError(
+                f"{shown}: the {what} {part!r} is not a ModelScope name: 1-128 letters, digits, "
+                "'_', '.' and '-', starting with a letter or digit, not ending with '.' or '-'"
+            )
     if at and (not revision or not re.fullmatch(_PART, revision) or ".." in revision or "@" in revision):
-        raise WeightsError(f"{shown}: the revision {revision!r} is not a branch, tag or commit name trainstack "
-                           "accepts: 1-128 letters, digits, '_', '.' and '-', starting with a letter or digit",
-                           "e.g. @master, @v1.0.0 or a commit id; leave it out for master")
+        raise WeightsError(
+            f"{shown}: the revision {revision!r} is not a branch, tag or commit name trainstack "
+            "accepts: 1-128 letters, digits, '_', '.' and '-', starting with a letter or digit",
+            "e.g. @master, @v1.0.0 or a commit id; leave it out for master",
+        )
     rev = revision if at else DEFAULT_REVISION
     return WeightsSource("modelscope", f"modelscope://{repo}@{rev}", model_id=repo, revision=rev)
 
@@ -100,21 +114,30 @@ def _modelscope(value: str, rest: str, shown: str) -> WeightsSource:
 def _oss(value: str, rest: str, shown: str) -> WeightsSource:
     bucket, slash, prefix = rest.partition("/")
     if "@" in rest:
-        raise WeightsError(f"{shown}: an OSS source takes no '@REVISION'",
-                           "version the weights in the prefix instead, e.g. oss://my-models/llama-2-7b/v1/")
+        raise WeightsError(
+            f"{shown}: an OSS source takes no '@REVISION'",
+            "version the weights in the prefix instead, e.g. oss://my-models/llama-2-7b/v1/",
+        )
     if not re.fullmatch(_BUCKET, bucket):
-        raise WeightsError(f"{shown}: {bucket!r} is not an OSS bucket name: 3-63 lowercase letters, digits and '-', "
-                           "starting and ending with a letter or digit",
-                           "OSS's naming rules (https://www.alibabacloud.com/help/en/oss/user-guide/"
-                           "bucket-naming-conventions); e.g. oss://my-models/llama-2-7b/")
+        raise WeightsError(
+            f"{shown}: {bucket!r} is not an OSS bucket name: 3-63 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit",
+            "OSS's naming rules (https://www.alibabacloud.com/help/en/oss/user-guide/"
+            "bucket-naming-conventions); e.g. oss://my-models/llama-2-7b/",
+        )
     prefix = prefix.rstrip("/")
     if not slash or not prefix:
-        raise WeightsError(f"{shown} names a whole bucket; give the folder that holds the weights",
-                           "the nodes' RAM role may read that folder only; e.g. oss://my-models/llama-2-7b/")
+        raise WeightsError(
+            f"{shown} names a whole bucket; give the folder that holds the weights",
+            "the nodes' RAM role may read that folder only; e.g. oss://my-models/llama-2-7b/",
+        )
     for seg in prefix.split("/"):
         if not re.fullmatch(_SEGMENT, seg) or seg in (".", ".."):
-            raise WeightsError(f"{shown}: the folder segment {seg!r} is empty, '.' or '..', or does not start with "
-                               "a letter, digit or '_'", "e.g. oss://my-models/llama-2-7b/")
+            raise WeightsError(
+                f"{shown}: the folder segment {seg!r} is empty, '.' or '..', or does not start with "
+                "a letter, digit or '_'",
+                "e.g. oss://my-models/llama-2-7b/",
+            )
     if len(prefix) + 1 > 1023:
         raise WeightsError(f"{shown}: the prefix is over 1,023 bytes, the longest OSS object key")
     return WeightsSource("oss", f"oss://{bucket}/{prefix}/", bucket=bucket, prefix=prefix + "/")

@@ -63,7 +63,11 @@ class DlcClient(Protocol):
         """StopJob; the response body ``{"JobId", "RequestId"}``."""
 
 
-_REQUEST_MODELS = {"CreateJob": "CreateJobRequest", "ListJobs": "ListJobsRequest", "GetPodLogs": "GetPodLogsRequest"}
+_REQUEST_MODELS = {
+    "CreateJob": "CreateJobRequest",
+    "ListJobs": "ListJobsRequest",
+    "GetPodLogs": "GetPodLogsRequest",
+}
 
 
 def require_dlc_sdk(what: str = "this command") -> None:
@@ -72,8 +76,10 @@ def require_dlc_sdk(what: str = "this command") -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise DlcSdkMissing(f"{what} calls Alibaba Cloud's PAI-DLC API through its SDK ({module} is not "
-                                f"installed): {INSTALL_DLC}.") from None
+            raise DlcSdkMissing(
+                f"{what} calls Alibaba Cloud's PAI-DLC API through its SDK ({module} is not "
+                f"installed): {INSTALL_DLC}."
+            ) from None
 
 
 def sdk_request_map(action: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,14 +149,17 @@ class SdkDlcClient:
     def get_job(self, region: str, job_id: str) -> dict[str, Any]:
         from alibabacloud_pai_dlc20201203 import models
 
-        return self._call("GetJob", lambda: self.client(region).get_job(job_id, models.GetJobRequest()).body.to_map())
+        return self._call(
+            "GetJob", lambda: self.client(region).get_job(job_id, models.GetJobRequest()).body.to_map()
+        )
 
     def get_pod_logs(self, region: str, job_id: str, pod_id: str, query: Mapping[str, Any]) -> dict[str, Any]:
         from alibabacloud_pai_dlc20201203 import models
 
         request = models.GetPodLogsRequest().from_map(dict(query))
-        return self._call("GetPodLogs",
-                          lambda: self.client(region).get_pod_logs(job_id, pod_id, request).body.to_map())
+        return self._call(
+            "GetPodLogs", lambda: self.client(region).get_pod_logs(job_id, pod_id, request).body.to_map()
+        )
 
     def stop_job(self, region: str, job_id: str) -> dict[str, Any]:
         return self._call("StopJob", lambda: self.client(region).stop_job(job_id).body.to_map())

@@ -30,8 +30,14 @@ def _sorted(value: Any) -> Any:
 
 
 class RecordedDlcClient:
-    def __init__(self, folder: Path | str, *, errors: Mapping[str, DlcApiError] | None = None,
-                 missing_sdk: DlcSdkMissing | None = None, use_sdk: bool = True):
+    def __init__(
+        self,
+        folder: Path | str,
+        *,
+        errors: Mapping[str, DlcApiError] | None = None,
+        missing_sdk: DlcSdkMissing | None = None,
+        use_sdk: bool = True,
+    ):
         self.folder = Path(folder)
         self.errors = dict(errors or {})
         self.missing_sdk = missing_sdk

@@ -31,16 +31,25 @@ from generator.plan.model import Plan
 from generator.render import stackdir
 
 DEFAULT_LOG_LINES = 200
-ACTIVE_STATUSES = ("Creating", "Queuing", "Bidding", "EnvPreparing", "SanityChecking", "Running", "Restarting",
-                   "Stopping")
+ACTIVE_STATUSES = (
+    "Creating",
+    "Queuing",
+    "Bidding",
+    "EnvPreparing",
+    "SanityChecking",
+    "Running",
+    "Restarting",
+    "Stopping",
+)
 
 
 class NotThisStacksJob(BadInput):
     """A job id that is not a job trainstack submitted for this stack (or does not exist): exit 2, nothing done."""
 
 
-def stack_target(spec: str | Path, plan: Plan, backend: str | None = None,
-                 env: Mapping[str, str] | None = None) -> Target | None:
+def stack_target(
+    spec: str | Path, plan: Plan, backend: str | None = None, env: Mapping[str, str] | None = None
+) -> Target | None:
     """The engine target of the spec's stack folder, or None when the folder or (in its default ``file://`` state)
     the stack does not exist yet: then there are no outputs, and no engine or passphrase is needed to say so."""
     env = os.environ if env is None else env
@@ -53,20 +62,28 @@ def stack_target(spec: str | Path, plan: Plan, backend: str | None = None,
     return target
 
 
-def spec_drift(spec: str | Path, plan: Plan, backend: str | None = None,
-               env: Mapping[str, str] | None = None) -> str | None:
+def spec_drift(
+    spec: str | Path, plan: Plan, backend: str | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
     """A warning when the deployed stack folder was rendered from another version of the spec (its plan.json's spec
     digest differs): the job then follows the spec while the workspace, datasets and role are the last ``up``'s."""
     target = stack_target(spec, plan, backend, env)
     if target is None or not target.spec_digest or target.spec_digest == plan.spec_digest:
         return None
-    return (f"{target.stack_dir} was rendered from another version of {spec}: the job follows the spec, its "
-            f"workspace, datasets and role are those of the last `trainstack up`; run `trainstack up {spec}` first "
-            "if the change touches them")
+    return (
+        f"{target.stack_dir} was rendered from another version of {spec}: the job follows the spec, its "
+        f"workspace, datasets and role are those of the last `trainstack up`; run `trainstack up {spec}` first "
+        "if the change touches them"
+    )
 
 
-def read_outputs(engine: Any, spec: str | Path, plan: Plan, backend: str | None = None,
-                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def read_outputs(
+    engine: Any,
+    spec: str | Path,
+    plan: Plan,
+    backend: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The stack outputs of the spec's deployed stack ({} when it was never deployed); reading a state runs the
     preflight a read needs (the pulumi CLI and the passphrase, not cloud credentials), like ``trainstack outputs``."""
     target = stack_target(spec, plan, backend, env)
@@ -93,8 +110,10 @@ def workspace_id(plan: Plan, outputs: Mapping[str, Any]) -> str:
     name = dict(dlc.outputs).get("workspace_id", "workspace_id")
     value = outputs.get(name)
     if not value:
-        raise StackNotDeployed(f"stack {plan.stack} of {plan.name} has no output {name} (its PAI workspace): run "
-                               "`trainstack up` first.")
+        raise StackNotDeployed(
+            f"stack {plan.stack} of {plan.name} has no output {name} (its PAI workspace): run "
+            "`trainstack up` first."
+        )
     return str(value)
 
 
@@ -105,8 +124,15 @@ class Submission:
     job_id: str = ""  # empty for a dry run
 
 
-def submit(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name: str, client: DlcClient,
-           *, dry_run: bool) -> Submission:
+def submit(
+    plan: Plan,
+    outputs: Mapping[str, Any],
+    command: Sequence[str],
+    name: str,
+    client: DlcClient,
+    *,
+    dry_run: bool,
+) -> Submission:
     """Build the CreateJob request and, unless ``dry_run``, send it; a request with unresolved outputs is never sent."""
     try:
         request = create_job_request(plan, outputs, command, name)
@@ -117,17 +143,23 @@ def submit(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name:
     if dry_run:
         return Submission(request, sdk_map)
     if request.unresolved:
-        raise StackNotDeployed(f"stack {plan.stack} of {plan.name} has no {', '.join(request.unresolved)} output yet, "
-                               "so no job was submitted: run `trainstack up` first (submit --dry-run shows the "
-                               "request with placeholders).")
+        raise StackNotDeployed(
+            f"stack {plan.stack} of {plan.name} has no {', '.join(request.unresolved)} output yet, "
+            "so no job was submitted: run `trainstack up` first (submit --dry-run shows the "
+            "request with placeholders)."
+        )
     answer = client.create_job(plan.region, request.body)
     job_id = str(answer.get("JobId") or "")
     if not job_id:
-        raise DlcApiError(f"PAI-DLC CreateJob answered without a JobId (RequestId {answer.get('RequestId')}).")
+        raise DlcApiError(
+            f"PAI-DLC CreateJob answered without a JobId (RequestId {answer.get('RequestId')})."
+        )
     return Submission(request, sdk_map, job_id)
 
 
-def stack_jobs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50) -> list[Mapping[str, Any]]:
+def stack_jobs(
+    plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50
+) -> list[Mapping[str, Any]]:
     """The jobs trainstack submitted for this stack, newest first (ListJobs filtered by the stack's tags)."""
     ws = workspace_id(plan, outputs)
     client.check()
@@ -143,13 +175,16 @@ def stack_job(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id:
         job = client.get_job(plan.region, job_id)
     except DlcApiError as e:
         if "NotFound" in str(e) or "NotExist" in str(e):
-            raise NotThisStacksJob(f"no DLC job {job_id} in {plan.region}: `trainstack jobs` lists this stack's "
-                                   "jobs.") from None
+            raise NotThisStacksJob(
+                f"no DLC job {job_id} in {plan.region}: `trainstack jobs` lists this stack's jobs."
+            ) from None
         raise
     if not is_stack_job(plan, job, ws):
-        raise NotThisStacksJob(f"DLC job {job_id} was not submitted by trainstack for stack {plan.stack} of "
-                               f"{plan.name} (its tags or workspace differ), so it was left alone: `trainstack jobs` "
-                               "lists this stack's jobs.")
+        raise NotThisStacksJob(
+            f"DLC job {job_id} was not submitted by trainstack for stack {plan.stack} of "
+            f"{plan.name} (its tags or workspace differ), so it was left alone: `trainstack jobs` "
+            "lists this stack's jobs."
+        )
     return job
 
 
@@ -161,21 +196,36 @@ class PodLogs:
     lines: tuple[str, ...]
 
 
-def job_logs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id: str, *, pod: str | None = None,
-             lines: int = DEFAULT_LOG_LINES) -> list[PodLogs]:
+def job_logs(
+    plan: Plan,
+    outputs: Mapping[str, Any],
+    client: DlcClient,
+    job_id: str,
+    *,
+    pod: str | None = None,
+    lines: int = DEFAULT_LOG_LINES,
+) -> list[PodLogs]:
     """The last ``lines`` log lines of each pod of a job of this stack (or of ``pod`` only), from GetPodLogs."""
     job = stack_job(plan, outputs, client, job_id)
     pods = [p for p in job.get("Pods") or () if isinstance(p, Mapping) and p.get("PodId")]
     if pod is not None:
         pods = [p for p in pods if p.get("PodId") == pod]
         if not pods:
-            raise BadInput(f"job {job_id} has no pod {pod}; its pods: "
-                           f"{', '.join(str(p.get('PodId')) for p in job.get('Pods') or ()) or 'none yet'}.")
+            raise BadInput(
+                f"job {job_id} has no pod {pod}; its pods: "
+                f"{', '.join(str(p.get('PodId')) for p in job.get('Pods') or ()) or 'none yet'}."
+            )
     out = []
     for p in pods:
         body = client.get_pod_logs(plan.region, job_id, str(p["PodId"]), {"MaxLines": lines})
-        out.append(PodLogs(str(p["PodId"]), str(p.get("Type") or ""), str(p.get("Status") or ""),
-                           tuple(str(x) for x in body.get("Logs") or ())))
+        out.append(
+            PodLogs(
+                str(p["PodId"]),
+                str(p.get("Type") or ""),
+                str(p.get("Status") or ""),
+                tuple(str(x) for x in body.get("Logs") or ()),
+            )
+        )
     return out
 
 
@@ -193,9 +243,19 @@ def new_lines(printed: Sequence[str], window: Sequence[str]) -> list[str]:
     return window
 
 
-def follow_logs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_id: str, say: Callable[[str], None],
-                *, pod: str | None = None, lines: int = DEFAULT_LOG_LINES, interval: float = 10.0,
-                sleep: Callable[[float], None] = time.sleep, max_polls: int | None = None) -> str:
+def follow_logs(
+    plan: Plan,
+    outputs: Mapping[str, Any],
+    client: DlcClient,
+    job_id: str,
+    say: Callable[[str], None],
+    *,
+    pod: str | None = None,
+    lines: int = DEFAULT_LOG_LINES,
+    interval: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    max_polls: int | None = None,
+) -> str:
     """Print the job's pod logs as they grow, polling every ``interval`` seconds until the job ends; returns its
     last status. Each pod's new lines are found by :func:`new_lines` (GetPodLogs has no cursor)."""
     printed: dict[str, list[str]] = {}
@@ -204,7 +264,11 @@ def follow_logs(plan: Plan, outputs: Mapping[str, Any], client: DlcClient, job_i
         job = stack_job(plan, outputs, client, job_id)
         status = str(job.get("Status") or "")
         for p in job.get("Pods") or ():
-            if not isinstance(p, Mapping) or not p.get("PodId") or (pod is not None and p.get("PodId") != pod):
+            if (
+                not isinstance(p, Mapping)
+                or not p.get("PodId")
+                or (pod is not None and p.get("PodId") != pod)
+            ):
                 continue
             pod_id = str(p["PodId"])
             body = client.get_pod_logs(plan.region, job_id, pod_id, {"MaxLines": lines})
@@ -236,5 +300,11 @@ def job_row(job: Mapping[str, Any]) -> list[str]:
     specs = [s for s in job.get("JobSpecs") or () if isinstance(s, Mapping)]
     workers = " + ".join(f"{s.get('PodCount')} x {s.get('EcsSpec') or s.get('Type') or '?'}" for s in specs)
     duration = job.get("Duration")
-    return [str(job.get("JobId") or ""), str(job.get("DisplayName") or ""), str(job.get("Status") or ""), workers,
-            str(job.get("GmtCreateTime") or ""), f"{int(duration) // 60} min" if duration not in (None, "") else ""]
+    return [
+        str(job.get("JobId") or ""),
+        str(job.get("DisplayName") or ""),
+        str(job.get("Status") or ""),
+        workers,
+        str(job.get("GmtCreateTime") or ""),
+        f"{int(duration) // 60} min" if duration not in (None, "") else "",
+    ]

@@ -50,7 +50,9 @@ JOB_TYPE = "PyTorchJob"
 TAG_PROJECT = "trainstack-project"
 TAG_STACK = "trainstack-stack"
 PLACEHOLDER = "<unresolved:{}>"
-DISPLAY_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,256}")  # CreateJob DisplayName: digits, letters, _ . - ; 256 at most
+DISPLAY_NAME = re.compile(
+    r"[A-Za-z0-9_.\-]{1,256}"
+)  # CreateJob DisplayName: digits, letters, _ . - ; 256 at most
 ROLE_TYPE = "service"  # the role is assumed by a service (PAI), see the module docstring
 
 
@@ -71,7 +73,9 @@ def user_command(command: Sequence[str]) -> str:
     """
     words = list(command)
     if not words or not any(w.strip() for w in words):
-        raise ValueError("give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun train.py")
+        raise ValueError(
+            "give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun train.py"
+        )
     if len(words) == 1:
         return words[0]
     return shlex.join(words)
@@ -98,8 +102,9 @@ def display_name(plan: Plan, stamp: str) -> str:
 
 def check_display_name(name: str) -> str:
     if not DISPLAY_NAME.fullmatch(name):
-        raise ValueError(f"job name {name!r} is not a DLC display name: use at most 256 letters, digits, '_', '.' "
-                         "and '-'")
+        raise ValueError(
+            f"job name {name!r} is not a DLC display name: use at most 256 letters, digits, '_', '.' and '-'"
+        )
     return name
 
 
@@ -111,8 +116,10 @@ def stack_tags(plan: Plan) -> dict[str, str]:
 def require_dlc(plan: Plan) -> Dlc:
     if plan.dlc is None:
         platform = getattr(plan.compute, "platform", "ecs")
-        raise ValueError(f"{plan.name} plans compute.platform: {platform}; jobs are submitted to PAI-DLC only, so set "
-                         "compute.platform: pai-dlc")
+        raise ValueError(
+            f"{plan.name} plans compute.platform: {platform}; jobs are submitted to PAI-DLC only, so set "
+            "compute.platform: pai-dlc"
+        )
     return plan.dlc
 
 
@@ -160,7 +167,9 @@ def _environment(plan: Plan, dlc: Dlc) -> dict[str, str]:
     return env
 
 
-def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name: str) -> JobRequest:
+def create_job_request(
+    plan: Plan, outputs: Mapping[str, Any], command: Sequence[str], name: str
+) -> JobRequest:
     """The CreateJob request for ``command`` on the plan's DLC workers; ``outputs`` are the stack's output values.
 
     Raises ValueError for a plan that is not PAI-DLC, an empty command or a bad job name.
@@ -168,8 +177,12 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
     dlc = require_dlc(plan)
     check_display_name(name)
     out = _Outputs(dlc, outputs)
-    worker: dict[str, Any] = {"Type": "Worker", "PodCount": dlc.worker_count, "EcsSpec": dlc.worker_instance_type,
-                              "Image": dlc.image}
+    worker: dict[str, Any] = {
+        "Type": "Worker",
+        "PodCount": dlc.worker_count,
+        "EcsSpec": dlc.worker_instance_type,
+        "Image": dlc.image,
+    }
     spot = _spot_spec(dlc)
     if spot is not None:
         worker["SpotSpec"] = spot
@@ -179,19 +192,32 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
         "WorkspaceId": out.get("workspace_id"),
         "JobSpecs": [worker],
         "UserCommand": job_command(dlc, command),
-        "UserVpc": {"VpcId": out.get("vpc_id"), "SwitchId": out.get("vswitch_id"),
-                    "SecurityGroupId": out.get("security_group_id"), "ExtendedCIDRs": [plan.network.vpc_cidr]},
+        "UserVpc": {
+            "VpcId": out.get("vpc_id"),
+            "SwitchId": out.get("vswitch_id"),
+            "SecurityGroupId": out.get("security_group_id"),
+            "ExtendedCIDRs": [plan.network.vpc_cidr],
+        },
         "DataSources": [
-            {"DataSourceId": out.output(ds.output_key), "MountPath": ds.mount_path,
-             "MountAccess": "RO" if ds.read_only else "RW"} for ds in dlc.data_sources],
+            {
+                "DataSourceId": out.output(ds.output_key),
+                "MountPath": ds.mount_path,
+                "MountAccess": "RO" if ds.read_only else "RW",
+            }
+            for ds in dlc.data_sources
+        ],
         "Envs": _environment(plan, dlc),
         "Settings": {"Tags": stack_tags(plan)},
         "Description": f"trainstack {plan.name} (stack {plan.stack}): {dlc.worker_count} x "
-                       f"{dlc.worker_instance_type}, tp={dlc.tp} pp={dlc.pp} dp={dlc.dp}",
+        f"{dlc.worker_instance_type}, tp={dlc.tp} pp={dlc.pp} dp={dlc.dp}",
     }
     if out.has("role_arn"):
-        body["CredentialConfig"] = {"EnableCredentialInject": True, "CredentialConfigItems": [
-            {"Type": "Role", "Roles": [{"RoleArn": out.get("role_arn"), "RoleType": ROLE_TYPE}]}]}
+        body["CredentialConfig"] = {
+            "EnableCredentialInject": True,
+            "CredentialConfigItems": [
+                {"Type": "Role", "Roles": [{"RoleArn": out.get("role_arn"), "RoleType": ROLE_TYPE}]}
+            ],
+        }
     if dlc.max_running_hours:
         body["JobMaxRunningTimeMinutes"] = dlc.max_running_hours * 60
     return JobRequest(body, tuple(out.missing))
@@ -199,15 +225,27 @@ def create_job_request(plan: Plan, outputs: Mapping[str, Any], command: Sequence
 
 def list_jobs_request(plan: Plan, workspace_id: str, page_size: int = 50) -> dict[str, Any]:
     """ListJobs in the stack's workspace, filtered to the jobs trainstack submitted for this stack (by tag)."""
-    return {"WorkspaceId": workspace_id, "Tags": stack_tags(plan), "PageSize": page_size, "PageNumber": 1,
-            "SortBy": "GmtCreateTime", "Order": "desc"}
+    return {
+        "WorkspaceId": workspace_id,
+        "Tags": stack_tags(plan),
+        "PageSize": page_size,
+        "PageNumber": 1,
+        "SortBy": "GmtCreateTime",
+        "Order": "desc",
+    }
 
 
 def is_stack_job(plan: Plan, job: Mapping[str, Any], workspace_id: str) -> bool:
     """Whether a job (GetJob / ListJobs item) was submitted by trainstack for this stack: its tags and workspace."""
-    tags = ((job.get("Settings") or {}).get("Tags") or {})
+    tags = (job.get("Settings") or {}).get("Tags") or {}
     if tags:
-        return tags.get(TAG_PROJECT) == plan.name and tags.get(TAG_STACK) == plan.stack and (
-            not job.get("WorkspaceId") or job.get("WorkspaceId") == workspace_id)
+        return (
+            tags.get(TAG_PROJECT) == plan.name
+            and tags.get(TAG_STACK) == plan.stack
+            and (not job.get("WorkspaceId") or job.get("WorkspaceId") == workspace_id)
+        )
     # an answer without Settings (ListJobs may leave it out): the display name and the workspace
-    return str(job.get("DisplayName") or "").startswith(f"{plan.name}-") and job.get("WorkspaceId") == workspace_id
+    return (
+        str(job.get("DisplayName") or "").startswith(f"{plan.name}-")
+        and job.get("WorkspaceId") == workspace_id
+    )

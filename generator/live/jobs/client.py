@@ -89,7 +89,11 @@ def api_error(action: str, error: BaseException, product: str = "ECS") -> EcsApi
         message = message[:297] + "..."
     what = f"{code}: {message}" if code else f"{type(error).__name__}: {message}"
     hint = ""
-    if product != "ECS" and code and any(k in str(code) for k in ("Forbidden", "NoPermission", "Unauthorized")):
+    if (
+        product != "ECS"
+        and code
+        and any(k in str(code) for k in ("Forbidden", "NoPermission", "Unauthorized"))
+    ):
         hint = f"; grant the RAM user the {product}'s {action} permission"
     elif code and any(k in str(code) for k in ("Forbidden", "NoPermission", "NotAuthorized", "Unauthorized")):
         hint = (

@@ -186,7 +186,11 @@ class BucketIndex:
 
     def ids(self) -> set[str]:
         keys = self.store.list(self.bucket, self.prefix)
-        return {k[len(self.prefix) : -len(".json")] for k in keys if k.startswith(self.prefix) and k.endswith(".json")}
+        return {
+            k[len(self.prefix) : -len(".json")]
+            for k in keys
+            if k.startswith(self.prefix) and k.endswith(".json")
+        }
 
     def get(self, invoke_id: str) -> dict[str, Any] | None:
         try:
@@ -318,7 +322,9 @@ class EfloJobsApi:
         """ECS DescribeInvocations by tags, answered from the journal and one EFLO DescribeInvocations each."""
         wanted = {(str(t.get("Key")), str(t.get("Value"))) for t in body.get("Tag") or ()}
         matching = [
-            e for e in self.journal() if wanted <= {(str(t.get("Key")), str(t.get("Value"))) for t in e["Tags"]}
+            e
+            for e in self.journal()
+            if wanted <= {(str(t.get("Key")), str(t.get("Value"))) for t in e["Tags"]}
         ][::-1]
         page = int(body.get("PageNumber") or 1)
         out = []
@@ -335,7 +341,9 @@ class EfloJobsApi:
                     "CreationTime": inv.get("CreationTime") or "",
                     "InvocationStatus": inv.get("InvocationStatus") or "",
                     "InvokeStatus": inv.get("InvokeStatus") or "",
-                    "Tags": {"Tag": [{"TagKey": t.get("Key"), "TagValue": t.get("Value")} for t in e["Tags"]]},
+                    "Tags": {
+                        "Tag": [{"TagKey": t.get("Key"), "TagValue": t.get("Value")} for t in e["Tags"]]
+                    },
                     "InvokeInstances": {"InvokeInstance": [{"InstanceId": n} for n in e["NodeIdList"]]},
                 }
             )

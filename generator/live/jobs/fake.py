@@ -61,7 +61,9 @@ class RecordedEcsApi:
         if isinstance(data, dict) and "_by" in data:
             key = str(body.get(data["_by"]))
             if key not in data:
-                raise EcsApiError(f"{self.product} {action} failed: InvalidParam: no record for {data['_by']} {key}.")
+                raise EcsApiError(
+                    f"{self.product} {action} failed: InvalidParam: no record for {data['_by']} {key}."
+                )
             return copy.deepcopy(data[key])
         return data
 

@@ -72,7 +72,9 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
     gpus = cluster.gpus_per_node or (t.gpus if t is not None else 0)
     row = _busbw_rows().get(gpu)
     intra = None
-    if row and gpus > 1:  # a measured row's floor is a fraction of the published figure, a threshold's of the link
+    if (
+        row and gpus > 1
+    ):  # a measured row's floor is a fraction of the published figure, a threshold's of the link
         base = row["measured_busbw_gbs"] if row.get("floor_kind") == "measured" else row["link_gbs"]
         intra = float(base) * float(row["floor_factor"])
     inter = None
@@ -86,7 +88,9 @@ def expectation(cluster: Cluster, catalog: Any = None) -> Expectation:
         eri=max(1, t.eri_count if t else 1),
         intra_floor_gbs=intra,
         inter_floor_gbs=inter,
-        intra_source=(row["measured_source"] if row.get("floor_kind") == "measured" else row["source"]) if row else "",
+        intra_source=(row["measured_source"] if row.get("floor_kind") == "measured" else row["source"])
+        if row
+        else "",
         intra_kind=(row.get("floor_kind") or "threshold") if row else "threshold",
         inter_source=f"catalog instance_types.csv erdma_gbps ({t.source})" if inter and t else "",
     )
@@ -161,7 +165,9 @@ def inter_passed(records: Iterable[Mapping[str, Any] | None], exp: Expectation) 
     """Whether every node of a group reports a cross-node all-reduce that passes (bandwidth floor, no socket
     fallback where RDMA was planned)."""
     for record in records:
-        items = [i for i in parse_lines(str((record or {}).get("Output") or "")) if i["check"] == "nccl-inter"]
+        items = [
+            i for i in parse_lines(str((record or {}).get("Output") or "")) if i["check"] == "nccl-inter"
+        ]
         if not items or _judge(items[-1], exp)[0].ok is not True:
             return False
     return True

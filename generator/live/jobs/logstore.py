@@ -104,7 +104,9 @@ class OssLogStore:
 
             def credentials() -> Any:
                 if chain is None:  # the provider's older names, as sdk_config takes them
-                    return oss.credentials.Credentials(key_id, secret, env.get("ALICLOUD_SECURITY_TOKEN") or None)
+                    return oss.credentials.Credentials(
+                        key_id, secret, env.get("ALICLOUD_SECURITY_TOKEN") or None
+                    )
                 c = chain.get_credential()
                 return oss.credentials.Credentials(
                     c.access_key_id, c.access_key_secret, c.security_token or None

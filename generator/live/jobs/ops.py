@@ -165,7 +165,9 @@ def finished_results(
     deadline = clock() + timeout
     while True:
         records = {str(r.get("InstanceId")): r for i in invoke_ids for r in results(api, cluster, i)}
-        if all(str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ACTIVE for n in nodes):
+        if all(
+            str((records.get(n.instance_id) or {}).get("InvokeRecordStatus")) not in ACTIVE for n in nodes
+        ):
             return records
         if clock() >= deadline:
             return records

@@ -27,7 +27,9 @@ from generator.live.jobs.cluster import Cluster
 from generator.live.jobs.ops import cancel, send, stack_jobs
 from generator.live.jobs.request import DEFAULT_TIMEOUT_HOURS, run_command_requests
 
-BOOT_WAIT_SECONDS = 1800  # a fresh node's bootstrap: image, driver check, facts; a driver install reboots once
+BOOT_WAIT_SECONDS = (
+    1800  # a fresh node's bootstrap: image, driver check, facts; a driver install reboots once
+)
 
 
 def rejoin(api: EcsApi, cluster: Cluster, ranks: Sequence[int], say: Callable[[str], None]) -> list[str]:
@@ -49,8 +51,10 @@ def rejoin(api: EcsApi, cluster: Cluster, ranks: Sequence[int], say: Callable[[s
         nodes = [n for n in cluster.nodes if n.instance_id and (n.instance_id in ran or n.rank in ranks)]
         found = [i for i in record.invocations if i.get("CommandContent")]
         if not found:
-            say(f"heal: job {record.job} is running, but Cloud Assistant kept no script of it: start it on "
-                f"rank(s) {', '.join(str(n.rank) for n in healed)} with `trainstack submit --nodes`")
+            say(
+                f"heal: job {record.job} is running, but Cloud Assistant kept no script of it: start it on "
+                f"rank(s) {', '.join(str(n.rank) for n in healed)} with `trainstack submit --nodes`"
+            )
             continue
         try:
             script = base64.b64decode(str(found[0]["CommandContent"]), validate=True).decode()
@@ -68,9 +72,13 @@ def rejoin(api: EcsApi, cluster: Cluster, ranks: Sequence[int], say: Callable[[s
         )
         for r in requests:
             ids = ",".join(r.request["InstanceId"])
-            r.request["ClientToken"] = "ts-" + hashlib.sha256(f"{record.job}/rejoin/{ids}".encode()).hexdigest()[:40]
-        say(f"heal: job {record.job} is running; restarting it at full size on rank(s) "
-            f"{', '.join(str(n.rank) for n in nodes)} (it resumes from its newest checkpoint)")
+            r.request["ClientToken"] = (
+                "ts-" + hashlib.sha256(f"{record.job}/rejoin/{ids}".encode()).hexdigest()[:40]
+            )
+        say(
+            f"heal: job {record.job} is running; restarting it at full size on rank(s) "
+            f"{', '.join(str(n.rank) for n in nodes)} (it resumes from its newest checkpoint)"
+        )
         cancel(api, cluster, record)
         started += send(api, requests, say)
     return started

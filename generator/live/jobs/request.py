@@ -72,7 +72,9 @@ class ApiRequest:
 
 def script(name: str) -> str:
     """A shell script of this package (``scripts/NAME``), sent to the nodes as command content."""
-    return resources.files("generator.live.jobs").joinpath("scripts").joinpath(name).read_text(encoding="utf-8")
+    return (
+        resources.files("generator.live.jobs").joinpath("scripts").joinpath(name).read_text(encoding="utf-8")
+    )
 
 
 def job_id(plan_name: str, stamp: str) -> str:

@@ -77,8 +77,14 @@ def jobs_api(
     if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
         from generator.live.jobs.eflo import BucketIndex, EfloJobsApi, SdkEfloApi
 
-        index = BucketIndex(store, cluster.bucket, cluster.prefix) if store is not None and cluster.bucket else None
-        return EfloJobsApi(eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn)
+        index = (
+            BucketIndex(store, cluster.bucket, cluster.prefix)
+            if store is not None and cluster.bucket
+            else None
+        )
+        return EfloJobsApi(
+            eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn
+        )
     if ecs is not None:
         return cast(EcsApi, ecs)
     from generator.live.jobs.client import SdkEcsApi
@@ -112,7 +118,10 @@ def health_plan(
     status = instance_status(api, cluster, ids)
     actions = plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
     writes = [
-        ("RebootInstance" if a.kind == "reboot" else "RedeployInstance", {"InstanceId": a.instance_id, "ForceStop": False})
+        (
+            "RebootInstance" if a.kind == "reboot" else "RedeployInstance",
+            {"InstanceId": a.instance_id, "ForceStop": False},
+        )
         for a in actions
         if a.kind in ("reboot", "redeploy")
     ]

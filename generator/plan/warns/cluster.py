@@ -358,8 +358,11 @@ class CheckpointsExpire(PlanWarning):
             f"{human_bytes(self.size_bytes)} = {human_bytes(self.kept * self.size_bytes)} at the end of the run "
             f"(an ESTIMATE: {self.expire_days} days as current objects plus checkpoints.retention_days "
             f"({self.retention_days}) as noncurrent versions"
-            + (f", and the milestones, one in every {self.milestone_every}, kept forever" if self.milestone_every
-               else "")
+            + (
+                f", and the milestones, one in every {self.milestone_every}, kept forever"
+                if self.milestone_every
+                else ""
+            )
             + "). The lifecycle rule also expires the FINAL "
             f"checkpoint {self.expire_days} days after it is written: set compute.paused: true when the run ends "
             f"(the rule is disabled while paused) or copy it out of oss://{self.bucket}/{self.prefix}"

@@ -32,18 +32,46 @@ class DlcParts:
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return dlc_zone_decision(spec, region, zone)
 
-    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[PlanWarning]) -> Placement:
+    def place(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        zone: str,
+        fit: Fit,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Placement:
         rdma, eri = dlc_fabric(spec, fit, decisions)
         network = dlc_network(spec, zone, fit, decisions)
         return Placement(zone, rdma, eri, network, dlc_workers(spec, zone, fit))
 
-    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
+    def spot(
+        self,
+        spec: Spec,
+        fit: Fit,
+        ranks: tuple[Node, ...],
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> tuple[Spot, DlcSpot | None]:
         return dlc_spot(spec, fit, ranks, decisions, warnings)
 
-    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
-             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[PlanWarning]) -> dict[str, Any]:
-        return {"dlc": plan_dlc(spec, catalog, region, best, storage, checkpoints, dlc_spot, decisions, warnings,
-                                weights)}
+    def part(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        placement: Placement,
+        best: Scored,
+        storage: Storage,
+        checkpoints: Checkpoints,
+        dlc_spot: DlcSpot | None,
+        weights: Weights | None,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> dict[str, Any]:
+        return {
+            "dlc": plan_dlc(
+                spec, catalog, region, best, storage, checkpoints, dlc_spot, decisions, warnings, weights
+            )
+        }

@@ -23,7 +23,10 @@ from generator.plan.model import DlcDataSource, Weights
 
 WEIGHTS_MOUNT = "/mnt/weights"  # where DLC mounts the OSS weights folder (read-only) in every worker
 TOOLS_MOUNT = "/mnt/trainstack"  # where DLC mounts the folder holding trainstack-weights (read-only)
-TOOLS_DIRS = ("trainstack/", "trainstack-tools/")  # the script's folder in the checkpoint bucket: the first apart
+TOOLS_DIRS = (
+    "trainstack/",
+    "trainstack-tools/",
+)  # the script's folder in the checkpoint bucket: the first apart
 SCRIPT_NAME = "weights.sh"  # the script's name in that folder and in the stack folder
 WEIGHTS_OUTPUT = "dataset_weights_id"
 TOOLS_OUTPUT = "dataset_tools_id"
@@ -33,7 +36,9 @@ def tools_dir(checkpoint_prefix: str) -> str:
     """The folder of the checkpoint bucket that holds trainstack's tools: one the checkpoint prefix neither covers
     nor lies under, so the job (which may write under the prefix) can only read the script, and the tools mount
     shows no checkpoint."""
-    return next(d for d in TOOLS_DIRS if not d.startswith(checkpoint_prefix) and not checkpoint_prefix.startswith(d))
+    return next(
+        d for d in TOOLS_DIRS if not d.startswith(checkpoint_prefix) and not checkpoint_prefix.startswith(d)
+    )
 
 
 def script_key(checkpoint_prefix: str) -> str:
@@ -50,10 +55,22 @@ def data_source(name: str, weights: Weights, bucket: str, checkpoint_prefix: str
     """The read-only OSS dataset the weights need on DLC: the weights folder itself (OSS), or the tools folder of the
     checkpoint bucket ``bucket`` that holds the fetch script (ModelScope)."""
     if weights.source_kind == "oss":
-        return DlcDataSource(f"{name}-weights", "oss", WEIGHTS_MOUNT, WEIGHTS_OUTPUT,
-                             f"oss://{weights.bucket}/{weights.prefix}", read_only=True)
-    return DlcDataSource(f"{name}-tools", "oss", TOOLS_MOUNT, TOOLS_OUTPUT,
-                         f"oss://{bucket}/{tools_dir(checkpoint_prefix)}", read_only=True)
+        return DlcDataSource(
+            f"{name}-weights",
+            "oss",
+            WEIGHTS_MOUNT,
+            WEIGHTS_OUTPUT,
+            f"oss://{weights.bucket}/{weights.prefix}",
+            read_only=True,
+        )
+    return DlcDataSource(
+        f"{name}-tools",
+        "oss",
+        TOOLS_MOUNT,
+        TOOLS_OUTPUT,
+        f"oss://{bucket}/{tools_dir(checkpoint_prefix)}",
+        read_only=True,
+    )
 
 
 def environment(weights: Weights) -> list[tuple[str, str]]:

@@ -15,12 +15,26 @@ USER_DATA_MAX = 16 * 1024
 PLATFORM = Platform(
     name="ecs",
     title="ECS",
-    capabilities=frozenset(Capability) - {Capability.DLC_JOBS, Capability.EFLO_JOBS, Capability.HPN,
-                                          Capability.DLC_WORKERS, Capability.OSS_MOUNT},
+    capabilities=frozenset(Capability)
+    - {
+        Capability.DLC_JOBS,
+        Capability.EFLO_JOBS,
+        Capability.HPN,
+        Capability.DLC_WORKERS,
+        Capability.OSS_MOUNT,
+    },
     parts="generator.platforms.ecs.parts:EcsParts",
-    program_parts=("network", "identity_ecs", "checkpoints", "storage", "compute_ecs", "facts", "outputs_ecs"),
+    program_parts=(
+        "network",
+        "identity_ecs",
+        "checkpoints",
+        "storage",
+        "compute_ecs",
+        "facts",
+        "outputs_ecs",
+    ),
     template_parts={"stack_config": "stack_config_ecs.yaml"},
     user_data_max_bytes=USER_DATA_MAX,
     pause_leaves_out="no ecs.Instance, no role attachment, and no HPC cluster or deployment set (they would hold "
-                     "nothing)",
+    "nothing)",
 )

@@ -25,18 +25,43 @@ class EcsParts:
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return zone_decision(spec, region, zone)
 
-    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[PlanWarning]) -> Placement:
+    def place(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        zone: str,
+        fit: Fit,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Placement:
         rdma, eri = fabric(spec, fit, decisions, warnings)
         network = plan_network(spec, zone, fit, rdma, eri, decisions)
         ranks, dsets = plan_nodes(spec, zone, fit, network, decisions)
         return Placement(zone, rdma, eri, network, ranks, dsets)
 
-    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
+    def spot(
+        self,
+        spec: Spec,
+        fit: Fit,
+        ranks: tuple[Node, ...],
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
 
-    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
-             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[PlanWarning]) -> dict[str, Any]:
+    def part(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        placement: Placement,
+        best: Scored,
+        storage: Storage,
+        checkpoints: Checkpoints,
+        dlc_spot: DlcSpot | None,
+        weights: Weights | None,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> dict[str, Any]:
         return {}

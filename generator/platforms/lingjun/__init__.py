@@ -10,43 +10,71 @@ from __future__ import annotations
 from generator.platforms.base import Capability, Level, PausedItem, Platform, Unhonoured
 
 C = Capability
-NO_SPOT = Unhonoured(Level.WARNING, "Lingjun has no spot nodes (spot.enabled is refused there), so it has no effect",
-                     "remove it")
-NO_SHARED = Unhonoured(Level.WARNING, "Lingjun plans have no shared file system (storage.shared is none there), so "
-                       "it has no effect", "remove it")
+NO_SPOT = Unhonoured(
+    Level.WARNING,
+    "Lingjun has no spot nodes (spot.enabled is refused there), so it has no effect",
+    "remove it",
+)
+NO_SHARED = Unhonoured(
+    Level.WARNING,
+    "Lingjun plans have no shared file system (storage.shared is none there), so it has no effect",
+    "remove it",
+)
 
 PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
-    capabilities=frozenset({C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}),
+    capabilities=frozenset(
+        {C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}
+    ),
     parts="generator.platforms.lingjun.parts:LingjunParts",
-    program_parts=("network", "network_lingjun", "identity_lingjun", "checkpoints", "storage", "compute_lingjun",
-                   "outputs_lingjun"),
-    template_parts={"summary": "summary_lingjun.py", "stack_config": "stack_config_lingjun.yaml",
-                    "readme_row": "readme_row_lingjun.md"},
+    program_parts=(
+        "network",
+        "network_lingjun",
+        "identity_lingjun",
+        "checkpoints",
+        "storage",
+        "compute_lingjun",
+        "outputs_lingjun",
+    ),
+    template_parts={
+        "summary": "summary_lingjun.py",
+        "stack_config": "stack_config_lingjun.yaml",
+        "readme_row": "readme_row_lingjun.md",
+    },
     unhonoured={
         # the lifecycle rule expires only objects tagged rolling, so without the tagger keep_last would keep all
-        "checkpoints.milestones": Unhonoured(Level.ERROR, "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
-                                             "of an ECS cluster, and Lingjun nodes run no copy to OSS",
-                                             "remove checkpoints.milestones and keep the milestones you want "
-                                             "by copying them out of the prefix"),
-        "compute.system_disk_gib": Unhonoured(Level.WARNING, "eflo node groups take no system disk size", rule=True,
-                                              when="any"),
-        "compute.data_disk_gib": Unhonoured(Level.ERROR, "eflo.Node data disks cannot be encrypted", rule=True,
-                                            when="more than 0"),
+        "checkpoints.milestones": Unhonoured(
+            Level.ERROR,
+            "the milestones are tagged by trainstack-ckpt-sync on rank 0 "
+            "of an ECS cluster, and Lingjun nodes run no copy to OSS",
+            "remove checkpoints.milestones and keep the milestones you want "
+            "by copying them out of the prefix",
+        ),
+        "compute.system_disk_gib": Unhonoured(
+            Level.WARNING, "eflo node groups take no system disk size", rule=True, when="any"
+        ),
+        "compute.data_disk_gib": Unhonoured(
+            Level.ERROR, "eflo.Node data disks cannot be encrypted", rule=True, when="more than 0"
+        ),
         # The HPN network is Lingjun's: eflo.Node and eflo.NodeGroup take no MTU in pulumi-alicloud 4.x (the
         # package's eflo module has no MTU argument), and the plan sets none (MTU 1500, jumbo frames off).
-        "network.jumbo_frames": Unhonoured(Level.WARNING, "Lingjun's HPN network decides the nodes' MTU: eflo nodes "
-                                           "and node groups take no MTU in pulumi-alicloud, so trainstack sets none",
-                                           "remove network.jumbo_frames"),
-        "storage.shared": Unhonoured(Level.ERROR, "Lingjun nodes mount no CPFS or NAS", rule=True,
-                                     when="cpfs or extreme-nas"),
+        "network.jumbo_frames": Unhonoured(
+            Level.WARNING,
+            "Lingjun's HPN network decides the nodes' MTU: eflo nodes "
+            "and node groups take no MTU in pulumi-alicloud, so trainstack sets none",
+            "remove network.jumbo_frames",
+        ),
+        "storage.shared": Unhonoured(
+            Level.ERROR, "Lingjun nodes mount no CPFS or NAS", rule=True, when="cpfs or extreme-nas"
+        ),
         "storage.capacity": NO_SHARED,
         "storage.storage_class": NO_SHARED,
         "storage.mount_path": NO_SHARED,
         "storage.dataset": Unhonoured(Level.ERROR, "importing a dataset needs CPFS", rule=True, when="any"),
-        "spot.enabled": Unhonoured(Level.ERROR, "eflo.Node is billed Subscription or PayAsYouGo", rule=True,
-                                   when="true"),
+        "spot.enabled": Unhonoured(
+            Level.ERROR, "eflo.Node is billed Subscription or PayAsYouGo", rule=True, when="true"
+        ),
         "spot.strategy": NO_SPOT,
         "spot.max_price_ratio": NO_SPOT,
         "spot.on_demand_base": NO_SPOT,
@@ -59,6 +87,9 @@ PLATFORM = Platform(
     machine_noun="Lingjun machine type",
     default_key_pair="{name}-admin",  # the node group logs in with a key pair (compute_lingjun.py.j2 KEY_PAIR)
     pause_leaves_out="no eflo.Node and no node group; the eflo cluster, VPD and subnets stay",
-    paused_items=(PausedItem("lingjun_cluster", "Lingjun cluster and VPD", "the eflo cluster (no node), VPD and "
-                             "subnets"),),
+    paused_items=(
+        PausedItem(
+            "lingjun_cluster", "Lingjun cluster and VPD", "the eflo cluster (no node), VPD and subnets"
+        ),
+    ),
 )

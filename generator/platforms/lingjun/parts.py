@@ -33,8 +33,16 @@ class LingjunParts:
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return None  # the zone follows from the machine type's HPN zone (place)
 
-    def place(self, spec: Spec, catalog: Catalog, region: Region, zone: str, fit: Fit, decisions: list[Decision],
-              warnings: list[PlanWarning]) -> Placement:
+    def place(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        zone: str,
+        fit: Fit,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Placement:
         lj = catalog.lingjun_type(fit.itype.name)
         assert lj is not None, "the layout offers only Lingjun machine types on Lingjun"
         zone, hpn_zone = lingjun_place(spec, lj, decisions)
@@ -43,13 +51,42 @@ class LingjunParts:
         ranks = lingjun_nodes(spec, zone, fit, decisions)
         return Placement(zone, rdma, eri, network, ranks, (), lj, hpn_zone, vpd_cidr, subnets)
 
-    def spot(self, spec: Spec, fit: Fit, ranks: tuple[Node, ...], decisions: list[Decision],
-             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
+    def spot(
+        self,
+        spec: Spec,
+        fit: Fit,
+        ranks: tuple[Node, ...],
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
 
-    def part(self, spec: Spec, catalog: Catalog, region: Region, placement: Placement, best: Scored, storage: Storage,
-             checkpoints: Checkpoints, dlc_spot: DlcSpot | None, weights: Weights | None, decisions: list[Decision],
-             warnings: list[PlanWarning]) -> dict[str, Any]:
+    def part(
+        self,
+        spec: Spec,
+        catalog: Catalog,
+        region: Region,
+        placement: Placement,
+        best: Scored,
+        storage: Storage,
+        checkpoints: Checkpoints,
+        dlc_spot: DlcSpot | None,
+        weights: Weights | None,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> dict[str, Any]:
         assert placement.machine is not None
-        return {"lingjun": plan_lingjun(spec, placement.machine, placement.zone, placement.hpn_zone,
-                                        placement.vpd_cidr, placement.subnets, best, checkpoints, decisions, warnings)}
+        return {
+            "lingjun": plan_lingjun(
+                spec,
+                placement.machine,
+                placement.zone,
+                placement.hpn_zone,
+                placement.vpd_cidr,
+                placement.subnets,
+                best,
+                checkpoints,
+                decisions,
+                warnings,
+            )
+        }

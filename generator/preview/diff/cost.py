@@ -28,13 +28,22 @@ HOURS_PER_MONTH = 730  # as the planner prices monthly storage (generator/plan/c
 State = Literal["running", "paused", "none"]
 Period = Literal["hour", "month", "run"]
 PERIODS: tuple[Period, ...] = ("hour", "month", "run")
-PERIOD_TITLES: Mapping[Period, str] = {"hour": "per hour", "month": f"per month ({HOURS_PER_MONTH} h)",
-                                       "run": "whole run"}
+PERIOD_TITLES: Mapping[Period, str] = {
+    "hour": "per hour",
+    "month": f"per month ({HOURS_PER_MONTH} h)",
+    "run": "whole run",
+}
 # The breakdown, in report order: compute (on demand, spot), then storage (shared file system, checkpoint objects).
-LINES: tuple[tuple[str, str], ...] = (("compute_on_demand", "compute on demand"), ("compute_spot", "compute spot"),
-                                      ("shared_storage", "shared storage"), ("object_storage", "object storage"))
-ESTIMATE_NOTE = ("ESTIMATE = not a published list price (spot prices are the spec's assumed ratio of list); "
-                 "see generator/catalog/data/v1/README.md for the method")
+LINES: tuple[tuple[str, str], ...] = (
+    ("compute_on_demand", "compute on demand"),
+    ("compute_spot", "compute spot"),
+    ("shared_storage", "shared storage"),
+    ("object_storage", "object storage"),
+)
+ESTIMATE_NOTE = (
+    "ESTIMATE = not a published list price (spot prices are the spec's assumed ratio of list); "
+    "see generator/catalog/data/v1/README.md for the method"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +55,9 @@ class SideCost:
     run: Mapping[str, float] | None  # the whole run per line; None when the spec gives no model.tokens
     total_per_hour: float
     run_total: float | None
-    run_hours: float | None  # wall-clock hours: compute + bubble + checkpoint writes, plus rework and restores
+    run_hours: (
+        float | None
+    )  # wall-clock hours: compute + bubble + checkpoint writes, plus rework and restores
     estimated: frozenset[str]  # the LINES keys that rest on an estimated price
     per_day: float = 0.0  # the planner's figure: Cost.total_per_day, or PausedCost.per_day while paused
     resume_per_hour: float | None = None  # paused: what the running cluster costs per hour once resumed
@@ -62,7 +73,9 @@ class SideCost:
         return hourly if period == "hour" else round(hourly * HOURS_PER_MONTH, 2)
 
 
-NO_CLUSTER = SideCost("none", {k: 0.0 for k, _ in LINES}, {k: 0.0 for k, _ in LINES}, 0.0, 0.0, 0.0, frozenset())
+NO_CLUSTER = SideCost(
+    "none", {k: 0.0 for k, _ in LINES}, {k: 0.0 for k, _ in LINES}, 0.0, 0.0, 0.0, frozenset()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +108,9 @@ class CostDelta:
     base: SideCost
     head: SideCost
     notes: tuple[str, ...]
-    base_stack_kept: str = ""  # "project/stack" when HEAD deploys to another stack: BASE's keeps running (and billing)
+    base_stack_kept: str = (
+        ""  # "project/stack" when HEAD deploys to another stack: BASE's keeps running (and billing)
+    )
     head_stack_alone: SideCost | None = None  # with base_stack_kept: the new stack alone (head is base + new)
 
     @property
@@ -114,7 +129,10 @@ class CostDelta:
     def rows(self, period: Period) -> list[Row]:
         """The breakdown lines and the total for one period."""
         est = self.base.estimated | self.head.estimated
-        out = [Row(k, label, self.base.amount(period, k), self.head.amount(period, k), k in est) for k, label in LINES]
+        out = [
+            Row(k, label, self.base.amount(period, k), self.head.amount(period, k), k in est)
+            for k, label in LINES
+        ]
         out.append(Row("total", "total", self.base.amount(period), self.head.amount(period), bool(est)))
         return out
 
@@ -133,16 +151,31 @@ def side_cost(plan: Plan | None, catalog: Catalog) -> SideCost:
         kept = {i.item: i for i in c.paused.items}
         per_hour = {k: (kept[k].per_hour or 0.0) if k in kept else 0.0 for k, _ in LINES}
         estimated = frozenset(k for k in per_hour if k in kept and kept[k].basis == "ESTIMATE")
-        return SideCost("paused", per_hour, None, c.paused.per_hour, None, None, estimated, c.paused.per_day,
-                        resume_per_hour=c.total_per_hour, notes=tuple(c.paused.notes))
+        return SideCost(
+            "paused",
+            per_hour,
+            None,
+            c.paused.per_hour,
+            None,
+            None,
+            estimated,
+            c.paused.per_day,
+            resume_per_hour=c.total_per_hour,
+            notes=tuple(c.paused.notes),
+        )
     report = cost_report(plan, catalog)
     lines = {ln["item"]: ln for ln in report["lines"]}
     hours = None if c.run_hours is None else round(c.run_hours + (c.expected_rework_hours or 0.0), 2)
-    return SideCost("running", {k: lines[k]["per_hour"] for k, _ in LINES},
-                    None if c.run_total is None else {k: lines[k]["run"] for k, _ in LINES},
-                    c.total_per_hour, c.run_total, hours,
-                    frozenset(k for k, _ in LINES if lines[k]["price"] and lines[k]["price"]["estimated"]),
-                    c.total_per_day)
+    return SideCost(
+        "running",
+        {k: lines[k]["per_hour"] for k, _ in LINES},
+        None if c.run_total is None else {k: lines[k]["run"] for k, _ in LINES},
+        c.total_per_hour,
+        c.run_total,
+        hours,
+        frozenset(k for k, _ in LINES if lines[k]["price"] and lines[k]["price"]["estimated"]),
+        c.total_per_day,
+    )
 
 
 def cost_delta(base: Plan | None, head: Plan | None, catalog: Catalog | None = None) -> CostDelta:
@@ -166,30 +199,57 @@ def cost_delta(base: Plan | None, head: Plan | None, catalog: Catalog | None = N
 
 def _both(a: SideCost, b: SideCost) -> SideCost:
     """What two stacks bill together: each line summed (a run figure only when both have one)."""
+
     def add(x: float | None, y: float | None) -> float | None:
         return None if x is None or y is None else round(x + y, 2)
 
     run = None if a.run is None or b.run is None else {k: round(a.run[k] + b.run[k], 2) for k, _ in LINES}
     state: State = "running" if "running" in (a.state, b.state) else b.state
-    return SideCost(state, {k: round(a.per_hour[k] + b.per_hour[k], 2) for k, _ in LINES}, run,
-                    round(a.total_per_hour + b.total_per_hour, 2), add(a.run_total, b.run_total),
-                    b.run_hours, a.estimated | b.estimated, round(a.per_day + b.per_day, 2), notes=b.notes)
+    return SideCost(
+        state,
+        {k: round(a.per_hour[k] + b.per_hour[k], 2) for k, _ in LINES},
+        run,
+        round(a.total_per_hour + b.total_per_hour, 2),
+        add(a.run_total, b.run_total),
+        b.run_hours,
+        a.estimated | b.estimated,
+        round(a.per_day + b.per_day, 2),
+        notes=b.notes,
+    )
 
 
 def to_dict(delta: CostDelta) -> dict[str, Any]:
     """The ``cost`` object of the diff's JSON report."""
+
     def side(s: SideCost) -> dict[str, Any]:
-        return {"state": s.state, "per_hour": s.total_per_hour, "per_day": s.per_day,
-                "per_month": s.amount("month"), "run": s.run_total, "run_hours": s.run_hours,
-                "resume_per_hour": s.resume_per_hour}
+        return {
+            "state": s.state,
+            "per_hour": s.total_per_hour,
+            "per_day": s.per_day,
+            "per_month": s.amount("month"),
+            "run": s.run_total,
+            "run_hours": s.run_hours,
+            "resume_per_hour": s.resume_per_hour,
+        }
 
     def row(r: Row) -> dict[str, Any]:
-        return {"item": r.key, "label": r.label, "old": r.old, "new": r.new, "change": r.change,
-                "percent": r.percent, "estimated": r.estimated}
+        return {
+            "item": r.key,
+            "label": r.label,
+            "old": r.old,
+            "new": r.new,
+            "change": r.change,
+            "percent": r.percent,
+            "estimated": r.estimated,
+        }
 
     return {
-        "currency": delta.currency, "hours_per_month": HOURS_PER_MONTH, "changed": delta.changed,
-        "estimated": delta.estimated, "base": side(delta.base), "head": side(delta.head),
+        "currency": delta.currency,
+        "hours_per_month": HOURS_PER_MONTH,
+        "changed": delta.changed,
+        "estimated": delta.estimated,
+        "base": side(delta.base),
+        "head": side(delta.head),
         "base_stack_kept": delta.base_stack_kept or None,
         "head_stack_alone": None if delta.head_stack_alone is None else side(delta.head_stack_alone),
         "periods": {p: [row(r) for r in delta.rows(p)] for p in PERIODS},

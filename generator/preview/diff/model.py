@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
 
 Action = Literal["create", "update", "replace", "delete"]
-Impact = Literal["data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown", "restarts-nodes",
-                 "safe"]
+Impact = Literal[
+    "data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown", "restarts-nodes", "safe"
+]
 Effect = Literal["replace", "reboot", "in-place", "ignored", "grow-only", "unknown", "fails-at-apply"]
 
 # Worst first. Certain loss (data, then nodes) outranks everything. A change the cloud refuses comes next: it is
@@ -29,8 +30,15 @@ Effect = Literal["replace", "reboot", "in-place", "ignored", "grow-only", "unkno
 # provider never applies follows: the reviewed program and the cloud silently disagree, and the fix is a
 # replacement by hand. An unknown property may be a replacement, so it outranks a known reboot; it stays below the
 # classes that are known to destroy or fail something, and above safe, which it never is.
-IMPACTS: tuple[Impact, ...] = ("data-at-risk", "replaces-nodes", "fails-at-apply", "never-applied", "unknown",
-                               "restarts-nodes", "safe")
+IMPACTS: tuple[Impact, ...] = (
+    "data-at-risk",
+    "replaces-nodes",
+    "fails-at-apply",
+    "never-applied",
+    "unknown",
+    "restarts-nodes",
+    "safe",
+)
 ACTIONS: tuple[Action, ...] = ("delete", "replace", "update", "create")  # most destructive first
 # What a data row may say. "grow-only": updated in place when the new value is larger, refused by the cloud when it
 # is smaller (a CPFS/Extreme NAS capacity, a disk size); the diff resolves it per change, by value.
@@ -42,16 +50,21 @@ EFFECTS: tuple[Effect, ...] = (*DATA_EFFECTS, "unknown", "fails-at-apply")
 INSTANCE = "alicloud:ecs/instance:Instance"
 NODE_TYPES = frozenset({INSTANCE, "alicloud:eflo/node:Node"})  # a GPU node: ECS instance or Lingjun node
 # Resources whose deletion loses data: the shared file system, the dataset fileset, the checkpoint bucket.
-DATA_TYPES = frozenset({"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/fileset:Fileset",
-                        "alicloud:oss/bucket:Bucket"})
+DATA_TYPES = frozenset(
+    {"alicloud:nas/fileSystem:FileSystem", "alicloud:nas/fileset:Fileset", "alicloud:oss/bucket:Bucket"}
+)
 
 IMPACT_TITLES: Mapping[Impact, str] = {
     "data-at-risk": "a file system, fileset or bucket and its data could be deleted",
     "replaces-nodes": "GPU nodes are created, deleted or replaced; training is interrupted",
-    "fails-at-apply": ("a value the cloud can only grow (file system capacity, disk size) gets smaller: the cloud "
-                       "refuses it and `pulumi up` fails part-way; keep the old value"),
-    "never-applied": ("the change is recorded in the program but the provider will not apply it; replace the "
-                      "resource by hand (`pulumi up --replace URN`) or revert"),
+    "fails-at-apply": (
+        "a value the cloud can only grow (file system capacity, disk size) gets smaller: the cloud "
+        "refuses it and `pulumi up` fails part-way; keep the old value"
+    ),
+    "never-applied": (
+        "the change is recorded in the program but the provider will not apply it; replace the "
+        "resource by hand (`pulumi up --replace URN`) or revert"
+    ),
     "unknown": "trainstack has no provider data for this property; treat it as a possible replacement",
     "restarts-nodes": "GPU nodes reboot in place; training is interrupted",
     "safe": "no data loss and no node interruption",
@@ -59,8 +72,17 @@ IMPACT_TITLES: Mapping[Impact, str] = {
 
 
 Kind = Literal["new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update", "none"]
-KINDS: tuple[Kind, ...] = ("new stack", "deleted stack", "pause", "resume", "replace", "grow", "shrink", "update",
-                           "none")
+KINDS: tuple[Kind, ...] = (
+    "new stack",
+    "deleted stack",
+    "pause",
+    "resume",
+    "replace",
+    "grow",
+    "shrink",
+    "update",
+    "none",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +169,9 @@ class DiffResult:
     notes: tuple[str, ...] = ()
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
     picture: str = ""  # the change as one Mermaid diagram, boxes coloured by impact ("" without plans)
-    what: WhatChanged | None = None  # the spec-level change from the two plans; None when graphs were given directly
+    what: WhatChanged | None = (
+        None  # the spec-level change from the two plans; None when graphs were given directly
+    )
 
     @property
     def has_changes(self) -> bool:

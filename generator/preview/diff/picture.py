@@ -29,35 +29,81 @@ if TYPE_CHECKING:
 
 # Which box each resource module belongs to (the token's middle part: alicloud:MODULE:Type).
 _BOX_OF_MODULE: Mapping[str, str] = {
-    "vpc/network": "net", "vpc/switch": "net", "ecs/securityGroup": "net", "ecs/securityGroupRule": "net",
-    "vpc/natGateway": "net", "vpc/snatEntry": "net", "ecs/eipAddress": "net", "ecs/eipAssociation": "net",
-    "eflo/vpd": "net", "eflo/subnet": "net",
-    "ecs/instance": "nodes", "ecs/ramRoleAttachment": "nodes", "ecs/ecsDeploymentSet": "nodes",
-    "ecs/hpcCluster": "nodes", "eflo/node": "nodes", "eflo/nodeGroup": "nodes", "eflo/cluster": "nodes",
-    "nas/fileSystem": "fs", "nas/fileset": "fs", "nas/protocolService": "fs", "nas/protocolMountTarget": "fs",
-    "nas/mountTarget": "fs", "nas/accessGroup": "fs", "nas/accessRule": "fs", "nas/dataFlow": "dataset",
-    "oss/bucket": "ckpt", "oss/bucketAcl": "ckpt", "oss/bucketPublicAccessBlock": "ckpt",
+    "vpc/network": "net",
+    "vpc/switch": "net",
+    "ecs/securityGroup": "net",
+    "ecs/securityGroupRule": "net",
+    "vpc/natGateway": "net",
+    "vpc/snatEntry": "net",
+    "ecs/eipAddress": "net",
+    "ecs/eipAssociation": "net",
+    "eflo/vpd": "net",
+    "eflo/subnet": "net",
+    "ecs/instance": "nodes",
+    "ecs/ramRoleAttachment": "nodes",
+    "ecs/ecsDeploymentSet": "nodes",
+    "ecs/hpcCluster": "nodes",
+    "eflo/node": "nodes",
+    "eflo/nodeGroup": "nodes",
+    "eflo/cluster": "nodes",
+    "nas/fileSystem": "fs",
+    "nas/fileset": "fs",
+    "nas/protocolService": "fs",
+    "nas/protocolMountTarget": "fs",
+    "nas/mountTarget": "fs",
+    "nas/accessGroup": "fs",
+    "nas/accessRule": "fs",
+    "nas/dataFlow": "dataset",
+    "oss/bucket": "ckpt",
+    "oss/bucketAcl": "ckpt",
+    "oss/bucketPublicAccessBlock": "ckpt",
     "oss/bucketObject": "ckpt",
-    "ram/role": "role", "ram/policy": "role", "ram/rolePolicyAttachment": "role", "ram/user": "role",
+    "ram/role": "role",
+    "ram/policy": "role",
+    "ram/rolePolicyAttachment": "role",
+    "ram/user": "role",
     "ram/userPolicyAttachment": "role",
-    "pai/workspaceWorkspace": "workspace", "pai/workspaceDataset": "workspace",
+    "pai/workspaceWorkspace": "workspace",
+    "pai/workspaceDataset": "workspace",
 }
-_TITLES: Mapping[str, str] = {"net": "network", "nodes": "GPU nodes", "fs": "shared file system",
-                              "ckpt": "checkpoint bucket", "role": "RAM role", "dataset": "dataset flow",
-                              "workspace": "PAI workspace", "other": "other"}
+_TITLES: Mapping[str, str] = {
+    "net": "network",
+    "nodes": "GPU nodes",
+    "fs": "shared file system",
+    "ckpt": "checkpoint bucket",
+    "role": "RAM role",
+    "dataset": "dataset flow",
+    "workspace": "PAI workspace",
+    "other": "other",
+}
 _ORDER = ("net", "nodes", "fs", "dataset", "ckpt", "role", "workspace", "other")
-_EDGES = (("net", "nodes"), ("nodes", "fs"), ("dataset", "fs"), ("nodes", "ckpt"), ("role", "nodes"),
-          ("workspace", "ckpt"))
+_EDGES = (
+    ("net", "nodes"),
+    ("nodes", "fs"),
+    ("dataset", "fs"),
+    ("nodes", "ckpt"),
+    ("role", "nodes"),
+    ("workspace", "ckpt"),
+)
 
 # colour class of each impact; the class names are the legend's order, worst first
-CLASS_OF_IMPACT: Mapping[Impact, str] = {"data-at-risk": "risk", "replaces-nodes": "interrupt",
-                                         "fails-at-apply": "refused", "never-applied": "refused",
-                                         "unknown": "refused", "restarts-nodes": "reboot", "safe": "safe"}
+CLASS_OF_IMPACT: Mapping[Impact, str] = {
+    "data-at-risk": "risk",
+    "replaces-nodes": "interrupt",
+    "fails-at-apply": "refused",
+    "never-applied": "refused",
+    "unknown": "refused",
+    "restarts-nodes": "reboot",
+    "safe": "safe",
+}
 CLASSES: Mapping[str, tuple[str, str, str]] = {  # class: (style, marker, meaning)
     "risk": ("fill:#fde2e1,stroke:#cf222e,stroke-width:4px,color:#1f2328", "🔴", "data at risk"),
     "interrupt": ("fill:#fff1e5,stroke:#e16f24,stroke-width:3px,color:#1f2328", "🟠", "replaces nodes"),
-    "refused": ("fill:#f3e8ff,stroke:#8250df,stroke-width:3px,color:#1f2328", "🟣",
-                "refused, not applied or unknown"),
+    "refused": (
+        "fill:#f3e8ff,stroke:#8250df,stroke-width:3px,color:#1f2328",
+        "🟣",
+        "refused, not applied or unknown",
+    ),
     "reboot": ("fill:#fff8c5,stroke:#bf8700,stroke-width:3px,color:#1f2328", "🟡", "reboots nodes"),
     "safe": ("fill:#ffffff,stroke:#1a7f37,stroke-width:2px,color:#1f2328", "🟢", "safe"),
 }
@@ -89,8 +135,11 @@ def _counts(changes: Iterable[Change]) -> str:
     n = {"create": 0, "update": 0, "replace": 0, "delete": 0}
     for c in changes:
         n[c.action] += 1
-    parts = [f"{sym}{n[a]}" for a, sym in (("create", "+"), ("update", "~"), ("replace", "±"), ("delete", "-"))
-             if n[a]]
+    parts = [
+        f"{sym}{n[a]}"
+        for a, sym in (("create", "+"), ("update", "~"), ("replace", "±"), ("delete", "-"))
+        if n[a]
+    ]
     return " ".join(parts)
 
 
@@ -103,8 +152,12 @@ def _nodes_text(plan: Plan | None) -> str:
 
 def _detail(box: str, base: Plan | None, head: Plan | None, changes: list[Change]) -> str:
     """The second line of a changed box: base -> head in the part's own terms, else the action counts."""
-    if box == "nodes" and (base is None or head is None or base.compute.nodes != head.compute.nodes
-                           or base.compute.paused != head.compute.paused):
+    if box == "nodes" and (
+        base is None
+        or head is None
+        or base.compute.nodes != head.compute.nodes
+        or base.compute.paused != head.compute.paused
+    ):
         return f"{_nodes_text(base)} -> {_nodes_text(head)} nodes"
     if box == "nodes" and head is not None:
         hit = [c for c in changes if c.type in NODE_TYPES]
@@ -112,7 +165,12 @@ def _detail(box: str, base: Plan | None, head: Plan | None, changes: list[Change
             verb = {"replace": "replaced", "update": "updated"}
             kinds = sorted({c.action for c in hit})
             return f"{len(hit)} of {head.compute.nodes} {'/'.join(verb.get(k, k) for k in kinds)}"
-    if box == "fs" and base is not None and head is not None and base.storage.capacity_gib != head.storage.capacity_gib:
+    if (
+        box == "fs"
+        and base is not None
+        and head is not None
+        and base.storage.capacity_gib != head.storage.capacity_gib
+    ):
         return f"{base.storage.capacity_gib:,} -> {head.storage.capacity_gib:,} GiB"
     return _counts(changes)
 

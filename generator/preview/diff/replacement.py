@@ -44,8 +44,10 @@ class Rule:
     source: str
 
 
-UNKNOWN_RULE = Rule("unknown", "no row in generator/preview/data/replacement/: trainstack has no provider data "
-                               "for this property")
+UNKNOWN_RULE = Rule(
+    "unknown",
+    "no row in generator/preview/data/replacement/: trainstack has no provider data for this property",
+)
 DEFAULT_RULE = UNKNOWN_RULE  # the rule of a property without a row (it used to be "in-place")
 
 
@@ -91,11 +93,15 @@ def _load_file(path: Path, rules: dict[tuple[str, str], Rule], where: dict[tuple
         if not row["source"].strip():
             raise DiffError(f"{path}:{line}: every row cites its source")
         if effect == "unknown" and not row["source"].startswith(("UNVERIFIED", "UNCERTAIN")):
-            raise DiffError(f"{path}:{line}: an 'unknown' row says why (its source starts with UNVERIFIED or "
-                            "UNCERTAIN); a property without data needs no row")
+            raise DiffError(
+                f"{path}:{line}: an 'unknown' row says why (its source starts with UNVERIFIED or "
+                "UNCERTAIN); a property without data needs no row"
+            )
         if effect in ("in-place", "ignored", "grow-only") and not SOURCE_LINE.search(row["source"]):
-            raise DiffError(f"{path}:{line}: {key[0]} {key[1]} is '{effect}' without a provider source "
-                            "(alicloud/resource_alicloud_*.go:LINE); a change without one is 'unknown'")
+            raise DiffError(
+                f"{path}:{line}: {key[0]} {key[1]} is '{effect}' without a provider source "
+                "(alicloud/resource_alicloud_*.go:LINE); a change without one is 'unknown'"
+            )
         if key in rules:
             raise DiffError(f"{path}:{line}: {key[0]} {key[1]} is listed twice (first at {where[key]})")
         rules[key] = Rule(effect, row["source"].strip())
@@ -132,9 +138,13 @@ def load_unset(path: Path = UNSET_DATA) -> Mapping[tuple[str, str], Unset]:
     out: dict[tuple[str, str], Unset] = {}
     for row in reader:
         if None in row or any(v is None for v in row.values()):
-            raise DiffError(f"{path}:{reader.line_num}: a row has exactly 4 fields: {','.join(_UNSET_HEADER)}")
+            raise DiffError(
+                f"{path}:{reader.line_num}: a row has exactly 4 fields: {','.join(_UNSET_HEADER)}"
+            )
         key = (row["type"].strip(), row["property"].strip())
         if not SOURCE_LINE.search(row["source"]) or key in out:
-            raise DiffError(f"{path}:{reader.line_num}: {key[0]} {key[1]} needs one row citing the provider source")
+            raise DiffError(
+                f"{path}:{reader.line_num}: {key[0]} {key[1]} needs one row citing the provider source"
+            )
         out[key] = Unset(row["computed_default"].strip(), row["source"].strip())
     return out

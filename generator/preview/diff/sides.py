@@ -48,8 +48,9 @@ def read_side(arg: str, cwd: str | Path | None = None) -> Side:
     cwd = Path(cwd) if cwd is not None else Path.cwd()
     ref, path = arg.split(":", 1)
     if not ref or not path:
-        raise DiffError(f"'{arg}' is neither a spec file nor GIT_REF:path "
-                        "(e.g. origin/main:examples/pretrain-70b.yaml)")
+        raise DiffError(
+            f"'{arg}' is neither a spec file nor GIT_REF:path (e.g. origin/main:examples/pretrain-70b.yaml)"
+        )
     return _read_git(ref, path, cwd)
 
 
@@ -72,8 +73,10 @@ def _read_git(ref: str, path: str, cwd: Path) -> Side:
         raise DiffError(f"cannot read {what}: {cwd} is not inside a git repository")
     root = Path(top.stdout.decode().strip()).resolve()
     if _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd).returncode != 0:
-        raise DiffError(f"cannot read {what}: git does not know the revision '{ref}' (a CI checkout may need "
-                        f"the base branch fetched, e.g. 'git fetch origin main' or fetch-depth: 0)")
+        raise DiffError(
+            f"cannot read {what}: git does not know the revision '{ref}' (a CI checkout may need "
+            f"the base branch fetched, e.g. 'git fetch origin main' or fetch-depth: 0)"
+        )
     candidates: list[str] = []
     relative = os.path.relpath(os.path.normpath(cwd.resolve() / path), root).replace(os.sep, "/")
     if not relative.startswith("../"):
@@ -104,12 +107,16 @@ def _check_blob(ref: str, candidate: str, what: str, cwd: Path) -> None:
     listed = _git(["ls-tree", "-z", ref, "--", candidate], cwd)
     mode = listed.stdout.decode(errors="replace").split(" ", 1)[0] if listed.returncode == 0 else ""
     if mode == "120000":
-        raise DiffError(f"cannot read {what}: it is a symbolic link in {ref}; trainstack reads specs from regular "
-                        "files only")
+        raise DiffError(
+            f"cannot read {what}: it is a symbolic link in {ref}; trainstack reads specs from regular "
+            "files only"
+        )
     size = _git(["cat-file", "-s", f"{ref}:{candidate}"], cwd)
     if size.returncode == 0 and int(size.stdout.decode().strip() or 0) > MAX_SPEC_BYTES:
-        raise DiffError(f"cannot read {what}: it holds more than {MAX_SPEC_BYTES:,} bytes (1 MiB), the most a spec "
-                        "may hold")
+        raise DiffError(
+            f"cannot read {what}: it holds more than {MAX_SPEC_BYTES:,} bytes (1 MiB), the most a spec "
+            "may hold"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +155,9 @@ def render_side(side: Side, catalog: Catalog | None = None) -> tuple[Graph, Side
     return _run_side(_plan_side(side, catalog or load_catalog()))
 
 
-def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
-               catalog: Catalog | None = None) -> DiffResult:
+def diff_sides(
+    base: str, head: str, *, cwd: str | Path | None = None, catalog: Catalog | None = None
+) -> DiffResult:
     """Diff two sides given as spec paths or ``GIT_REF:path``.
 
     Both sides are read first (a bad ref fails fast), then both specs are checked and planned (a bad spec
@@ -167,7 +175,9 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
 
         gone = _plan_side(read_side(base, cwd), catalog)
         gone_graph, gone_info = _run_side(gone)
-        result = diff_graphs(gone_graph, Graph(), base_info=gone_info, head_info=SideInfo(label=f"{head} (deleted)"))
+        result = diff_graphs(
+            gone_graph, Graph(), base_info=gone_info, head_info=SideInfo(label=f"{head} (deleted)")
+        )
         return _finish(result, gone.plan, None, catalog)
     if base in EMPTY_SIDES:  # a spec new in this change: everything it declares is created (and costs from 0)
         head_planned = _plan_side(read_side(head, cwd), catalog)
@@ -184,8 +194,12 @@ def diff_sides(base: str, head: str, *, cwd: str | Path | None = None,
     base_run = _run_side(base_planned) if base_planned is not None else None
     head_graph, head_info = _run_side(head_planned)
     if base_run is None:  # the spec path only appears in comments of the rendered files
-        base_graph, base_info = head_graph, SideInfo(base_side.label, head_info.project, head_info.stack,
-                                                     head_info.region, head_info.resources)
+        base_graph, base_info = (
+            head_graph,
+            SideInfo(
+                base_side.label, head_info.project, head_info.stack, head_info.region, head_info.resources
+            ),
+        )
     else:
         base_graph, base_info = base_run
     result = diff_graphs(base_graph, head_graph, base_info=base_info, head_info=head_info)
@@ -208,10 +222,17 @@ def _finish(result: DiffResult, base: Plan | None, head: Plan | None, catalog: C
     cost = cost_delta(base, head, catalog)
     what = what_changed(base, head, result, cost)
     if what.kind == "pause":  # a released node comes back on resume: say so instead of "loses a rank"
-        result = replace(result, changes=tuple(replace(c, reason=PAUSED_NODE) if c.action == "delete"
-                                               and c.type in NODE_TYPES else c for c in result.changes))
+        result = replace(
+            result,
+            changes=tuple(
+                replace(c, reason=PAUSED_NODE) if c.action == "delete" and c.type in NODE_TYPES else c
+                for c in result.changes
+            ),
+        )
     return replace(result, cost=cost, what=what, picture=diagram(base, head, result, what))
 
 
-PAUSED_NODE = ("released by compute.paused: the job stops and the node's local disks are lost; resuming "
-               "(compute.paused: false) creates it again with the same name and address.")
+PAUSED_NODE = (
+    "released by compute.paused: the job stops and the node's local disks are lost; resuming "
+    "(compute.paused: false) creates it again with the same name and address."
+)

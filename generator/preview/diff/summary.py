@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "Fact", "Kind", "WhatChanged", "money_change", "plan_facts", "to_dict", "what_changed"]
 GIB = 1024**3
 
+
 def _money(x: float | None) -> str:
     if x is None:
         return "n/a"
@@ -86,17 +87,36 @@ def _nodes(plan: Plan) -> str:
 
 def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
     """The table's values for one side (``—`` for a side without a cluster); ``cost`` is that side's SideCost."""
-    labels = ("stack", "nodes", "GPUs", "instance type", "layout", "memory per GPU", "wall clock", "spot",
-              "network", "shared storage", "cost per month", "whole run")
+    labels = (
+        "stack",
+        "nodes",
+        "GPUs",
+        "instance type",
+        "layout",
+        "memory per GPU",
+        "wall clock",
+        "spot",
+        "network",
+        "shared storage",
+        "cost per month",
+        "whole run",
+    )
     if plan is None:
         return dict.fromkeys(labels, "—")
     c = plan.compute
     wall = plan.schedule.wall_hours if plan.schedule is not None else plan.cost.run_hours
-    out = {"stack": f"{plan.name}/{plan.stack}", "nodes": _nodes(plan), "GPUs": f"{c.total_gpus} x {c.gpu}", "instance type": c.instance_type,
-           "layout": _layout(plan),
-           "memory per GPU": f"{plan.sizing.total / GIB:,.1f} of {plan.sizing.gpu_memory / GIB:,.0f} GiB",
-           "wall clock": "paused" if c.paused else _hours(wall), "spot": _spot(plan),
-           "network": f"VPC {plan.network.vpc_cidr}", "shared storage": _storage(plan)}
+    out = {
+        "stack": f"{plan.name}/{plan.stack}",
+        "nodes": _nodes(plan),
+        "GPUs": f"{c.total_gpus} x {c.gpu}",
+        "instance type": c.instance_type,
+        "layout": _layout(plan),
+        "memory per GPU": f"{plan.sizing.total / GIB:,.1f} of {plan.sizing.gpu_memory / GIB:,.0f} GiB",
+        "wall clock": "paused" if c.paused else _hours(wall),
+        "spot": _spot(plan),
+        "network": f"VPC {plan.network.vpc_cidr}",
+        "shared storage": _storage(plan),
+    }
     if cost is not None:
         month, run = cost.amount("month"), cost.amount("run")
         out["cost per month"] = _money(month)
@@ -114,8 +134,9 @@ def _node_actions(result: DiffResult) -> set[str]:
     return {c.action for c in result.changes if c.type in NODE_TYPES}
 
 
-def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost: CostDelta | None,
-                 *, deleted: bool = False) -> WhatChanged:
+def what_changed(
+    base: Plan | None, head: Plan | None, result: DiffResult, cost: CostDelta | None, *, deleted: bool = False
+) -> WhatChanged:
     """The spec-level summary of ``result``; ``base``/``head`` None for a new or a deleted spec.
 
     Length: one headline case after another (deleted, new or renamed stack, pause, resume, replace, grow, shrink,
@@ -135,11 +156,15 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
         assert base is not None
         kind: Kind = "deleted stack"
         per_day = cost.base.per_day if cost is not None else 0.0
-        headline = (f"deleted stack: the spec is gone, but nothing destroys stack `{base.name}/{base.stack}`; "
-                    f"it keeps billing {_money(per_day)} {cur}/day until `trainstack destroy` runs")
-        notes.append(f"Merging this does not remove the cluster: the deploy job only deploys specs that exist. Run "
-                     f"`trainstack destroy` on `{base.name}/{base.stack}` first (its checkpoints and data are deleted "
-                     "with it unless they are kept), or keep the spec.")
+        headline = (
+            f"deleted stack: the spec is gone, but nothing destroys stack `{base.name}/{base.stack}`; "
+            f"it keeps billing {_money(per_day)} {cur}/day until `trainstack destroy` runs"
+        )
+        notes.append(
+            f"Merging this does not remove the cluster: the deploy job only deploys specs that exist. Run "
+            f"`trainstack destroy` on `{base.name}/{base.stack}` first (its checkpoints and data are deleted "
+            "with it unless they are kept), or keep the spec."
+        )
         gates.append("deleted-stack")
     elif base is None or other_stack:
         kind = "new stack"
@@ -148,18 +173,26 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
             headline = f"new stack {what}: {head.compute.nodes} nodes, {_money(cost.total('month').new if cost else None)} {cur}/month"
         else:
             both = cost.total("month").new if cost is not None else None
-            headline = (f"new stack {what} beside `{base.name}/{base.stack}`: while both run the bill is base + head, "
-                        f"{_money(both)} {cur}/month")
-            notes.append(f"This is a rename or a new stack, not an update: the old stack `{base.name}/{base.stack}` "
-                         "is not changed and keeps running and billing until someone destroys it.")
-        notes.append(f"The new stack {what} starts without checkpoints: a new, empty bucket and file system; the run "
-                     "starts from step 0 unless its checkpoints are copied over.")
+            headline = (
+                f"new stack {what} beside `{base.name}/{base.stack}`: while both run the bill is base + head, "
+                f"{_money(both)} {cur}/month"
+            )
+            notes.append(
+                f"This is a rename or a new stack, not an update: the old stack `{base.name}/{base.stack}` "
+                "is not changed and keeps running and billing until someone destroys it."
+            )
+        notes.append(
+            f"The new stack {what} starts without checkpoints: a new, empty bucket and file system; the run "
+            "starts from step 0 unless its checkpoints are copied over."
+        )
         gates.append("new-stack")
     elif not base.compute.paused and head.compute.paused:
         kind = "pause"
         per_day = cost.head.per_day if cost is not None else 0.0
-        headline = (f"pause: {base.compute.nodes} nodes released; network, storage, bucket and role kept; resume brings "
-                    f"back the same names and addresses; still {_money(per_day)} {cur}/day")
+        headline = (
+            f"pause: {base.compute.nodes} nodes released; network, storage, bucket and role kept; resume brings "
+            f"back the same names and addresses; still {_money(per_day)} {cur}/day"
+        )
     elif base.compute.paused and not head.compute.paused:
         kind = "resume"
         headline = f"resume: {head.compute.nodes} nodes created with the planned names and addresses; training restarts"
@@ -169,11 +202,20 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
         if "replace" in actions:
             n = sum(1 for c in result.changes if c.type in NODE_TYPES and c.action == "replace")
             size = f"{b} -> {h} nodes, " if b != h else ""
-            kind, headline = "replace", f"replace: {size}{n} of {h} GPU nodes replaced (local disks lost, job restarts)"
+            kind, headline = (
+                "replace",
+                f"replace: {size}{n} of {h} GPU nodes replaced (local disks lost, job restarts)",
+            )
         elif h > b:
-            kind, headline = "grow", f"grow: {b} -> {h} nodes (+{h - b}); the job restarts with the new world size"
+            kind, headline = (
+                "grow",
+                f"grow: {b} -> {h} nodes (+{h - b}); the job restarts with the new world size",
+            )
         elif h < b:
-            kind, headline = "shrink", f"shrink: {b} -> {h} nodes (-{b - h}); released nodes lose their local disks"
+            kind, headline = (
+                "shrink",
+                f"shrink: {b} -> {h} nodes (-{b - h}); released nodes lose their local disks",
+            )
         elif result.has_changes:
             kind, headline = "update", "update: no GPU node is created, deleted or replaced"
         else:
@@ -182,24 +224,37 @@ def what_changed(base: Plan | None, head: Plan | None, result: DiffResult, cost:
         if changed and kind != "none":
             headline += "; " + ", ".join(changed) + " change"
         if base.compute.tp != head.compute.tp or base.compute.pp != head.compute.pp:
-            notes.append(f"The layout changes ({_layout(base)} -> {_layout(head)}): the running job's checkpoints "
-                         "must be resharded for the new tensor/pipeline degrees before it resumes.")
+            notes.append(
+                f"The layout changes ({_layout(base)} -> {_layout(head)}): the running job's checkpoints "
+                "must be resharded for the new tensor/pipeline degrees before it resumes."
+            )
     lost = [c for c in result.changes if c.impact == "data-at-risk" and c.action in ("replace", "delete")]
     if lost and kind != "deleted stack":
         counts: dict[str, int] = {}
         for c in lost:
-            counts[_DATA_NAMES.get(c.type, c.short_type)] = counts.get(_DATA_NAMES.get(c.type, c.short_type), 0) + 1
+            counts[_DATA_NAMES.get(c.type, c.short_type)] = (
+                counts.get(_DATA_NAMES.get(c.type, c.short_type), 0) + 1
+            )
         what = " and ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in sorted(counts.items()))
         headline = f"data at risk: {what} deleted or replaced, with their data; {headline}"
     return WhatChanged(kind, headline, tuple(facts), new_w, resolved_w, tuple(notes), tuple(gates))
 
 
-_DATA_NAMES = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
-               "alicloud:oss/bucket:Bucket": "bucket"}
+_DATA_NAMES = {
+    "alicloud:nas/fileSystem:FileSystem": "file system",
+    "alicloud:nas/fileset:Fileset": "fileset",
+    "alicloud:oss/bucket:Bucket": "bucket",
+}
 
 
 def to_dict(w: WhatChanged) -> dict[str, Any]:
     """The ``what_changed`` object of the diff's JSON report."""
-    return {"kind": w.kind, "headline": w.headline, "gates": list(w.gates), "notes": list(w.notes),
-            "facts": [{"label": f.label, "base": f.base, "head": f.head, "changed": f.changed} for f in w.facts],
-            "new_warnings": list(w.new_warnings), "resolved_warnings": list(w.resolved_warnings)}
+    return {
+        "kind": w.kind,
+        "headline": w.headline,
+        "gates": list(w.gates),
+        "notes": list(w.notes),
+        "facts": [{"label": f.label, "base": f.base, "head": f.head, "changed": f.changed} for f in w.facts],
+        "new_warnings": list(w.new_warnings),
+        "resolved_warnings": list(w.resolved_warnings),
+    }

@@ -103,7 +103,9 @@ def _decode_user_data(value: Any) -> str | None:
 
 
 def _encoding(value: Any) -> str:
-    return "gzip" if isinstance(value, str) and value.startswith("H4sI") else "plain"  # base64 of the gzip magic
+    return (
+        "gzip" if isinstance(value, str) and value.startswith("H4sI") else "plain"
+    )  # base64 of the gzip magic
 
 
 def _summarize_user_data(old: Any, new: Any) -> str:
@@ -114,7 +116,9 @@ def _summarize_user_data(old: Any, new: Any) -> str:
     old_lines, new_lines = a.splitlines(), b.splitlines()
     changed = added = removed = 0
     example = fallback = ""
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old_lines, new_lines, autojunk=False
+    ).get_opcodes():
         if op == "equal":
             continue
         paired = min(i2 - i1, j2 - j1)
@@ -124,14 +128,22 @@ def _summarize_user_data(old: Any, new: Any) -> str:
         if not example and paired:
             example = f"{_short(old_lines[i1].strip(), 40)} -> {_short(new_lines[j1].strip(), 40)}"
         elif not fallback:
-            fallback = (f"adds {_short(new_lines[j1].strip(), 40)}" if j2 > j1
-                        else f"drops {_short(old_lines[i1].strip(), 40)}")
+            fallback = (
+                f"adds {_short(new_lines[j1].strip(), 40)}"
+                if j2 > j1
+                else f"drops {_short(old_lines[i1].strip(), 40)}"
+            )
     if not (changed or added or removed):
         if a == b:  # the same script, encoded differently (plain -> gzip-compressed user data)
-            return "boot script: same script, new encoding (" + " -> ".join(_encoding(v) for v in (old, new)) + ")"
+            return (
+                "boot script: same script, new encoding ("
+                + " -> ".join(_encoding(v) for v in (old, new))
+                + ")"
+            )
         return "boot script: whitespace only"
     example = example or fallback
-    counts = ", ".join(f"{n} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed"))
-                       if n)
+    counts = ", ".join(
+        f"{n} {what}" for n, what in ((changed, "changed"), (added, "added"), (removed, "removed")) if n
+    )
     lines = "lines" if changed + added + removed != 1 else "line"
     return f"boot script: {counts} {lines}" + (f" ({example})" if example else "")
