@@ -487,7 +487,7 @@ def _register_feature_commands() -> None:
     """Commands that live in generator/cli/<feature>.py (each module lists its click commands in COMMANDS)."""
     import importlib
 
-    for name in ("estimate", "lint", "diff", "live", "dlc", "jobs"):
+    for name in ("estimate", "lint", "diff", "live", "heal", "dlc", "jobs"):
         module = importlib.import_module(f"generator.cli.{name}")
         for command in module.COMMANDS:
             main.add_command(command)

@@ -1,4 +1,5 @@
-"""``trainstack up``, ``destroy``, ``refresh``, ``outputs`` and ``heal``: the commands that change or read the cloud.
+"""``trainstack up``, ``destroy``, ``refresh`` and ``outputs``: the commands that change or read the cloud (``heal``
+is :mod:`generator.cli.heal`).
 
 A thin shell over :mod:`generator.live`: it resolves the argument (SPEC or STACK_DIR), runs the preflight checks,
 shows what will change, asks before changing anything (unless ``--yes``), and streams progress. The engine is
@@ -17,14 +18,20 @@ import click
 
 from generator.cli.common import handle
 
-BACKEND_HELP = ("Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else file://STACK_DIR/.trainstack/state); "
-                "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com.")
+BACKEND_HELP = (
+    "Pulumi state backend URL (default: $TRAINSTACK_BACKEND, else file://STACK_DIR/.trainstack/state); "
+    "e.g. s3://bucket?endpoint=oss-cn-hangzhou.aliyuncs.com&region=cn-hangzhou or https://api.pulumi.com."
+)
 
 
-SKIP_STOCK_HELP = ("Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type before "
-                   "creating nodes.")
-SKIP_KEY_PAIR_HELP = ("Do not ask ECS DescribeKeyPairs whether the admin key pair (compute.admin_key_pair) exists "
-                      "before creating nodes.")
+SKIP_STOCK_HELP = (
+    "Do not ask ECS DescribeAvailableResource whether the zone has stock of the instance type before "
+    "creating nodes."
+)
+SKIP_KEY_PAIR_HELP = (
+    "Do not ask ECS DescribeKeyPairs whether the admin key pair (compute.admin_key_pair) exists "
+    "before creating nodes."
+)
 
 
 def _engine() -> Any:
@@ -62,9 +69,11 @@ def _cloud_work() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        raise Interrupted("interrupted: Pulumi completes or abandons the resource operations in flight and records "
-                          "them in the stack's state; run the command again to continue (run `trainstack refresh` "
-                          "first if the engine was killed).") from None
+        raise Interrupted(
+            "interrupted: Pulumi completes or abandons the resource operations in flight and records "
+            "them in the stack's state; run the command again to continue (run `trainstack refresh` "
+            "first if the engine was killed)."
+        ) from None
 
 
 def _header(target: Any, digest: str = "") -> None:
@@ -85,7 +94,9 @@ def _confirm(question: str) -> None:
     except click.Abort:  # end of input (no terminal, no --yes)
         ok = False
     if not ok:
-        raise Declined("not confirmed, so nothing was changed (pass --yes to skip the question in pipelines).")
+        raise Declined(
+            "not confirmed, so nothing was changed (pass --yes to skip the question in pipelines)."
+        )
 
 
 def _print_outputs(values: dict[str, Any]) -> None:
@@ -100,15 +111,26 @@ def _print_outputs(values: dict[str, Any]) -> None:
 
 @click.command()
 @click.argument("target", metavar="SPEC|STACK_DIR")
-@click.option("-y", "--yes", is_flag=True, help="Deploy without the preview and the question (for pipelines).")
+@click.option(
+    "-y", "--yes", is_flag=True, help="Deploy without the preview and the question (for pipelines)."
+)
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
-@click.option("--expect-digest", metavar="HEX",
-              help="Deploy only if the stack folder's digest is HEX (the one printed by a reviewed preview).")
+@click.option(
+    "--expect-digest",
+    metavar="HEX",
+    help="Deploy only if the stack folder's digest is HEX (the one printed by a reviewed preview).",
+)
 @click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
 @click.option("--skip-key-pair-check", is_flag=True, help=SKIP_KEY_PAIR_HELP)
 @handle
-def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, skip_stock_check: bool,
-       skip_key_pair_check: bool) -> None:
+def up(
+    target: str,
+    yes: bool,
+    backend: str | None,
+    expect_digest: str | None,
+    skip_stock_check: bool,
+    skip_key_pair_check: bool,
+) -> None:
     """Deploy SPEC (rendered into stacks/<name> first) or STACK_DIR (as is) to Alibaba Cloud.
 
     A CPFS stack without trainstack:sharedFsAddress deploys in two passes: everything but the nodes, then, once the
@@ -138,15 +160,19 @@ def up(target: str, yes: bool, backend: str | None, expect_digest: str | None, s
         live.key_pair_preflight(engine, t, key_checker, _say)
     pending = live.needs_mount_address(t)
     earlier = live.deployed_export(engine, t) if pending else None
-    if earlier is not None:  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
+    if (
+        earlier is not None
+    ):  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
         _say("CPFS: an earlier deploy created the export; its mount address is looked up before deploying")
         with _cloud_work():
             live.resolve_mount_address(engine, t, earlier, resolver, _say)
         _say(f"stack digest: {live.stack_digest(t.stack_dir, t.stack)} (with {live.SHARED_FS_ADDRESS_KEY})")
         pending = False
     elif pending:
-        _say("CPFS: the nodes mount the file system at first boot, so they come in a second pass: this pass deploys "
-             "everything else, then the export's mount address is looked up and set")
+        _say(
+            "CPFS: the nodes mount the file system at first boot, so they come in a second pass: this pass deploys "
+            "everything else, then the export's mount address is looked up and set"
+        )
     result = _deploy(engine, t, yes)
     if pending:
         outputs = result.outputs if result is not None else engine.outputs(t)
@@ -202,8 +228,10 @@ def _deploy(engine: Any, t: Any, yes: bool) -> Any:
         summary = engine.preview(t, _diagnostics_only())
         _say(summary.text(), nl=False)
         if not summary.has_changes:
-            _say("nothing to deploy: the stack's state already matches the program "
-                 "(`trainstack refresh` checks the cloud for drift)")
+            _say(
+                "nothing to deploy: the stack's state already matches the program "
+                "(`trainstack refresh` checks the cloud for drift)"
+            )
             return None
         _confirm(f"Deploy these changes to {t.project} (stack {t.stack})?")
         total = len(summary.changes) or summary.change_count
@@ -215,12 +243,20 @@ def _deploy(engine: Any, t: Any, yes: bool) -> Any:
 
 @click.command()
 @click.argument("target", metavar="SPEC|STACK_DIR")
-@click.option("-y", "--yes", is_flag=True, help="Destroy without the preview and the question (for pipelines).")
-@click.option("--delete-data", is_flag=True,
-              help="Also release the protected data resources (file systems, buckets) from the stack; asks for the "
-                   "stack name even with --yes.")
-@click.option("--confirm-name", metavar="NAME", help="With --delete-data in pipelines: the stack name, instead of "
-                                                      "typing it.")
+@click.option(
+    "-y", "--yes", is_flag=True, help="Destroy without the preview and the question (for pipelines)."
+)
+@click.option(
+    "--delete-data",
+    is_flag=True,
+    help="Also release the protected data resources (file systems, buckets) from the stack; asks for the "
+    "stack name even with --yes.",
+)
+@click.option(
+    "--confirm-name",
+    metavar="NAME",
+    help="With --delete-data in pipelines: the stack name, instead of typing it.",
+)
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
 def destroy(target: str, yes: bool, delete_data: bool, confirm_name: str | None, backend: str | None) -> None:
@@ -236,7 +272,9 @@ def destroy(target: str, yes: bool, delete_data: bool, confirm_name: str | None,
     try:
         before = engine.resources(t)
     except live.StackNotDeployed:
-        _say(f"nothing to destroy: {t.project} (stack {t.stack}) has no state in {live.display_backend(t.backend)}")
+        _say(
+            f"nothing to destroy: {t.project} (stack {t.stack}) has no state in {live.display_backend(t.backend)}"
+        )
         return
     if not [r for r in before if not r.bookkeeping]:
         _say("nothing to destroy: the stack has no resources")
@@ -252,13 +290,17 @@ def _destroy_keeping_data(engine: Any, t: Any, before: list[Any], target: str, y
 
     exposed = live.unkept_bucket_security(before)
     for r, bucket in exposed:
-        _say(f"warning: the kept bucket {bucket.id or bucket.name} would lose its "
-             f"{live.BUCKET_SECURING[r.type]} ({r.short_type} {r.name}): this stack was deployed before trainstack "
-             f"protected it. `trainstack up {target}` first marks it protected (no cloud change), so it is kept.",
-             err=True)
+        _say(
+            f"warning: the kept bucket {bucket.id or bucket.name} would lose its "
+            f"{live.BUCKET_SECURING[r.type]} ({r.short_type} {r.name}): this stack was deployed before trainstack "
+            f"protected it. `trainstack up {target}` first marks it protected (no cloud change), so it is kept.",
+            err=True,
+        )
     if exposed and yes:
-        raise live.Declined(f"not destroying with --yes while a kept bucket would lose what secures it, so nothing "
-                            f"was changed: run `trainstack up {target}` first, or destroy without --yes to confirm.")
+        raise live.Declined(
+            f"not destroying with --yes while a kept bucket would lose what secures it, so nothing "
+            f"was changed: run `trainstack up {target}` first, or destroy without --yes to confirm."
+        )
     total = None
     if not yes:
         plan = engine.destroy(t, _diagnostics_only(), exclude_protected=True, preview_only=True)
@@ -279,30 +321,40 @@ def _destroy_keeping_data(engine: Any, t: Any, before: list[Any], target: str, y
     _say(f"Resources: {summary.totals()}")
     kept = live.kept_report(engine.resources(t))
     if kept:
-        _say(f"Kept {len(kept)} resource{'s' if len(kept) != 1 else ''}, in Alibaba Cloud and in the stack's state "
-             "(they are still billed):")
+        _say(
+            f"Kept {len(kept)} resource{'s' if len(kept) != 1 else ''}, in Alibaba Cloud and in the stack's state "
+            "(they are still billed):"
+        )
         for line in kept:
             _say(line)
         _say(f"To release them as well: trainstack destroy {target} --delete-data")
 
 
-def _destroy_everything(engine: Any, t: Any, before: list[Any], target: str, confirm_name: str | None) -> None:
+def _destroy_everything(
+    engine: Any, t: Any, before: list[Any], target: str, confirm_name: str | None
+) -> None:
     from generator import live
 
     retained = [r for r in before if r.retain_on_delete and not r.bookkeeping]
     if confirm_name is not None:
         if confirm_name != t.project:
-            raise live.Declined(f"--confirm-name {confirm_name!r} is not the stack name {t.project!r}, so nothing "
-                                "was changed.")
+            raise live.Declined(
+                f"--confirm-name {confirm_name!r} is not the stack name {t.project!r}, so nothing "
+                "was changed."
+            )
     else:
         _say(f"--delete-data destroys every resource of {t.project}, including these data resources:")
         for r in sorted(before, key=lambda r: r.urn):
             if r.protect or r.retain_on_delete:
                 _say(f"  {r.short_type:<24} {r.name:<32} {r.id or '-'}")
-        _say("They are retain_on_delete: they leave the stack's state but stay in Alibaba Cloud until you delete "
-             "them yourself (instructions follow).")
+        _say(
+            "They are retain_on_delete: they leave the stack's state but stay in Alibaba Cloud until you delete "
+            "them yourself (instructions follow)."
+        )
         try:
-            typed = click.prompt(f"Type the stack name ({t.project}) to confirm", default="", show_default=False)
+            typed = click.prompt(
+                f"Type the stack name ({t.project}) to confirm", default="", show_default=False
+            )
         except click.Abort:
             typed = ""
         if typed.strip() != t.project:
@@ -313,15 +365,19 @@ def _destroy_everything(engine: Any, t: Any, before: list[Any], target: str, con
         summary = engine.destroy(t, live.ProgressPrinter(_emit, len(real)), exclude_protected=False)
     _say(f"Resources: {summary.totals()}")
     if retained:
-        _say("These data resources are no longer managed by the stack but were NOT deleted (retain_on_delete); "
-             "Alibaba Cloud keeps and bills them until you delete them:")
+        _say(
+            "These data resources are no longer managed by the stack but were NOT deleted (retain_on_delete); "
+            "Alibaba Cloud keeps and bills them until you delete them:"
+        )
         for r in retained:
             _say(f"  - {live.how_to_delete(r)}")
 
 
 @click.command()
 @click.argument("target", metavar="SPEC|STACK_DIR")
-@click.option("-y", "--yes", is_flag=True, help="Write the refreshed state without the preview and the question.")
+@click.option(
+    "-y", "--yes", is_flag=True, help="Write the refreshed state without the preview and the question."
+)
 @click.option("--backend", metavar="URL", help=BACKEND_HELP)
 @handle
 def refresh(target: str, yes: bool, backend: str | None) -> None:
@@ -358,231 +414,15 @@ def outputs(target: str, as_json: bool, show_secrets: bool, backend: str | None)
     live.preflight(t, credentials=False)  # reading state needs the passphrase, not cloud credentials
     values = live.format_outputs(_engine().outputs(t), show_secrets)
     if as_json:
-        click.echo(json.dumps(values, indent=2, sort_keys=True, default=str) if show_secrets
-                   else live.redact(json.dumps(values, indent=2, sort_keys=True, default=str)))
+        click.echo(
+            json.dumps(values, indent=2, sort_keys=True, default=str)
+            if show_secrets
+            else live.redact(json.dumps(values, indent=2, sort_keys=True, default=str))
+        )
     elif values:
         _print_outputs(values)
     else:
         _say("the stack has no outputs (has it been deployed?)")
 
 
-@click.command()
-@click.argument("target", metavar="SPEC|STACK_DIR")
-@click.option("--watch", metavar="SECONDS", type=click.IntRange(min=1),
-              help="Check again every SECONDS until Ctrl-C, instead of once.")
-@click.option("-y", "--yes", is_flag=True, help="Re-create nodes without asking (for cron, CI and --watch).")
-@click.option("--backend", metavar="URL", help=BACKEND_HELP)
-@click.option("--skip-stock-check", is_flag=True, help=SKIP_STOCK_HELP)
-@click.option("--health", is_flag=True, help="Also reboot, redeploy or (Lingjun) report nodes by their health, events and "
-                                             "the last `trainstack check` (docs/operations.md, heal --health).")
-@click.option("--grace-minutes", default=15, show_default=True, type=click.IntRange(0, 1440),
-              help="With --health: leave a node alone this long after heal rebooted, redeployed or reported it.")
-@click.option("--no-rejoin", is_flag=True, help="Leave running jobs alone: do not restart them at full size with the re-created nodes "
-                                                "(ECS stacks; docs/operations.md, heal).")
-@click.option("--dry-run", is_flag=True, help="With --health: read the nodes and print the reboot, redeploy or report "
-                                              "requests as JSON without sending them (nothing is re-created).")
-@handle
-def heal(target: str, watch: int | None, yes: bool, backend: str | None, skip_stock_check: bool, health: bool,
-         grace_minutes: int, no_rejoin: bool = False, dry_run: bool = False) -> None:
-    """Re-create the GPU nodes of SPEC or STACK_DIR that are gone (released) or stopped, at their ranks and addresses.
-
-    It refreshes the nodes from Alibaba Cloud, then re-creates exactly the missing or stopped ones with a targeted
-    update; nothing else in the stack changes (docs/operations.md, "heal"). On Lingjun stacks only --health applies.
-    """
-    from generator import live
-    from generator.errors import BadInput
-    from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
-
-    if dry_run and (not health or watch is not None):
-        raise BadInput("--dry-run goes with --health and without --watch: it prints one round's requests")
-    engine = _engine()
-    t = live.locate(target, backend)
-    live.preflight(t)
-    if health and not platform_for(t.platform or "ecs").has(Capability.ECS_INSTANCES):
-        return _heal_health_only(engine, target, backend, yes, grace_minutes, watch, dry_run)
-    if dry_run:
-        return _heal_dry_run(engine, target, backend, grace_minutes)
-    checker = None if skip_stock_check else _stock_checker()
-    if checker is not None:
-        checker.check()
-    fleet = live.require_healable(t)
-    _header(t)
-
-    def confirm(sick: Any) -> None:
-        _confirm(f"Re-create {len(sick)} node{'s' if len(sick) != 1 else ''} of {t.project} (stack {t.stack})?")
-
-    options = {"confirm": None if yes else confirm, "on_event": live.ProgressPrinter(_emit), "sleep": _sleep()}
-    with _cloud_work():
-        if watch is None:
-            healed = live.heal_once(engine, t, fleet, checker, _say, **options)
-            if healed and not no_rejoin and _rejoins(t.platform):
-                _rejoin(engine, target, backend, [s.node.rank for s in healed])
-            if health:
-                _heal_health(engine, target, backend, yes, grace_minutes)
-        else:
-            what = "nodes and their health" if health else "nodes"
-            _say(f"heal: checking {len(fleet.nodes)} {what} every {watch} s; Ctrl-C stops")
-            after = _health_rounds(engine, target, backend, yes, grace_minutes) if health else None
-            live.watch(engine, t, fleet, checker, _say, watch, rounds=_obj_get("rounds"), after_round=after,
-                       **options)
-
-
-def _heal_health_only(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int,
-                      watch: int | None, dry_run: bool) -> None:
-    """``heal --health`` on a stack whose nodes are not ECS instances (Lingjun): no missing-node pass (``trainstack
-    up`` restores those), the health part once or every ``watch`` seconds."""
-    from generator.live import Interrupted
-
-    if dry_run:
-        return _heal_dry_run(engine, target, backend, grace_minutes)
-    _say("heal --health: Lingjun nodes that are gone are restored by `trainstack up`; heal acts on the health of "
-         "the nodes that are there")
-    with _cloud_work():
-        if watch is None:
-            _heal_health(engine, target, backend, yes, grace_minutes)
-            return
-        round_, rounds, done = _health_rounds(engine, target, backend, yes, grace_minutes), _obj_get("rounds"), 0
-        while True:
-            round_()
-            done += 1
-            if rounds is not None and done >= rounds:
-                return
-            try:
-                _sleep()(watch)
-            except KeyboardInterrupt:
-                raise Interrupted("heal --watch stopped (Ctrl-C) between checks, with nothing in flight.") from None
-
-
-def _health_api(cluster: Any, t: Any) -> Any:
-    """The client ``heal --health`` reads and acts with: ECS, or on Lingjun the EFLO controller's (tests: the
-    context object's ``"ecs_api"`` / ``"eflo_api"``)."""
-    from generator.live.jobs.client import SdkEcsApi
-    from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
-
-    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
-        from generator.live.jobs.eflo import SdkEfloApi
-
-        return _obj_get("eflo_api") or SdkEfloApi(cluster.region)
-    return _obj_get("ecs_api") or SdkEcsApi(cluster.region)
-
-
-def _heal_dry_run(engine: Any, target: str, backend: str | None, grace_minutes: int) -> None:
-    """``heal --health --dry-run``: the reads, the decisions (on stderr) and the write requests as JSON (stdout), each
-    through the SDK's request model, nothing sent."""
-    import os
-
-    from generator import live
-    from generator.live.jobs.stack import health_plan, stack_cluster
-
-    t, cluster = stack_cluster(target, backend, engine)
-    api = _health_api(cluster, t)
-    api.check()
-    live.require_credentials(os.environ)
-    actions, writes, _ = health_plan(t, cluster, api, _clock(), grace_minutes)
-    for a in actions:
-        if a.kind != "none":
-            _say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}", err=True)
-    from generator.live.jobs.eflo import API
-    from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
-
-    product = {"api": API} if platform_for(cluster.platform).has(Capability.EFLO_JOBS) else {}
-    items = [{"action": a, "region": cluster.region, "request": api.request_map(a, b), "dry_run": True, **product}
-             for a, b in writes]
-    _say(json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False))
-
-
-def _obj_get(key: str) -> Any:
-    obj = click.get_current_context().find_root().obj
-    return obj.get(key) if isinstance(obj, dict) else None
-
-
-def _clock() -> Any:
-    """The time ``heal --health`` decides by: the context object's ``"clock"`` (a callable) or ``"now"`` in tests."""
-    import datetime
-
-    clock = _obj_get("clock")
-    if clock is not None:
-        return clock()
-    return _obj_get("now") or datetime.datetime.now(datetime.timezone.utc)
-
-
-def _heal_health(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int,
-                 say: Any = None, quiet: bool = False) -> Any:
-    """``heal --health`` once (docs/operations.md); the client is the context object's ``"ecs_api"`` (or on Lingjun
-    ``"eflo_api"``) in tests. Returns the actions decided."""
-    import os
-
-    from generator import live
-    from generator.live.jobs.stack import heal_health, stack_cluster
-
-    t, cluster = stack_cluster(target, backend, engine)
-    api = _health_api(cluster, t)
-    live.require_credentials(os.environ)
-    return heal_health(t, cluster, api, say or _say, None if yes else _confirm, _clock(), grace_minutes,
-                       quiet_when_idle=quiet)
-
-
-def _health_rounds(engine: Any, target: str, backend: str | None, yes: bool, grace_minutes: int) -> Any:
-    """The ``--health`` part of each ``heal --watch`` round: the action table on a fresh read of ECS health, events
-    and the quarantine, each action printed as a timestamped event; the grace period and the stock cool-down carry
-    over between rounds in the quarantine file. An ECS API error ends the round, not the watch."""
-    from generator.live.jobs.client import EcsApiError
-
-    state = {"idle": False}
-
-    def round_() -> None:
-        stamp = _clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        def say(line: str) -> None:
-            _say(f"{stamp} health: {line}")
-
-        try:
-            actions = _heal_health(engine, target, backend, yes, grace_minutes, say, quiet=state["idle"])
-        except EcsApiError as e:
-            say(f"{e} (trying again next round)")
-            state["idle"] = False
-            return
-        state["idle"] = not any(a.kind != "none" for a in actions)
-
-    return round_
-
-
-def _rejoins(platform: str) -> bool:
-    """Whether heal restarts the running jobs on re-created nodes: over ECS Cloud Assistant (generator/live/jobs)."""
-    from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
-
-    return platform_for(platform).has(Capability.CLOUD_ASSISTANT_JOBS)
-
-
-def _rejoin(engine: Any, target: str, backend: str | None, ranks: list[int]) -> None:
-    """The running jobs of the stack start on the re-created ranks (generator/live/jobs/rejoin.py)."""
-    import os
-
-    from generator import live
-    from generator.live.jobs.client import SdkEcsApi, require_ecs_sdk
-    from generator.live.jobs.rejoin import rejoin
-    from generator.live.jobs.stack import stack_cluster
-
-    obj = click.get_current_context().find_root().obj
-    obj = obj if isinstance(obj, dict) else {}
-    _, cluster = stack_cluster(target, backend, engine)
-    if obj.get("ecs_api") is None:
-        require_ecs_sdk("heal's rejoin of running jobs (--no-rejoin skips it)")
-    api = obj.get("ecs_api") or SdkEcsApi(cluster.region)
-    live.require_credentials(os.environ)
-    rejoin(api, cluster, ranks, _say)
-
-
-def _sleep() -> Any:
-    """time.sleep, or what tests put in the context object under ``"sleep"`` (with ``"rounds"``)."""
-    import time
-
-    obj = click.get_current_context().find_root().obj
-    return obj["sleep"] if isinstance(obj, dict) and obj.get("sleep") is not None else time.sleep
-
-
-COMMANDS = [up, destroy, refresh, outputs, heal]
+COMMANDS = [up, destroy, refresh, outputs]
