@@ -38,7 +38,7 @@ from generator.plan.model import (
     Node,
     Sizing,
 )
-from generator.plan.reasons import nodes_reason
+from generator.plan.reasons import nodes_reason, why_chosen, why_lost, why_parallel
 from generator.plan.run_hours import fit_schedule, never_finishes
 from generator.plan.spot import spot_split
 from generator.plan.warns import PlanWarning
@@ -60,30 +60,45 @@ class Choice:
     candidates: tuple[Candidate, ...]
 
 
-def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decision], warnings: list[PlanWarning]) -> Choice:
+def choose(
+    spec: Spec, catalog: Catalog, region: Region, decisions: list[Decision], warnings: list[PlanWarning]
+) -> Choice:
     """The instance type, node count and parallel layout of the plan, with their decisions."""
     arch = architecture(spec)
     m = spec.model
     lora_rank = m.finetune.lora_rank if m.finetune.method in ("lora", "qlora") else None
     if arch.source.startswith("derived"):
-        decisions.append(Decision("architecture", f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
-                                  f"only a parameter count was given, so trainstack derived a Llama-style shape "
-                                  f"({arch.source}); give model.architecture or model.preset for exact memory figures"))
+        decisions.append(
+            Decision(
+                "architecture",
+                f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
+                f"only a parameter count was given, so trainstack derived a Llama-style shape "
+                f"({arch.source}); give model.architecture or model.preset for exact memory figures",
+            )
+        )
         known = sizing.name_looks_moe(spec.name, m.weights)
         if known is not None:
             warnings.append(warns.MoeSizedDense(known))
     if arch.moe is not None:
         e = arch.moe
-        decisions.append(Decision("mixture of experts", f"{e.experts} experts, top-{e.top_k}"
-                                  + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
-                                  f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
-                                  "are active per token: FLOPs and hours follow the active ones, memory holds all of "
-                                  f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
-                                  "the expert-parallel ranks; routed activations keep "
-                                  + (f"the capacity factor {e.capacity_factor:g}" if e.capacity_factor else
-                                     f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
-                                     "(dropless router; Switch Transformer's capacity factor 1.25)")
-                                  + " (docs/sizing.md, Mixture of experts)"))
+        decisions.append(
+            Decision(
+                "mixture of experts",
+                f"{e.experts} experts, top-{e.top_k}"
+                + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
+                f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
+                "are active per token: FLOPs and hours follow the active ones, memory holds all of "
+                f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
+                "the expert-parallel ranks; routed activations keep "
+                + (
+                    f"the capacity factor {e.capacity_factor:g}"
+                    if e.capacity_factor
+                    else f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
+                    "(dropless router; Switch Transformer's capacity factor 1.25)"
+                )
+                + " (docs/sizing.md, Mixture of experts)",
+            )
+        )
 
     shape = shape_problems(spec, arch)
     if shape:
@@ -103,8 +118,21 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
     if not finishing:
         f = ranked[0].fit
-        raise PlanningError([never_finishes(with_context(spec, f.cp), catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp,
-                                            cast(sizing.Schedule, ranked[0].schedule))])  # none finishes: all have one
+        raise PlanningError(
+            [
+                never_finishes(
+                    with_context(spec, f.cp),
+                    catalog,
+                    arch,
+                    lora_rank,
+                    f.itype,
+                    f.nodes,
+                    f.tp,
+                    f.pp,
+                    cast(sizing.Schedule, ranked[0].schedule),
+                )
+            ]
+        )  # none finishes: all have one
     for s in ranked:
         if s not in finishing:
             rejected[s.fit.itype.name] = rejections.NeverFinishes(s.fit.nodes)
@@ -113,8 +141,13 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     if not within:
         raise PlanningError([_over_budget(spec, ranked)])
     if within[0] is not ranked[0]:
-        decisions.append(Decision("budget", f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
-                                  "the cheaper-overall plan exceeds the budget; this is the best plan within it"))
+        decisions.append(
+            Decision(
+                "budget",
+                f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
+                "the cheaper-overall plan exceeds the budget; this is the best plan within it",
+            )
+        )
     ranked = within + [s for s in ranked if s not in within]
     best = ranked[0]
     fit = best.fit
@@ -122,16 +155,29 @@ def choose(spec: Spec, catalog: Catalog, region: Region, decisions: list[Decisio
     t = fit.itype
     gpu = catalog.gpu(t.gpu)
     assert gpu is not None
-    candidates = [_candidate(s, "chosen" if s is best else _why_lost(s, best)) for s in ranked[:6]]
-    candidates += [Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why.text(), why)
-                   for name, why in sorted(rejected.items(), key=rejections.order)][:12]
-    decisions.append(Decision("instance type", t.name, _why_chosen(spec, best, ranked)))
-    decisions.append(Decision("nodes", str(fit.nodes), nodes_reason(with_context(spec, fit.cp), catalog, arch,
-                                                                    lora_rank, fit).text))
-    decisions.append(Decision("parallelism", f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"
-                              + (f" cp={fit.cp}" if fit.cp > 1 else "")
-                              + (f" ep={fit.ep}" if arch.moe is not None else "") + f" zero={spec.parallelism.zero_stage}",
-                              _why_parallel(spec, fit, arch, best.schedule, gpu.interconnect)))
+    candidates = [_candidate(s, "chosen" if s is best else why_lost(s, best)) for s in ranked[:6]]
+    candidates += [
+        Candidate(name, 0, 0, 0, 0, 0, 0.0, 0.0, None, None, why.text(), why)
+        for name, why in sorted(rejected.items(), key=rejections.order)
+    ][:12]
+    decisions.append(Decision("instance type", t.name, why_chosen(spec, best, ranked)))
+    decisions.append(
+        Decision(
+            "nodes",
+            str(fit.nodes),
+            nodes_reason(with_context(spec, fit.cp), catalog, arch, lora_rank, fit).text,
+        )
+    )
+    decisions.append(
+        Decision(
+            "parallelism",
+            f"tp={fit.tp} pp={fit.pp} dp={fit.dp}"
+            + (f" cp={fit.cp}" if fit.cp > 1 else "")
+            + (f" ep={fit.ep}" if arch.moe is not None else "")
+            + f" zero={spec.parallelism.zero_stage}",
+            why_parallel(spec, fit, arch, best.schedule, gpu.interconnect),
+        )
+    )
 
     ratio = t.host_to_gpu_memory_ratio
     if t.memory_gib and ratio < 1:
@@ -147,10 +193,15 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
     asked = spec.spot.min_nodes
     step = f"tp={fit.tp} pp={fit.pp}" + (f" cp={fit.cp}" if fit.cp > 1 else "")
     if asked is None:
-        decisions.append(Decision("elastic minimum", f"{floor} of {fit.nodes} node(s)",
-                                  f"the fewest nodes whose GPUs still hold the training state with {step} (ZeRO "
-                                  f"shards over fewer data-parallel ranks as nodes leave); after a reclaim or a node "
-                                  f"failure torchrun restarts on the nodes that remain, down to this many"))
+        decisions.append(
+            Decision(
+                "elastic minimum",
+                f"{floor} of {fit.nodes} node(s)",
+                f"the fewest nodes whose GPUs still hold the training state with {step} (ZeRO "
+                f"shards over fewer data-parallel ranks as nodes leave); after a reclaim or a node "
+                f"failure torchrun restarts on the nodes that remain, down to this many",
+            )
+        )
         return floor
     problems = []
     if asked > fit.nodes:
@@ -159,39 +210,82 @@ def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> in
         problems.append(refusals.MinNodesShort(asked, floor, fit.nodes, step).problem())
     elif not data_parallel(asked * fit.itype.gpus, fit.tp, fit.pp, fit.cp):
         per = replica_gpus(fit.tp, fit.pp, fit.cp)
-        problems.append(refusals.MinNodesSplit(asked, asked * fit.itype.gpus, step,
-                                               per // math.gcd(per, fit.itype.gpus)).problem())
+        problems.append(
+            refusals.MinNodesSplit(
+                asked, asked * fit.itype.gpus, step, per // math.gcd(per, fit.itype.gpus)
+            ).problem()
+        )
     if problems:
         raise PlanningError(problems)
-    decisions.append(Decision("elastic minimum", f"{asked} of {fit.nodes} node(s)",
-                              f"as the spec asks (spot.min_nodes); the memory minimum with {step} is {floor}"))
+    decisions.append(
+        Decision(
+            "elastic minimum",
+            f"{asked} of {fit.nodes} node(s)",
+            f"as the spec asks (spot.min_nodes); the memory minimum with {step} is {floor}",
+        )
+    )
     return asked
 
 
-def plan_compute(spec: Spec, choice: Choice, rdma: str, eri: int, ranks: tuple[Node, ...],
-                 dsets: tuple[DeploymentSet, ...], min_nodes: int = 1) -> Compute:
+def plan_compute(
+    spec: Spec,
+    choice: Choice,
+    rdma: str,
+    eri: int,
+    ranks: tuple[Node, ...],
+    dsets: tuple[DeploymentSet, ...],
+    min_nodes: int = 1,
+) -> Compute:
     """The chosen nodes, their layout and fabric, and the rank table (from the network part)."""
     fit = choice.best.fit
     t = fit.itype
     return Compute(
-        platform=spec.compute.platform, instance_type=t.name, family=t.family, gpu=t.gpu, gpus_per_node=t.gpus,
-        nodes=fit.nodes, total_gpus=fit.nodes * t.gpus, tp=fit.tp, pp=fit.pp, dp=fit.dp,
-        zero_stage=spec.parallelism.zero_stage, sequence_parallel=spec.parallelism.sequence_parallel and fit.tp > 1,
-        recompute=spec.parallelism.recompute, bare_metal=t.bare_metal, vcpu=t.vcpu, memory_gib=t.memory_gib,
-        gpu_memory_gib=t.gpu_memory_gib, rdma=rdma, eri_per_node=eri, scc=t.scc, hpc_cluster=t.scc,
-        uefi_required=t.uefi_required, image_id=spec.compute.image_id, system_disk_gib=spec.compute.system_disk_gib,
-        data_disk_gib=spec.compute.data_disk_gib, ranks=ranks, deployment_sets=dsets, paused=spec.compute.paused,
-        min_nodes=min_nodes, ep=fit.ep, cp=fit.cp, vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
-        key_pair=spec.compute.admin_key_pair or (platform_for(spec).default_key_pair.format(name=spec.name) or None),
-        image=spec.compute.image_id or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE)
-                                        else ""),
+        platform=spec.compute.platform,
+        instance_type=t.name,
+        family=t.family,
+        gpu=t.gpu,
+        gpus_per_node=t.gpus,
+        nodes=fit.nodes,
+        total_gpus=fit.nodes * t.gpus,
+        tp=fit.tp,
+        pp=fit.pp,
+        dp=fit.dp,
+        zero_stage=spec.parallelism.zero_stage,
+        sequence_parallel=spec.parallelism.sequence_parallel and fit.tp > 1,
+        recompute=spec.parallelism.recompute,
+        bare_metal=t.bare_metal,
+        vcpu=t.vcpu,
+        memory_gib=t.memory_gib,
+        gpu_memory_gib=t.gpu_memory_gib,
+        rdma=rdma,
+        eri_per_node=eri,
+        scc=t.scc,
+        hpc_cluster=t.scc,
+        uefi_required=t.uefi_required,
+        image_id=spec.compute.image_id,
+        system_disk_gib=spec.compute.system_disk_gib,
+        data_disk_gib=spec.compute.data_disk_gib,
+        ranks=ranks,
+        deployment_sets=dsets,
+        paused=spec.compute.paused,
+        min_nodes=min_nodes,
+        ep=fit.ep,
+        cp=fit.cp,
+        vpp=spec.parallelism.virtual_stages if fit.pp > 1 else 1,
+        key_pair=spec.compute.admin_key_pair
+        or (platform_for(spec).default_key_pair.format(name=spec.name) or None),
+        image=spec.compute.image_id
+        or (images.ecs_default().image if platform_for(spec).has(Capability.DEFAULT_IMAGE) else ""),
         container_image=container_pull_ref(spec),
-        container_registry_instance=spec.compute.container_registry_instance or "")
+        container_registry_instance=spec.compute.container_registry_instance or "",
+    )
 
 
 def container_pull_ref(spec: Spec) -> str:
     """compute.container_image as the nodes pull it: through the registry's VPC endpoint ("" for none)."""
-    parts = limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
+    parts = (
+        limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
+    )
     return parts[1] if parts else ""
 
 
@@ -199,15 +293,22 @@ def container_decision(spec: Spec, compute: Compute) -> Decision | None:
     """Why the job runs in the spec's container image, and how the nodes get it."""
     if not compute.container_image or not platform_for(spec).has(Capability.NODES):
         return None
-    login = (f"after a login to Enterprise Edition instance {compute.container_registry_instance} with a temporary "
-             "token that the node's RAM role gets from GetAuthorizationToken (the role may pull this one repository)"
-             if compute.container_registry_instance else
-             "without a login: the repository must allow anonymous pulls from the VPC")
-    return Decision("container image", compute.container_image, (
-        "compute.container_image, pinned by its digest and pulled through the registry's VPC endpoint at first boot "
-        f"(docker pull, {login}); trainstack-launch runs "
-        "torchrun in it with the GPUs, the host network and PID namespace, the shared file system and /run/trainstack "
-        "mounted, so node-init.sh installs no PyTorch (docs/bootstrap.md, \"Container image\")"))
+    login = (
+        f"after a login to Enterprise Edition instance {compute.container_registry_instance} with a temporary "
+        "token that the node's RAM role gets from GetAuthorizationToken (the role may pull this one repository)"
+        if compute.container_registry_instance
+        else "without a login: the repository must allow anonymous pulls from the VPC"
+    )
+    return Decision(
+        "container image",
+        compute.container_image,
+        (
+            "compute.container_image, pinned by its digest and pulled through the registry's VPC endpoint at first boot "
+            f"(docker pull, {login}); trainstack-launch runs "
+            "torchrun in it with the GPUs, the host network and PID namespace, the shared file system and /run/trainstack "
+            'mounted, so node-init.sh installs no PyTorch (docs/bootstrap.md, "Container image")'
+        ),
+    )
 
 
 def image_decision(spec: Spec, compute: Compute) -> Decision | None:
@@ -215,27 +316,41 @@ def image_decision(spec: Spec, compute: Compute) -> Decision | None:
     if not platform_for(spec).has(Capability.DEFAULT_IMAGE) or spec.compute.image_id:
         return None
     image = images.ecs_default()
-    return Decision("image", image.image, (
-        f"{image.os}, the pinned default of the catalog (images.csv, {image.source}, checked {image.checked}); the "
-        "program boots exactly this image, so a new default is a reviewed diff, never a re-image at the next `up`. "
-        "It has no NVIDIA driver or PyTorch: node-init.sh installs them at first boot (docs/bootstrap.md, "
-        "\"The runtime\"); set compute.image_id to an image that has them to skip that"))
+    return Decision(
+        "image",
+        image.image,
+        (
+            f"{image.os}, the pinned default of the catalog (images.csv, {image.source}, checked {image.checked}); the "
+            "program boots exactly this image, so a new default is a reviewed diff, never a re-image at the next `up`. "
+            "It has no NVIDIA driver or PyTorch: node-init.sh installs them at first boot (docs/bootstrap.md, "
+            '"The runtime"); set compute.image_id to an image that has them to skip that'
+        ),
+    )
 
 
 def pause_decision(spec: Spec, compute: Compute, cost: Cost) -> Decision:
     """Why a paused plan still names an instance type, ranks and addresses, and what the program leaves out."""
     platform = platform_for(compute.platform)
     left_out = platform.pause_leaves_out
-    names = (f"{compute.ranks[0].name}..{compute.ranks[-1].name}"
-             + (f" at {compute.ranks[0].private_ip}..{compute.ranks[-1].private_ip}"
-                if platform.has(Capability.FIXED_ADDRESSES) else ""))
+    names = f"{compute.ranks[0].name}..{compute.ranks[-1].name}" + (
+        f" at {compute.ranks[0].private_ip}..{compute.ranks[-1].private_ip}"
+        if platform.has(Capability.FIXED_ADDRESSES)
+        else ""
+    )
     paused = cost.paused
-    per_day = f"; paused it costs about {paused.per_day:,.2f} {cost.currency}/day" if paused is not None else ""
-    return Decision("paused", f"0 of {compute.nodes} nodes declared", (
-        f"compute.paused is true: the program declares {left_out}. The network, the shared file system, the dataset, "
-        f"the checkpoint bucket and the role stay (data resources keep their protection). The plan is made as if the "
-        f"cluster ran, so setting compute.paused back to false brings back the same {compute.instance_type} ranks "
-        f"{names}{per_day}. Pausing interrupts training: save a checkpoint first"))
+    per_day = (
+        f"; paused it costs about {paused.per_day:,.2f} {cost.currency}/day" if paused is not None else ""
+    )
+    return Decision(
+        "paused",
+        f"0 of {compute.nodes} nodes declared",
+        (
+            f"compute.paused is true: the program declares {left_out}. The network, the shared file system, the dataset, "
+            f"the checkpoint bucket and the role stay (data resources keep their protection). The plan is made as if the "
+            f"cluster ran, so setting compute.paused back to false brings back the same {compute.instance_type} ranks "
+            f"{names}{per_day}. Pausing interrupts training: save a checkpoint first"
+        ),
+    )
 
 
 def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
@@ -247,44 +362,90 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
     flops = sizing.flops_per_token(choice.arch, m.sequence_length).total * m.tokens if m.tokens else None
     sched = best.schedule
     return Sizing(
-        weights=mem.weights, gradients=mem.gradients, optimizer_states=mem.optimizer_states,
-        activations=mem.activations, reserve=mem.reserve, total=mem.total, gpu_memory=gpu_bytes,
-        headroom=gpu_bytes - mem.total, notes=tuple(mem.notes), training_flops=flops,
+        weights=mem.weights,
+        gradients=mem.gradients,
+        optimizer_states=mem.optimizer_states,
+        activations=mem.activations,
+        reserve=mem.reserve,
+        total=mem.total,
+        gpu_memory=gpu_bytes,
+        headroom=gpu_bytes - mem.total,
+        notes=tuple(mem.notes),
+        training_flops=flops,
         training_hours=None if sched is None else round(sched.compute_hours, 2),
-        mfu=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[1] if sched is None
+        mfu=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[1]
+        if sched is None
         else round(sched.mfu, 4),
         peak_tflops=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[0],
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
-        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes), offload=spec.parallelism.offload,
-        host_per_gpu=mem.host)
+        min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes),
+        offload=spec.parallelism.offload,
+        host_per_gpu=mem.host,
+    )
 
 
 def model_summary(spec: Spec, choice: Choice) -> ModelSummary:
     """The model as it was sized: its shape (given or derived) and training settings."""
     arch, m = choice.arch, spec.model
     return ModelSummary(
-        parameters=arch.parameters, layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-        vocab=arch.vocab, ffn_hidden=arch.ffn_hidden, architecture_source=arch.source, precision=m.precision,
-        optimizer=m.optimizer, sequence_length=m.sequence_length, micro_batch_size=m.micro_batch_size,
-        global_batch_tokens=m.global_batch_tokens, tokens=m.tokens, finetune=m.finetune.method,
-        lora_rank=choice.lora_rank, active_parameters=arch.active_parameters,
-        moe=None if arch.moe is None else MoESummary(
-            arch.moe.experts, arch.moe.top_k, arch.moe.expert_ffn_hidden, arch.moe.shared_experts,
-            arch.moe.dense_layers, arch.moe.capacity_factor, arch.expert_parameters))
+        parameters=arch.parameters,
+        layers=arch.layers,
+        hidden=arch.hidden,
+        heads=arch.heads,
+        kv_heads=arch.kv_heads,
+        vocab=arch.vocab,
+        ffn_hidden=arch.ffn_hidden,
+        architecture_source=arch.source,
+        precision=m.precision,
+        optimizer=m.optimizer,
+        sequence_length=m.sequence_length,
+        micro_batch_size=m.micro_batch_size,
+        global_batch_tokens=m.global_batch_tokens,
+        tokens=m.tokens,
+        finetune=m.finetune.method,
+        lora_rank=choice.lora_rank,
+        active_parameters=arch.active_parameters,
+        moe=None
+        if arch.moe is None
+        else MoESummary(
+            arch.moe.experts,
+            arch.moe.top_k,
+            arch.moe.expert_ffn_hidden,
+            arch.moe.shared_experts,
+            arch.moe.dense_layers,
+            arch.moe.capacity_factor,
+            arch.expert_parameters,
+        ),
+    )
 
 
-def run_warnings(spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None) -> list[PlanWarning]:
+def run_warnings(
+    spec: Spec, choice: Choice, checkpoints: Checkpoints, lj: LingjunMachineType | None
+) -> list[PlanWarning]:
     """The run's length against the deadline, a run of over a year, precision and availability."""
     warnings: list[PlanWarning] = []
     best, m = choice.best, spec.model
     fit = best.fit
     t = fit.itype
     sched = best.schedule
-    if spec.budget.max_days is not None and sched is not None and sched.wall_hours > spec.budget.max_days * 24:
+    if (
+        spec.budget.max_days is not None
+        and sched is not None
+        and sched.wall_hours > spec.budget.max_days * 24
+    ):
         bare = sched.compute_hours + sched.pipeline_bubble_hours
-        warnings.append(warns.DeadlineMissed(sched.wall_hours, fit.nodes, sched.checkpoint_write_hours,
-                                             sched.expected_rework_hours, sched.restore_hours, bare,
-                                             spec.budget.max_days, isinstance(spec.compute.nodes, int)))
+        warnings.append(
+            warns.DeadlineMissed(
+                sched.wall_hours,
+                fit.nodes,
+                sched.checkpoint_write_hours,
+                sched.expected_rework_hours,
+                sched.restore_hours,
+                bare,
+                spec.budget.max_days,
+                isinstance(spec.compute.nodes, int),
+            )
+        )
     warnings.extend(_long_run_warnings(spec, best, fit, checkpoints))
     if m.precision == "fp16":
         warnings.append(warns.Fp16LossScaling())
@@ -327,10 +488,16 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         run_hours = sched.compute_hours + sched.pipeline_bubble_hours + sched.checkpoint_write_hours
         rework = sched.expected_rework_hours + sched.restore_hours
         run_cost = per_hour * sched.wall_hours
-        if is_subscription(spec, catalog, t.name):  # Lingjun Subscription: the prepaid months, whatever the length
+        if is_subscription(
+            spec, catalog, t.name
+        ):  # Lingjun Subscription: the prepaid months, whatever the length
             run_cost = prepaid(fit.nodes, t.price.cny_per_hour, subscription_months(sched.wall_hours))
         # equal cost (within 0.5%) -> the faster run wins
-        key: tuple[float, ...] = (round(math.log(run_cost) / math.log(1.005)), round(sched.wall_hours, 1), *_tie(spec, t))
+        key: tuple[float, ...] = (
+            round(math.log(run_cost) / math.log(1.005)),
+            round(sched.wall_hours, 1),
+            *_tie(spec, t),
+        )
     else:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
@@ -356,119 +523,19 @@ def _tie(spec: Spec, t: InstanceType) -> tuple[float, float]:
 
 def _candidate(s: Scored, verdict: str) -> Candidate:
     f = s.fit
-    return Candidate(f.itype.name, f.nodes, f.nodes * f.itype.gpus, f.tp, f.pp, f.dp,
-                     round(f.memory.total / 2**30, 2), round(s.per_hour, 2),
-                     None if s.run_cost is None else round(s.run_cost, 2),
-                     None if s.schedule is None else round(s.schedule.wall_hours, 2), verdict)
-
-
-def _wall(s: Scored) -> float:
-    return s.schedule.wall_hours if s.schedule is not None else 0.0
-
-
-def _why_lost(s: Scored, best: Scored) -> str:
-    t, b = s.fit.itype, best.fit.itype
-    if t.price_borrowed_from is not None and b.price_borrowed_from is None and t.gpu != b.gpu:
-        cost = (f"; at the estimate its whole run would cost {s.run_cost:,.0f} CNY against {best.run_cost:,.0f}"
-                if s.run_cost is not None and best.run_cost is not None else "")
-        return (f"its price is an ESTIMATE scaled from the {t.price_borrowed_from} rate, which does not decide between "
-                f"GPU families: {b.gpu}, priced on its own, ranks first{cost}; set compute.gpu: {t.gpu} to compare "
-                f"{t.gpu} types alone once you have a quote")
-    if s.key[:2] == best.key[:2]:
-        why = []
-        if s.key[2] != best.key[2]:
-            why.append("its price is an estimate, the chosen one's a list price")
-        elif s.key[3] != best.key[3]:
-            why.append("the spec's bare-metal preference" if best.fit.itype.bare_metal else
-                       "ECS preferred when the spec states no bare-metal preference")
-        elif s.key[4:] != best.key[4:]:
-            why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
-        return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
-    if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
-        return (f"same run cost within 0.5% but slower: {_wall(s):,.0f} h vs {_wall(best):,.0f} h wall-clock")
-    if s.run_cost is not None and best.run_cost is not None:
-        return (f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
-                f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})")
-    return f"costs {s.per_hour - best.per_hour:,.2f} CNY/h more ({s.per_hour:,.2f} vs {best.per_hour:,.2f})"
-
-
-def _why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
-    t = best.fit.itype
-    sched = best.schedule
-    basis = (f"the lowest expected cost for the whole run: {sched.wall_hours:,.0f} h wall-clock (model FLOPs with "
-             f"attention and logits at an expected MFU of {sched.mfu:.2f}, the pipeline bubble, checkpoint writes, "
-             f"rework and restores after interruptions)" if sched is not None and best.run_cost is not None else
-             "the lowest cost per hour for the GPUs needed (give model.tokens to rank by whole-run cost)")
-    price = (f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
-             + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
-             + f" [{t.price.source}]")
-    others = sorted({s.fit.itype.gpu for s in ranked
-                     if s.fit.itype.price_borrowed_from is not None and s.fit.itype.gpu != t.gpu})
-    est = ""
-    if others and t.price_borrowed_from is None:
-        est = (f"; {', '.join(others)} type(s) also fit but their prices are ESTIMATES scaled from another GPU's rate, "
-               "which do not decide between GPU families: they rank after the types priced on their own")
-    elif t.price_borrowed_from is not None and len({s.fit.itype.gpu for s in ranked}) > 1:
-        est = (f"; its price and its rivals' are ESTIMATES scaled from the {t.price_borrowed_from} rate, so the "
-               "choice between GPU families rests on estimates: confirm the prices with Alibaba Cloud first")
-    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}{est}"
-
-
-def _why_parallel(spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None,
-                  interconnect: str) -> str:
-    link = "NVLink" if interconnect == "nvlink" else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
-    parts = [(f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
-             f"{arch.heads} heads"), _pipeline_text(fit.pp, arch.layers),
-             f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp" + ("*cp)" if fit.cp > 1 else ")")]
-    if fit.cp > 1:
-        inside = fit.cp * fit.tp <= fit.itype.gpus
-        parts.append(f"context parallel {fit.cp} splits each {spec.model.sequence_length}-token sequence into "
-                     f"{spec.model.sequence_length // fit.cp}-token shares (" + (
-                         "as the spec asks" if isinstance(spec.parallelism.context, int) else
-                         f"no layout without it fits at {spec.model.sequence_length} tokens")
-                     + ("; cp x tp stays inside one node's NVLink)" if inside else
-                        "; cp x tp spans nodes: the KV ring crosses the network, counted in the MFU)"))
-    if arch.moe is not None:
-        inside = fit.ep * fit.tp <= fit.itype.gpus
-        parts.append(f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "
-                     f"{arch.moe.experts} experts each (" + ("as the spec asks" if isinstance(spec.parallelism.expert, int)
-                                                            else "the largest degree dividing the experts and dp")
-                     + ("; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
-                        if inside else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"))
-    if spec.parallelism.zero_stage:
-        parts.append(f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks")
-    p = spec.parallelism
-    parts.append("tp and pp as the spec asks" if isinstance(p.tensor, int) and isinstance(p.pipeline, int) else
-                 "at the fewest nodes, the layout that leaves 10% of usable memory free, " + (
-                     "splits the layers evenly" if arch.layers % fit.pp == 0 else
-                     "splits the layers as evenly as it can (no pipeline degree dividing them fit)")
-                 + " and uses the least pipeline, then tensor, parallelism (docs/sizing.md)")
-    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
-    keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
-    if spec.model.finetune.method != "full":
-        parts.append(f"{spec.model.finetune.method} adapters sized as PEFT-based trainers hold them{keep}")
-    else:
-        parts.append(f"memory sized as {framework} allocates it"
-                     + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "") + keep)
-    v = spec.parallelism.virtual_stages
-    if sched is not None and fit.pp > 1:
-        parts.append((f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
-                      if v > 1 else "the pipeline bubble (pp-1)/(m+pp-1)")
-                     + f" with m={sched.microbatches} micro-batches per step is "
-                     f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)")
-    return "; ".join(parts)
-
-
-def _pipeline_text(pp: int, layers: int) -> str:
-    """How ``pp`` stages hold the layers: evenly, or equal middle stages with shorter first and last ones."""
-    if layers % pp == 0:
-        return f"pipeline {pp} divides {layers} layers" + (f" ({layers // pp} per stage)" if pp > 1 else "")
-    m = sizing.stage_layers(layers, pp)
-    ends = layers - (pp - 2) * m
-    first = ends // 2
-    return (f"pipeline {pp} splits {layers} layers as {first} + {pp - 2}x{m} + {ends - first} (shorter first and "
-            "last stages, as Megatron-LM's --decoder-first/last-pipeline-num-layers do; memory sized for a "
-            f"{m}-layer stage)")
+    return Candidate(
+        f.itype.name,
+        f.nodes,
+        f.nodes * f.itype.gpus,
+        f.tp,
+        f.pp,
+        f.dp,
+        round(f.memory.total / 2**30, 2),
+        round(s.per_hour, 2),
+        None if s.run_cost is None else round(s.run_cost, 2),
+        None if s.schedule is None else round(s.schedule.wall_hours, 2),
+        verdict,
+    )
 
 
 def _within_budget(spec: Spec, s: Scored) -> bool:
@@ -485,13 +552,22 @@ def _over_budget(spec: Spec, ranked: list[Scored]) -> Problem:
         return refusals.BudgetNeedsTokens().problem()
     if b.per_hour is not None and all(s.per_hour > b.per_hour for s in ranked):
         cheapest = min(ranked, key=lambda s: s.per_hour)
-        return refusals.CheapestOverHourly(cheapest.per_hour, cheapest.fit.nodes, cheapest.fit.itype.name, b.per_hour,
-                                           _spot_hint(spec), b.max_days is not None).problem()
+        return refusals.CheapestOverHourly(
+            cheapest.per_hour,
+            cheapest.fit.nodes,
+            cheapest.fit.itype.name,
+            b.per_hour,
+            _spot_hint(spec),
+            b.max_days is not None,
+        ).problem()
     assert b.total is not None
-    costed = [s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)]
+    costed = [
+        s for s in ranked if s.run_cost is not None and (b.per_hour is None or s.per_hour <= b.per_hour)
+    ]
     cheapest = min(costed or ranked, key=lambda s: s.run_cost or 0.0)
-    return refusals.CheapestOverTotal(cheapest.run_cost or 0.0, cheapest.fit.nodes, cheapest.fit.itype.name, b.total,
-                                      _spot_hint(spec)).problem()
+    return refusals.CheapestOverTotal(
+        cheapest.run_cost or 0.0, cheapest.fit.nodes, cheapest.fit.itype.name, b.total, _spot_hint(spec)
+    ).problem()
 
 
 def _spot_hint(spec: Spec) -> str:

@@ -1,4 +1,5 @@
-"""Why the plan has the node count it has: the constraint that bound it (the spec, memory, the deadline, the
+"""Why the plan has the node count it has, why its instance type won and the others lost, and why its parallel
+layout (:func:`why_chosen`, :func:`why_lost`, :func:`why_parallel`). The node count: the constraint that bound it (the spec, memory, the deadline, the
 data-parallel degree the spec fixes, or the global batch's divisibility), with the numbers behind it.
 
 :func:`nodes_reason` recomputes each floor for the chosen layout (the fewest nodes whose GPUs hold the training
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from generator import sizing
 from generator.catalog import Catalog
-from generator.plan.fit import Fit, data_parallel, with_context
+from generator.plan.fit import Fit, Scored, data_parallel, with_context
 from generator.plan.layout import memory_minimum
 from generator.plan.run_hours import batch_sequences, first_meeting_deadline, fit_schedule
 from generator.spec.model import Spec
@@ -123,3 +124,185 @@ def _wall(
     s = fit_schedule(with_context(spec, fit.cp), catalog, arch, lora_rank, fit.itype, nodes, fit.tp, fit.pp)
     assert s is not None
     return s.wall_hours
+
+
+# -- why a type won or lost, and why this parallel layout (generator/plan/compute.py asks)
+
+
+def _scored_wall(s: Scored) -> float:
+    return s.schedule.wall_hours if s.schedule is not None else 0.0
+
+
+def why_lost(s: Scored, best: Scored) -> str:
+    t, b = s.fit.itype, best.fit.itype
+    if t.price_borrowed_from is not None and b.price_borrowed_from is None and t.gpu != b.gpu:
+        cost = (
+            f"; at the estimate its whole run would cost {s.run_cost:,.0f} CNY against {best.run_cost:,.0f}"
+            if s.run_cost is not None and best.run_cost is not None
+            else ""
+        )
+        return (
+            f"its price is an ESTIMATE scaled from the {t.price_borrowed_from} rate, which does not decide between "
+            f"GPU families: {b.gpu}, priced on its own, ranks first{cost}; set compute.gpu: {t.gpu} to compare "
+            f"{t.gpu} types alone once you have a quote"
+        )
+    if s.key[:2] == best.key[:2]:
+        why = []
+        if s.key[2] != best.key[2]:
+            why.append("its price is an estimate, the chosen one's a list price")
+        elif s.key[3] != best.key[3]:
+            why.append(
+                "the spec's bare-metal preference"
+                if best.fit.itype.bare_metal
+                else "ECS preferred when the spec states no bare-metal preference"
+            )
+        elif s.key[4:] != best.key[4:]:
+            why.append("payment: it is sold by subscription only, the chosen type also pay-as-you-go")
+        return "ties on cost and time; lost on " + (why[0] if why else "name order (a stable tie-break)")
+    if s.run_cost is not None and best.run_cost is not None and s.key[0] == best.key[0]:
+        return f"same run cost within 0.5% but slower: {_scored_wall(s):,.0f} h vs {_scored_wall(best):,.0f} h wall-clock"
+    if s.run_cost is not None and best.run_cost is not None:
+        return (
+            f"whole run costs {s.run_cost - best.run_cost:,.0f} CNY more "
+            f"({s.run_cost:,.0f} vs {best.run_cost:,.0f})"
+        )
+    return f"costs {s.per_hour - best.per_hour:,.2f} CNY/h more ({s.per_hour:,.2f} vs {best.per_hour:,.2f})"
+
+
+def why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
+    t = best.fit.itype
+    sched = best.schedule
+    basis = (
+        f"the lowest expected cost for the whole run: {sched.wall_hours:,.0f} h wall-clock (model FLOPs with "
+        f"attention and logits at an expected MFU of {sched.mfu:.2f}, the pipeline bubble, checkpoint writes, "
+        f"rework and restores after interruptions)"
+        if sched is not None and best.run_cost is not None
+        else "the lowest cost per hour for the GPUs needed (give model.tokens to rank by whole-run cost)"
+    )
+    price = (
+        f"{t.price.cny_per_hour:,.2f} CNY/h per node, "
+        + ("an ESTIMATE" if t.price.estimated else f"list price {t.price.region} {t.price.date}")
+        + f" [{t.price.source}]"
+    )
+    others = sorted(
+        {
+            s.fit.itype.gpu
+            for s in ranked
+            if s.fit.itype.price_borrowed_from is not None and s.fit.itype.gpu != t.gpu
+        }
+    )
+    est = ""
+    if others and t.price_borrowed_from is None:
+        est = (
+            f"; {', '.join(others)} type(s) also fit but their prices are ESTIMATES scaled from another GPU's rate, "
+            "which do not decide between GPU families: they rank after the types priced on their own"
+        )
+    elif t.price_borrowed_from is not None and len({s.fit.itype.gpu for s in ranked}) > 1:
+        est = (
+            f"; its price and its rivals' are ESTIMATES scaled from the {t.price_borrowed_from} rate, so the "
+            "choice between GPU families rests on estimates: confirm the prices with Alibaba Cloud first"
+        )
+    return f"{len(ranked)} instance type(s) fit; {t.name} ({t.gpus}x {t.gpu}) has {basis}; {price}{est}"
+
+
+def why_parallel(
+    spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None, interconnect: str
+) -> str:
+    link = (
+        "NVLink"
+        if interconnect == "nvlink"
+        else "PCIe, no NVLink" + (": MFU x0.7 assumed" if fit.tp > 1 else "")
+    )
+    parts = [
+        (
+            f"tensor parallel {fit.tp} stays inside one {fit.itype.gpus}-GPU node ({link}) and divides "
+            f"{arch.heads} heads"
+        ),
+        pipeline_text(fit.pp, arch.layers),
+        f"data parallel {fit.dp} = {fit.nodes * fit.itype.gpus} GPUs / (tp*pp"
+        + ("*cp)" if fit.cp > 1 else ")"),
+    ]
+    if fit.cp > 1:
+        inside = fit.cp * fit.tp <= fit.itype.gpus
+        parts.append(
+            f"context parallel {fit.cp} splits each {spec.model.sequence_length}-token sequence into "
+            f"{spec.model.sequence_length // fit.cp}-token shares ("
+            + (
+                "as the spec asks"
+                if isinstance(spec.parallelism.context, int)
+                else f"no layout without it fits at {spec.model.sequence_length} tokens"
+            )
+            + (
+                "; cp x tp stays inside one node's NVLink)"
+                if inside
+                else "; cp x tp spans nodes: the KV ring crosses the network, counted in the MFU)"
+            )
+        )
+    if arch.moe is not None:
+        inside = fit.ep * fit.tp <= fit.itype.gpus
+        parts.append(
+            f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "
+            f"{arch.moe.experts} experts each ("
+            + (
+                "as the spec asks"
+                if isinstance(spec.parallelism.expert, int)
+                else "the largest degree dividing the experts and dp"
+            )
+            + (
+                "; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
+                if inside
+                else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"
+            )
+        )
+    if spec.parallelism.zero_stage:
+        parts.append(
+            f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks"
+        )
+    p = spec.parallelism
+    parts.append(
+        "tp and pp as the spec asks"
+        if isinstance(p.tensor, int) and isinstance(p.pipeline, int)
+        else "at the fewest nodes, the layout that leaves 10% of usable memory free, "
+        + (
+            "splits the layers evenly"
+            if arch.layers % fit.pp == 0
+            else "splits the layers as evenly as it can (no pipeline degree dividing them fit)"
+        )
+        + " and uses the least pipeline, then tensor, parallelism (docs/sizing.md)"
+    )
+    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
+    keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
+    if spec.model.finetune.method != "full":
+        parts.append(f"{spec.model.finetune.method} adapters sized as PEFT-based trainers hold them{keep}")
+    else:
+        parts.append(
+            f"memory sized as {framework} allocates it"
+            + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "")
+            + keep
+        )
+    v = spec.parallelism.virtual_stages
+    if sched is not None and fit.pp > 1:
+        parts.append(
+            (
+                f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
+                if v > 1
+                else "the pipeline bubble (pp-1)/(m+pp-1)"
+            )
+            + f" with m={sched.microbatches} micro-batches per step is "
+            f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)"
+        )
+    return "; ".join(parts)
+
+
+def pipeline_text(pp: int, layers: int) -> str:
+    """How ``pp`` stages hold the layers: evenly, or equal middle stages with shorter first and last ones."""
+    if layers % pp == 0:
+        return f"pipeline {pp} divides {layers} layers" + (f" ({layers // pp} per stage)" if pp > 1 else "")
+    m = sizing.stage_layers(layers, pp)
+    ends = layers - (pp - 2) * m
+    first = ends // 2
+    return (
+        f"pipeline {pp} splits {layers} layers as {first} + {pp - 2}x{m} + {ends - first} (shorter first and "
+        "last stages, as Megatron-LM's --decoder-first/last-pipeline-num-layers do; memory sized for a "
+        f"{m}-layer stage)"
+    )
