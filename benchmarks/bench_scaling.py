@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator import api  # noqa: E402
-from generator.preview import mockrun  # noqa: E402
+from generator.preview import lean  # noqa: E402
 from generator.render import stackdir, userdata  # noqa: E402
 
 BASE_SPEC = ROOT / "examples" / "pretrain-70b.yaml"
@@ -93,7 +93,7 @@ def bench(nodes: int, runs: int, modes: list[str], harness: bool, tmp: Path) -> 
     stackdir.write(files, folder, durable=False)
     raw_min, raw_max, b64_min, b64_max = user_data_bytes(plan, files["node-init.sh"])
     env = {**os.environ, "TRAINSTACK_GRAPH_CACHE": "off", "PYTHONDONTWRITEBYTECODE": "1"}
-    variants = {f"preview/{m}": ([sys.executable, "-m", "generator.cli", "preview", str(spec)], {**env, mockrun.GC_ENV: m})
+    variants = {f"preview/{m}": ([sys.executable, "-m", "generator.cli", "preview", str(spec)], {**env, lean.GC_ENV: m})
                 for m in modes}
     if harness:
         variants["harness"] = ([sys.executable, str(ROOT / "benchmarks" / "bare_harness.py"), str(folder)], env)
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[8, 64, 512, 1024, 4096])
     parser.add_argument("--runs", type=int, default=3, help="paired runs per node count (default 3)")
-    parser.add_argument("--modes", nargs="+", default=["tuned", "default"], choices=list(mockrun.GC_MODES),
+    parser.add_argument("--modes", nargs="+", default=["tuned", "default"], choices=list(lean.GC_MODES),
                         help="collector modes of the preview to time (default: tuned default)")
     parser.add_argument("--no-harness", action="store_true", help="skip the bare mock harness")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.preview import mockrun, sdkload
+from generator.preview import lean, mockrun, sdkload
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(p.name for p in (ROOT / "stacks").iterdir() if (p / "__main__.py").is_file())
@@ -24,30 +24,30 @@ def _run(stack: str) -> mockrun.Graph:
                                config={"alicloud:region": "cn-wulanchabu"}, derive=False)  # every registration
 
 
-@pytest.mark.parametrize("mode", mockrun.GC_MODES)
+@pytest.mark.parametrize("mode", lean.GC_MODES)
 def test_every_collector_mode_declares_the_same_graph_and_restores_the_collector(
         mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     before = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
-    monkeypatch.setenv(mockrun.GC_ENV, "default")
+    monkeypatch.setenv(lean.GC_ENV, "default")
     reference = _run("finetune-7b")
-    monkeypatch.setenv(mockrun.GC_ENV, mode)
-    assert mockrun.gc_mode() == mode
+    monkeypatch.setenv(lean.GC_ENV, mode)
+    assert lean.gc_mode() == mode
     assert _run("finetune-7b") == reference
     assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == before
 
 
 def test_an_unknown_collector_mode_means_tuned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(mockrun.GC_ENV, "bogus")
-    assert mockrun.gc_mode() == "tuned"
+    monkeypatch.setenv(lean.GC_ENV, "bogus")
+    assert lean.gc_mode() == "tuned"
 
 
 def test_the_collector_is_tuned_during_the_run() -> None:
     seen = []
-    with mockrun.tuned_gc("tuned"):
+    with lean.tuned_gc("tuned"):
         seen.append((gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count() > 0))
-    with mockrun.tuned_gc("off"):
+    with lean.tuned_gc("off"):
         seen.append((gc.isenabled(), None, gc.get_freeze_count() > 0))
-    assert seen == [(True, mockrun.TUNED_THRESHOLDS[0], True), (False, None, True)]
+    assert seen == [(True, lean.TUNED_THRESHOLDS[0], True), (False, None, True)]
 
 
 def test_services_are_read_from_the_program() -> None:
@@ -84,11 +84,11 @@ def test_a_lean_run_declares_what_a_full_run_does_with_fewer_modules(stack: str)
             "for r in g.resources], 'outputs': g.outputs, 'warnings': g.warnings, "
             "'modules': sum(m.startswith('pulumi_alicloud') for m in sys.modules)}, default=str))\n")
     out = {}
-    for lean in ("on", "off"):
-        env = {**os.environ, mockrun.LEAN_SDK_ENV: lean}
+    for lean_sdk in ("on", "off"):
+        env = {**os.environ, mockrun.LEAN_SDK_ENV: lean_sdk}
         proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
         assert proc.returncode == 0, proc.stderr
-        out[lean] = json.loads(proc.stdout)
+        out[lean_sdk] = json.loads(proc.stdout)
     assert out["on"]["graph"] == out["off"]["graph"] and out["on"]["outputs"] == out["off"]["outputs"]
     assert out["on"]["warnings"] == out["off"]["warnings"]
     assert out["on"]["modules"] < out["off"]["modules"] * 0.6
@@ -102,22 +102,22 @@ LIGHT = [{"stack_traces": st, "inline": inline} for st in (False, True) for inli
 @pytest.mark.parametrize("stack", ["pretrain-70b", "finetune-dlc"])
 def test_light_runtime_settings_declare_the_same_graph(stack: str, settings: dict[str, bool],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(mockrun.STACK_TRACES_ENV, "on")
-    monkeypatch.setenv(mockrun.INLINE_ENV, "off")
-    assert mockrun.light_settings() == {"stack_traces": True, "inline": False}  # Pulumi's own behaviour
+    monkeypatch.setenv(lean.STACK_TRACES_ENV, "on")
+    monkeypatch.setenv(lean.INLINE_ENV, "off")
+    assert lean.light_settings() == {"stack_traces": True, "inline": False}  # Pulumi's own behaviour
     reference = _run(stack)
-    monkeypatch.setenv(mockrun.STACK_TRACES_ENV, "on" if settings["stack_traces"] else "off")
-    monkeypatch.setenv(mockrun.INLINE_ENV, "on" if settings["inline"] else "off")
-    assert mockrun.light_settings() == settings
+    monkeypatch.setenv(lean.STACK_TRACES_ENV, "on" if settings["stack_traces"] else "off")
+    monkeypatch.setenv(lean.INLINE_ENV, "on" if settings["inline"] else "off")
+    assert lean.light_settings() == settings
     graph = _run(stack)
     assert graph == reference
     assert json.dumps(graph.outputs, sort_keys=True) == json.dumps(reference.outputs, sort_keys=True)
 
 
 def test_the_defaults_skip_stack_traces_and_answer_inline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(mockrun.STACK_TRACES_ENV, raising=False)
-    monkeypatch.delenv(mockrun.INLINE_ENV, raising=False)
-    assert mockrun.light_settings() == {"stack_traces": False, "inline": True}
+    monkeypatch.delenv(lean.STACK_TRACES_ENV, raising=False)
+    monkeypatch.delenv(lean.INLINE_ENV, raising=False)
+    assert lean.light_settings() == {"stack_traces": False, "inline": True}
 
 
 def test_light_runtime_restores_pulumi() -> None:
@@ -131,9 +131,9 @@ def test_light_runtime_restores_pulumi() -> None:
     try:
         before = (runtime_resource._get_stack_trace, runtime_resource._get_source_position, mocks._sync_await,
                   getattr(loop, "_default_executor", None))
-        with mockrun.light_runtime(stack_traces=False, inline=True):
+        with lean.light_runtime(stack_traces=False, inline=True):
             assert runtime_resource._get_stack_trace().frames == []  # an empty trace: the monitor never reads it
-            assert isinstance(loop._default_executor, mockrun._InlineExecutor)  # type: ignore[attr-defined]
+            assert isinstance(loop._default_executor, lean._InlineExecutor)  # type: ignore[attr-defined]
         after = (runtime_resource._get_stack_trace, runtime_resource._get_source_position, mocks._sync_await,
                  getattr(loop, "_default_executor", None))
         assert after == before
@@ -144,9 +144,9 @@ def test_light_runtime_restores_pulumi() -> None:
 def test_inline_calls_run_in_the_calling_thread() -> None:
     import threading
 
-    done = mockrun._InlineExecutor().submit(threading.get_ident)
+    done = lean._InlineExecutor().submit(threading.get_ident)
     assert done.result() == threading.get_ident()
-    failed = mockrun._InlineExecutor().submit(lambda: 1 / 0)
+    failed = lean._InlineExecutor().submit(lambda: 1 / 0)
     assert isinstance(failed.exception(), ZeroDivisionError)
 
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator.preview import deflate, memo, mockrun, sdkload
+from generator.preview import deflate, lean, memo, mockrun, sdkload
 from generator.preview.mockrun import Graph, Resource
 
 GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
@@ -286,9 +286,7 @@ def run_program(
             memo_salt=run_salt,
             reuse=reusable(run_salt) if reuse else None,
         )
-    with mockrun.tuned_gc(
-        mockrun.gc_mode()
-    ):  # writing a large graph allocates much; nothing of it is garbage
+    with lean.tuned_gc(lean.gc_mode()):  # writing a large graph allocates much; nothing of it is garbage
         stored = store(digest, graph)
         if stored and compressed.changed() and deflate.store(cache_dir(), run_salt, compressed.used):
             deflate.prune(cache_dir(), MEMO_FILES)

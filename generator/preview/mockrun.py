@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
 import io
 import logging
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import TrainstackError
+from generator.preview.lean import gc_mode, light_runtime, light_settings, tuned_gc
 
 MOCK_IMAGE_ID = "m-mockimage000000000"
 LEAN_SDK_ENV = "TRAINSTACK_LEAN_SDK"  # "off": load whole pulumi_alicloud service packages, as `pulumi` does
@@ -34,8 +34,10 @@ LEAN_SDK_ENV = "TRAINSTACK_LEAN_SDK"  # "off": load whole pulumi_alicloud servic
 # ".invalid" is reserved (RFC 2606), so it can never be a real address.
 SHARED_FS_ADDRESS_KEY = "trainstack:sharedFsAddress"
 PLACEHOLDER_SHARED_FS_ADDRESS = "cpfs-export.example.invalid"
-PLACEHOLDER_NOTE = (f"{SHARED_FS_ADDRESS_KEY} is the placeholder {PLACEHOLDER_SHARED_FS_ADDRESS} in this offline run: "
-                    "`trainstack up` looks up the CPFS export's real mount address and fills it in")
+PLACEHOLDER_NOTE = (
+    f"{SHARED_FS_ADDRESS_KEY} is the placeholder {PLACEHOLDER_SHARED_FS_ADDRESS} in this offline run: "
+    "`trainstack up` looks up the CPFS export's real mount address and fills it in"
+)
 
 
 class ProgramError(TrainstackError):
@@ -142,8 +144,11 @@ def _mock_classes() -> tuple[Any, Any]:
 
         def call(self, args: Any) -> Any:
             if args.token == "alicloud:ecs/getImages:getImages":
-                return {"images": [{"id": MOCK_IMAGE_ID, "name": "aliyun_3_x64_20G_alibase_mock.vhd"}],
-                        "ids": [MOCK_IMAGE_ID], "id": "images"}
+                return {
+                    "images": [{"id": MOCK_IMAGE_ID, "name": "aliyun_3_x64_20G_alibase_mock.vhd"}],
+                    "ids": [MOCK_IMAGE_ID],
+                    "id": "images",
+                }
             return {}
 
     class Monitor(mocks.MockMonitor):
@@ -154,10 +159,12 @@ def _mock_classes() -> tuple[Any, Any]:
             self.options: dict[tuple[str, str], tuple[bool, bool, str, bool]] = {}
 
         def RegisterResource(self, request: Any) -> Any:
-            self.options[(request.type, request.name)] = (bool(request.protect),
-                                                          bool(getattr(request, "retainOnDelete", False)),
-                                                          request.parent,
-                                                          bool(getattr(request, "deleteBeforeReplace", False)))
+            self.options[(request.type, request.name)] = (
+                bool(request.protect),
+                bool(getattr(request, "retainOnDelete", False)),
+                request.parent,
+                bool(getattr(request, "deleteBeforeReplace", False)),
+            )
             return super().RegisterResource(request)
 
     return Recorder, Monitor
@@ -258,9 +265,16 @@ def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
     return {SHARED_FS_ADDRESS_KEY: PLACEHOLDER_SHARED_FS_ADDRESS, **(config or {})}
 
 
-def run_program(program_dir: str | Path, project: str = "trainstack", stack: str = "dev",
-                config: Mapping[str, str] | None = None, *, memo_salt: str = "",
-                reuse: Mapping[str, Resource] | None = None, derive: bool | None = None) -> Graph:
+def run_program(
+    program_dir: str | Path,
+    project: str = "trainstack",
+    stack: str = "dev",
+    config: Mapping[str, str] | None = None,
+    *,
+    memo_salt: str = "",
+    reuse: Mapping[str, Resource] | None = None,
+    derive: bool | None = None,
+) -> Graph:
     """Run ``program_dir/__main__.py`` under mocks and return what it declares.
 
     ``config`` is the stack config the program sees. Unless it names ``trainstack:sharedFsAddress`` (an empty value
@@ -301,8 +315,17 @@ def run_program(program_dir: str | Path, project: str = "trainstack", stack: str
     return _run_once(main, project, stack, config, memo_salt, {}, skip, set(), False)
 
 
-def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | None, memo_salt: str,
-              known: Mapping[str, Resource], skip: frozenset[str], read: set[str], derive: bool) -> Graph:
+def _run_once(
+    main: Path,
+    project: str,
+    stack: str,
+    config: Mapping[str, str] | None,
+    memo_salt: str,
+    known: Mapping[str, Resource],
+    skip: frozenset[str],
+    read: set[str],
+    derive: bool,
+) -> Graph:
     import pulumi
     from pulumi.runtime import mocks, settings
     from pulumi.runtime import stack as stack_mod
@@ -334,7 +357,7 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
             with tuned_gc(gc_mode()):  # also while the graph is assembled: no collection walks the run's heap
-                with light_runtime(**light_settings()), (memo or contextlib.nullcontext()):
+                with light_runtime(**light_settings()), memo or contextlib.nullcontext():
 
                     def run_main() -> None:
                         runpy.run_path(str(main), run_name="__main__")
@@ -353,8 +376,10 @@ def _run_once(main: Path, project: str, stack: str, config: Mapping[str, str] | 
         _retrieve_failed_futures()
         raise ProgramError(_explain(e, recorder)) from e
     graph.warnings.extend(line for line in log_stream.getvalue().splitlines() if line.strip())
-    if values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS and \
-            graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS:
+    if (
+        values[SHARED_FS_ADDRESS_KEY] == PLACEHOLDER_SHARED_FS_ADDRESS
+        and graph.outputs.get("shared_fs_mount_address") == PLACEHOLDER_SHARED_FS_ADDRESS
+    ):
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
 
@@ -380,145 +405,24 @@ def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[st
     monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
     seen, recorder.seen = recorder.seen, []
     recorded = []
-    while seen:  # each request's inputs are dropped as their stripped copy is made: never two copies of the graph
+    while (
+        seen
+    ):  # each request's inputs are dropped as their stripped copy is made: never two copies of the graph
         typ, name, inputs = seen.pop()
         recorded.append((typ, name, _strip_unknowns(inputs)))
     derived = memo.derived if memo else []
     while derived:
         typ, name, inputs, *flags = derived.pop()
         recorded.append((typ, name, Resource(typ, name, _strip_unknowns(inputs), *flags)))
-    for typ, name, inputs in sorted(recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])],
-                                    key=lambda x: (x[0], x[1])):
+    for typ, name, inputs in sorted(
+        recorded + [(r.type, r.name, r) for r in (memo.reused if memo else [])], key=lambda x: (x[0], x[1])
+    ):
         if isinstance(inputs, Resource):
             graph.resources.append(inputs)
             continue
         protect, retain, parent, first_delete = monitor.options.get((typ, name), (False, False, "", False))
         graph.resources.append(Resource(typ, name, inputs, protect, retain, parent, first_delete))
     monitor.options.clear()
-
-
-# Two more runtime costs the mock monitor never uses. Each registration asks for the program's stack trace
-# (`_get_stack_trace`: every frame's source position, turned into protobuf) and its source position, which the
-# engine shows in its diagnostics; the mock monitor ignores both fields. And every registration and invoke crosses
-# `loop.run_in_executor` to a worker thread, where the mock monitor answers at once: a thread hand-off, a second
-# event loop and a futures wrap per call. "inline" answers it in the calling thread (the monitor is synchronous; its
-# own `_sync_await` runs nested on the running loop, as Pulumi's synchronous invokes do). Neither changes a request
-# the mock monitor records (tests/test_runtime.py compares the graphs). `TRAINSTACK_MOCK_STACK_TRACES=on` and
-# `TRAINSTACK_MOCK_INLINE=off` restore Pulumi's behaviour; measured in benchmarks/README.md.
-STACK_TRACES_ENV = "TRAINSTACK_MOCK_STACK_TRACES"
-INLINE_ENV = "TRAINSTACK_MOCK_INLINE"
-
-
-def _flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    return default if not value else value not in ("off", "0", "no", "false")
-
-
-def light_settings() -> dict[str, bool]:
-    """The runtime settings of mock runs from the environment: stack traces off, inline monitor calls on."""
-    return {"stack_traces": _flag(STACK_TRACES_ENV, False), "inline": _flag(INLINE_ENV, True)}
-
-
-class _InlineExecutor(ThreadPoolExecutor):
-    """Runs each submitted call at once, in the caller's thread (the mock monitor's calls return immediately); no
-    thread is ever started (asyncio accepts only ThreadPoolExecutor subclasses as a loop's default executor)."""
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as e:  # noqa: BLE001 handed to the awaiting coroutine, as a worker thread would
-            done.set_exception(e)
-        return done
-
-
-@contextlib.contextmanager
-def light_runtime(stack_traces: bool = False, inline: bool = True) -> Iterator[None]:
-    """Run the body without the stack traces (unless ``stack_traces``) and with inline monitor calls (if ``inline``);
-    Pulumi's functions and the loop's executor come back after."""
-    from pulumi.runtime import resource as runtime_resource
-
-    loop = asyncio.get_event_loop()
-    saved = runtime_resource._get_stack_trace, runtime_resource._get_source_position
-    executor = getattr(loop, "_default_executor", None)
-    if not stack_traces:
-        from pulumi.runtime.proto import source_pb2
-
-        runtime_resource._get_stack_trace = lambda: source_pb2.StackTrace()
-        runtime_resource._get_source_position = lambda *_a, **_k: None
-    from pulumi.runtime import mocks
-
-    nested = mocks._sync_await
-    if inline:
-        loop.set_default_executor(_InlineExecutor())
-        mocks._sync_await = _drive
-    try:
-        yield
-    finally:
-        runtime_resource._get_stack_trace, runtime_resource._get_source_position = saved
-        if inline:
-            loop._default_executor = executor  # type: ignore[attr-defined]
-            mocks._sync_await = nested
-
-
-def _drive(awaitable: Any) -> Any:
-    """The mock monitor's ``_sync_await`` when it answers inline: run the coroutine (serializing plain values, which
-    never waits) to its end in place. Pumping the running loop instead, as Pulumi's ``_sync_await`` does, would run
-    the next registration inside this one, and so on: a recursion as deep as the cluster. If the coroutine does
-    wait on a future, that one future is awaited the Pulumi way and the coroutine goes on."""
-    from pulumi.runtime.sync_await import _sync_await
-
-    if not asyncio.iscoroutine(awaitable):
-        return _sync_await(awaitable)
-    while True:
-        try:
-            waited = awaitable.send(None)
-        except StopIteration as done:
-            return done.value
-        if waited is not None:
-            waited._asyncio_future_blocking = False
-            _sync_await(waited)
-
-
-# The cyclic garbage collector costs a quarter to over a third of a large mock run: Pulumi's runtime allocates
-# millions of short-lived objects (futures, Outputs, protobuf Structs), and every 700 allocations (CPython 3.11's
-# default first threshold) a young collection walks them, and every hundredth a full one walks the whole heap.
-# "tuned" freezes what is alive when the run starts (the interpreter, pulumi and the SDK modules the program uses:
-# never garbage, never walked again; https://docs.python.org/3/library/gc.html#gc.freeze) and raises the first
-# threshold, so collections are rare and small while memory stays bounded; "off" disables the collector for the run
-# (a run creates little cyclic garbage); "default" leaves CPython's settings. Measured in benchmarks/README.md.
-GC_MODES = ("tuned", "off", "default")
-GC_ENV = "TRAINSTACK_MOCK_GC"
-TUNED_THRESHOLDS = (1_000_000, 1000, 1000)
-
-
-def gc_mode() -> str:
-    """The collector mode of mock runs: ``$TRAINSTACK_MOCK_GC`` if it names one of :data:`GC_MODES`, else tuned."""
-    mode = os.environ.get(GC_ENV, "tuned").strip().lower()
-    return mode if mode in GC_MODES else "tuned"
-
-
-@contextlib.contextmanager
-def tuned_gc(mode: str) -> Iterator[None]:
-    """Run the body with the collector in ``mode`` (see :data:`GC_MODES`); the previous settings come back after."""
-    import gc
-
-    if mode == "default":
-        yield
-        return
-    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    gc.freeze()
-    if mode == "off":
-        gc.disable()
-    else:
-        gc.set_threshold(*TUNED_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 @contextlib.contextmanager
