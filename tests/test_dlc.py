@@ -276,7 +276,7 @@ def test_dlc_refusals_are_spec_errors_with_a_hint(tmp_path: Path, body: str, fie
 
 
 def test_dlc_refuses_a_region_without_dlc_worker_types(tmp_path: Path) -> None:
-    from generator.platforms.dlc.plan import dlc_rules
+    from generator.platforms.dlc.rules import dlc_rules
 
     region = CATALOG.region("cn-hangzhou")
     empty = CATALOG.__class__(**{**{f: getattr(CATALOG, f) for f in CATALOG.__dataclass_fields__}, "dlc_specs": ()})

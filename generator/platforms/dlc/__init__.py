@@ -12,7 +12,7 @@ C = Capability
 
 
 def rule(when: str) -> Unhonoured:
-    """A field a PAI-DLC rule refuses for the values ``when`` names (generator/platforms/dlc/plan.py dlc_rules)."""
+    """A field a PAI-DLC rule refuses for the values ``when`` names (generator/platforms/dlc/rules.py dlc_rules)."""
     return Unhonoured(Level.ERROR, "refused by a PAI-DLC rule", rule=True, when=when)
 
 

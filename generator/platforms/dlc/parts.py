@@ -16,12 +16,12 @@ from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
     dlc_fabric,
     dlc_network,
-    dlc_rules,
     dlc_spot,
     dlc_workers,
     dlc_zone_decision,
     plan_dlc,
 )
+from generator.platforms.dlc.rules import dlc_rules
 from generator.spec.model import Spec
 
 

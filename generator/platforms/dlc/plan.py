@@ -21,7 +21,6 @@ import math
 from collections.abc import Iterable
 
 from generator.catalog import Catalog, Region
-from generator.errors import Problem
 from generator.plan import warns
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
@@ -57,95 +56,52 @@ IMAGE_TAG = "2.7-gpu-py312-cu128-ubuntu24.04"
 # (confirmed 2026-11-30 on https://www.alibabacloud.com/help/en/pai/user-guide/create-a-training-task)
 PUBLIC_MAX_GPUS = 2
 PUBLIC_MAX_CPUS = 8
-SPOT_STRATEGY = "SpotWithPriceLimit"  # the only SpotSpec.SpotStrategy value the API reference lists [API-DLC-SPOT]
+SPOT_STRATEGY = (
+    "SpotWithPriceLimit"  # the only SpotSpec.SpotStrategy value the API reference lists [API-DLC-SPOT]
+)
 MAX_ENVS = 20  # at most 20 custom environment variables per job [DOC-DLC-JOB]
 DATA_MOUNT = "/mnt/data"  # where the OSS training data appears in the containers
 CHECKPOINT_MOUNT = "/mnt/checkpoints"  # where the checkpoint prefix appears in the containers
 MAX_RUNNING_MARGIN = 1.5  # a job may run 1.5x its expected hours before DLC stops it (a trainstack choice)
 DLC_DEFAULT_MAX_HOURS = 30 * 24  # DLC stops a job after 30 days by default [DOC-DLC-JOB]
-WORKSPACE_NAME_MAX = 23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
+WORKSPACE_NAME_MAX = (
+    23  # pai.WorkspaceWorkspace workspace_name: 3-23 letters, digits and '_', starting with a letter
+)
 
 
 def dlc_zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
     """Why the job's vSwitch goes in ``zone``."""
-    return Decision("zone", zone, (
-        "the first zone of your ordered preference" if spec.zones else f"no zones given; {zone} is the first zone "
-        f"of {region.id} in the catalog") + "; the job's vSwitch and the file system's mount target are zonal, so "
-        "DLC starts the workers in this zone (DLC's stock there is not checked by trainstack)")
-
-
-def dlc_rules(spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
-    """What a DLC job cannot do (or trainstack does not do for it), as spec errors with hints."""
-    problems: list[Problem] = []
-    c, n = spec.compute, spec.network
-    if region is not None and not catalog.dlc_types_in_region(region.id):
-        where = sorted({r.id for r in catalog.regions if catalog.dlc_types_in_region(r.id)})
-        problems.append(Problem(("compute", "platform"), f"the catalog knows no PAI-DLC worker type in {region.id}",
-                                f"regions with DLC worker types: {', '.join(where)}; or use platform: ecs"))
-    gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
-    in_region = catalog.types_in_region(region.id) if region is not None else ()
-    if gpu is not None and region is not None and any(t.gpu == gpu.name for t in in_region) and not any(
-            t.gpu == gpu.name for t in catalog.dlc_types_in_region(region.id)):  # else check.py reports the GPU
-        offered = sorted({t.gpu for t in catalog.dlc_types_in_region(region.id)})
-        problems.append(Problem(("compute", "gpu"), f"no PAI-DLC worker type with {gpu.name} in {region.id} in the "
-                                "catalog (dlc_specs.csv)", f"DLC GPUs there: {', '.join(offered)}; or use platform: ecs"))
-    for i, name in enumerate(c.instance_types):
-        if catalog.instance(name) is not None and catalog.lingjun_type(name) is None and catalog.dlc_spec(name) is None:
-            problems.append(Problem(("compute", "instance_types", i), f"{name} is not on PAI-DLC's public resource "
-                                    "list in the catalog (dlc_specs.csv)",
-                                    "DLC worker types: " + ", ".join(d.name for d in catalog.dlc_specs)))
-    if c.image_id is not None:
-        problems.append(Problem(("compute", "image_id"), "a DLC job runs a container image, not an ECS or Lingjun "
-                                "image, and DLC boots the nodes itself",
-                                "remove compute.image_id; the plan names the official PAI PyTorch image for the job "
-                                "(plan.json dlc.image)"))
-    if c.data_disk_gib:
-        problems.append(Problem(("compute", "data_disk_gib"), "DLC workers take no data disk from trainstack (DLC "
-                                "manages the nodes)", "set compute.data_disk_gib: 0 and keep data on the shared file "
-                                "system or in OSS"))
-    if c.paused:
-        problems.append(Problem(("compute", "paused"), "there is nothing to pause on PAI-DLC: no node exists between "
-                                "jobs and DLC bills only while a job runs [DOC-DLC-BILL]",
-                                "set compute.paused: false and stop the job instead (`trainstack cancel`)"))
-    if c.bare_metal == "require":
-        problems.append(Problem(("compute", "bare_metal"), "DLC's public resources are ECS virtual-machine types in "
-                                "the catalog", "set compute.bare_metal: any, or use platform: ecs"))
-    if n.admin_cidrs:
-        problems.append(Problem(("network", "admin_cidrs"), "DLC workers are containers DLC manages: there is no "
-                                "node to SSH into, so trainstack opens no SSH port",
-                                "remove network.admin_cidrs; use the DLC console's terminal or `trainstack logs`"))
-    if n.rdma is True:
-        problems.append(Problem(("network", "rdma"), "trainstack attaches no RDMA interface to DLC workers: DLC "
-                                "manages their network, and its public resources document no RDMA",
-                                "set network.rdma: auto, or use platform: lingjun (HPN RDMA) or ecs (eRDMA)"))
-    sp = spec.spot
-    if sp.enabled and sp.on_demand_base != 0:
-        problems.append(Problem(("spot", "on_demand_base"), "a DLC job's workers are all spot or all on demand "
-                                "(JobSpec.SpotSpec applies to the whole worker role [SDK-DLC])",
-                                "set spot.on_demand_base: 0 to run every worker on spot, or spot.enabled: false"))
-    if sp.min_nodes is not None:
-        problems.append(Problem(("spot", "min_nodes"), "a DLC job runs a fixed number of workers (CreateJob PodCount) "
-                                "and DLC restarts it whole; trainstack plans no elastic launch on DLC",
-                                "remove spot.min_nodes"))
-    if sp.enabled and "strategy" in sp.model_fields_set and sp.strategy != SPOT_STRATEGY:
-        problems.append(Problem(("spot", "strategy"), f"DLC's SpotSpec takes SpotStrategy {SPOT_STRATEGY} only (the "
-                                f"API reference lists no other value [API-DLC-SPOT]), not {sp.strategy}",
-                                f"set spot.strategy: {SPOT_STRATEGY} with spot.max_price_ratio (1.0 caps the bid "
-                                "at the pay-as-you-go price, as SpotAsPriceGo does on ECS)"))
-    if sp.enabled and "interruption" in sp.model_fields_set and sp.interruption == "stop":
-        problems.append(Problem(("spot", "interruption"), "DLC releases a reclaimed spot worker; it cannot be kept "
-                                "stopped", "remove spot.interruption"))
-    return problems
+    return Decision(
+        "zone",
+        zone,
+        (
+            "the first zone of your ordered preference"
+            if spec.zones
+            else f"no zones given; {zone} is the first zone of {region.id} in the catalog"
+        )
+        + "; the job's vSwitch and the file system's mount target are zonal, so "
+        "DLC starts the workers in this zone (DLC's stock there is not checked by trainstack)",
+    )
 
 
 def dlc_fabric(spec: Spec, fit: Fit, decisions: list[Decision]) -> tuple[str, int]:
     """No RDMA, ERIs, HPC cluster or deployment set: DLC manages the nodes and the network between them."""
-    decisions.append(Decision("rdma", "none (managed by DLC)", (
-        "DLC creates the worker nodes and their network; trainstack attaches no eRDMA interface, HPC cluster or "
-        "deployment set and sets no MTU. "
-        + (f"The {fit.nodes} workers exchange gradients over the network DLC gives {fit.itype.name} (VPC TCP for the "
-           "ECS types of its public resources; RDMA is documented only for Lingjun resources [DOC-DLC-JOB])"
-           if fit.nodes > 1 else "One worker: GPUs talk over NVLink/PCIe inside the node"))))
+    decisions.append(
+        Decision(
+            "rdma",
+            "none (managed by DLC)",
+            (
+                "DLC creates the worker nodes and their network; trainstack attaches no eRDMA interface, HPC cluster or "
+                "deployment set and sets no MTU. "
+                + (
+                    f"The {fit.nodes} workers exchange gradients over the network DLC gives {fit.itype.name} (VPC TCP for the "
+                    "ECS types of its public resources; RDMA is documented only for Lingjun resources [DOC-DLC-JOB])"
+                    if fit.nodes > 1
+                    else "One worker: GPUs talk over NVLink/PCIe inside the node"
+                )
+            ),
+        )
+    )
     return "none", 0
 
 
@@ -153,60 +109,136 @@ def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> N
     """The job's VPC: a compute vSwitch whose addresses DLC hands to the workers, and the storage and egress
     vSwitches of the ECS IP plan (:func:`generator.plan.placement.ip_plan`), so no consumer can take another's."""
     vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
-    vswitches, ecs_ranges, _ = ip_plan(spec.name, zone, vpc, fit.nodes, storage=shared_storage_needed(spec, fit.nodes),
-                                       egress=spec.network.egress == "nat")
+    vswitches, ecs_ranges, _ = ip_plan(
+        spec.name,
+        zone,
+        vpc,
+        fit.nodes,
+        storage=shared_storage_needed(spec, fit.nodes),
+        egress=spec.network.egress == "nat",
+    )
     compute = ipaddress.ip_network(vswitches[0].cidr)
     lo, hi = int(compute.network_address), int(compute.broadcast_address)
     ranges = [r for r in ecs_ranges if r.vswitch == "compute" and "reserved" in r.consumer]
-    ranges.insert(1, IpRange("compute", str(ipaddress.ip_address(lo + 1)), str(ipaddress.ip_address(hi - 3)),
-                             hi - 3 - lo, "the DLC workers' network interfaces: DLC picks the addresses when a job "
-                             "starts (no fixed address per rank)"))
+    ranges.insert(
+        1,
+        IpRange(
+            "compute",
+            str(ipaddress.ip_address(lo + 1)),
+            str(ipaddress.ip_address(hi - 3)),
+            hi - 3 - lo,
+            "the DLC workers' network interfaces: DLC picks the addresses when a job "
+            "starts (no fixed address per rank)",
+        ),
+    )
     ranges += [r for r in ecs_ranges if r.vswitch != "compute"]
-    above = [(key, what) for key, what in (("storage", "the file system's mount target"),
-                                           ("egress", "the NAT gateway")) if any(v.key == key for v in vswitches)]
-    decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), (
-        f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
-        "the security group)"
-        + (f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
-           f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
-           "a worker's address" if above else "; no other vSwitch: no shared file system and no NAT gateway"))))
+    above = [
+        (key, what)
+        for key, what in (("storage", "the file system's mount target"), ("egress", "the NAT gateway"))
+        if any(v.key == key for v in vswitches)
+    ]
+    decisions.append(
+        Decision(
+            "ip plan",
+            ", ".join(f"{v.key} {v.cidr}" for v in vswitches),
+            (
+                f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
+                "the security group)"
+                + (
+                    f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
+                    f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
+                    "a worker's address"
+                    if above
+                    else "; no other vSwitch: no shared file system and no NAT gateway"
+                )
+            ),
+        )
+    )
     egress = spec.network.egress
-    decisions.append(Decision("egress", egress, (
-        "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
-        "(the official image comes from the region's VPC registry); nothing inbound" if egress == "nat" else
-        "no internet: the job reaches only VPC-internal endpoints (the VPC image registry, OSS internal)")))
+    decisions.append(
+        Decision(
+            "egress",
+            egress,
+            (
+                "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
+                "(the official image comes from the region's VPC registry); nothing inbound"
+                if egress == "nat"
+                else "no internet: the job reaches only VPC-internal endpoints (the VPC image registry, OSS internal)"
+            ),
+        )
+    )
     return Network(str(vpc), vswitches, (), False, 1500, (), egress, tuple(ranges), "")
 
 
 def dlc_workers(spec: Spec, zone: str, fit: Fit) -> tuple[Node, ...]:
     """The job's workers as ranks: DLC names and addresses the pods, so only the rank and the spot flag are planned."""
-    return tuple(Node(rank=i, name=f"worker-{i}", zone=zone, vswitch="compute", private_ip="",
-                      spot=spec.spot.enabled, deployment_set=None) for i in range(fit.nodes))
+    return tuple(
+        Node(
+            rank=i,
+            name=f"worker-{i}",
+            zone=zone,
+            vswitch="compute",
+            private_ip="",
+            spot=spec.spot.enabled,
+            deployment_set=None,
+        )
+        for i in range(fit.nodes)
+    )
 
 
-def dlc_spot(spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision],
-             warnings: list[PlanWarning]) -> tuple[Spot, DlcSpot | None]:
+def dlc_spot(
+    spec: Spec, fit: Fit, ranks: Iterable[Node], decisions: list[Decision], warnings: list[PlanWarning]
+) -> tuple[Spot, DlcSpot | None]:
     """DLC preemptible workers (JobSpec.SpotSpec): every worker or none, bidding SpotWithPriceLimit (the only
     SpotStrategy the API reference lists [API-DLC-SPOT]) with a price limit from spot.max_price_ratio. A spec that
     leaves spot.strategy at its ECS default (SpotAsPriceGo) gets SpotWithPriceLimit; one that names SpotAsPriceGo is
-    refused by :func:`dlc_rules`."""
+    refused by :func:`generator.platforms.dlc.rules.dlc_rules`."""
     s, ranks = spec.spot, tuple(ranks)
     if not s.enabled:
-        return Spot(False, "NoSpot", None, 0, "terminate", tuple(n.rank for n in ranks), (), s.price_ratio,
-                    s.interruptions_per_node_day), None
+        return Spot(
+            False,
+            "NoSpot",
+            None,
+            0,
+            "terminate",
+            tuple(n.rank for n in ranks),
+            (),
+            s.price_ratio,
+            s.interruptions_per_node_day,
+        ), None
     limit = round(fit.itype.price.cny_per_hour * s.max_price_ratio, 3)
     defaulted = s.strategy != SPOT_STRATEGY  # the spec left strategy at SpotAsPriceGo, the ECS default
-    decisions.append(Decision("spot", f"all {len(ranks)} worker(s) preemptible, {SPOT_STRATEGY}", (
-        "DLC's SpotSpec applies to the whole worker role, so there is no on-demand base; "
-        f"the bid is capped at {limit:g} CNY/h per worker (price x {s.max_price_ratio:g}"
-        f"{', an estimated price' if fit.itype.price.estimated else ''}; SpotPriceLimit, sent in CNY per minute) "
-        + ("because SpotWithPriceLimit is the only SpotStrategy DLC's API lists, not the spec's default "
-           "SpotAsPriceGo " if defaulted else "")
-        + "[API-DLC-SPOT, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack "
-        "runs no reclaim watcher in DLC containers")))
+    decisions.append(
+        Decision(
+            "spot",
+            f"all {len(ranks)} worker(s) preemptible, {SPOT_STRATEGY}",
+            (
+                "DLC's SpotSpec applies to the whole worker role, so there is no on-demand base; "
+                f"the bid is capped at {limit:g} CNY/h per worker (price x {s.max_price_ratio:g}"
+                f"{', an estimated price' if fit.itype.price.estimated else ''}; SpotPriceLimit, sent in CNY per minute) "
+                + (
+                    "because SpotWithPriceLimit is the only SpotStrategy DLC's API lists, not the spec's default "
+                    "SpotAsPriceGo "
+                    if defaulted
+                    else ""
+                )
+                + "[API-DLC-SPOT, DOC-DLC-JOB]. A reclaimed job resumes from the last checkpoint in the bucket; trainstack "
+                "runs no reclaim watcher in DLC containers"
+            ),
+        )
+    )
     warnings.append(warns.DlcSpotAssumed(s.price_ratio, s.interruptions_per_node_day))
-    spot = Spot(True, SPOT_STRATEGY, limit, 0, "terminate", (), tuple(n.rank for n in ranks), s.price_ratio,
-                s.interruptions_per_node_day)
+    spot = Spot(
+        True,
+        SPOT_STRATEGY,
+        limit,
+        0,
+        "terminate",
+        (),
+        tuple(n.rank for n in ranks),
+        s.price_ratio,
+        s.interruptions_per_node_day,
+    )
     return spot, DlcSpot(SPOT_STRATEGY, limit, None)
 
 
@@ -223,102 +255,201 @@ def workspace_name(spec: Spec) -> str:
     name = spec.name.replace("-", "_")
     if len(name) <= WORKSPACE_NAME_MAX:
         return name
-    return f"{name[:WORKSPACE_NAME_MAX - 7].rstrip('_')}_{hashlib.sha256(spec.name.encode()).hexdigest()[:6]}"
+    return (
+        f"{name[: WORKSPACE_NAME_MAX - 7].rstrip('_')}_{hashlib.sha256(spec.name.encode()).hexdigest()[:6]}"
+    )
 
 
-def plan_dlc(spec: Spec, catalog: Catalog, region: Region, best: Scored, storage: Storage, ckpt: Checkpoints,
-             spot: DlcSpot | None, decisions: list[Decision], warnings: list[PlanWarning],
-             weights: Weights | None = None) -> Dlc:
+def plan_dlc(
+    spec: Spec,
+    catalog: Catalog,
+    region: Region,
+    best: Scored,
+    storage: Storage,
+    ckpt: Checkpoints,
+    spot: DlcSpot | None,
+    decisions: list[Decision],
+    warnings: list[PlanWarning],
+    weights: Weights | None = None,
+) -> Dlc:
     """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions; with
     base weights, their dataset, environment and prelude (:mod:`generator.platforms.dlc.weights`)."""
     fit, t = best.fit, best.fit.itype
     row = catalog.dlc_spec(t.name)
     ws = workspace_name(spec)
-    decisions.append(Decision("pai workspace", ws, (
-        "a PAI workspace of its own (pai.WorkspaceWorkspace, production environment only) holds the job's datasets "
-        "and jobs, so access is granted per workspace; DLC creates the nodes, pulls the image, mounts the datasets "
-        "and restarts the job, and bills only while it runs")))
+    decisions.append(
+        Decision(
+            "pai workspace",
+            ws,
+            (
+                "a PAI workspace of its own (pai.WorkspaceWorkspace, production environment only) holds the job's datasets "
+                "and jobs, so access is granted per workspace; DLC creates the nodes, pulls the image, mounts the datasets "
+                "and restarts the job, and bills only while it runs"
+            ),
+        )
+    )
     sources: list[DlcDataSource] = []
     if storage.kind != "none":
         kind = "cpfs" if storage.kind == "cpfs" else "nas"
         sources.append(DlcDataSource(f"{spec.name}-shared", kind, storage.mount_path, "dataset_shared_id"))
     if spec.storage.dataset is not None:
-        sources.append(DlcDataSource(f"{spec.name}-data", "oss", DATA_MOUNT, "dataset_data_id",
-                                     spec.storage.dataset.source, read_only=True))
+        sources.append(
+            DlcDataSource(
+                f"{spec.name}-data",
+                "oss",
+                DATA_MOUNT,
+                "dataset_data_id",
+                spec.storage.dataset.source,
+                read_only=True,
+            )
+        )
     if ckpt.enabled:
-        sources.append(DlcDataSource(f"{spec.name}-checkpoints", "oss", CHECKPOINT_MOUNT, "dataset_checkpoints_id",
-                                     f"oss://{ckpt.bucket}/{ckpt.prefix}"))
+        sources.append(
+            DlcDataSource(
+                f"{spec.name}-checkpoints",
+                "oss",
+                CHECKPOINT_MOUNT,
+                "dataset_checkpoints_id",
+                f"oss://{ckpt.bucket}/{ckpt.prefix}",
+            )
+        )
     if weights is not None:  # the OSS weights folder, or the folder holding trainstack-weights (ModelScope)
         sources.append(dlc_weights.data_source(spec.name, weights, ckpt.bucket, ckpt.prefix))
-    decisions.append(Decision("datasets", ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources)
-                              or "none", _datasets_reason(sources)))
+    decisions.append(
+        Decision(
+            "datasets",
+            ", ".join(f"{d.name} ({d.kind}) at {d.mount_path}" for d in sources) or "none",
+            _datasets_reason(sources),
+        )
+    )
     image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
     image_source = "UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]"
     own = limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
     if own is not None:  # compute.container_image is the job's image (CreateJob JobSpecs[].Image)
         image, image_source = own[1], "compute.container_image (the spec), pinned by digest"
-        decisions.append(Decision("image", image, (
-            "compute.container_image, pinned by its digest, through the registry's VPC endpoint: DLC pulls it for "
-            "every worker (CreateJob JobSpecs Image [DOC-DLC-JOB]); it must bring PyTorch and torchrun, and its "
-            "repository must be one DLC may pull (the same account's ACR, or public)")))
+        decisions.append(
+            Decision(
+                "image",
+                image,
+                (
+                    "compute.container_image, pinned by its digest, through the registry's VPC endpoint: DLC pulls it for "
+                    "every worker (CreateJob JobSpecs Image [DOC-DLC-JOB]); it must bring PyTorch and torchrun, and its "
+                    "repository must be one DLC may pull (the same account's ACR, or public)"
+                ),
+            )
+        )
     else:
-        decisions.append(Decision("image", image, (
-            "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
-            "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
-            "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list")))
+        decisions.append(
+            Decision(
+                "image",
+                image,
+                (
+                    "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
+                    "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
+                    "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list"
+                ),
+            )
+        )
     env = _environment(spec, best, storage, ckpt, sources, weights)
-    decisions.append(Decision("workers", f"{fit.nodes} x {t.name} ({JOB_TYPE})", (
-        f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
-        f"resources offer {t.name} per the catalog "
-        + (f"[{row.source}]" if row is not None and row.verified else
-           f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)")
-        + "; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]")))
+    decisions.append(
+        Decision(
+            "workers",
+            f"{fit.nodes} x {t.name} ({JOB_TYPE})",
+            (
+                f"the same fit as on ECS: {t.gpus} x {t.gpu} per worker, tp={fit.tp} pp={fit.pp} dp={fit.dp}; DLC's public "
+                f"resources offer {t.name} per the catalog "
+                + (
+                    f"[{row.source}]"
+                    if row is not None and row.verified
+                    else f"(unverified [{row.source if row else 'no source'}]: confirm on the Create Job page)"
+                )
+                + "; pay-as-you-go, billed per worker-minute [DOC-DLC-BILL]"
+            ),
+        )
+    )
     max_hours = None
     if best.run_hours is not None:
         expected = best.run_hours + (best.rework_hours or 0.0)
         max_hours = min(DLC_DEFAULT_MAX_HOURS, math.ceil(expected * MAX_RUNNING_MARGIN) + 1)
-        decisions.append(Decision("max running time", f"{max_hours} h", (
-            f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
-            f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
-            "(CreateJob JobMaxRunningTimeMinutes)")))
+        decisions.append(
+            Decision(
+                "max running time",
+                f"{max_hours} h",
+                (
+                    f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
+                    f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
+                    "(CreateJob JobMaxRunningTimeMinutes)"
+                ),
+            )
+        )
     warning = quota_warning(fit.nodes, t.gpus, t.vcpu)
     if warning is not None:
         warnings.append(warning)
     oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
     warnings.append(warns.DlcActivation(region.id, tuple(oss)))
-    return Dlc(workspace_name=ws, job_type=JOB_TYPE, worker_count=fit.nodes, worker_instance_type=t.name,
-               gpus_per_worker=t.gpus, gpu=t.gpu, image=image,
-               image_source=image_source, tp=fit.tp,
-               pp=fit.pp,
-               dp=fit.dp, data_sources=tuple(sources), environment=env, spot=spot, resource="public",
-               outputs=DLC_OUTPUTS, max_running_hours=max_hours,
-               prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
-               weights_script_key=dlc_weights.script_key(ckpt.prefix)
-               if weights is not None and weights.source_kind == "modelscope" else "")
+    return Dlc(
+        workspace_name=ws,
+        job_type=JOB_TYPE,
+        worker_count=fit.nodes,
+        worker_instance_type=t.name,
+        gpus_per_worker=t.gpus,
+        gpu=t.gpu,
+        image=image,
+        image_source=image_source,
+        tp=fit.tp,
+        pp=fit.pp,
+        dp=fit.dp,
+        data_sources=tuple(sources),
+        environment=env,
+        spot=spot,
+        resource="public",
+        outputs=DLC_OUTPUTS,
+        max_running_hours=max_hours,
+        prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
+        weights_script_key=dlc_weights.script_key(ckpt.prefix)
+        if weights is not None and weights.source_kind == "modelscope"
+        else "",
+    )
 
 
 def _datasets_reason(sources: list[DlcDataSource]) -> str:
     """Why the job mounts what it mounts, naming only the datasets the plan has."""
     if not sources:
         return "no shared file system, OSS data, checkpoints or base weights: the job mounts no dataset"
-    what = {"dataset_shared_id": "the shared file system read-write",
-            "dataset_data_id": "the OSS training data read-only (DLC mounts OSS directly, no import needed)",
-            "dataset_checkpoints_id": "the checkpoint prefix read-write",
-            dlc_weights.WEIGHTS_OUTPUT: "the base weights' OSS folder read-only",
-            dlc_weights.TOOLS_OUTPUT: "the checkpoint bucket's folder holding trainstack-weights read-only"}
+    what = {
+        "dataset_shared_id": "the shared file system read-write",
+        "dataset_data_id": "the OSS training data read-only (DLC mounts OSS directly, no import needed)",
+        "dataset_checkpoints_id": "the checkpoint prefix read-write",
+        dlc_weights.WEIGHTS_OUTPUT: "the base weights' OSS folder read-only",
+        dlc_weights.TOOLS_OUTPUT: "the checkpoint bucket's folder holding trainstack-weights read-only",
+    }
     parts = [what[d.output_key] for d in sources]
-    return ("each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by "
-            "id (CreateJob DataSources): " + ", ".join(parts))
+    return (
+        "each storage is registered in the workspace as a dataset (pai.WorkspaceDataset) that the job mounts by "
+        "id (CreateJob DataSources): " + ", ".join(parts)
+    )
 
 
-def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
-                 sources: list[DlcDataSource], weights: Weights | None = None) -> tuple[tuple[str, str], ...]:
+def _environment(
+    spec: Spec,
+    best: Scored,
+    storage: Storage,
+    ckpt: Checkpoints,
+    sources: list[DlcDataSource],
+    weights: Weights | None = None,
+) -> tuple[tuple[str, str], ...]:
     """The launch environment (CreateJob Envs), named as the ECS launcher's (/etc/trainstack/launch.env). DLC injects
     MASTER_ADDR, MASTER_PORT, WORLD_SIZE (the worker count) and RANK itself [DOC-DLC-JOB], so they are not set."""
     fit = best.fit
-    env = [("TRAINSTACK_NAME", spec.name), ("NNODES", str(fit.nodes)), ("GPUS_PER_NODE", str(fit.itype.gpus)),
-           ("TP_SIZE", str(fit.tp)), ("PP_SIZE", str(fit.pp)), ("DP_SIZE", str(fit.dp)),
-           ("ZERO_STAGE", str(spec.parallelism.zero_stage))]
+    env = [
+        ("TRAINSTACK_NAME", spec.name),
+        ("NNODES", str(fit.nodes)),
+        ("GPUS_PER_NODE", str(fit.itype.gpus)),
+        ("TP_SIZE", str(fit.tp)),
+        ("PP_SIZE", str(fit.pp)),
+        ("DP_SIZE", str(fit.dp)),
+        ("ZERO_STAGE", str(spec.parallelism.zero_stage)),
+    ]
     if fit.ep > 1:  # a MoE model's expert-parallel degree, named as the ECS launcher's
         env.append(("EP_SIZE", str(fit.ep)))
     if fit.cp > 1:  # context parallelism and CPU offload, named as the ECS launcher's
@@ -330,9 +461,12 @@ def _environment(spec: Spec, best: Scored, storage: Storage, ckpt: Checkpoints,
     if any(d.mount_path == DATA_MOUNT for d in sources):
         env.append(("DATA_DIR", DATA_MOUNT))
     if ckpt.enabled:
-        env += [("CHECKPOINT_DIR", CHECKPOINT_MOUNT), ("CHECKPOINT_URL", f"oss://{ckpt.bucket}/{ckpt.prefix}"),
-                ("CHECKPOINT_ENDPOINT", ckpt.internal_endpoint),
-                ("CHECKPOINT_INTERVAL_SECONDS", str(ckpt.interval_seconds))]
+        env += [
+            ("CHECKPOINT_DIR", CHECKPOINT_MOUNT),
+            ("CHECKPOINT_URL", f"oss://{ckpt.bucket}/{ckpt.prefix}"),
+            ("CHECKPOINT_ENDPOINT", ckpt.internal_endpoint),
+            ("CHECKPOINT_INTERVAL_SECONDS", str(ckpt.interval_seconds)),
+        ]
     if weights is not None:
         env += dlc_weights.environment(weights)
     assert len(env) <= MAX_ENVS, env  # DLC takes at most 20 [DOC-DLC-JOB]
