@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from generator import api
 from generator.cli import main
-from generator.plan.model import dumps
+from generator.plan.stable_json import dumps
 from generator.present import diagram, md
 from generator.render import escape, stackdir
 from generator.spec import source

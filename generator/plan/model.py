@@ -8,11 +8,11 @@ retyped; adding a field with a default does not.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from generator.plan.rejections import Rejection
+from generator.plan.stable_json import dumps
 from generator.plan.warns import PlanWarning
 
 # 2: each of ``warnings`` is {"code", "fields", "text"} (generator/plan/warns/), not a sentence
@@ -41,7 +41,9 @@ class Candidate:
     run_cost: float | None
     run_hours: float | None
     verdict: str  # "chosen", or why it lost (or was rejected), in words
-    reason: Rejection | None = None  # a rejected type's reason as data (plan.json: {"code", "kind", "fields"})
+    reason: Rejection | None = (
+        None  # a rejected type's reason as data (plan.json: {"code", "kind", "fields"})
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,9 @@ class Sizing:
     training_hours: float | None
     mfu: float
     peak_tflops: float
-    framework: str = "zero-paper"  # whose accounting of the model states (megatron, deepspeed, fsdp, zero-paper)
+    framework: str = (
+        "zero-paper"  # whose accounting of the model states (megatron, deepspeed, fsdp, zero-paper)
+    )
     min_headroom: int = 0  # bytes per GPU the fit search kept free (parallelism.memory_headroom)
     offload: str = "none"  # parallelism.offload: none | optimizer | optimizer+params
     host_per_gpu: int = 0  # host memory bytes per GPU the offloaded states take (0 without offload)
@@ -172,7 +176,9 @@ class Compute:
     deployment_sets: tuple[DeploymentSet, ...]
     # compute.paused: the program declares no GPU node; ranks, names and addresses are planned as if running
     paused: bool = False
-    min_nodes: int = 1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
+    min_nodes: int = (
+        1  # the elastic launch's minimum (torchrun --nnodes MIN:nodes): fewest nodes that still fit memory
+    )
     ep: int = 1  # expert-parallel degree (MoE models): the routed experts split over ep of the dp ranks
     vpp: int = 1  # interleaved (virtual) pipeline stages per GPU; 1 = plain 1F1B
     cp: int = 1  # context-parallel degree: each sequence split over cp ranks; dp = total_gpus / (tp pp cp)
@@ -217,7 +223,9 @@ class Storage:
     zone: str
     vswitch: str  # the file system's own vSwitch (CPFS sets vswitch_id on the file system; it cannot move)
     dataset: Dataset | None
-    service_vswitch: str = ""  # where the NFS protocol service and its export (CPFS) or the mount target take addresses
+    service_vswitch: str = (
+        ""  # where the NFS protocol service and its export (CPFS) or the mount target take addresses
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +246,9 @@ class Weights:
     endpoint: str  # the bucket's internal OSS endpoint in the plan's region ("" for ModelScope)
     landing_path: str  # absolute path on every node (on PAI-DLC: in every worker's container)
     shared: bool  # on the shared file system (fetched once for the cluster); False: each node's own disk, or mounted
-    fetches: int  # how many times the files are downloaded: 1, once per node without shared storage, 0 if mounted
+    fetches: (
+        int  # how many times the files are downloaded: 1, once per node without shared storage, 0 if mounted
+    )
     size_bytes: int  # ESTIMATE: parameters x bytes per parameter of the checkpoint's dtype
     size_basis: str  # how size_bytes was estimated, in words
 
@@ -261,10 +271,18 @@ class Checkpoints:
     directory: str = ""  # the checkpoint directory on the shared file system when tier is not "oss"
     restore_seconds: float = 0.0  # reading one checkpoint back from the tier
     keep_last: int | None = None  # checkpoints.keep_last; None: every checkpoint is kept
-    expire_days: int = 0  # current objects under the prefix expire this many days after they are written; 0: never
-    expiry_enabled: bool = False  # the expiry rule is on (off while compute.paused, so the newest checkpoint stays)
-    milestone_every: int | None = None  # checkpoints.milestones.every: one checkpoint in every N is kept forever
-    milestone_seconds: int = 0  # the milestone window, N intervals; 0: no milestones (the expiry rule needs no tag)
+    expire_days: int = (
+        0  # current objects under the prefix expire this many days after they are written; 0: never
+    )
+    expiry_enabled: bool = (
+        False  # the expiry rule is on (off while compute.paused, so the newest checkpoint stays)
+    )
+    milestone_every: int | None = (
+        None  # checkpoints.milestones.every: one checkpoint in every N is kept forever
+    )
+    milestone_seconds: int = (
+        0  # the milestone window, N intervals; 0: no milestones (the expiry rule needs no tag)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,9 +375,13 @@ class Cost:
     compute_spot_run: float | None = None
     shared_storage_run: float | None = None
     object_storage_run: float | None = None
-    checkpoints_kept: int = 0  # checkpoints in the bucket at the end of the run (all, or keep_last's window); 0: unknown
+    checkpoints_kept: int = (
+        0  # checkpoints in the bucket at the end of the run (all, or keep_last's window); 0: unknown
+    )
     object_storage_after_run_per_month: float | None = None  # what the bucket costs each month after the run
-    subscription_months: int | None = None  # Lingjun Subscription: the prepaid period the compute run is priced at
+    subscription_months: int | None = (
+        None  # Lingjun Subscription: the prepaid period the compute run is priced at
+    )
     prices: tuple[PriceSource, ...] = ()  # where each line's price comes from (the notes say it in words)
 
     def basis(self, line: str) -> str:
@@ -405,10 +427,15 @@ DLC_OUTPUT_SECURITY_GROUP_ID = "security_group_id"
 DLC_OUTPUT_ROLE_ARN = "job_role_arn"
 DLC_OUTPUT_CHECKPOINT_BUCKET = "checkpoint_bucket"
 DLC_OUTPUT_CHECKPOINT_URL = "checkpoint_url"  # oss://BUCKET/PREFIX
-DLC_OUTPUTS = (("workspace_id", DLC_OUTPUT_WORKSPACE_ID), ("vpc_id", DLC_OUTPUT_VPC_ID),
-               ("vswitch_id", DLC_OUTPUT_VSWITCH_ID), ("security_group_id", DLC_OUTPUT_SECURITY_GROUP_ID),
-               ("role_arn", DLC_OUTPUT_ROLE_ARN), ("checkpoint_bucket", DLC_OUTPUT_CHECKPOINT_BUCKET),
-               ("checkpoint_url", DLC_OUTPUT_CHECKPOINT_URL))
+DLC_OUTPUTS = (
+    ("workspace_id", DLC_OUTPUT_WORKSPACE_ID),
+    ("vpc_id", DLC_OUTPUT_VPC_ID),
+    ("vswitch_id", DLC_OUTPUT_VSWITCH_ID),
+    ("security_group_id", DLC_OUTPUT_SECURITY_GROUP_ID),
+    ("role_arn", DLC_OUTPUT_ROLE_ARN),
+    ("checkpoint_bucket", DLC_OUTPUT_CHECKPOINT_BUCKET),
+    ("checkpoint_url", DLC_OUTPUT_CHECKPOINT_URL),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +446,9 @@ class DlcDataSource:
     kind: str  # "nas" (Extreme NAS), "cpfs" or "oss"
     mount_path: str  # where the job's containers see it
     output_key: str  # the stack output that holds the dataset id (CreateJob DataSources[].DataSourceId)
-    uri: str = ""  # the dataset's location as PAI writes it (nas://..., cpfs://..., oss://...); "" if deploy-time
+    uri: str = (
+        ""  # the dataset's location as PAI writes it (nas://..., cpfs://..., oss://...); "" if deploy-time
+    )
     read_only: bool = False
 
 
@@ -429,8 +458,12 @@ class DlcSpot:
     SpotDiscountLimit; DLC documents SpotDiscountLimit for Lingjun resources only)."""
 
     spot_strategy: str  # "SpotWithPriceLimit" or "SpotAsPriceGo"
-    spot_price_limit: float | None  # CNY per worker-hour; the request sends it per minute, as the SDK's SpotSpec documents
-    spot_discount_limit: float | None  # a fraction of list price (0.1-0.9); Lingjun resources only, so None here
+    spot_price_limit: (
+        float | None
+    )  # CNY per worker-hour; the request sends it per minute, as the SDK's SpotSpec documents
+    spot_discount_limit: (
+        float | None
+    )  # a fraction of list price (0.1-0.9); Lingjun resources only, so None here
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,8 +490,12 @@ class Dlc:
     environment: tuple[tuple[str, str], ...]  # CreateJob Envs: checkpoint locations, layout, NCCL
     spot: DlcSpot | None
     resource: str  # "public" (pay-as-you-go public resources) -- trainstack plans no resource quota
-    outputs: tuple[tuple[str, str], ...]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
-    max_running_hours: int | None = None  # CreateJob JobMaxRunningTimeMinutes / 60 (None: DLC's default, 30 days)
+    outputs: tuple[
+        tuple[str, str], ...
+    ]  # ("workspace_id", "pai_workspace_id"), ...: the stack outputs a job reads
+    max_running_hours: int | None = (
+        None  # CreateJob JobMaxRunningTimeMinutes / 60 (None: DLC's default, 30 days)
+    )
     # ModelScope weights (generator/platforms/dlc/weights.py): the command every worker runs before the user's command,
     # and the checkpoint-bucket key the stack publishes trainstack-weights at; "" otherwise (and left out of plan.json)
     prelude: str = ""
@@ -511,12 +548,17 @@ class Plan:
         if data.get("dlc") is None:
             data.pop("dlc", None)  # ECS and Lingjun plans keep the plan.json they had before PAI-DLC existed
         else:
-            for key in ("prelude", "weights_script_key"):  # DLC plans without ModelScope weights keep theirs too
+            for key in (
+                "prelude",
+                "weights_script_key",
+            ):  # DLC plans without ModelScope weights keep theirs too
                 if not data["dlc"].get(key):
                     data["dlc"].pop(key, None)
         if data.get("weights") is None:
             data.pop("weights", None)  # plans without base weights keep the plan.json they had before
-        if not data["compute"].get("paused"):  # plans that never pause keep the plan.json they had before pausing
+        if not data["compute"].get(
+            "paused"
+        ):  # plans that never pause keep the plan.json they had before pausing
             data["compute"].pop("paused", None)
         if data["compute"].get("key_pair") is None:  # plans without an admin key pair keep theirs too
             data["compute"].pop("key_pair", None)
@@ -544,25 +586,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6)
     return value
-
-
-def dumps(data: Any) -> str:
-    """Stable JSON: sorted keys, two-space indent, LF, trailing newline."""
-    return json_invisible_escaped(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
-
-
-def json_invisible_escaped(text: str) -> str:
-    """JSON text with every non-printable character (bidi, zero-width, separators) written as a ``\\uXXXX`` escape;
-    the value reads back the same, and no editor or review tool shows it reordered (Trojan Source)."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch in "\n ":
-            out.append(ch)
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:  # a JSON escape is UTF-16: a surrogate pair
-            code = ord(ch) - 0x10000
-            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
-    return "".join(out)

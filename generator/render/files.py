@@ -14,7 +14,8 @@ from typing import Any
 
 from generator.catalog import runtime as node_runtime
 from generator.plan import naming
-from generator.plan.model import Plan, dumps
+from generator.plan.model import Plan
+from generator.plan.stable_json import dumps
 from generator.platforms.base import SLOTS, Capability
 from generator.platforms.dlc import weights as dlc_weights
 from generator.platforms.registry import platform_for
