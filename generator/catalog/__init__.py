@@ -17,7 +17,8 @@ use it without a cloud SDK.
 
 from __future__ import annotations
 
-from generator.catalog.load import CATALOG_DATE, CATALOG_VERSION, load_catalog, source_tags
+from generator.catalog.checks import source_tags
+from generator.catalog.load import CATALOG_DATE, CATALOG_VERSION, load_catalog
 from generator.catalog.model import (
     AVAILABILITIES,
     JUMBO_SUPPORT,

@@ -11,7 +11,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.catalog.load import _DEFAULT_DIR, load_catalog, source_tags
+from generator.catalog.checks import source_tags
+from generator.catalog.load import _DEFAULT_DIR, load_catalog
 from generator.catalog.model import CatalogError
 
 COLUMNS = ("key", "image", "os", "checked", "source", "notes")

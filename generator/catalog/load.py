@@ -11,15 +11,17 @@ import csv
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
+from generator.catalog.checks import (
+    check_instance,
+    check_jumbo,
+    check_lingjun,
+    check_tags,
+    unique,
+)
 from generator.catalog.model import (
-    AVAILABILITIES,
-    JUMBO_BASES,
-    JUMBO_SUPPORT,
-    LINGJUN_PAYMENT_TYPES,
     Catalog,
     CatalogError,
     DlcSpec,
@@ -40,23 +42,6 @@ CATALOG_VERSION = "v1"
 CATALOG_DATE = "2026-11-29"
 _DATES = {"v1": CATALOG_DATE}
 _DEFAULT_DIR = Path(__file__).resolve().parent / "data" / CATALOG_VERSION
-
-
-# ---------------------------------------------------------------------------------------------------------
-# source fields
-
-_TAG_IN_TEXT = re.compile(r"\[([^\[\]]+)\]")
-
-
-def source_tags(field: str) -> tuple[str, ...]:
-    """Source tags cited by a source field.
-
-    A field is either ``TAG|TAG`` or a free-text ``estimate: <method> [TAG]`` whose tags sit in brackets.
-    """
-    text = field.strip()
-    if text.startswith("estimate:"):
-        return tuple(t.strip() for m in _TAG_IN_TEXT.findall(text) for t in m.split("|") if t.strip())
-    return tuple(t.strip() for t in text.split("|") if t.strip())
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -143,26 +128,93 @@ def _field(path: Path, line: int, row: _Row, column: str, parse: Callable[[str],
 def _parse(path: Path, columns: tuple[str, ...], build: Callable[[Callable[..., object]], object]):
     items = []
     for line, row in _read(path, columns):
-        items.append((line, build(lambda column, parse=_text, line=line, row=row:
-                                  _field(path, line, row, column, parse))))
+        items.append(
+            (
+                line,
+                build(lambda column, parse=_text, line=line, row=row: _field(path, line, row, column, parse)),
+            )
+        )
     return items
 
 
 _SOURCE_COLS = ("tag", "description", "url")
-_GPU_COLS = ("name", "aliases", "vendor", "memory_gib", "bf16_tflops", "bf16", "fp8_tflops", "mfu", "interconnect",
-             "source", "notes")
-_REGION_COLS = ("region", "name", "zones", "gpu_families", "cpfs", "lingjun", "oss_upload_gbps",
-                "oss_download_gbps", "verified", "source")
+_GPU_COLS = (
+    "name",
+    "aliases",
+    "vendor",
+    "memory_gib",
+    "bf16_tflops",
+    "bf16",
+    "fp8_tflops",
+    "mfu",
+    "interconnect",
+    "source",
+    "notes",
+)
+_REGION_COLS = (
+    "region",
+    "name",
+    "zones",
+    "gpu_families",
+    "cpfs",
+    "lingjun",
+    "oss_upload_gbps",
+    "oss_download_gbps",
+    "verified",
+    "source",
+)
 _STORAGE_COLS = ("item", "unit", "price_cny", "price_estimated", "price_date", "price_region", "source")
 _THROUGHPUT_COLS = ("item", "capacity_below_gib", "mbps_per_gib", "mbps", "max_mbps", "source", "notes")
-_INSTANCE_COLS = ("name", "family", "gpu", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "network_gbps",
-                  "bare_metal", "eri_count", "erdma_gbps", "two_network_cards", "scc", "roce_gbps",
-                  "low_latency_set", "uefi_required", "availability", "price_cny_hour", "price_estimated",
-                  "price_date", "price_region", "price_source", "source")
+_INSTANCE_COLS = (
+    "name",
+    "family",
+    "gpu",
+    "gpus",
+    "gpu_memory_gib",
+    "vcpu",
+    "memory_gib",
+    "network_gbps",
+    "bare_metal",
+    "eri_count",
+    "erdma_gbps",
+    "two_network_cards",
+    "scc",
+    "roce_gbps",
+    "low_latency_set",
+    "uefi_required",
+    "availability",
+    "price_cny_hour",
+    "price_estimated",
+    "price_date",
+    "price_region",
+    "price_source",
+    "source",
+)
 _JUMBO_COLS = ("family", "jumbo_frames", "basis", "source", "notes")
-_LINGJUN_COLS = ("name", "family", "gpu", "gpu_verified", "gpus", "gpu_memory_gib", "vcpu", "memory_gib", "vpc_gbps",
-                 "rdma_gbps", "bonds", "regions", "hpn_zones", "payment_types", "availability", "price_cny_hour",
-                 "price_estimated", "price_date", "price_region", "price_source", "source", "notes")
+_LINGJUN_COLS = (
+    "name",
+    "family",
+    "gpu",
+    "gpu_verified",
+    "gpus",
+    "gpu_memory_gib",
+    "vcpu",
+    "memory_gib",
+    "vpc_gbps",
+    "rdma_gbps",
+    "bonds",
+    "regions",
+    "hpn_zones",
+    "payment_types",
+    "availability",
+    "price_cny_hour",
+    "price_estimated",
+    "price_date",
+    "price_region",
+    "price_source",
+    "source",
+    "notes",
+)
 
 
 def _source(f) -> Source:
@@ -281,8 +333,13 @@ def _price(f) -> Price:
 
 
 def _jumbo(f) -> JumboFrames:
-    return JumboFrames(family=f("family"), support=f("jumbo_frames"), basis=f("basis"), source=f("source"),
-                       notes=f("notes", str))
+    return JumboFrames(
+        family=f("family"),
+        support=f("jumbo_frames"),
+        basis=f("basis"),
+        source=f("source"),
+        notes=f("notes", str),
+    )
 
 
 def _lingjun(f) -> LingjunMachineType:
@@ -312,99 +369,13 @@ _DLC_COLS = ("name", "verified", "source", "date", "notes")
 
 
 def _dlc(f) -> DlcSpec:
-    return DlcSpec(name=f("name"), verified=f("verified", _bool), source=f("source"), date=f("date"),
-                   notes=f("notes", str))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# cross-file checks
-
-
-_T = TypeVar("_T")
-
-
-def _unique(path: Path, items: Iterable[tuple[int, _T]], key: Callable[[_T], str]) -> None:
-    seen: set[str] = set()
-    for line, item in items:
-        k = key(item)
-        if k in seen:
-            raise CatalogError(f"{path}:{line}: duplicate {k!r}")
-        seen.add(k)
-
-
-def _check_tags(path: Path, line: int, tags: set[str], *fields: str) -> None:
-    for field in fields:
-        cited = source_tags(field)
-        if not cited:
-            raise CatalogError(f"{path}:{line}: source {field!r} cites no source tag")
-        for tag in cited:
-            if tag not in tags:
-                raise CatalogError(f"{path}:{line}: unknown source tag {tag!r} (not in sources.csv)")
-
-
-def _check_instance(path: Path, line: int, t: InstanceType, gpus: set[str]) -> None:
-    problems = []
-    if t.gpu not in gpus:
-        problems.append(f"gpu {t.gpu!r} is not in gpus.csv")
-    if t.gpus < 1:
-        problems.append("gpus must be >= 1")
-    if t.availability not in AVAILABILITIES:
-        problems.append(f"availability must be one of {', '.join(AVAILABILITIES)}")
-    if t.scc != (t.roce_gbps is not None):
-        problems.append("roce_gbps is set exactly when scc is true")
-    if t.two_network_cards and t.eri_count < 2:
-        problems.append("two_network_cards needs eri_count >= 2")
-    if t.erdma_gbps is not None and t.eri_count == 0:
-        problems.append("erdma_gbps is set but eri_count is 0")
-    if problems:
-        raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
-
-
-def _check_lingjun(path: Path, line: int, t: LingjunMachineType, gpus: set[str], regions: dict[str, Region],
-                   ecs_names: set[str]) -> None:
-    problems = []
-    if t.gpu not in gpus:
-        problems.append(f"gpu {t.gpu!r} is not in gpus.csv")
-    if t.gpus < 1:
-        problems.append("gpus must be >= 1")
-    if t.availability not in AVAILABILITIES:
-        problems.append(f"availability must be one of {', '.join(AVAILABILITIES)}")
-    if t.name in ecs_names:
-        problems.append("the name is also an ECS instance type")
-    if not t.payment_types or any(p not in LINGJUN_PAYMENT_TYPES for p in t.payment_types):
-        problems.append(f"payment_types must be one or more of {', '.join(LINGJUN_PAYMENT_TYPES)}")
-    for rid in t.regions:
-        r = regions.get(rid)
-        if r is None:
-            problems.append(f"region {rid!r} is not in regions.csv")
-        elif not r.lingjun:
-            problems.append(f"region {rid} is not marked lingjun=true in regions.csv")
-    for zone, _ in t.hpn_zones:
-        if not any(zone in regions[rid].zones for rid in t.regions if rid in regions):
-            problems.append(f"zone {zone!r} is not a zone of the type's regions")
-    if t.regions and not t.hpn_zones:
-        problems.append("a type offered in a region needs at least one zone:HPN-zone pair")
-    if problems:
-        raise CatalogError(f"{path}:{line}: {t.name}: " + "; ".join(problems))
-
-
-def _check_jumbo(path: Path, items: list[tuple[int, JumboFrames]], families: set[str]) -> None:
-    """One row per ECS family of instance_types.csv, with a support value its basis allows."""
-    for line, j in items:
-        problems = []
-        if j.family not in families:
-            problems.append("the family is not in instance_types.csv")
-        if j.support not in JUMBO_SUPPORT:
-            problems.append(f"jumbo_frames must be one of {', '.join(JUMBO_SUPPORT)}")
-        elif j.basis not in JUMBO_BASES:
-            problems.append(f"basis must be one of {', '.join(JUMBO_BASES)}")
-        elif j.support not in JUMBO_BASES[j.basis]:
-            problems.append(f"basis {j.basis} allows jumbo_frames {' or '.join(JUMBO_BASES[j.basis])}, not {j.support}")
-        if problems:
-            raise CatalogError(f"{path}:{line}: {j.family}: " + "; ".join(problems))
-    missing = sorted(families - {j.family for _, j in items})
-    if missing:
-        raise CatalogError(f"{path}: no row for the families {missing} (use jumbo_frames unknown, basis not-listed)")
+    return DlcSpec(
+        name=f("name"),
+        verified=f("verified", _bool),
+        source=f("source"),
+        date=f("date"),
+        notes=f("notes", str),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -433,9 +404,21 @@ def _load(root: Path) -> Catalog:
     Length: each file is parsed with its own row parser, then the cross-file checks (unique keys, dangling GPU,
     region and source references) run in the order their errors read; each is one or two lines.
     """
-    files = {n: root / f"{n}.csv" for n in ("sources", "gpus", "regions", "storage_prices", "instance_types",
-                                            "lingjun_machine_types", "jumbo_frames", "dlc_specs",
-                                            "storage_throughput", "unavailable_accelerators")}
+    files = {
+        n: root / f"{n}.csv"
+        for n in (
+            "sources",
+            "gpus",
+            "regions",
+            "storage_prices",
+            "instance_types",
+            "lingjun_machine_types",
+            "jumbo_frames",
+            "dlc_specs",
+            "storage_throughput",
+            "unavailable_accelerators",
+        )
+    }
     sources = _parse(files["sources"], _SOURCE_COLS, _source)
     gpus = _parse(files["gpus"], _GPU_COLS, _gpu)
     regions = _parse(files["regions"], _REGION_COLS, _region)
@@ -447,60 +430,70 @@ def _load(root: Path) -> Catalog:
     dlc = _parse(files["dlc_specs"], _DLC_COLS, _dlc)
     throughput = _parse(files["storage_throughput"], _THROUGHPUT_COLS, _throughput)
 
-    _unique(files["sources"], sources, lambda s: s.tag)
-    _unique(files["gpus"], gpus, lambda g: g.name)
-    _unique(files["gpus"], [(ln, a) for ln, g in gpus for a in {g.name.lower(), *g.aliases}], lambda a: a)
-    _unique(files["regions"], regions, lambda r: r.id)
-    _unique(files["storage_prices"], storage, lambda s: _item_key(s.item))
-    _unique(files["instance_types"], instances, lambda t: t.name)
-    _unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
-    _unique(files["jumbo_frames"], jumbo, lambda j: j.family)
-    _unique(files["dlc_specs"], dlc, lambda d: d.name)
+    unique(files["sources"], sources, lambda s: s.tag)
+    unique(files["gpus"], gpus, lambda g: g.name)
+    unique(files["gpus"], [(ln, a) for ln, g in gpus for a in {g.name.lower(), *g.aliases}], lambda a: a)
+    unique(files["regions"], regions, lambda r: r.id)
+    unique(files["storage_prices"], storage, lambda s: _item_key(s.item))
+    unique(files["instance_types"], instances, lambda t: t.name)
+    unique(files["lingjun_machine_types"], lingjun, lambda t: t.name)
+    unique(files["jumbo_frames"], jumbo, lambda j: j.family)
+    unique(files["dlc_specs"], dlc, lambda d: d.name)
 
     tags = {s.tag for _, s in sources}
     gpu_names = {g.name for _, g in gpus}
     families = {t.family for _, t in instances}
     for line, g in gpus:
-        _check_tags(files["gpus"], line, tags, g.source)
+        check_tags(files["gpus"], line, tags, g.source)
     for line, s in storage:
-        _check_tags(files["storage_prices"], line, tags, s.source)
+        check_tags(files["storage_prices"], line, tags, s.source)
     for line, r in regions:
-        _check_tags(files["regions"], line, tags, r.source)
+        check_tags(files["regions"], line, tags, r.source)
         unknown = [f for f in r.gpu_families if f not in families]
         if unknown:
             raise CatalogError(f"{files['regions']}:{line}: families not in instance_types.csv: {unknown}")
     for line, t in instances:
-        _check_tags(files["instance_types"], line, tags, t.source, t.price.source)
-        _check_instance(files["instance_types"], line, t, gpu_names)
+        check_tags(files["instance_types"], line, tags, t.source, t.price.source)
+        check_instance(files["instance_types"], line, t, gpu_names)
     for line, j in jumbo:
-        _check_tags(files["jumbo_frames"], line, tags, j.source)
+        check_tags(files["jumbo_frames"], line, tags, j.source)
     for line, x in throughput:
-        _check_tags(files["storage_throughput"], line, tags, x.source)
+        check_tags(files["storage_throughput"], line, tags, x.source)
         if (x.mbps_per_gib is None) == (x.mbps is None):
-            raise CatalogError(f"{files['storage_throughput']}:{line}: give mbps_per_gib or mbps, "
-                               "not both or neither")
-    _check_jumbo(files["jumbo_frames"], jumbo, families)
+            raise CatalogError(
+                f"{files['storage_throughput']}:{line}: give mbps_per_gib or mbps, not both or neither"
+            )
+    check_jumbo(files["jumbo_frames"], jumbo, families)
     by_family = {j.family: j for _, j in jumbo}
-    instances = [(line, dataclasses.replace(t, jumbo_frames=by_family[t.family].support,
-                                            jumbo_source=by_family[t.family].source)) for line, t in instances]
+    instances = [
+        (
+            line,
+            dataclasses.replace(
+                t, jumbo_frames=by_family[t.family].support, jumbo_source=by_family[t.family].source
+            ),
+        )
+        for line, t in instances
+    ]
     region_map = {r.id: r for _, r in regions}
     ecs_names = {t.name for _, t in instances}
     for line, t in lingjun:
-        _check_tags(files["lingjun_machine_types"], line, tags, t.source, t.price.source)
-        _check_lingjun(files["lingjun_machine_types"], line, t, gpu_names, region_map, ecs_names)
+        check_tags(files["lingjun_machine_types"], line, tags, t.source, t.price.source)
+        check_lingjun(files["lingjun_machine_types"], line, t, gpu_names, region_map, ecs_names)
     for line, d in dlc:
-        _check_tags(files["dlc_specs"], line, tags, d.source)
+        check_tags(files["dlc_specs"], line, tags, d.source)
         if d.name not in ecs_names:
             raise CatalogError(f"{files['dlc_specs']}:{line}: {d.name!r} is not in instance_types.csv")
 
     offered = {accelerator_key(a) for _, g in gpus for a in (g.name, *g.aliases)}
     for line, a in unavailable:
-        _check_tags(files["unavailable_accelerators"], line, tags, a.source)
+        check_tags(files["unavailable_accelerators"], line, tags, a.source)
         if a.keys() & offered:
-            raise CatalogError(f"{files['unavailable_accelerators']}:{line}: {a.name} is also a GPU of gpus.csv: "
-                               f"{sorted(a.keys() & offered)}")
+            raise CatalogError(
+                f"{files['unavailable_accelerators']}:{line}: {a.name} is also a GPU of gpus.csv: "
+                f"{sorted(a.keys() & offered)}"
+            )
     unavailable_keys = [(ln, k) for ln, a in unavailable for k in a.keys()]  # noqa: SIM118 (a method)
-    _unique(files["unavailable_accelerators"], unavailable_keys, lambda k: k)
+    unique(files["unavailable_accelerators"], unavailable_keys, lambda k: k)
 
     def rows(items, key):
         return tuple(sorted((item for _, item in items), key=key))

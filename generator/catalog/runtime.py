@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.catalog.load import _DEFAULT_DIR, load_catalog, source_tags
+from generator.catalog.checks import source_tags
+from generator.catalog.load import _DEFAULT_DIR, load_catalog
 from generator.catalog.model import CatalogError
 
 WHEEL_COLUMNS = ("package", "version", "file", "sha256", "uploaded", "checked", "source")

@@ -45,14 +45,8 @@ if TYPE_CHECKING:  # mockrun imports pulumi lazily; only its types are needed he
     from generator.preview.mockrun import Graph, Resource
 
 
-def diff_graphs(
-    base: Graph,
-    head: Graph,
-    *,
-    base_info: SideInfo | None = None,
-    head_info: SideInfo | None = None,
-    rules: Mapping[tuple[str, str], Rule] | None = None,
-) -> DiffResult:
+def diff_graphs(base: Graph, head: Graph, *, base_info: SideInfo | None = None, head_info: SideInfo | None = None,
+                rules: Mapping[tuple[str, str], Rule] | None = None) -> DiffResult:
     """Compare two resource graphs keyed by (type, name) and classify every change.
 
     ``base_info``/``head_info`` only add labels and the provider region: the region is provider configuration,
@@ -72,16 +66,10 @@ def diff_graphs(
     for key in sorted(old.keys() & new.keys()):
         changed = _property_changes(old[key], new[key], rules, unset)
         if region_changed:
-            changed.append(
-                PropertyChange(
-                    "region",
-                    base_info.region,
-                    head_info.region,
-                    "replace",
-                    "the alicloud provider's region is provider configuration: a new region replaces every resource",
-                    f"{base_info.region} -> {head_info.region}",
-                )
-            )
+            changed.append(PropertyChange(
+                "region", base_info.region, head_info.region, "replace",
+                "the alicloud provider's region is provider configuration: a new region replaces every resource",
+                f"{base_info.region} -> {head_info.region}"))
         if changed:
             props[key] = changed
     _propagate_replacements(new, old.keys() & new.keys(), props, rules)
@@ -107,12 +95,9 @@ def _order(c: Change) -> tuple[int, int, str, tuple[Any, ...]]:
     return (IMPACTS.index(c.impact), ACTIONS.index(c.action), c.type, natural_key(c.name))
 
 
-def _property_changes(
-    old: Resource,
-    new: Resource,
-    rules: Mapping[tuple[str, str], Rule],
-    unset: Mapping[tuple[str, str], Unset] | None = None,
-) -> list[PropertyChange]:
+
+def _property_changes(old: Resource, new: Resource, rules: Mapping[tuple[str, str], Rule],
+                      unset: Mapping[tuple[str, str], Unset] | None = None) -> list[PropertyChange]:
     out: list[PropertyChange] = []
     unset = {} if unset is None else unset
     for name in sorted(set(old.inputs) | set(new.inputs)):
@@ -120,28 +105,13 @@ def _property_changes(
         if a == b:
             continue
         computed = unset.get((new.type, name))
-        if (
-            computed is not None and b is None
-        ):  # Optional + Computed, unset: the provider keeps the cloud's value
+        if computed is not None and b is None:  # Optional + Computed, unset: the provider keeps the cloud's value
             if computed.computed_default and a == computed.computed_default:
                 continue  # NoSpot -> (unset): what the cloud reports anyway
-            out.append(
-                PropertyChange(
-                    name,
-                    a,
-                    b,
-                    "ignored",
-                    computed.source,
-                    f"{_short(a)} -> (unset): the provider keeps {_short(a)}",
-                )
-            )
+            out.append(PropertyChange(name, a, b, "ignored", computed.source,
+                                      f"{_short(a)} -> (unset): the provider keeps {_short(a)}"))
             continue
-        if (
-            computed is not None
-            and a is None
-            and computed.computed_default
-            and b == computed.computed_default
-        ):
+        if computed is not None and a is None and computed.computed_default and b == computed.computed_default:
             continue  # (unset) -> NoSpot: the value the cloud already reports
         rule = rules.get((new.type, name), UNKNOWN_RULE)
         if new.type == INSTANCE and name == "instanceType" and rule.effect == "reboot":
@@ -149,27 +119,14 @@ def _property_changes(
         effect = _value_effect(rule.effect, a, b)
         summary = summarize(name, a, b)
         if rule.effect == "grow-only" and effect != "in-place":
-            summary += (
-                " (smaller: the cloud only grows it)"
-                if effect == "fails-at-apply"
-                else " (can only grow; cannot compare the values)"
-            )
+            summary += (" (smaller: the cloud only grows it)" if effect == "fails-at-apply"
+                        else " (can only grow; cannot compare the values)")
         out.append(PropertyChange(name, a, b, effect, rule.source, summary))
-    for option, a, b in (
-        ("protect", old.protect, new.protect),
-        ("retainOnDelete", old.retain_on_delete, new.retain_on_delete),
-    ):
+    for option, a, b in (("protect", old.protect, new.protect),
+                         ("retainOnDelete", old.retain_on_delete, new.retain_on_delete)):
         if a != b:
-            out.append(
-                PropertyChange(
-                    option,
-                    a,
-                    b,
-                    "in-place",
-                    "Pulumi resource option (no cloud API call)",
-                    f"{_short(a)} -> {_short(b)}",
-                )
-            )
+            out.append(PropertyChange(option, a, b, "in-place", "Pulumi resource option (no cloud API call)",
+                                      f"{_short(a)} -> {_short(b)}"))
     return out
 
 
@@ -177,10 +134,8 @@ def _property_changes(
 # starting the instance) only to a type DescribeResourcesModification offers. "Instance families that support
 # instance type changes" lists the allowed targets: within a family any size, across families only the listed
 # general-purpose generations; GPU (gn*, sccgn*) and ECS Bare Metal (ebm*) families are not in it.
-MODIFY_SPEC_DOCS = (
-    "https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-modifyinstancespec, "
-    "https://www.alibabacloud.com/help/en/ecs/user-guide/instance-families-that-support-instance-type-changes"
-)
+MODIFY_SPEC_DOCS = ("https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-modifyinstancespec, "
+                    "https://www.alibabacloud.com/help/en/ecs/user-guide/instance-families-that-support-instance-type-changes")
 _FIXED_FAMILIES = ("ebm", "gn", "sccgn", "scch", "ebmgn", "vgn")
 
 
@@ -198,23 +153,14 @@ def _instance_type_rule(old: Any, new: Any, reboot: Rule) -> Rule:
         return reboot
     fixed = [t for t in (old, new) if instance_family(t).split(".")[-1].startswith(_FIXED_FAMILIES)]
     if fixed:
-        return Rule(
-            "fails-at-apply",
-            (
-                f"{instance_family(old)} -> {instance_family(new)} crosses instance families: ECS changes a type only "
-                "to the targets DescribeResourcesModification returns, and GPU and bare-metal families offer none "
-                f"outside their own family ({MODIFY_SPEC_DOCS}); `pulumi up` fails on ModifyInstanceSpec. "
-                f"Provider update: {reboot.source}"
-            ),
-        )
-    return Rule(
-        "unknown",
-        (
-            f"{instance_family(old)} -> {instance_family(new)} crosses instance families: only "
-            f"DescribeResourcesModification tells whether ECS allows it ({MODIFY_SPEC_DOCS}). "
-            f"Provider update: {reboot.source}"
-        ),
-    )
+        return Rule("fails-at-apply", (
+            f"{instance_family(old)} -> {instance_family(new)} crosses instance families: ECS changes a type only "
+            "to the targets DescribeResourcesModification returns, and GPU and bare-metal families offer none "
+            f"outside their own family ({MODIFY_SPEC_DOCS}); `pulumi up` fails on ModifyInstanceSpec. "
+            f"Provider update: {reboot.source}"))
+    return Rule("unknown", (f"{instance_family(old)} -> {instance_family(new)} crosses instance families: only "
+                            f"DescribeResourcesModification tells whether ECS allows it ({MODIFY_SPEC_DOCS}). "
+                            f"Provider update: {reboot.source}"))
 
 
 def _value_effect(effect: Effect, old: Any, new: Any) -> Effect:
@@ -249,16 +195,8 @@ def _mock_outputs(name: str) -> frozenset[str]:
 
     They stand for "the id of <name>" in the other resources' inputs; when <name> is replaced they change.
     """
-    return frozenset(
-        {
-            f"{name}-id",
-            f"stb-{name}",
-            f"ptc-{name}",
-            f"fset-{name}",
-            f"exp-{name}",
-            f"{name}.mock.nas.aliyuncs.com",
-        }
-    )
+    return frozenset({f"{name}-id", f"stb-{name}", f"ptc-{name}", f"fset-{name}", f"exp-{name}",
+                      f"{name}.mock.nas.aliyuncs.com"})
 
 
 def _references(prop: str, value: Any, tokens: frozenset[str]) -> str | None:
@@ -285,12 +223,9 @@ def _references(prop: str, value: Any, tokens: frozenset[str]) -> str | None:
     return None
 
 
-def _propagate_replacements(
-    new: Mapping[tuple[str, str], Resource],
-    common: Iterable[tuple[str, str]],
-    props: dict[tuple[str, str], list[PropertyChange]],
-    rules: Mapping[tuple[str, str], Rule],
-) -> None:
+def _propagate_replacements(new: Mapping[tuple[str, str], Resource], common: Iterable[tuple[str, str]],
+                            props: dict[tuple[str, str], list[PropertyChange]],
+                            rules: Mapping[tuple[str, str], Rule]) -> None:
     """Mark inputs that reference a replaced resource as changed, following replacements to a fixed point.
 
     Only resources on both sides matter: a created one gets the new ids anyway, a deleted one is gone.
@@ -315,36 +250,20 @@ def _propagate_replacements(
                     continue
                 rule = rules.get((res.type, name), UNKNOWN_RULE)
                 cause = tokens[found]
-                props.setdefault(key, []).append(
-                    PropertyChange(
-                        name,
-                        value,
-                        value,
-                        _value_effect(rule.effect, None, None),
-                        rule.source,
-                        f"(known after apply: {cause} is replaced)",
-                        cause=f"{cause} is replaced",
-                    )
-                )
+                props.setdefault(key, []).append(PropertyChange(
+                    name, value, value, _value_effect(rule.effect, None, None), rule.source,
+                    f"(known after apply: {cause} is replaced)", cause=f"{cause} is replaced"))
                 if rule.effect == "replace" and key not in replaced:
                     replaced.add(key)
                     frontier.add(key)
 
 
-_KINDS = {
-    "alicloud:nas/fileSystem:FileSystem": "file system",
-    "alicloud:nas/fileset:Fileset": "fileset",
-    "alicloud:oss/bucket:Bucket": "bucket",
-}  # what a reviewer calls each of DATA_TYPES
+_KINDS = {"alicloud:nas/fileSystem:FileSystem": "file system", "alicloud:nas/fileset:Fileset": "fileset",
+          "alicloud:oss/bucket:Bucket": "bucket"}  # what a reviewer calls each of DATA_TYPES
 
 
-def _classify(
-    action: Action,
-    old: Resource | None,
-    new: Resource | None,
-    props: tuple[PropertyChange, ...],
-    fresh_cluster: bool,
-) -> Change:
+def _classify(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],
+              fresh_cluster: bool) -> Change:
     """Pick the impact class and say why, in words a reviewer can act on.
 
     What is known about the resource (data, nodes) comes first; an update with ``ignored`` or ``unknown`` inputs
@@ -361,75 +280,37 @@ def _classify(
     unsure = [p.name for p in props if p.effect == "unknown" and "can only grow" in p.summary]  # grow-only
     unknown = [p.name for p in props if p.effect == "unknown" and p.name not in unsure]
     if unsure:
-        parts.append(
-            (
-                "unknown",
-                (
-                    f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
-                    "number, so trainstack cannot tell a growth from a refused shrink: check the "
-                    "current value before merging."
-                ),
-            )
-        )
+        parts.append(("unknown", (f"{', '.join(unsure)} can only grow and the old or new value is unset or not a "
+                                 "number, so trainstack cannot tell a growth from a refused shrink: check the "
+                                 "current value before merging.")))
     if shrunk:
         res = new or old
         assert res is not None
         keep = _keep_hint(res.type, shrunk)
-        parts.append(
-            (
-                "fails-at-apply",
-                (
-                    f"{_shrink_text(shrunk)}: the cloud only grows "
-                    f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
-                    f"resource and stops part-way; keep the old value{keep}."
-                ),
-            )
-        )
+        parts.append(("fails-at-apply", (f"{_shrink_text(shrunk)}: the cloud only grows "
+                                        f"{'it' if len(shrunk) == 1 else 'them'}, so `pulumi up` fails on this "
+                                        f"resource and stops part-way; keep the old value{keep}.")))
     if refused:
         p = refused[0]
-        parts.append(
-            (
-                "fails-at-apply",
-                (
-                    f"instanceType {_short(p.old)} -> {_short(p.new)} crosses instance "
-                    "families: ECS offers no such target for a GPU or bare-metal family "
-                    "(DescribeResourcesModification), so ModifyInstanceSpec is refused and "
-                    "`pulumi up` stops part-way; to change family the nodes must be replaced "
-                    "(`pulumi up --replace URN` per node, or a new stack)."
-                ),
-            )
-        )
+        parts.append(("fails-at-apply", (f"instanceType {_short(p.old)} -> {_short(p.new)} crosses instance "
+                                        "families: ECS offers no such target for a GPU or bare-metal family "
+                                        "(DescribeResourcesModification), so ModifyInstanceSpec is refused and "
+                                        "`pulumi up` stops part-way; to change family the nodes must be replaced "
+                                        "(`pulumi up --replace URN` per node, or a new stack).")))
     if ignored:
         one = len(ignored) == 1
-        parts.append(
-            (
-                "never-applied",
-                (
-                    f"{', '.join(ignored)} {'is' if one else 'are'} never applied: the provider has no update for "
-                    f"{'it' if one else 'them'}, so the cloud keeps the old value; replace the resource by hand "
-                    "(`pulumi up --replace URN`) or revert."
-                ),
-            )
-        )
+        parts.append(("never-applied",
+                      (f"{', '.join(ignored)} {'is' if one else 'are'} never applied: the provider has no update for "
+                      f"{'it' if one else 'them'}, so the cloud keeps the old value; replace the resource by hand "
+                      "(`pulumi up --replace URN`) or revert.")))
     if unknown:
         res = new or old
         assert res is not None
-        stakes = (
-            f", which would delete the {_KINDS[res.type]} and its data"
-            if res.type in DATA_TYPES
-            else ", which would lose the node's local disks and interrupt training"
-            if res.type in NODE_TYPES
-            else ""
-        )
-        parts.append(
-            (
-                "unknown",
-                (
-                    f"no provider data for {', '.join(unknown)}: treat "
-                    f"{'it' if len(unknown) == 1 else 'them'} as a possible replacement{stakes}."
-                ),
-            )
-        )
+        stakes = (f", which would delete the {_KINDS[res.type]} and its data" if res.type in DATA_TYPES
+                  else ", which would lose the node's local disks and interrupt training" if res.type in NODE_TYPES
+                  else "")
+        parts.append(("unknown", (f"no provider data for {', '.join(unknown)}: treat "
+                                 f"{'it' if len(unknown) == 1 else 'them'} as a possible replacement{stakes}.")))
     if len(parts) == 1:
         return change
     parts.sort(key=lambda part: IMPACTS.index(part[0]))
@@ -447,101 +328,57 @@ def _keep_hint(resource_type: str, shrunk: Sequence[PropertyChange]) -> str:
     """The spec field that keeps the old value, for the sizes a spec controls."""
     old = {p.name: p.old for p in shrunk}
     if resource_type == "alicloud:nas/fileSystem:FileSystem" and "capacity" in old:
-        return (
-            f" (storage.capacity: {_short(old['capacity'])}GiB keeps it; with capacity auto the plan sizes a CPFS "
-            "file system from the dataset, so a smaller dataset asks for a smaller one)"
-        )
+        return (f" (storage.capacity: {_short(old['capacity'])}GiB keeps it; with capacity auto the plan sizes a CPFS "
+                "file system from the dataset, so a smaller dataset asks for a smaller one)")
     if resource_type == INSTANCE and "systemDiskSize" in old:
         return f" (compute.system_disk_gib: {_short(old['systemDiskSize'])} keeps it)"
     return ""
 
 
-def _classify_known(
-    action: Action,
-    old: Resource | None,
-    new: Resource | None,
-    props: tuple[PropertyChange, ...],
-    fresh_cluster: bool,
-) -> Change:
+def _classify_known(action: Action, old: Resource | None, new: Resource | None, props: tuple[PropertyChange, ...],
+                    fresh_cluster: bool) -> Change:
     """The class the data and the resource's kind give (data, nodes, reboots), before any doubt is added."""
     res = new or old
     assert res is not None
     kind = _KINDS.get(res.type, "")
     if res.type in DATA_TYPES:
         guarded = old is not None and old.protect
-        guard = " It is protected: `pulumi up` refuses until the protection is removed." if guarded else ""
+        guard = (" It is protected: `pulumi up` refuses until the protection is removed." if guarded else "")
         if action == "delete":
-            return Change(
-                action, res.type, res.name, "data-at-risk", f"deletes the {kind} and its data.{guard}", props
-            )
+            return Change(action, res.type, res.name, "data-at-risk", f"deletes the {kind} and its data.{guard}",
+                          props)
         if action == "replace":
-            return Change(
-                action,
-                res.type,
-                res.name,
-                "data-at-risk",
-                f"{_subject(props, 'replace')} a new, empty {kind}; the old one is deleted with its data."
-                f"{guard}",
-                props,
-            )
+            return Change(action, res.type, res.name, "data-at-risk",
+                          f"{_subject(props, 'replace')} a new, empty {kind}; the old one is deleted with its data."
+                          f"{guard}", props)
         dropped = [p.name for p in props if p.name in ("protect", "retainOnDelete") and p.old and not p.new]
         if dropped:
-            return Change(
-                action,
-                res.type,
-                res.name,
-                "data-at-risk",
-                f"{' and '.join(dropped)} removed: a later deletion or replacement would lose the data.",
-                props,
-            )
+            return Change(action, res.type, res.name, "data-at-risk",
+                          f"{' and '.join(dropped)} removed: a later deletion or replacement would lose the data.",
+                          props)
         sooner = expires_sooner(old, new) if action == "update" else ""
         if sooner:
             return Change(action, res.type, res.name, "data-at-risk", sooner, props)
     if res.type in NODE_TYPES:
         if action == "create":
-            why = (
-                "new node (the cluster has none yet)."
-                if fresh_cluster
-                else "new node: the job restarts with a new world size."
-            )
+            why = ("new node (the cluster has none yet)." if fresh_cluster
+                   else "new node: the job restarts with a new world size.")
             return Change(action, res.type, res.name, "replaces-nodes", why, props)
         if action == "delete":
-            return Change(
-                action,
-                res.type,
-                res.name,
-                "replaces-nodes",
-                "releases the node: the job loses a rank and its local disks.",
-                props,
-            )
+            return Change(action, res.type, res.name, "replaces-nodes",
+                          "releases the node: the job loses a rank and its local disks.", props)
         if action == "replace":
-            return Change(
-                action,
-                res.type,
-                res.name,
-                "replaces-nodes",
-                f"{_subject(props, 'replace')} a new node: local disks are lost and the job is interrupted.",
-                props,
-            )
+            return Change(action, res.type, res.name, "replaces-nodes",
+                          f"{_subject(props, 'replace')} a new node: local disks are lost and the job is "
+                          "interrupted.", props)
         if any(p.effect == "reboot" for p in props):
-            return Change(
-                action,
-                res.type,
-                res.name,
-                "restarts-nodes",
-                f"{_subject(props, 'reboot')} the node: the job is interrupted.",
-                props,
-            )
-    reason = {
-        "create": "new resource.",
-        "delete": "removed from the program.",
-        "replace": (
-            "the old one is deleted, then a new one is created (deleteBeforeReplace: it is gone for a while)."
-            if getattr(res, "delete_before_replace", False)
-            else "a new one is created, then the old one is deleted."
-        ),
-        "update": "updated in place.",
-    }[action]
+            return Change(action, res.type, res.name, "restarts-nodes",
+                          f"{_subject(props, 'reboot')} the node: the job is interrupted.", props)
+    reason = {"create": "new resource.", "delete": "removed from the program.",
+              "replace": ("the old one is deleted, then a new one is created (deleteBeforeReplace: it is gone "
+                          "for a while)." if getattr(res, "delete_before_replace", False)
+                          else "a new one is created, then the old one is deleted."),
+              "update": "updated in place."}[action]
     return Change(action, res.type, res.name, "safe", reason, props)
 
 
@@ -554,26 +391,18 @@ def _subject(props: Sequence[PropertyChange], effect: Effect) -> str:  # effect:
 
 def _other_stack(base: SideInfo, head: SideInfo) -> bool:
     """Both sides name their Pulumi project and stack, and they differ: HEAD is a separate deployment."""
-    return bool(
-        base.project
-        and head.project
-        and base.stack
-        and head.stack
-        and (base.project, base.stack) != (head.project, head.stack)
-    )
+    return bool(base.project and head.project and base.stack and head.stack
+                and (base.project, base.stack) != (head.project, head.stack))
 
 
 def _notes(base: SideInfo, head: SideInfo) -> list[str]:
     notes = []
     if _other_stack(base, head):
-        notes.append(
-            f"HEAD deploys to another Pulumi stack ({base.project}/{base.stack} -> "
-            f"{head.project}/{head.stack}), so every resource is created there; the {base.resources} "
-            "resources of the old stack are not changed and keep running (and billing) until it is "
-            "destroyed."
-        )
+        notes.append(f"HEAD deploys to another Pulumi stack ({base.project}/{base.stack} -> "
+                     f"{head.project}/{head.stack}), so every resource is created there; the {base.resources} "
+                     "resources of the old stack are not changed and keep running (and billing) until it is "
+                     "destroyed.")
     elif base.region and head.region and base.region != head.region:
-        notes.append(
-            f"The region changes ({base.region} -> {head.region}): every resource is replaced, data included."
-        )
+        notes.append(f"The region changes ({base.region} -> {head.region}): every resource is replaced, "
+                     "data included.")
     return notes
