@@ -32,6 +32,9 @@ HOOK = textwrap.dedent("""
     import builtins, os, signal, shutil, sys
     K, HOW = int(sys.argv[1]), sys.argv[2]
     calls = [0]
+    # as at a terminal: a job a non-interactive shell starts in the background inherits SIGINT ignored, and then
+    # Python installs no KeyboardInterrupt handler, so the interrupt would never arrive
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def hooked(fn):
         def wrapper(*args, **kwargs):
