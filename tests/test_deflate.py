@@ -17,6 +17,7 @@ from generator.preview import cache, deflate, mockrun
 from tests.test_incremental import (
     EXAMPLES,
     NODE_EXAMPLES,
+    OTHER_TYPE,
     ROOT,
     VARIANTS,
     _bytes,
@@ -132,10 +133,8 @@ def test_a_changed_cluster_with_reused_compressions_equals_a_full_run(
         {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None},
         "base",
     )
-    if variant == "instance-type" and example != "pretrain-70b":
-        pytest.skip("an ECS instance type; foundation-1t runs on Lingjun nodes")
     change = (
-        {"compute.instance_types": ["ecs.ebmgn8v.48xlarge"]}
+        {"compute.instance_types": [OTHER_TYPE[example]]}
         if variant == "instance-type"
         else {}
         if variant == "node-init"

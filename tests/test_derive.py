@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from generator.preview import cache, memo, mockrun
-from tests.test_incremental import EXAMPLES, NODE_EXAMPLES, ROOT, VARIANTS, _render, _spec, _variant
+from tests.test_incremental import (
+    EXAMPLES,
+    NODE_EXAMPLES,
+    OTHER_TYPE,
+    ROOT,
+    VARIANTS,
+    _render,
+    _spec,
+    _variant,
+)
 
 
 def _bytes(graph: mockrun.Graph) -> str:
@@ -43,10 +52,8 @@ def test_a_changed_cluster_derived_equals_a_full_run(example: str, variant: str,
     counts = NODE_EXAMPLES[example]
     base = _spec(tmp_path, ROOT / "examples" / f"{example}.yaml",
                  {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None}, "base")
-    change = {"compute.instance_types": ["ecs.ebmgn8v.48xlarge"]} if variant == "instance-type" else \
+    change = {"compute.instance_types": [OTHER_TYPE[example]]} if variant == "instance-type" else \
         _variant(variant, counts)
-    if variant == "instance-type" and example != "pretrain-70b":
-        pytest.skip("an ECS instance type; foundation-1t runs on Lingjun nodes")
     folder, plan = _render(_spec(tmp_path, base, change, variant), tmp_path / "head")
     derived, full = _both(folder, plan.name, plan.stack, {"alicloud:region": plan.region})
     assert _bytes(derived) == _bytes(full)

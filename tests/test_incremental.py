@@ -79,6 +79,8 @@ def _full(folder: Path, plan: Any) -> mockrun.Graph:
 
 NODE_EXAMPLES = {"pretrain-70b": (16, 20, 9), "foundation-1t": (256, 272, 240)}  # base, grown, shrunk nodes
 VARIANTS = ("same", "grow", "shrink", "rename", "disk")
+# another instance type each example's plan accepts (both run on ECS: a type change re-creates every node)
+OTHER_TYPE = {"pretrain-70b": "ecs.ebmgn8v.48xlarge", "foundation-1t": "ecs.sccgn7ex.32xlarge"}
 
 
 def _variant(variant: str, counts: tuple[int, int, int]) -> dict[str, Any]:
