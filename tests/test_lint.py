@@ -1,4 +1,4 @@
-"""Tests for ``trainstack lint`` (generator/preview/lint.py and lint_checks.py, generator/cli/lint.py).
+"""Tests for ``trainstack lint`` (generator/preview/lint/, generator/cli/lint.py).
 
 Most tests build resource graphs by hand (``mockrun.Resource`` / ``Graph``; no pulumi, milliseconds): a graph
 shaped like what the templates declare must lint clean, and one targeted change per case must trip exactly the
@@ -265,7 +265,7 @@ def test_an_ecs_node_without_a_key_pair_is_fine_it_is_reached_through_cloud_assi
 
 
 def test_every_rule_has_a_check_and_a_test() -> None:
-    assert set(lint._CHECKS) == set(RULES)
+    assert set(lint.CHECKS) == set(RULES)
     assert set().union(*(c[1] for c in CASES)) == set(RULES)
     assert list(RULES) == sorted(RULES) and all(r.id == key for key, r in RULES.items())
     assert all(r.severity in ("error", "warning") and r.title and len(r.rationale) > 40 for r in RULES.values())

@@ -14,7 +14,9 @@ Every rule has a stable id (``TS001``...) so a spec can waive it, and only with 
 A waived finding is still reported (with the reason) but does not fail the lint.
 
 The rules themselves (ids, severities, titles, rationales) are spec vocabulary in :mod:`generator.spec.rules`,
-and their checks are in :mod:`generator.preview.lint_checks`; this module runs them and owns what comes out:
+and their checks are in this package, one module per part of the cluster they check (:mod:`.network`,
+:mod:`.checkpoints`, :mod:`.identity`, :mod:`.compute`, :mod:`.storage`; :mod:`.graph` is what they read); this
+module runs them and owns what comes out:
 findings, waivers and the report. :func:`lint_graph` is pure and duck-typed over a ``mockrun.Graph``; running a
 program to get one is :func:`generator.api.lint_target`'s job.
 """
@@ -28,7 +30,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from generator.errors import EXIT_USAGE, TrainstackError
-from generator.preview.lint_checks import _CHECKS, _Index, _Resource
+from generator.preview.lint import checkpoints, compute, identity, network, storage
+from generator.preview.lint.graph import CHECKS, Index, Resource
 from generator.spec.rules import RULES, Rule, Severity
 
 
@@ -61,7 +64,7 @@ class _Graph(Protocol):
     """What :func:`lint_graph` reads from a graph (``mockrun.Graph`` has it)."""
 
     @property
-    def resources(self) -> Sequence[_Resource]: ...
+    def resources(self) -> Sequence[Resource]: ...
 
 
 def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
@@ -71,9 +74,9 @@ def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
     ``.inputs`` (camelCase, as the SDK sends them), ``.protect`` and ``.retain_on_delete``. Findings are
     ordered by rule id, then by the order the graph lists the resources, so output is stable.
     """
-    ix = _Index(graph.resources)
+    ix = Index(graph.resources)
     found: list[tuple[str, int, Finding]] = []
-    for rule_id, check in sorted(_CHECKS.items()):
+    for rule_id, check in sorted(CHECKS.items()):
         rule = RULES[rule_id]
         for resource, message in check(ix):
             reason = waivers.get(rule_id, "")
@@ -203,6 +206,7 @@ def stack_waivers(stack_dir: Path) -> dict[str, str]:
 
 
 __all__ = [
+    "CHECKS",
     "RULES",
     "Finding",
     "LintInputError",
@@ -212,3 +216,5 @@ __all__ = [
     "stack_waivers",
     "waivers_of",
 ]
+
+PARTS_CHECKED = (checkpoints, compute, identity, network, storage)  # importing them registers their checks
