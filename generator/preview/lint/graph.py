@@ -1,18 +1,19 @@
-"""What the lint's checks read: a resource of the graph, the graph indexed by type, a resource's inputs, and the
-registry of checks (one per rule id of :mod:`generator.spec.rules`).
+"""What the lint's checks read: a resource of the graph, the graph indexed by type, a resource's inputs, and
+the registry of checks (one per rule id of :mod:`generator.spec.rules`).
 
 A check takes the whole graph (some rules relate resources, e.g. a bucket and its ACL) and yields (resource,
-finding) pairs; :func:`generator.preview.lint.lint_graph` runs every registered check and turns its pairs into
-findings with the rule's severity. The checks themselves live in one module per part of the cluster they check
-(``network``, ``checkpoints``, ``identity``, ``compute``, ``storage``: the parts of :data:`generator.spec.rules.PARTS`),
-so a rule, its check and the resource types it reads are found under the part's name.
-"""
+fact) pairs (:mod:`generator.preview.lint.fact`); :func:`generator.preview.lint.lint_graph` runs every
+registered check and turns its pairs into findings with the rule's severity. The checks themselves live in one
+module per part of the cluster they check (``network``, ``checkpoints``, ``identity``, ``compute``,
+``storage``: the parts of :data:`generator.spec.rules.PARTS`), so a rule, its facts, its check and the
+resource types it reads are found under the part's name."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from generator.preview.lint.fact import LintFact
 from generator.spec.rules import RULES
 
 
@@ -32,12 +33,14 @@ class Resource(Protocol):
 
 
 # A check takes the whole graph (some rules relate resources, e.g. a bucket and its ACL) and yields
-# (resource, message) pairs; lint_graph turns them into Findings with the rule's severity.
-Check = Callable[["Index"], Iterable[tuple[Resource, str]]]
+# (resource, fact) pairs; lint_graph turns them into Findings with the rule's severity.
+Check = Callable[["Index"], Iterable[tuple[Resource, LintFact]]]
 CHECKS: dict[str, Check] = {}
 
 
 def check(rule_id: str) -> Callable[[Check], Check]:
+    """Register the check of ``rule_id`` (a rule of :data:`generator.spec.rules.RULES`; one per rule)."""
+
     def register(fn: Check) -> Check:
         assert rule_id in RULES, rule_id
         CHECKS[rule_id] = fn
@@ -58,14 +61,13 @@ class Index:
 
 
 def input_of(r: Resource, key: str, default: Any = None) -> Any:
+    """Input ``key`` of ``r`` (camelCase, as the SDK sends it), ``default`` when unset or None."""
     value = r.inputs.get(key, default)
     return default if value is None else value
 
 
-def not_kept(r: Resource) -> list[str]:
-    missing = []
-    if not r.protect:
-        missing.append("protect=True")
-    if not r.retain_on_delete:
-        missing.append("retain_on_delete=True")
-    return missing
+def not_kept(r: Resource) -> tuple[str, ...]:
+    """The options that keep ``r`` through a destroy and that it lacks (``protect``, ``retain_on_delete``)."""
+    return tuple(
+        name for name, on in (("protect", r.protect), ("retain_on_delete", r.retain_on_delete)) if not on
+    )
