@@ -1,4 +1,4 @@
-"""Tests for ``trainstack lint`` (generator/preview/lint.py and lint_checks.py, generator/cli/lint.py).
+"""Tests for ``trainstack lint`` (generator/preview/lint/, generator/cli/lint.py).
 
 Most tests build resource graphs by hand (``mockrun.Resource`` / ``Graph``; no pulumi, milliseconds): a graph
 shaped like what the templates declare must lint clean, and one targeted change per case must trip exactly the
@@ -22,7 +22,10 @@ from click.testing import CliRunner
 from generator.api import lint_target
 from generator.cli import main
 from generator.preview import lint
-from generator.preview.lint import RULES, Finding, LintInputError, LintReport, lint_graph
+from generator.preview.lint import RULES, Finding, LintFact, LintInputError, LintReport, lint_graph
+from generator.preview.lint.compute import EfloLoginPassword, NoKeyPair, SystemDiskPlain
+from generator.preview.lint.identity import ServiceActions, ServiceResources
+from generator.preview.lint.network import OpenIngress, SshIngress
 from generator.preview.mockrun import Graph, Resource
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,8 +259,97 @@ def test_each_weakness_trips_its_rule(case: str, rules: set[str], name: str,
     assert {f.rule for f in findings} == rules, [f.line() for f in findings]
     assert any(f.resource.endswith(f"::{name}") for f in findings), [f.resource for f in findings]
     for f in findings:
-        assert f.severity == RULES[f.rule].severity
-        assert not f.waived and f.message and "::" in f.resource
+        assert f.severity == RULES[f.rule].severity and f.fact.rule == f.rule
+        assert not f.waived and f.message == f.fact.text() and "::" in f.resource
+        assert json.loads(json.dumps(f.to_dict()))["fields"] == json.loads(json.dumps(f.fields))
+
+
+# (case id from CASES) -> the facts it finds, as (event, fields): the rule's fields, not its words
+FACTS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "half-the-internet": [("OpenIngress", {"protocol": "tcp", "port_range": "443/443", "cidr": "0.0.0.0/1",
+                                           "ip_version": 4, "prefix_length": 1, "widest_prefix": 8})],
+    "ipv6-anywhere": [("OpenIngress", {"protocol": "tcp", "port_range": "8000/9000", "cidr": "::/0",
+                                       "ip_version": 6, "prefix_length": 0, "widest_prefix": 32})],
+    "ssh-from-admin-network": [("SshIngress", {"cidr": "198.51.100.0/24"})],
+    "no-bucket-acl": [("BucketNoAcl", {"bucket": "ckpt"})],
+    "public-read-acl": [("BucketNotPrivate", {"bucket": "ckpt",
+                                              "public": ({"resource": "checkpoint-bucket-acl", "acl": "public-read"},)})],
+    "inline-public-acl": [("BucketNotPrivate", {"bucket": "ckpt",
+                                                "public": ({"resource": "", "acl": "public-read-write"},)})],
+    "versioning-suspended": [("BucketNotVersioned", {"bucket": "ckpt", "statuses": ("Suspended",)})],
+    "no-encryption": [("BucketNotEncrypted", {"bucket": "ckpt", "algorithms": ()})],
+    "force-destroy-bucket": [("BucketNotKept", {"bucket": "ckpt", "missing": (), "force_destroy": True})],
+    "unprotected-bucket": [("BucketNotKept", {"bucket": "ckpt", "missing": ("protect", "retain_on_delete"),
+                                              "force_destroy": False})],
+    "action-star": [("EveryAction", {"policy": "run-checkpoints"})],
+    "resource-star": [("EveryResource", {"policy": "run-checkpoints"})],
+    "not-action": [("AllowsByExclusion", {"policy": "run-checkpoints", "key": "NotAction"})],
+    "unreadable-policy": [("PolicyUnreadable", {"policy": "run-checkpoints", "reason": "not-json"})],
+    "system-oss-full-access": [("SystemPolicyAttached", {"policy": "AliyunOSSFullAccess"})],
+    "two-buckets": [("ManyBuckets", {"policy": "run-checkpoints", "buckets": ("ckpt", "corpus")})],
+    "bucket-wildcard": [("BucketWildcard", {"policy": "run-checkpoints",
+                                            "resource": "acs:oss:*:*:ckpt-*/checkpoints/*"})],
+    "default-system-disk": [("SystemDiskPlain", {"encrypted": None})],
+    "plain-data-disk": [("DataDiskPlain", {"index": 1})],
+    "plain-ecs-disk": [("DiskPlain", {})],
+    "metadata-default-mode": [("MetadataNormalMode", {"http_tokens": None})],
+    "kms-password": [("LoginPassword", {"argument": "kms_encrypted_password"})],
+    "inherited-password": [("PasswordInherited", {})],
+    "public-bandwidth": [("PublicBandwidth", {"bandwidth": 10.0})],
+    "allocate-public-ip": [("PublicIpAllocated", {})],
+    "eip-default-target": [("EipOnNode", {"instance_type": None})],
+    "unprotected-cpfs": [("FileSystemNotKept", {"missing": ("protect", "retain_on_delete")})],
+    "access-rule-public-range": [("AccessRulePublic", {"group": "run-vpc", "cidr": "203.0.113.0/24"}),
+                                 ("GroupAdmitsPublic", {"group": "run-vpc", "cidrs": ("203.0.113.0/24",)})],
+    "classic-network-mount": [("ExportOnClassic", {"network_type": "Classic"})],
+    "undeclared-group": [("GroupUndeclared", {"group": "somewhere"})],
+    "classic-group": [("GroupClassic", {"group": "run-vpc"})],
+    "fileset-deletable": [("FilesetDeletable", {"missing": ("deletion_protection",)})],
+    "extreme-default-encryption": [("NasPlain", {"kind": "extreme", "encrypt_type": 0})],
+    "versioning-resource-not-kept": [("SecuringNotKept", {"kind": "oss.BucketVersioning", "name": "versioning",
+                                                          "bucket": "ckpt", "missing": ("protect", "retain_on_delete")})],
+    "cpfs-description-with-spaces": [("DescriptionRefused", {"description": "run shared data"})],
+}
+
+
+@pytest.mark.parametrize("case", sorted(FACTS))
+def test_each_finding_carries_what_it_found_as_fields(case: str) -> None:
+    [(_, _, _, breaks)] = [c for c in CASES if c[0] == case]
+    found = [(f.event, f.fields) for f in lint_graph(breaks(secure_graph()))]
+    for event, fields in FACTS[case]:
+        assert any(e == event and fields.items() <= got.items() for e, got in found), (event, fields, found)
+
+
+def _eflo_cases() -> list[Graph]:
+    graphs = [_eflo_graph(loginPassword="Hunter2-hunter2"), _eflo_graph(nodes=[{"nodeId": "n-1", "loginPassword": "x"}]),
+              _eflo_graph(nodeGroups=[{"nodes": [{"loginPassword": "x"}]}]), _eflo_graph(keyPairName=DROP)]
+    return [Graph(resources=[dataclasses.replace(r, inputs={k: v for k, v in r.inputs.items() if v is not DROP})
+                             for r in g.resources]) for g in graphs]
+
+
+def test_every_kind_of_finding_is_found_by_a_case_and_lives_in_its_rules_part() -> None:
+    graphs = [breaks(secure_graph()) for _, _, _, breaks in CASES] + _eflo_cases()
+    found = {type(f.fact) for g in graphs for f in lint_graph(g)}
+    assert found == set(lint.facts()), set(lint.facts()) - found
+    for cls in lint.facts():
+        assert cls.rule in RULES and cls.summary and cls.__module__.endswith(f".{RULES[cls.rule].part}"), cls
+    for rule_id, check in lint.CHECKS.items():
+        assert check.__module__.endswith(f".{RULES[rule_id].part}"), (rule_id, check.__module__)
+
+
+def lint_fact_table() -> str:
+    """The findings table docs/lint.md must hold, from the fact classes themselves."""
+    rows = ["| rule | event | when | fields |", "|---|---|---|---|"]
+    for cls in lint.facts():
+        fields = ", ".join(f"`{f.name}`" for f in dataclasses.fields(cls)) or "none"
+        rows.append(f"| {cls.rule} | `{cls.__name__}` | {cls.summary} | {fields} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_docs_list_every_kind_of_finding_with_its_fields() -> None:
+    expected = lint_fact_table()
+    doc = (ROOT / "docs" / "lint.md").read_text(encoding="utf-8")
+    assert expected in doc, f"docs/lint.md: replace the findings table with\n{expected}"
 
 
 def test_an_ecs_node_without_a_key_pair_is_fine_it_is_reached_through_cloud_assistant() -> None:
@@ -265,7 +357,7 @@ def test_an_ecs_node_without_a_key_pair_is_fine_it_is_reached_through_cloud_assi
 
 
 def test_every_rule_has_a_check_and_a_test() -> None:
-    assert set(lint._CHECKS) == set(RULES)
+    assert set(lint.CHECKS) == set(RULES)
     assert set().union(*(c[1] for c in CASES)) == set(RULES)
     assert list(RULES) == sorted(RULES) and all(r.id == key for key, r in RULES.items())
     assert all(r.severity in ("error", "warning") and r.title and len(r.rationale) > 40 for r in RULES.values())
@@ -328,7 +420,9 @@ def test_warnings_do_not_fail_and_the_report_reads_well() -> None:
                          "0 errors, 1 warning, 0 waived")
     data = report.to_dict()
     assert data["failed"] is False and data["summary"] == {"errors": 0, "warnings": 1, "waived": 0}
-    assert data["findings"][0]["rule"] == "TS002"
+    [row] = data["findings"]
+    assert (row["rule"], row["event"], row["fields"]) == ("TS002", "SshIngress", {"cidr": "198.51.100.0/24"})
+    assert row["message"] == SshIngress("198.51.100.0/24").text()  # the words are rendered from the fields
 
 
 def test_waivers_come_from_plan_json_and_need_reasons(tmp_path: Path) -> None:
@@ -384,6 +478,15 @@ def test_cli_fails_on_a_hand_broken_stack_folder() -> None:
     data = json.loads(as_json.stdout)
     assert data["failed"] is True and data["summary"] == {"errors": 3, "warnings": 1, "waived": 1}
     assert {f["rule"] for f in data["findings"] if f["waived"]} == {"TS004"}
+    assert [(f["rule"], f["event"], f["fields"]) for f in data["findings"]] == [
+        ("TS001", "OpenIngress", {"protocol": "tcp", "port_range": "22/22", "cidr": "0.0.0.0/0", "ip_version": 4,
+                                  "prefix_length": 0, "widest_prefix": 8}),
+        ("TS002", "SshIngress", {"cidr": "0.0.0.0/0"}),
+        ("TS004", "BucketNotBlocked", {"bucket": "insecure-fixture-bucket"}),
+        ("TS012", "MetadataNormalMode", {"http_tokens": "optional"}),
+        ("TS013", "LoginPassword", {"argument": "password"}),
+    ]
+    assert data["findings"][2]["waiver_reason"].startswith("the fixture bucket")
 
 
 # ------------------------------------------------------------------------------- CLI input handling (no programs run)
@@ -418,8 +521,11 @@ def test_cli_bad_spec_gives_spec_errors(tmp_path: Path) -> None:
 
 
 def test_finding_line_format() -> None:
-    f = Finding("TS010", "error", "alicloud:ecs/instance:Instance::n", "the system disk is not encrypted")
-    assert f.line() == "ERROR   TS010 alicloud:ecs/instance:Instance::n: the system disk is not encrypted"
+    f = Finding("alicloud:ecs/instance:Instance::n", SystemDiskPlain(False))
+    assert (f.rule, f.severity, f.event, f.fields) == ("TS010", "error", "SystemDiskPlain", {"encrypted": False})
+    assert f.line() == f"ERROR   TS010 alicloud:ecs/instance:Instance::n: {f.fact.text()}"
+    waived = Finding(f.resource, f.fact, waived=True, waiver_reason="reviewed")
+    assert waived.line().endswith(" [waived: reviewed]") and isinstance(waived.fact, LintFact)
 
 
 def _eflo_graph(**group_inputs: Any) -> Graph:
@@ -430,15 +536,11 @@ def _eflo_graph(**group_inputs: Any) -> Graph:
 
 def test_lingjun_nodes_log_in_with_a_key_pair_never_a_password() -> None:
     assert not [f for f in lint_graph(_eflo_graph()) if f.rule == "TS013"]
-    for graph, words in (
-        (_eflo_graph(loginPassword="Hunter2-hunter2"), "login_password"),
-        (_eflo_graph(nodes=[{"nodeId": "n-1", "loginPassword": "x"}]), "nodes[0]"),
-        (_eflo_graph(keyPairName=DROP), "key_pair_name"),
-    ):
-        graph = Graph(resources=[dataclasses.replace(r, inputs={k: v for k, v in r.inputs.items() if v is not DROP})
-                                 for r in graph.resources])
+    expected = [EfloLoginPassword(""), EfloLoginPassword("nodes[0]"),
+                EfloLoginPassword("nodeGroups[0].nodes[0]"), NoKeyPair()]
+    for graph, fact in zip(_eflo_cases(), expected, strict=True):
         found = [f for f in lint_graph(graph) if f.rule == "TS013"]
-        assert found and any(words in f.message for f in found), found
+        assert [f.fact for f in found] == [fact] and found[0].resource.endswith("::node-group"), found
 
 
 def test_the_repro_of_wide_ranges_and_service_wildcards_is_all_errors() -> None:
@@ -448,8 +550,7 @@ def test_the_repro_of_wide_ranges_and_service_wildcards_is_all_errors() -> None:
                     "checkpoint-policy", policyDocument=policy(
                         {"Effect": "Allow", "Action": ["ram:*"], "Resource": ["acs:ram:*:*:*"]}))
     findings = lint_graph(graph)
-    ts001 = [f.message for f in findings if f.rule == "TS001"]
-    assert len(ts001) == 1 and "1/2 of the IPv4 address space" in ts001[0]
-    ts008 = sorted(f.message.split(" allows ", 1)[1] for f in findings if f.rule == "TS008")
-    assert ts008 == ["every action of a service ('ram:*'); list the actions it needs",
-                     "every resource of a service ('acs:ram:*:*:*'); name the resources"], ts008
+    assert [f.fact for f in findings if f.rule == "TS001"] == [OpenIngress("tcp", "22/22", "0.0.0.0/1", 4, 1, 8)]
+    assert [f.fact for f in findings if f.rule == "TS008"] == [
+        ServiceActions("run-checkpoints", "ram:*"), ServiceResources("run-checkpoints", "acs:ram:*:*:*")]
+    assert {f.severity for f in findings if f.rule in ("TS001", "TS008")} == {"error"}

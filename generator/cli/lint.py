@@ -2,7 +2,7 @@
 
 Exit codes follow the rest of the CLI: 0 when no unwaived error remains (warnings and waived findings do not
 fail), 1 when one does (a failed check, like a stale stack), 2 for bad input (a missing or wrong spec, a folder
-that is not a stack). The rules themselves live in :mod:`generator.preview.lint`; this module only prints.
+that is not a stack). The rules, their checks and findings live in :mod:`generator.preview.lint`; this module only prints.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from generator.errors import EXIT_FAILURE
 def lint(target: str | None, as_json: bool, list_rules: bool) -> None:
     """Check what SPEC (or a stack folder) would create against trainstack's security rules.
 
-    Findings print as 'SEVERITY RULE resource: message'. A spec waives a rule only with a reason
+    Findings print as 'SEVERITY RULE resource: message' (with --json: each finding's rule, event and
+    fields, the message rendered from them). A spec waives a rule only with a reason
     (waivers: [{rule: TS002, reason: "..."}]); waived findings are shown but do not fail.
     Exit 1 if an unwaived error remains.
     """

@@ -9,7 +9,7 @@ the pulumi_alicloud 4.0.0 docstrings of ``nas.FileSystem``, ``nas.ProtocolServic
 (https://help.aliyun.com/document_detail/62630.html). The provider does not check these descriptions before it
 calls the API (the resources declare ``description`` without a ValidateFunc), so a bad one fails mid-deploy.
 
-:func:`nas_description` maps any text into that alphabet; lint rule TS021 (:mod:`generator.preview.lint_checks`)
+:func:`nas_description` maps any text into that alphabet; lint rule TS021 (:mod:`generator.preview.lint.storage`)
 checks the same :data:`NAS_DESCRIPTION` pattern on the resources a program declares.
 """
 

@@ -1,9 +1,9 @@
 """``trainstack lint``: secure-by-default policy checks over the resources a generated program declares.
 
 Why lint the *resources* and not the spec or the templates: the resource graph recorded under the mock runtime
-(:mod:`generator.preview.mockrun`) is exactly what Pulumi would send to Alibaba Cloud, with the SDK's own argument
-names. A check written against it catches a template regression, a hand-edited stack folder and a future
-spec option alike, the way checkov checks a Terraform plan rather than the HCL that produced it.
+(:mod:`generator.preview.mockrun`) is exactly what Pulumi would send to Alibaba Cloud, with the SDK's own
+argument names. A check written against it catches a template regression, a hand-edited stack folder and a
+future spec option alike, the way checkov checks a Terraform plan rather than the HCL that produced it.
 
 Every rule has a stable id (``TS001``...) so a spec can waive it, and only with a written reason::
 
@@ -14,10 +14,11 @@ Every rule has a stable id (``TS001``...) so a spec can waive it, and only with 
 A waived finding is still reported (with the reason) but does not fail the lint.
 
 The rules themselves (ids, severities, titles, rationales) are spec vocabulary in :mod:`generator.spec.rules`,
-and their checks are in :mod:`generator.preview.lint_checks`; this module runs them and owns what comes out:
-findings, waivers and the report. :func:`lint_graph` is pure and duck-typed over a ``mockrun.Graph``; running a
-program to get one is :func:`generator.api.lint_target`'s job.
-"""
+and their checks are in this package, one module per part of the cluster they check (:mod:`.network`,
+:mod:`.checkpoints`, :mod:`.identity`, :mod:`.compute`, :mod:`.storage`; :mod:`.graph` is what they read);
+this module runs them and owns what comes out: findings, waivers and the report. :func:`lint_graph` is pure
+and duck-typed over a ``mockrun.Graph``; running a program to get one is :func:`generator.api.lint_target`'s
+job."""
 
 from __future__ import annotations
 
@@ -28,20 +29,44 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from generator.errors import EXIT_USAGE, TrainstackError
-from generator.preview.lint_checks import _CHECKS, _Index, _Resource
+from generator.preview.lint import checkpoints, compute, identity, network, storage
+from generator.preview.lint.fact import LintFact
+from generator.preview.lint.graph import CHECKS, Index, Resource
 from generator.spec.rules import RULES, Rule, Severity
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One violation of one rule by one resource (``resource`` is ``type::name``)."""
+    """One violation of one rule by one resource (``resource`` is ``type::name``): what was found is ``fact``,
+    a :class:`~generator.preview.lint.fact.LintFact` whose class names the rule and whose fields say what it
+    found; the message is rendered from them."""
 
-    rule: str
-    severity: Severity
     resource: str
-    message: str
+    fact: LintFact
     waived: bool = False
     waiver_reason: str = ""
+
+    @property
+    def rule(self) -> str:
+        """The rule's id (``TS001``...): the finding's code."""
+        return self.fact.rule
+
+    @property
+    def severity(self) -> Severity:
+        return RULES[self.rule].severity
+
+    @property
+    def event(self) -> str:
+        """The kind of finding (its fact's class name), which tells apart the findings of one rule."""
+        return self.fact.event()
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return self.fact.fields()
+
+    @property
+    def message(self) -> str:
+        return self.fact.text()
 
     def line(self) -> str:
         """``SEVERITY RULE resource: message``, with the waiver reason when waived."""
@@ -49,6 +74,19 @@ class Finding:
         if self.waived:
             text += f" [waived: {self.waiver_reason}]"
         return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as ``trainstack lint --json`` prints it: rule, event, fields and the words."""
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "resource": self.resource,
+            "event": self.event,
+            "fields": self.fields,
+            "message": self.message,
+            "waived": self.waived,
+            "waiver_reason": self.waiver_reason,
+        }
 
 
 class LintInputError(TrainstackError):
@@ -61,7 +99,7 @@ class _Graph(Protocol):
     """What :func:`lint_graph` reads from a graph (``mockrun.Graph`` has it)."""
 
     @property
-    def resources(self) -> Sequence[_Resource]: ...
+    def resources(self) -> Sequence[Resource]: ...
 
 
 def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
@@ -71,25 +109,20 @@ def lint_graph(graph: _Graph, waivers: Mapping[str, str] = {}) -> list[Finding]:
     ``.inputs`` (camelCase, as the SDK sends them), ``.protect`` and ``.retain_on_delete``. Findings are
     ordered by rule id, then by the order the graph lists the resources, so output is stable.
     """
-    ix = _Index(graph.resources)
+    ix = Index(graph.resources)
     found: list[tuple[str, int, Finding]] = []
-    for rule_id, check in sorted(_CHECKS.items()):
-        rule = RULES[rule_id]
-        for resource, message in check(ix):
+    for rule_id, check in sorted(CHECKS.items()):
+        for resource, fact in check(ix):
+            assert fact.rule == rule_id, (rule_id, fact)  # a check finds only its own rule's facts
             reason = waivers.get(rule_id, "")
             finding = Finding(
-                rule_id,
-                rule.severity,
-                f"{resource.type}::{resource.name}",
-                message,
-                waived=bool(reason),
-                waiver_reason=reason,
+                f"{resource.type}::{resource.name}", fact, waived=bool(reason), waiver_reason=reason
             )
             found.append((rule_id, ix.order.get(id(resource), 0), finding))
     found.sort(key=lambda t: (t[0], t[1]))
     seen: set[Finding] = set()
     unique: list[Finding] = []
-    for _, _, f in found:  # identical findings (same rule, resource and message) are reported once
+    for _, _, f in found:  # identical findings (same resource and fact) are reported once
         if f not in seen:
             seen.add(f)
             unique.append(f)
@@ -138,7 +171,7 @@ class LintReport:
         )
 
     def text(self) -> str:
-        """The findings as ``SEVERITY RULE resource: message`` lines, notes on stale waivers, then a summary."""
+        """The findings as ``SEVERITY RULE resource: message`` lines, notes on stale waivers, a summary."""
         lines = [f.line() for f in self.findings]
         lines += [
             f"note: the waiver for {r} matched no finding; remove it from the spec"
@@ -157,17 +190,7 @@ class LintReport:
                 "warnings": len(self.warnings),
                 "waived": len(self.waived),
             },
-            "findings": [
-                {
-                    "rule": f.rule,
-                    "severity": f.severity,
-                    "resource": f.resource,
-                    "message": f.message,
-                    "waived": f.waived,
-                    "waiver_reason": f.waiver_reason,
-                }
-                for f in self.findings
-            ],
+            "findings": [f.to_dict() for f in self.findings],
             "waivers": [{"rule": r, "reason": self.waivers[r]} for r in sorted(self.waivers)],
             "unused_waivers": self.unused_waivers,
         }
@@ -203,12 +226,29 @@ def stack_waivers(stack_dir: Path) -> dict[str, str]:
 
 
 __all__ = [
+    "CHECKS",
     "RULES",
     "Finding",
+    "LintFact",
     "LintInputError",
     "LintReport",
     "Rule",
+    "facts",
     "lint_graph",
     "stack_waivers",
     "waivers_of",
 ]
+
+PARTS_CHECKED = (checkpoints, compute, identity, network, storage)  # importing them registers their checks
+
+
+def facts() -> list[type[LintFact]]:
+    """Every kind of finding, by rule then name (docs/lint.md lists them)."""
+    # the modules' names, not __subclasses__(): slots=True replaces each class, and the replaced one lingers
+    found = {
+        v
+        for part in PARTS_CHECKED
+        for v in vars(part).values()
+        if isinstance(v, type) and issubclass(v, LintFact) and v is not LintFact
+    }
+    return sorted(found, key=lambda c: (c.rule, c.__name__))
