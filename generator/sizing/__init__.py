@@ -30,12 +30,16 @@ The package re-exports the public names of its modules, so ``from generator impo
 ``sizing.per_gpu_memory(...)`` is the way in:
 
 * :mod:`~generator.sizing.common`: the error type, units, exact rounding and argument checks;
-* :mod:`~generator.sizing.architecture`: parameter counting, presets, derived and explicit shapes;
+* :mod:`~generator.sizing.architecture`: the model's shape and its parameter counting;
+* :mod:`~generator.sizing.presets`: the published shapes a ``preset`` names;
+* :mod:`~generator.sizing.shapes`: the shape for what a spec gives (explicit, preset with overrides, or derived
+  from a parameter count);
 * :mod:`~generator.sizing.moe`: mixture-of-experts layers: expert counts, active parameters, routed activations
   and the all-to-all traffic of expert parallelism;
 * :mod:`~generator.sizing.precision`: bytes per parameter (weight precision, optimizer state K);
 * :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, LoRA/QLoRA, runtime reserve);
+* :mod:`~generator.sizing.lora`: LoRA/QLoRA model states (frozen base, adapters as PEFT holds them);
 * :mod:`~generator.sizing.offload`: CPU offload (DeepSpeed ZeRO-Offload/Infinity, FSDP CPUOffload): GPU and host
   memory, PCIe bytes;
 * :mod:`~generator.sizing.reserve`: the runtime reserve (CUDA context, NCCL buffers, allocator fragmentation);
@@ -56,13 +60,7 @@ from generator.sizing.activations import (
     pipeline_splits,
     stage_layers,
 )
-from generator.sizing.architecture import (
-    PRESETS,
-    Architecture,
-    architecture_for,
-    derive_architecture,
-    parameters_of,
-)
+from generator.sizing.architecture import Architecture, parameters_of
 from generator.sizing.checkpoint import (
     DEFAULT_NODE_MTBF_HOURS,
     CheckpointModel,
@@ -80,10 +78,10 @@ from generator.sizing.compute import (
     training_hours,
 )
 from generator.sizing.frameworks import FRAMEWORK_CHOICES, FRAMEWORKS, check_framework, resolve_framework
+from generator.sizing.lora import lora_trainable_parameters
 from generator.sizing.memory import (
     MemoryBreakdown,
     TrainingSetup,
-    lora_trainable_parameters,
     model_state_bytes,
     per_gpu_memory,
     tp_splits_heads,
@@ -109,6 +107,7 @@ from generator.sizing.offload import (
     pcie_seconds,
 )
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
+from generator.sizing.presets import PRESETS
 from generator.sizing.reserve import runtime_reserve
 from generator.sizing.schedule import (
     RELAUNCH_HOURS,
@@ -126,6 +125,7 @@ from generator.sizing.schedule import (
     model_flops,
     schedule,
 )
+from generator.sizing.shapes import architecture_for, derive_architecture
 
 __all__ = [
     "DEFAULT_IMBALANCE",

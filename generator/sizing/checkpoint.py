@@ -28,8 +28,9 @@ class CheckpointModel:
     notes: tuple[str, ...]
 
 
-def checkpoint_size_bytes(parameters: int, optimizer: str, precision: str = "bf16",
-                          lora_trainable: int | None = None) -> int:
+def checkpoint_size_bytes(
+    parameters: int, optimizer: str, precision: str = "bf16", lora_trainable: int | None = None
+) -> int:
     """Bytes of a full restartable checkpoint.
 
     Mixed precision: 16-bit weights + K (fp32 master + moments) = (2 + K) bytes/param,
@@ -55,9 +56,44 @@ def young_daly_interval(write_seconds: float, mtbf_seconds: float) -> float:
     return max(math.sqrt(2.0 * write_seconds * mtbf_seconds), float(write_seconds))
 
 
-def checkpoint_plan(parameters: int, optimizer: str, precision: str, write_gbps: float, nodes: int,
-                    node_mtbf_hours: float, spot: bool, spot_interruptions_per_node_day: float,
-                    lora_trainable: int | None = None) -> CheckpointModel:
+def _check_rates(
+    write_gbps: float, nodes: int, node_mtbf_hours: float, spot_interruptions_per_node_day: float
+) -> None:
+    """The bandwidth, node count and failure rates :func:`checkpoint_plan` divides by: positive (spot: >= 0)."""
+    _positive_number("write_gbps", write_gbps)
+    _positive_int("nodes", nodes)
+    _positive_number("node_mtbf_hours", node_mtbf_hours)
+    if (
+        isinstance(spot_interruptions_per_node_day, bool)
+        or not isinstance(spot_interruptions_per_node_day, (int, float))
+        or spot_interruptions_per_node_day < 0
+    ):
+        raise SizingError(
+            f"spot_interruptions_per_node_day must be a number >= 0, got {spot_interruptions_per_node_day!r}."
+        )
+
+
+def _size_note(size: int, per_param: int, count: int, lora: bool, precision: str, optimizer: str) -> str:
+    """How the checkpoint's size is counted: bytes per parameter (weights + optimizer K) x the saved parameters."""
+    return (
+        f"checkpoint = {per_param} B/param x {count:,} "
+        f"{'LoRA adapter params' if lora else 'params'} = {_gb(size)} "
+        f"({PRECISION_BYTES[precision]}-byte weights + {optimizer} K="
+        f"{optimizer_bytes_per_param(optimizer, precision)})"
+    )
+
+
+def checkpoint_plan(
+    parameters: int,
+    optimizer: str,
+    precision: str,
+    write_gbps: float,
+    nodes: int,
+    node_mtbf_hours: float,
+    spot: bool,
+    spot_interruptions_per_node_day: float,
+    lora_trainable: int | None = None,
+) -> CheckpointModel:
     """Checkpoint size, write time, cluster MTBF and Young/Daly interval.
 
     * ``write_gbps``: aggregate write bandwidth of the whole job to checkpoint storage, in Gbit/s;
@@ -67,13 +103,7 @@ def checkpoint_plan(parameters: int, optimizer: str, precision: str, write_gbps:
       Failures are assumed independent and exponential (any one stops the synchronous job).
     """
     size = checkpoint_size_bytes(parameters, optimizer, precision, lora_trainable)
-    _positive_number("write_gbps", write_gbps)
-    _positive_int("nodes", nodes)
-    _positive_number("node_mtbf_hours", node_mtbf_hours)
-    if isinstance(spot_interruptions_per_node_day, bool) or not isinstance(
-            spot_interruptions_per_node_day, (int, float)) or spot_interruptions_per_node_day < 0:
-        raise SizingError("spot_interruptions_per_node_day must be a number >= 0, got "
-                          f"{spot_interruptions_per_node_day!r}.")
+    _check_rates(write_gbps, nodes, node_mtbf_hours, spot_interruptions_per_node_day)
     write_seconds = size / (write_gbps * 1e9 / 8)
     hardware_rate = nodes / node_mtbf_hours
     spot_rate = nodes * spot_interruptions_per_node_day / 24.0 if spot else 0.0
@@ -82,17 +112,21 @@ def checkpoint_plan(parameters: int, optimizer: str, precision: str, write_gbps:
     per_param = size // (lora_trainable if lora_trainable is not None else parameters)
     overhead = write_seconds / interval + interval / (2 * mtbf_hours * 3600.0)
     notes = (
-        (f"checkpoint = {per_param} B/param x {lora_trainable or parameters:,} "
-        f"{'LoRA adapter params' if lora_trainable else 'params'} = {_gb(size)} "
-        f"({PRECISION_BYTES[precision]}-byte weights + {optimizer} K="
-        f"{optimizer_bytes_per_param(optimizer, precision)})"),
+        _size_note(size, per_param, lora_trainable or parameters, bool(lora_trainable), precision, optimizer),
         f"write time C = {_gb(size)} / ({write_gbps:g} Gbit/s / 8) = {write_seconds:,.1f} s",
         f"failure rate = {nodes}/{node_mtbf_hours:g} h"
         + (f" + {nodes}*{spot_interruptions_per_node_day:g}/24 h (spot)" if spot else "")
         + f" = {hardware_rate + spot_rate:.4g}/h -> cluster MTBF M = {mtbf_hours:,.2f} h",
-        (f"interval = max(sqrt(2*C*M), C) = sqrt(2*{write_seconds:,.1f}*{mtbf_hours * 3600:,.0f}) = "
-        f"{interval:,.0f} s ({interval / 60:.1f} min)   [Young 1974; Daly 2006 first order]"),
+        (
+            f"interval = max(sqrt(2*C*M), C) = sqrt(2*{write_seconds:,.1f}*{mtbf_hours * 3600:,.0f}) = "
+            f"{interval:,.0f} s ({interval / 60:.1f} min)   [Young 1974; Daly 2006 first order]"
+        ),
         f"expected overhead ~= C/tau + tau/(2M) = {overhead:.1%} of wall-clock (excludes restart time)",
     )
-    return CheckpointModel(size_bytes=size, write_seconds=write_seconds, mtbf_hours=mtbf_hours,
-                           interval_seconds=interval, notes=notes)
+    return CheckpointModel(
+        size_bytes=size,
+        write_seconds=write_seconds,
+        mtbf_hours=mtbf_hours,
+        interval_seconds=interval,
+        notes=notes,
+    )

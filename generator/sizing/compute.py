@@ -51,12 +51,16 @@ def training_hours(
 
 
 # FP8 (Transformer Engine) runs the GEMMs at up to twice the BF16 tensor peak, but attention, norms, the casts and
-# their scaling overhead stay where they were: published end-to-end speedups over BF16 are about 1.25-1.37x (TorchAO
-# MXFP8 Llama 4 Scout +30%, PyTorch blog 2025; Llama-3-70B continued pre-training on H100 with Megatron-LM,
-# Fujii et al. 2024, arXiv:2411.08719; NVIDIA NeMo, "Faster Training Throughput in FP8 Precision"; a 13B GPT on
-# H100 with Megatron-LM and Transformer Engine, 0.34 -> 0.24 s per step, 1.42x, NVIDIA/Megatron-LM issue #396,
-# where NVIDIA answers that the 2x holds for the GEMMs alone). trainstack assumes 1.3x: the MFU against the FP8 peak
-# is the GPU's BF16 MFU x 1.3 x bf16_peak / fp8_peak. An assumption within those reports, not fitted.
+# their scaling overhead stay where they were, so the end-to-end gain is far below 2x. trainstack takes 1.3x from
+# published BF16/FP8 pairs on one layout (read 2026-12-02): torchtitan's Llama 3.1 8B (FSDP, torch.compile) on 8 and
+# 128 H100, 6,667 -> 8,532 and 6,514 -> 8,380 tokens/s per GPU with Float8, 1.28x and 1.29x (pytorch/torchtitan
+# docs/performance.md at eaea6f6, Tables 1 and 3); MosaicML's MPT 1B-3B on 8 H100, 1.00-1.35x, lower at long
+# sequences (mosaicml/llm-foundry scripts/train/benchmarking/README.md at 061f2c7); DeepSeek-V3 on 256 GB300 with
+# MXFP8, 1.13x (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, 25.11); a 13B GPT with Megatron-LM on H100,
+# 1.42x (NVIDIA/Megatron-LM issue #396, where NVIDIA answers that the 2x holds for the GEMMs alone). Not fitted:
+# NVIDIA's tuned FP8 recipes run 1.2-1.4x faster than this predicts, with no BF16 twin to split FP8 from their other
+# tuning (docs/sizing.md, sections 4b and 7). The MFU against the FP8 peak is the GPU's BF16 MFU x 1.3 x
+# bf16_peak / fp8_peak.
 FP8_SPEEDUP = 1.3
 
 

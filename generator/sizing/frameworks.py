@@ -55,7 +55,8 @@ def check_framework(framework: str, zero_stage: int) -> None:
     if resolved == "megatron" and zero_stage >= 2:
         raise SizingError(
             f"Megatron-LM's distributed optimizer shards only the optimizer state (ZeRO-1), not ZeRO-{zero_stage}; "
-            "use zero_stage 0 or 1 with framework megatron, or framework deepspeed or fsdp for stages 2 and 3.")
+            "use zero_stage 0 or 1 with framework megatron, or framework deepspeed or fsdp for stages 2 and 3."
+        )
 
 
 def largest_module_parameters(layers: int, hidden: int, ffn_hidden: int, vocab: int, kv_dim: int) -> int:
@@ -64,9 +65,18 @@ def largest_module_parameters(layers: int, hidden: int, ffn_hidden: int, vocab: 
     return max(vocab * hidden, hidden * ffn_hidden, hidden * hidden, hidden * kv_dim, 1 if layers else 0)
 
 
-def full_model_states(framework: str, *, psi: Fraction, precision: str, k: int,
-                      zero_stage: int, dp: int, layer_params: Fraction, largest_module: Fraction,
-                      notes: list[str]) -> tuple[int, int, int]:
+def full_model_states(
+    framework: str,
+    *,
+    psi: Fraction,
+    precision: str,
+    k: int,
+    zero_stage: int,
+    dp: int,
+    layer_params: Fraction,
+    largest_module: Fraction,
+    notes: list[str],
+) -> tuple[int, int, int]:
     """(weights, gradients, optimizer states) bytes per GPU for full training under ``framework``
     (``megatron``, ``deepspeed`` or ``fsdp``; ``zero-paper`` stays in :mod:`generator.sizing.memory`).
 
@@ -84,8 +94,9 @@ def full_model_states(framework: str, *, psi: Fraction, precision: str, k: int,
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
 
 
-def _megatron(psi: Fraction, pb: int, precision: str, k: int, z: int, d: int,
-              notes: list[str]) -> tuple[int, int, int]:
+def _megatron(
+    psi: Fraction, pb: int, precision: str, k: int, z: int, d: int, notes: list[str]
+) -> tuple[int, int, int]:
     """[MEGATRON-DO]: bf16 params + fp32 grads 18 B (non-distributed) or 6 + 12/d; fp16 grads 20 or 4 + 16/d;
     fp32 16 or 8 + 8/d.  With optimizers other than Adam, 12 becomes K (an extrapolation of the table)."""
     if z >= 2:
@@ -99,36 +110,46 @@ def _megatron(psi: Fraction, pb: int, precision: str, k: int, z: int, d: int,
     div = d if z >= 1 else 1
     w, g, o = _ceil(pb * psi), _ceil(gb * psi), _ceil(ob * psi / div)
     per_param = f"{pb + gb} + {ob}/d" if z >= 1 else f"{pb + gb + ob}"
-    notes.append(f"framework megatron ({'distributed optimizer' if z >= 1 else 'non-distributed optimizer'}, "
-                 f"{row}): {per_param} bytes/param [Megatron-LM docs/source/api-guide/dist_optimizer.md, table; "
-                 f"https://github.com/NVIDIA/Megatron-LM]")
-    notes.append(f"weights = {pb}*Psi = {_gb(w)}; gradients (grad buffer) = {gb}*Psi = {_gb(g)}; optimizer states "
-                 f"= {ob}*Psi{f'/dp={d}' if div > 1 else ''} = {_gb(o)} (distributed optimizer shards only these)")
+    notes.append(
+        f"framework megatron ({'distributed optimizer' if z >= 1 else 'non-distributed optimizer'}, "
+        f"{row}): {per_param} bytes/param [Megatron-LM docs/source/api-guide/dist_optimizer.md, table; "
+        f"https://github.com/NVIDIA/Megatron-LM]"
+    )
+    notes.append(
+        f"weights = {pb}*Psi = {_gb(w)}; gradients (grad buffer) = {gb}*Psi = {_gb(g)}; optimizer states "
+        f"= {ob}*Psi{f'/dp={d}' if div > 1 else ''} = {_gb(o)} (distributed optimizer shards only these)"
+    )
     return w, g, o
 
 
-def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, largest: Fraction,
-               notes: list[str], bf16: bool = False) -> tuple[int, int, int]:
-    """[DS-EST]: ZeRO-2 2*Psi + 18*Psi/d (2 16-bit grads + 4 fp32 grads + 4 fp32 params + 8 moments, sharded);
-    ZeRO-3 4*largest_layer + 18*Psi/d.  Stages 0 and 1 have no estimator; they keep the same buffers with the
-    16-bit gradients (and for stage 0 everything) unsharded (assumption)."""
+def _deepspeed_stage(
+    psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, bf16: bool
+) -> tuple[int, int, int, str]:
+    """Weights, gradients and optimizer states of ZeRO stage ``z`` as DeepSpeed holds them (before ZeRO-3's
+    gathered layer), and how they are counted."""
     fp32_grads = _FP32 if mixed else 0
     if z == 0:
         w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi), _ceil(k * psi)
-        how = f"stage 0: nothing sharded, {pb} + {pb + fp32_grads} + {k} bytes/param (assumption: the estimator's " \
-              "buffers, unsharded)"
+        how = (
+            f"stage 0: nothing sharded, {pb} + {pb + fp32_grads} + {k} bytes/param (assumption: the estimator's "
+            "buffers, unsharded)"
+        )
     elif z == 1 and bf16:
         # bf16 with ZeRO-1 runs DeepSpeed's BF16_Optimizer, which keeps an fp32 gradient-accumulation buffer the size
         # of the whole bf16 flat group (torch.zeros_like(bf16_groups_flat[i], dtype=float32)), not a partition; only
         # the fp32 master weights and the moments are sharded (deepspeed/runtime/bf16_optimizer.py)
         w, g, o = _ceil(pb * psi), _ceil((pb + _FP32) * psi), _ceil(k * psi / d)
-        how = (f"stage 1 with bf16 (BF16_Optimizer): {2 * pb + _FP32} + {k}/d bytes/param (16-bit gradients and the "
-               "fp32 gradient buffer whole, fp32 master weights and moments sharded; deepspeed/runtime/"
-               "bf16_optimizer.py)")
+        how = (
+            f"stage 1 with bf16 (BF16_Optimizer): {2 * pb + _FP32} + {k}/d bytes/param (16-bit gradients and the "
+            "fp32 gradient buffer whole, fp32 master weights and moments sharded; deepspeed/runtime/"
+            "bf16_optimizer.py)"
+        )
     elif z == 1:
         w, g, o = _ceil(pb * psi), _ceil(pb * psi + Fraction(fp32_grads) * psi / d), _ceil(k * psi / d)
-        how = (f"stage 1: {2 * pb} + {fp32_grads + k}/d bytes/param (16-bit gradients whole, the fp32 gradient "
-               "partition and optimizer states sharded; assumption: DeepSpeed publishes no stage-1 estimator)")
+        how = (
+            f"stage 1: {2 * pb} + {fp32_grads + k}/d bytes/param (16-bit gradients whole, the fp32 gradient "
+            "partition and optimizer states sharded; assumption: DeepSpeed publishes no stage-1 estimator)"
+        )
     elif z == 2:
         w, g, o = _ceil(pb * psi), _ceil((pb + fp32_grads) * psi / d), _ceil(k * psi / d)
         per_param = f"{pb} + {pb + fp32_grads + k}/d"
@@ -141,45 +162,73 @@ def _deepspeed(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, larg
         w, g, o = _ceil(pb * psi / d), _ceil(gpart * psi / d), _ceil(k * psi / d)
         per_param = f"{pb + gpart + k}/d + 2 x {pb} x largest layer"
         how = f"stage {z}: {per_param} bytes/param [DeepSpeed estimate_zero{z}_model_states_mem_needs, no offload]"
-    notes.append(f"framework deepspeed, ZeRO {how}; https://deepspeed.readthedocs.io/en/latest/memory.html, "
-                 "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py")
-    notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; "
-                 f"optimizer states (K={k}) = {_gb(o)}")
+    return w, g, o, how
+
+
+def _deepspeed(
+    psi: Fraction,
+    pb: int,
+    mixed: bool,
+    k: int,
+    z: int,
+    d: int,
+    largest: Fraction,
+    notes: list[str],
+    bf16: bool = False,
+) -> tuple[int, int, int]:
+    """[DS-EST]: ZeRO-2 2*Psi + 18*Psi/d (2 16-bit grads + 4 fp32 grads + 4 fp32 params + 8 moments, sharded);
+    ZeRO-3 4*largest_layer + 18*Psi/d.  Stages 0 and 1 have no estimator; they keep the same buffers with the
+    16-bit gradients (and for stage 0 everything) unsharded (assumption)."""
+    w, g, o, how = _deepspeed_stage(psi, pb, mixed, k, z, d, bf16)
+    notes.append(
+        f"framework deepspeed, ZeRO {how}; https://deepspeed.readthedocs.io/en/latest/memory.html, "
+        "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py"
+    )
+    notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; optimizer states (K={k}) = {_gb(o)}")
     if z == 3:
         gathered = _ceil(2 * pb * largest)
-        notes.append(f"ZeRO-3 largest layer gathered whole: 2 x {pb} B (params + grads) x {float(largest):,.0f} "
-                     f"params (the largest single module per GPU) = {_gb(gathered)} [DS-EST largest_layer_memory]; "
-                     f"weights -> {_gb(w + gathered)}")
+        notes.append(
+            f"ZeRO-3 largest layer gathered whole: 2 x {pb} B (params + grads) x {float(largest):,.0f} "
+            f"params (the largest single module per GPU) = {_gb(gathered)} [DS-EST largest_layer_memory]; "
+            f"weights -> {_gb(w + gathered)}"
+        )
         w += gathered
     return w, g, o
 
 
-def _fsdp(psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fraction,
-          notes: list[str]) -> tuple[int, int, int]:
+def _fsdp(
+    psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fraction, notes: list[str]
+) -> tuple[int, int, int]:
     """[FSDP] with MixedPrecision(param_dtype=16-bit): the sharded FlatParameter stays fp32 (it is the optimizer's
     parameter, so K's master copy is it), gradients are reduce-scattered into fp32 shards, and 16-bit copies are
     gathered per unit. FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (also used for 1: FSDP has no optimizer-only
     sharding), NO_SHARD = stage 0."""
-    param32 = 0 if mixed else 4           # fp32 training: the params themselves (K is moments only)
-    sharded = k + param32 + 4             # fp32 params (in K when mixed) + moments + fp32 grads
-    unit16 = pb if mixed else 0           # the 16-bit compute copy of a gathered unit
+    param32 = 0 if mixed else 4  # fp32 training: the params themselves (K is moments only)
+    sharded = k + param32 + 4  # fp32 params (in K when mixed) + moments + fp32 grads
+    unit16 = pb if mixed else 0  # the 16-bit compute copy of a gathered unit
     if z == 0:
         w, g, o = _ceil((param32 + unit16) * psi), _ceil(4 * psi), _ceil(k * psi)
         how = f"NO_SHARD: {param32 + unit16 + 4 + k} bytes/param, nothing sharded"
     else:
         strategy = "FULL_SHARD" if z == 3 else "SHARD_GRAD_OP"
         o = _ceil(k * psi / d)
-        g = _ceil(4 * psi / d + pb * layer)           # fp32 grad shard + one unit's unsharded 16-bit grads
+        g = _ceil(4 * psi / d + pb * layer)  # fp32 grad shard + one unit's unsharded 16-bit grads
         w_sharded = Fraction(param32, 1) * psi / d
         if z == 3:
             w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer)
-            how = (f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
-                   "16-bit gradient (assumption: one unit per transformer block, backward prefetch)")
+            how = (
+                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
+                "16-bit gradient (assumption: one unit per transformer block, backward prefetch)"
+            )
         else:
             w = _ceil(w_sharded + unit16 * psi)
-            how = (f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {unit16} + "
-                   f"{sharded}/d bytes/param (16-bit parameters stay gathered between forward and backward)")
-    notes.append(f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "
-                 "https://pytorch.org/docs/stable/fsdp.html]")
+            how = (
+                f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {unit16} + "
+                f"{sharded}/d bytes/param (16-bit parameters stay gathered between forward and backward)"
+            )
+    notes.append(
+        f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "
+        "https://pytorch.org/docs/stable/fsdp.html]"
+    )
     notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; optimizer states (fp32 shard, K={k}) = {_gb(o)}")
     return w, g, o

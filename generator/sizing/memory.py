@@ -3,8 +3,8 @@
 :func:`per_gpu_memory` is the whole model: it validates a :class:`TrainingSetup` and returns a
 :class:`MemoryBreakdown` whose notes spell out every formula with the numbers plugged in. Full-training model
 states follow the ZeRO paper here (``framework="zero-paper"``) or a framework's own accounting in
-:mod:`generator.sizing.frameworks`. docs/sizing.md has the derivation and worked examples; [ZeRO], [SP], [LoRA]
-and [QLoRA] are listed in :mod:`generator.sizing`.
+:mod:`generator.sizing.frameworks`, LoRA/QLoRA's in :mod:`generator.sizing.lora`. docs/sizing.md has the
+derivation and worked examples; [ZeRO], [SP], [LoRA] and [QLoRA] are listed in :mod:`generator.sizing`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from generator.sizing.frameworks import (
     largest_module_parameters,
     resolve_framework,
 )
+from generator.sizing.lora import _lora_states
 from generator.sizing.offload import check_offload, offload_states
 from generator.sizing.precision import (
     PRECISION_BYTES,
@@ -55,9 +56,14 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer_states
 
     def to_dict(self) -> dict:
-        return {"weights": self.weights, "gradients": self.gradients,
-                "optimizer_states": self.optimizer_states, "activations": self.activations,
-                "reserve": self.reserve, "total": self.total}
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer_states": self.optimizer_states,
+            "activations": self.activations,
+            "reserve": self.reserve,
+            "total": self.total,
+        }
 
 
 def validate_setup(setup: TrainingSetup) -> None:
@@ -79,57 +85,84 @@ def validate_setup(setup: TrainingSetup) -> None:
     if not tp_splits_heads(arch, setup.tp):
         ok = [t for t in (1, 2, 4, 8, 16) if tp_splits_heads(arch, t)]
         kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
-        raise SizingError(f"tp={setup.tp} does not split the {arch.heads} attention heads and {kv} (tp must divide "
-                          f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
-                          f"heads when tp exceeds them); use a tensor-parallel degree from {ok}.")
+        raise SizingError(
+            f"tp={setup.tp} does not split the {arch.heads} attention heads and {kv} (tp must divide "
+            f"the heads, and divide the KV heads or be a multiple of them: Megatron-LM replicates KV "
+            f"heads when tp exceeds them); use a tensor-parallel degree from {ok}."
+        )
     _positive_int("ep", setup.ep)
     _positive_int("cp", setup.cp)
     if setup.cp > 1 and setup.seq_len % (2 * setup.cp):
-        raise SizingError(f"cp={setup.cp} splits each sequence into 2 x cp = {2 * setup.cp} chunks (Megatron-Core "
-                          f"context parallelism balances the causal mask that way): the sequence length "
-                          f"{setup.seq_len} must be a multiple of {2 * setup.cp}.")
+        raise SizingError(
+            f"cp={setup.cp} splits each sequence into 2 x cp = {2 * setup.cp} chunks (Megatron-Core "
+            f"context parallelism balances the causal mask that way): the sequence length "
+            f"{setup.seq_len} must be a multiple of {2 * setup.cp}."
+        )
     if setup.cp > 1 and setup.lora_rank is not None:
-        raise SizingError(f"cp={setup.cp}: context parallelism is modelled for full training (Megatron-Core); "
-                          "LoRA/QLoRA trainers (PEFT) do not run it, use cp=1.")
+        raise SizingError(
+            f"cp={setup.cp}: context parallelism is modelled for full training (Megatron-Core); "
+            "LoRA/QLoRA trainers (PEFT) do not run it, use cp=1."
+        )
     _positive_int("vpp", setup.vpp)
     if setup.vpp > 1 and (setup.pp == 1 or arch.layers % (setup.pp * setup.vpp)):
-        raise SizingError(f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
-                          f"pp x vpp dividing the {arch.layers} layers (Megatron-LM's interleaved schedule); got "
-                          f"pp={setup.pp}.")
+        raise SizingError(
+            f"vpp={setup.vpp} interleaves {setup.vpp} chunks per pipeline stage: it needs pp > 1 and "
+            f"pp x vpp dividing the {arch.layers} layers (Megatron-LM's interleaved schedule); got "
+            f"pp={setup.pp}."
+        )
     if setup.ep > 1 and arch.moe is None:
-        raise SizingError(f"ep={setup.ep}: expert parallelism needs a mixture-of-experts model (model.moe or a MoE "
-                          "preset); use ep=1 for a dense model.")
+        raise SizingError(
+            f"ep={setup.ep}: expert parallelism needs a mixture-of-experts model (model.moe or a MoE "
+            "preset); use ep=1 for a dense model."
+        )
     if arch.moe is not None and arch.moe.experts % setup.ep:
-        raise SizingError(f"ep={setup.ep} does not divide the {arch.moe.experts} experts; use an expert-parallel "
-                          f"degree that divides them.")
+        raise SizingError(
+            f"ep={setup.ep} does not divide the {arch.moe.experts} experts; use an expert-parallel "
+            f"degree that divides them."
+        )
     if setup.dp % setup.ep:
-        raise SizingError(f"ep={setup.ep} does not divide the data-parallel degree {setup.dp}: the expert-parallel "
-                          "group is carved from the data-parallel ranks (Megatron-Core); use an ep that divides dp.")
+        raise SizingError(
+            f"ep={setup.ep} does not divide the data-parallel degree {setup.dp}: the expert-parallel "
+            "group is carved from the data-parallel ranks (Megatron-Core); use an ep that divides dp."
+        )
     if setup.pp > arch.layers:
-        raise SizingError(f"pp={setup.pp} is more pipeline stages than the model's {arch.layers} layers; "
-                          f"use pp <= {arch.layers}.")
+        raise SizingError(
+            f"pp={setup.pp} is more pipeline stages than the model's {arch.layers} layers; "
+            f"use pp <= {arch.layers}."
+        )
     if not pipeline_splits(arch.layers, setup.pp):
         ok = [p for p in range(2, min(arch.layers, 64) + 1) if pipeline_splits(arch.layers, p)]
-        raise SizingError(f"pp={setup.pp} cannot split the {arch.layers} layers into equal stages with shorter first "
-                          f"and last ones ({setup.pp - 2} stages of {stage_layers(arch.layers, setup.pp)} leave "
-                          f"{arch.layers - (setup.pp - 2) * stage_layers(arch.layers, setup.pp)} for the first and "
-                          f"last); use a pipeline degree from {_ranges(ok)}.")
+        raise SizingError(
+            f"pp={setup.pp} cannot split the {arch.layers} layers into equal stages with shorter first "
+            f"and last ones ({setup.pp - 2} stages of {stage_layers(arch.layers, setup.pp)} leave "
+            f"{arch.layers - (setup.pp - 2) * stage_layers(arch.layers, setup.pp)} for the first and "
+            f"last); use a pipeline degree from {_ranges(ok)}."
+        )
     check_framework(setup.framework, setup.zero_stage)
-    check_offload(setup.offload, resolve_framework(setup.framework, setup.zero_stage), setup.zero_stage,
-                  setup.lora_rank is not None, arch.moe is not None)
+    check_offload(
+        setup.offload,
+        resolve_framework(setup.framework, setup.zero_stage),
+        setup.zero_stage,
+        setup.lora_rank is not None,
+        arch.moe is not None,
+    )
     if setup.paged_optimizer and setup.lora_rank is None:
-        raise SizingError("paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
-                          "set lora_rank or turn paged_optimizer off.")
+        raise SizingError(
+            "paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
+            "set lora_rank or turn paged_optimizer off."
+        )
     if setup.lora_rank is not None:
         _positive_int("lora_rank", setup.lora_rank)
     if setup.qlora and setup.lora_rank is None:
         raise SizingError("qlora=True needs lora_rank; set lora_rank (e.g. 16) or turn qlora off.")
     if setup.reserve_bytes is not None and (
-        isinstance(setup.reserve_bytes, bool) or not isinstance(setup.reserve_bytes, int)
+        isinstance(setup.reserve_bytes, bool)
+        or not isinstance(setup.reserve_bytes, int)
         or setup.reserve_bytes < 0
     ):
-        raise SizingError("reserve_bytes must be a non-negative integer or None, "
-                          f"got {setup.reserve_bytes!r}.")
+        raise SizingError(
+            f"reserve_bytes must be a non-negative integer or None, got {setup.reserve_bytes!r}."
+        )
 
 
 def tp_splits_heads(arch: Architecture, tp: int) -> bool:
@@ -139,8 +172,16 @@ def tp_splits_heads(arch: Architecture, tp: int) -> bool:
     return tp >= 1 and arch.heads % tp == 0 and (g % tp == 0 or tp % g == 0)
 
 
-def model_state_bytes(parameters: int, *, precision: str = "bf16", optimizer: str = "adamw",
-                      zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1) -> tuple[int, int, int]:
+def model_state_bytes(
+    parameters: int,
+    *,
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    zero_stage: int = 0,
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+) -> tuple[int, int, int]:
     """(weights, gradients, optimizer states) bytes per GPU for full training, as in [ZeRO] Sec. 5.
 
     Psi = parameters / (tp*pp)  (approximation: embeddings split like everything else).
@@ -161,25 +202,6 @@ def model_state_bytes(parameters: int, *, precision: str = "bf16", optimizer: st
     o = _ceil(k * psi / (dp if zero_stage >= 1 else 1))
     return w, g, o
 
-
-def lora_trainable_parameters(arch: Architecture, rank: int) -> int:
-    """LoRA adapter parameters with rank r on q, k, v, o and every MLP projection [LoRA].
-
-    A d_in x d_out matrix gets A (d_in x r) and B (r x d_out): r*(d_in + d_out) parameters.
-    Per layer: q r(h+h), k and v r(h+g*d) each, o r(h+h), and for SwiGLU gate/up r(h+f) each,
-    down r(f+h) (GELU MLP: up and down only).  Total = layers * that.
-    """
-    _positive_int("rank", rank)
-    h, f, kvd = arch.hidden, arch.ffn_hidden, arch.kv_heads * arch.d_head
-    attention = rank * ((h + h) + 2 * (h + kvd) + (h + h))
-    mlp = arch.mlp_matrices * rank * (h + f)
-    return arch.layers * (attention + mlp)
-
-
-# QLoRA NF4 with double quantisation ([QLoRA] Sec. 3): 4 bits per weight + 8-bit absmax per
-# 64-weight block (8/64 bit) + fp32 second-level constant per 256 blocks (32/(64*256) bit)
-# = 4.127 bits per quantised weight.
-_QLORA_BITS = Fraction(4) + Fraction(8, 64) + Fraction(32, 64 * 256)
 
 # ZeRO-3 re-gathers each layer's weights before use; with prefetch the current and the next
 # layer are live (FSDP's default backward prefetch, DeepSpeed's prefetch bucket).  Assumption.
@@ -209,9 +231,17 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
         reserve = runtime_reserve(rest, tp=setup.tp, pp=setup.pp, cp=setup.cp, ep=setup.ep, notes=notes)
     total = rest + reserve
     notes.append(f"total = {_gb(total)} per GPU ({total / GiB:.1f} GiB)")
-    return MemoryBreakdown(weights=weights, gradients=gradients, optimizer_states=optimizer_states,
-                           activations=activations, reserve=reserve, total=total, notes=tuple(notes), host=host,
-                           pcie_bytes=pcie)
+    return MemoryBreakdown(
+        weights=weights,
+        gradients=gradients,
+        optimizer_states=optimizer_states,
+        activations=activations,
+        reserve=reserve,
+        total=total,
+        notes=tuple(notes),
+        host=host,
+        pcie_bytes=pcie,
+    )
 
 
 def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, int, int]:
@@ -221,14 +251,28 @@ def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, i
     params = arch.parameters + kv_replication_parameters(arch, t)
     per_stage = stage_layers(arch.layers, p)
     psi = Fraction(params * per_stage, arch.layers * t) if arch.layers % p else Fraction(params, t * p)
-    notes.append(f"Psi per GPU = {float(psi):,.0f} parameters (its tensor shard of its largest pipeline stage)")
-    largest = Fraction(largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
-                                                 arch.kv_heads * arch.d_head), t)
-    return offload_states(resolve_framework(setup.framework, setup.zero_stage), setup.offload, psi=psi,
-                          pb=PRECISION_BYTES[setup.precision],
-                          k=optimizer_bytes_per_param(setup.optimizer, setup.precision), zero_stage=setup.zero_stage,
-                          dp=setup.dp * setup.cp, layer_params=Fraction(arch.layer_parameters, t),
-                          largest_module=largest, live_units=FSDP_LIVE_UNITS, notes=notes)
+    notes.append(
+        f"Psi per GPU = {float(psi):,.0f} parameters (its tensor shard of its largest pipeline stage)"
+    )
+    largest = Fraction(
+        largest_module_parameters(
+            arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab, arch.kv_heads * arch.d_head
+        ),
+        t,
+    )
+    return offload_states(
+        resolve_framework(setup.framework, setup.zero_stage),
+        setup.offload,
+        psi=psi,
+        pb=PRECISION_BYTES[setup.precision],
+        k=optimizer_bytes_per_param(setup.optimizer, setup.precision),
+        zero_stage=setup.zero_stage,
+        dp=setup.dp * setup.cp,
+        layer_params=Fraction(arch.layer_parameters, t),
+        largest_module=largest,
+        live_units=FSDP_LIVE_UNITS,
+        notes=notes,
+    )
 
 
 def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int]:
@@ -243,44 +287,63 @@ def _model_states(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int
     if setup.cp > 1:
         # the cp ranks of a replica hold the same weights, so gradients are reduced, and ZeRO or the distributed
         # optimizer shards, over dp x cp ranks (Megatron-Core's data-parallel group "with context parallel")
-        notes.append(f"context parallelism cp={setup.cp}: every cp rank holds the whole stage's weights; ZeRO shards "
-                     f"over dp x cp = {dp} x {setup.cp} = {dp * setup.cp} ranks (Megatron-Core)")
+        notes.append(
+            f"context parallelism cp={setup.cp}: every cp rank holds the whole stage's weights; ZeRO shards "
+            f"over dp x cp = {dp} x {setup.cp} = {dp * setup.cp} ranks (Megatron-Core)"
+        )
         dp *= setup.cp
     per_stage = stage_layers(arch.layers, p)
     share = Fraction(per_stage, arch.layers) if arch.layers % p else Fraction(1, p)
     replicated = kv_replication_parameters(arch, t)
     if replicated:
-        notes.append(f"tp={t} > {arch.kv_heads} KV head{'s' if arch.kv_heads > 1 else ''}: each tensor rank keeps a "
-                     f"copy of its KV head (Megatron-LM replicates them), {replicated:,} parameters more than an even "
-                     "split, counted in Psi")
+        notes.append(
+            f"tp={t} > {arch.kv_heads} KV head{'s' if arch.kv_heads > 1 else ''}: each tensor rank keeps a "
+            f"copy of its KV head (Megatron-LM replicates them), {replicated:,} parameters more than an even "
+            "split, counted in Psi"
+        )
     params = arch.parameters + replicated
     experts = arch.expert_parameters
-    dense = params - experts
-    if arch.layers % p:
-        # uneven pipeline: the largest stage holds ceil(L/pp) of the L layers (embeddings scaled alike)
-        psi = Fraction(dense * per_stage, arch.layers * t)
-        notes.append(f"Psi per GPU = parameters x ceil(L/pp)/L / tp = {dense:,} x {per_stage}/{arch.layers}"
-                     f" / {t} = {float(psi):,.0f} (pp={p} does not divide {arch.layers} layers: the largest stage "
-                     f"holds {per_stage}; embeddings assumed split like the other weights)"
-                     + (" [non-expert part]" if experts else ""))
-    else:
-        psi = Fraction(dense, t * p)
-        notes.append(f"Psi per GPU = parameters/(tp*pp) = {dense:,}/({t}*{p}) = {float(psi):,.0f} "
-                     "(embeddings assumed split like the other weights)" + (" [non-expert part]" if experts else ""))
+    psi = _dense_psi(arch, params - experts, t, p, bool(experts), notes)
     if not experts:
         return _states(setup, psi, dp, Fraction(arch.layer_parameters, t), notes)
     psi_e = Fraction(experts) * share / (t * ep)
-    notes.append(f"routed experts per GPU = {experts:,} expert parameters x {share} of the layers / (tp={t} x ep={ep}) "
-                 f"= {float(psi_e):,.0f} (expert tensor parallelism = tp, Megatron-Core's default; "
-                 f"{arch.moe.experts // ep if arch.moe else 0} experts per rank)")
+    notes.append(
+        f"routed experts per GPU = {experts:,} expert parameters x {share} of the layers / (tp={t} x ep={ep}) "
+        f"= {float(psi_e):,.0f} (expert tensor parallelism = tp, Megatron-Core's default; "
+        f"{arch.moe.experts // ep if arch.moe else 0} experts per rank)"
+    )
     if setup.lora_rank is not None:  # a frozen base: weights only, so the two parts need no separate sharding
         return _states(setup, psi + psi_e, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
     d = _states(setup, psi, dp, Fraction(moe_layer_parameters(arch, ep), t), notes)
-    notes.append(f"expert part: sharded over the expert data-parallel group of dp/ep = {dp}/{ep} = {dp // ep} ranks")
+    notes.append(
+        f"expert part: sharded over the expert data-parallel group of dp/ep = {dp}/{ep} = {dp // ep} ranks"
+    )
     e = _states(setup, psi_e, dp // ep, Fraction(0), notes, largest=Fraction(0))
     total = tuple(a + b for a, b in zip(d, e, strict=True))
     notes.append(f"model states = non-expert + expert parts = {_gb(sum(d))} + {_gb(sum(e))}")
     return total[0], total[1], total[2]
+
+
+def _dense_psi(arch: Architecture, dense: int, t: int, p: int, moe: bool, notes: list[str]) -> Fraction:
+    """Psi, the ZeRO paper's parameter count, on one GPU: the non-expert ``dense`` parameters of its tensor shard
+    of the largest pipeline stage."""
+    per_stage = stage_layers(arch.layers, p)
+    if arch.layers % p:
+        # uneven pipeline: the largest stage holds ceil(L/pp) of the L layers (embeddings scaled alike)
+        psi = Fraction(dense * per_stage, arch.layers * t)
+        notes.append(
+            f"Psi per GPU = parameters x ceil(L/pp)/L / tp = {dense:,} x {per_stage}/{arch.layers}"
+            f" / {t} = {float(psi):,.0f} (pp={p} does not divide {arch.layers} layers: the largest stage "
+            f"holds {per_stage}; embeddings assumed split like the other weights)"
+            + (" [non-expert part]" if moe else "")
+        )
+    else:
+        psi = Fraction(dense, t * p)
+        notes.append(
+            f"Psi per GPU = parameters/(tp*pp) = {dense:,}/({t}*{p}) = {float(psi):,.0f} "
+            "(embeddings assumed split like the other weights)" + (" [non-expert part]" if moe else "")
+        )
+    return psi
 
 
 def _fp8_weight_cache(setup: TrainingSetup, notes: list[str]) -> int:
@@ -309,8 +372,14 @@ def moe_layer_parameters(arch: Architecture, ep: int) -> int:
     return arch.layer_parameters - routed + routed // ep
 
 
-def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction, notes: list[str],
-            largest: Fraction | None = None) -> tuple[int, int, int]:
+def _states(
+    setup: TrainingSetup,
+    psi: Fraction,
+    dp: int,
+    layer_params: Fraction,
+    notes: list[str],
+    largest: Fraction | None = None,
+) -> tuple[int, int, int]:
     """Model states of ``psi`` parameters per GPU, sharded by ZeRO over ``dp`` ranks, under the setup's framework
     (``layer_params``: one block's parameters per GPU, for ZeRO-3 gathers; ``largest``: the largest module's).
 
@@ -323,22 +392,46 @@ def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction
     framework = resolve_framework(setup.framework, z)
     pure = setup.optimizer in PURE_16BIT_OPTIMIZERS
     if pure and setup.lora_rank is None:
-        notes.append(f"optimizer {setup.optimizer}: pure bf16, no fp32 master copy or fp32 gradients: 2 + 2 + {k} "
-                     f"bytes/param under every framework, sharded by ZeRO as in the paper (Megatron-Core "
-                     "--use-precision-aware-optimizer with bf16 main params, gradients and moments)")
+        notes.append(
+            f"optimizer {setup.optimizer}: pure bf16, no fp32 master copy or fp32 gradients: 2 + 2 + {k} "
+            f"bytes/param under every framework, sharded by ZeRO as in the paper (Megatron-Core "
+            "--use-precision-aware-optimizer with bf16 main params, gradients and moments)"
+        )
     if setup.lora_rank is None and framework != "zero-paper" and not pure:
         if setup.framework == "auto":
-            notes.append(f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)")
+            notes.append(
+                f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)"
+            )
         if largest is None:
-            largest = Fraction(largest_module_parameters(arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab,
-                                                         arch.kv_heads * arch.d_head), t)
-        return full_model_states(framework, psi=psi, precision=setup.precision, k=k, zero_stage=z, dp=dp,
-                                 layer_params=layer_params, largest_module=largest, notes=notes)
+            largest = Fraction(
+                largest_module_parameters(
+                    arch.layers, arch.hidden, arch.ffn_hidden, arch.vocab, arch.kv_heads * arch.d_head
+                ),
+                t,
+            )
+        return full_model_states(
+            framework,
+            psi=psi,
+            precision=setup.precision,
+            k=k,
+            zero_stage=z,
+            dp=dp,
+            layer_params=layer_params,
+            largest_module=largest,
+            notes=notes,
+        )
     if setup.lora_rank is None and not pure:
-        notes.append("framework zero-paper: model states as in the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)")
-        notes.append(f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
-                     + ("(moments + fp32 master weights, mixed precision)" if setup.precision != "fp32"
-                        else "(moments only: fp32 weights need no master copy)"))
+        notes.append(
+            "framework zero-paper: model states as in the ZeRO paper (Rajbhandari et al. 2020, Sec. 5)"
+        )
+        notes.append(
+            f"precision {setup.precision}: {pb}-byte weights/grads; optimizer K = {k} bytes/param "
+            + (
+                "(moments + fp32 master weights, mixed precision)"
+                if setup.precision != "fp32"
+                else "(moments only: fp32 weights need no master copy)"
+            )
+        )
     # ZeRO partitions over the data-parallel group: stage 1 optimizer states, stage 2 also
     # gradients, stage 3 also weights.
     w_div = dp if z >= 3 else 1
@@ -354,12 +447,15 @@ def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction
         gradients = _ceil(pb * psi / g_div)
         notes.append(f"gradients = {pb}*Psi{'/dp' + sharded if g_div > 1 else ''} = {_gb(gradients)}")
         optimizer_states = _ceil(k * psi / o_div)
-        notes.append(f"optimizer states = K*Psi{'/dp' if o_div > 1 else ''} = {k}*{float(psi):,.0f}"
-                     f"{f'/{dp}' if o_div > 1 else ''} = {_gb(optimizer_states)} ({setup.optimizer})")
+        notes.append(
+            f"optimizer states = K*Psi{'/dp' if o_div > 1 else ''} = {k}*{float(psi):,.0f}"
+            f"{f'/{dp}' if o_div > 1 else ''} = {_gb(optimizer_states)} ({setup.optimizer})"
+        )
         live_layer_bytes = pb * layer_params
     else:
         weights, gradients, optimizer_states, weights_full, live_layer_bytes = _lora_states(
-            setup, psi, Fraction(per_stage, arch.layers) / t, w_div, g_div, o_div, sharded, notes)
+            setup, psi, Fraction(per_stage, arch.layers) / t, w_div, g_div, o_div, sharded, notes
+        )
 
     if z >= 3 and dp > 1 and live_layer_bytes:
         # ZeRO-3 working set: the gathered (tp-sharded) weights of the live layers, capped at the
@@ -367,73 +463,10 @@ def _states(setup: TrainingSetup, psi: Fraction, dp: int, layer_params: Fraction
         # model-state formula; see _ZERO3_LIVE_LAYERS.
         gathered = _ZERO3_LIVE_LAYERS * live_layer_bytes
         new_weights = min(_ceil(weights_full), weights + _ceil(gathered))
-        notes.append(f"ZeRO-3 gather working set = {_ZERO3_LIVE_LAYERS} layers x {float(layer_params * t):,.0f} "
-                     f"params/tp in {'NF4' if setup.qlora else setup.precision} = {_gb(gathered)} "
-                     f"(assumption: current + prefetched layer); weights -> {_gb(new_weights)}")
+        notes.append(
+            f"ZeRO-3 gather working set = {_ZERO3_LIVE_LAYERS} layers x {float(layer_params * t):,.0f} "
+            f"params/tp in {'NF4' if setup.qlora else setup.precision} = {_gb(gathered)} "
+            f"(assumption: current + prefetched layer); weights -> {_gb(new_weights)}"
+        )
         weights = new_weights
     return weights, gradients, optimizer_states
-
-
-# Adapter precision as the common trainers run LoRA: PEFT upcasts 16-bit adapter weights to fp32
-# (get_peft_model(autocast_adapter_dtype=True), the default since PEFT 0.12; https://huggingface.co/docs/peft),
-# and the QLoRA reference code casts them to bf16 (artidoro/qlora, qlora.py, get_accelerate_model: LoraLayer
-# modules .to(torch.bfloat16) under --bf16).  Either way the optimizer steps the adapters themselves: no fp32
-# master copy, so its state is the moments only (AdamW: 8 bytes, paged_adamw_32bit keeps them in fp32).
-LORA_ADAPTER_BYTES = 4
-QLORA_ADAPTER_BYTES = 2
-
-
-def _lora_states(setup: TrainingSetup, psi: Fraction, share: Fraction, w_div: int, g_div: int, o_div: int,
-                 sharded: str, notes: list[str]) -> tuple[int, int, int, Fraction, Fraction]:
-    """LoRA/QLoRA: a frozen base (weights only) and trainable adapters with their gradients and optimizer
-    moments in the adapters' own precision.  ``share`` is the fraction of the layers (and so of the adapters)
-    on this GPU's stage, divided by tp."""
-    arch = setup.arch
-    t = setup.tp
-    pb = PRECISION_BYTES[setup.precision]
-    r = setup.lora_rank
-    assert r is not None
-    if setup.qlora:
-        # Block linear weights in NF4 + constants; embeddings, output head and norms stay
-        # 16-bit (bitsandbytes/PEFT do not quantise them).
-        quantised = arch.linear_parameters
-        others = max(arch.parameters - quantised, 0)
-        base_full = (Fraction(quantised * _QLORA_BITS, 8) + pb * others) * psi / arch.parameters
-        notes.append(f"frozen base (QLoRA) = ({float(_QLORA_BITS):.3f}/8 B x {quantised:,} block linear "
-                     f"params + {pb} B x {others:,} others) on this GPU's share = {_gb(base_full)}; no base "
-                     "gradients or optimizer states")
-        live_layer_bytes = Fraction(arch.layer_parameters * _QLORA_BITS, 8 * t)
-        ab = QLORA_ADAPTER_BYTES if setup.precision != "fp32" else 4
-        who = "bf16 adapters as the QLoRA reference code casts them (artidoro/qlora qlora.py)"
-    else:
-        base_full = pb * psi
-        notes.append(f"frozen base (LoRA) = {pb}*Psi = {_gb(base_full)}; no base gradients, optimizer states or "
-                     "fp32 master copy")
-        live_layer_bytes = Fraction(pb * arch.layer_parameters, t)
-        ab = LORA_ADAPTER_BYTES
-        who = "fp32 adapters as PEFT upcasts them (get_peft_model autocast_adapter_dtype=True)"
-    trainable = lora_trainable_parameters(arch, r)
-    tpsi = trainable * share
-    notes.append("LoRA/QLoRA model states as PEFT-based trainers hold them, whatever the framework setting "
-                 "(the framework accountings describe full training)")
-    moments = (optimizer_bytes_per_param(setup.optimizer, "bf16") if setup.optimizer in PURE_16BIT_OPTIMIZERS
-               else optimizer_bytes_per_param(setup.optimizer, "fp32"))
-    notes.append(f"LoRA r={r} on q,k,v,o and MLP projections: r*(d_in+d_out) summed = {trainable:,} "
-                 f"trainable params ({trainable / arch.parameters:.3%} of the model), "
-                 f"{float(tpsi):,.0f} per GPU; {who}")
-    weights_full = base_full + ab * tpsi
-    weights = _ceil(weights_full / w_div)
-    notes.append(f"weights = base + {ab}*adapters{'/dp' + sharded if w_div > 1 else ''} = {_gb(weights)}")
-    gradients = _ceil(ab * tpsi / g_div)
-    notes.append(f"gradients = {ab}*adapters{'/dp' + sharded if g_div > 1 else ''} = {_gb(gradients)}")
-    if setup.paged_optimizer:
-        optimizer_states = 0
-        notes.append(f"optimizer states = 0 on the GPU: paged optimizer ({moments}*adapters = "
-                     f"{_gb(moments * tpsi / o_div)} in CUDA unified memory, evicted to CPU RAM when the GPU runs "
-                     "short; Dettmers et al. 2023, QLoRA, Sec. 3 'Paged Optimizers')")
-    else:
-        optimizer_states = _ceil(moments * tpsi / o_div)
-        notes.append(f"optimizer states = {moments}*adapters{'/dp' + sharded if o_div > 1 else ''} = "
-                     f"{_gb(optimizer_states)} ({setup.optimizer} moments only: the adapters are the optimizer's "
-                     "parameters, no master copy)")
-    return weights, gradients, optimizer_states, weights_full, live_layer_bytes

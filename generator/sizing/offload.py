@@ -30,8 +30,20 @@ OFFLOAD_MODES: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
 # GB/s per direction of each GPU's host link (x16): PCIe Gen3 16, Gen4 32, Gen5 64 (NVIDIA data sheets: V100
 # "PCIe Gen3 32 GB/s" bidirectional, A100 "PCIe Gen4 64 GB/s", A10 and L20 PCIe Gen4 x16, H100/H800/H200/H20
 # "PCIe Gen5 128 GB/s"; Alibaba's ebmgn9g page: Blackwell 48 GB "PCIe Gen5"). A GPU not listed gets Gen4.
-PCIE_GBYTES = {"V100-16G": 16, "V100-32G": 16, "A100-40G": 32, "A100-80G": 32, "A10": 32, "L20": 32,
-               "H20": 64, "H100": 64, "H800": 64, "H200": 64, "B-48G": 64, "B-PRO-72G": 64}
+PCIE_GBYTES = {
+    "V100-16G": 16,
+    "V100-32G": 16,
+    "A100-40G": 32,
+    "A100-80G": 32,
+    "A10": 32,
+    "L20": 32,
+    "H20": 64,
+    "H100": 64,
+    "H800": 64,
+    "H200": 64,
+    "B-48G": 64,
+    "B-PRO-72G": 64,
+}
 DEFAULT_PCIE_GBYTES = 32
 # Share of the link a pinned-memory copy reaches (assumption; cudaMemcpy of pinned buffers reaches ~80-90%).
 PCIE_EFFICIENCY = 0.8
@@ -79,65 +91,116 @@ def check_offload(offload: str, framework: str, zero_stage: int, lora: bool, moe
     if offload == "none":
         return
     if lora:
-        raise SizingError("CPU offload is modelled for full training; LoRA/QLoRA keep their small optimizer state on "
-                          "the GPU (or use the paged optimizer): use offload none.")
+        raise SizingError(
+            "CPU offload is modelled for full training; LoRA/QLoRA keep their small optimizer state on "
+            "the GPU (or use the paged optimizer): use offload none."
+        )
     if moe:
-        raise SizingError("CPU offload is not modelled for mixture-of-experts models (their expert states shard over "
-                          "the expert data-parallel group): use offload none.")
+        raise SizingError(
+            "CPU offload is not modelled for mixture-of-experts models (their expert states shard over "
+            "the expert data-parallel group): use offload none."
+        )
     if framework not in ("deepspeed", "fsdp"):
-        raise SizingError(f"offload {offload} runs on DeepSpeed (ZeRO-Offload, ZeRO-Infinity) or FSDP (CPUOffload), "
-                          f"not {framework}: trainstack does not model Megatron-LM's optimizer offload; set framework "
-                          "deepspeed (or fsdp for optimizer+params) with zero_stage 1-3.")
+        raise SizingError(
+            f"offload {offload} runs on DeepSpeed (ZeRO-Offload, ZeRO-Infinity) or FSDP (CPUOffload), "
+            f"not {framework}: trainstack does not model Megatron-LM's optimizer offload; set framework "
+            "deepspeed (or fsdp for optimizer+params) with zero_stage 1-3."
+        )
     if framework == "deepspeed" and zero_stage == 0:
         raise SizingError("DeepSpeed offloads ZeRO partitions: offload needs zero_stage 1, 2 or 3.")
     if framework == "deepspeed" and offload == "optimizer+params" and zero_stage != 3:
-        raise SizingError("DeepSpeed offloads parameters (offload_param) only under ZeRO-3: use zero_stage 3, or "
-                          "offload optimizer.")
+        raise SizingError(
+            "DeepSpeed offloads parameters (offload_param) only under ZeRO-3: use zero_stage 3, or "
+            "offload optimizer."
+        )
     if framework == "fsdp" and offload == "optimizer":
-        raise SizingError("FSDP's CPUOffload moves the parameters with their gradients and optimizer states; it has no "
-                          "optimizer-only offload: use offload optimizer+params, or framework deepspeed.")
+        raise SizingError(
+            "FSDP's CPUOffload moves the parameters with their gradients and optimizer states; it has no "
+            "optimizer-only offload: use offload optimizer+params, or framework deepspeed."
+        )
 
 
-def offload_states(framework: str, offload: str, *, psi: Fraction, pb: int, k: int, zero_stage: int, dp: int,
-                   layer_params: Fraction, largest_module: Fraction, live_units: int,
-                   notes: list[str]) -> tuple[int, int, int, int, int]:
+def _deepspeed_offload(
+    offload: str, psi: Fraction, shard: Fraction, pb: int, k: int, zero_stage: int, largest_module: Fraction
+) -> tuple[int, int, int, Fraction, Fraction, str]:
+    """DeepSpeed's offload: ZeRO-Offload below stage 3 (the optimizer only), ZeRO-3's offload_optimizer and
+    offload_param. (weights, gradients, optimizer states on the GPU, host bytes, PCIe bytes, how)."""
+    if offload == "optimizer" and zero_stage < 3:
+        w, g, o = _ceil(pb * psi), 0, 0
+        host = (k + 4) * shard  # fp32 gradient partition + master weights + moments
+        pcie = 2 * pb * shard  # 16-bit gradient partition down, updated 16-bit weights up
+        how = (
+            f"DeepSpeed ZeRO-Offload (offload_optimizer, stage {zero_stage}): GPU keeps the 16-bit weights "
+            f"{pb}*Psi; the host the fp32 gradients, master weights and moments ({k + 4}*Psi/d)"
+        )
+        return w, g, o, host, pcie, how
+    gathered = 2 * pb * largest_module  # the largest layer's 16-bit params and grads, gathered whole
+    params_off = offload == "optimizer+params"
+    w = _ceil(gathered + (0 if params_off else pb * shard))
+    g, o = 0, 0
+    host = (k + 4 + (pb if params_off else 0)) * shard
+    pcie = (3 if params_off else 2) * pb * shard
+    how = (
+        "DeepSpeed ZeRO-3 "
+        + (
+            "offload_param + offload_optimizer (ZeRO-Infinity to CPU): GPU keeps only the "
+            "largest layer gathered (4 x largest layer)"
+            if params_off
+            else "offload_optimizer: GPU keeps the 16-bit parameter partition and the largest layer gathered"
+        )
+        + f"; host {k + 4 + (pb if params_off else 0)}*Psi/d"
+    )
+    return w, g, o, host, pcie, how
+
+
+def _fsdp_offload(
+    shard: Fraction, pb: int, k: int, zero_stage: int, layer_params: Fraction, live_units: int
+) -> tuple[int, int, int, Fraction, Fraction, str]:
+    """FSDP CPUOffload(offload_params=True). (weights, gradients, optimizer states on the GPU, host bytes, PCIe
+    bytes, how)."""
+    w = _ceil(live_units * pb * layer_params)
+    g = _ceil(pb * layer_params)
+    o = 0
+    host = (k + 4) * shard  # the fp32 FlatParameter shard (K's master copy), its fp32 gradient, the moments
+    fetches = 2 if zero_stage == 3 else 1  # FULL_SHARD gathers again for backward
+    pcie = (4 * fetches + 4) * shard  # fp32 shards up per gather, fp32 gradient shard down
+    how = (
+        f"FSDP CPUOffload(offload_params=True): GPU keeps {live_units} gathered 16-bit units and one unit's "
+        f"gradient; the host the fp32 parameter and gradient shards and the moments ({k + 4}*Psi/d)"
+    )
+    return w, g, o, host, pcie, how
+
+
+def offload_states(
+    framework: str,
+    offload: str,
+    *,
+    psi: Fraction,
+    pb: int,
+    k: int,
+    zero_stage: int,
+    dp: int,
+    layer_params: Fraction,
+    largest_module: Fraction,
+    live_units: int,
+    notes: list[str],
+) -> tuple[int, int, int, int, int]:
     """(weights, gradients, optimizer states on the GPU, host bytes, PCIe bytes per step) per GPU.
 
     ``psi`` is this GPU's parameters before ZeRO sharding, ``dp`` the ranks ZeRO shards over, ``k`` the optimizer's
     bytes per parameter (fp32 master + moments), ``layer_params``/``largest_module`` per GPU as the frameworks'
     gather terms count them."""
     shard = psi / dp
-    if framework == "deepspeed" and offload == "optimizer" and zero_stage < 3:
-        w, g, o = _ceil(pb * psi), 0, 0
-        host = (k + 4) * shard  # fp32 gradient partition + master weights + moments
-        pcie = 2 * pb * shard  # 16-bit gradient partition down, updated 16-bit weights up
-        how = (f"DeepSpeed ZeRO-Offload (offload_optimizer, stage {zero_stage}): GPU keeps the 16-bit weights "
-               f"{pb}*Psi; the host the fp32 gradients, master weights and moments ({k + 4}*Psi/d)")
-    elif framework == "deepspeed":
-        gathered = 2 * pb * largest_module  # the largest layer's 16-bit params and grads, gathered whole
-        params_off = offload == "optimizer+params"
-        w = _ceil(gathered + (0 if params_off else pb * shard))
-        g, o = 0, 0
-        host = (k + 4 + (pb if params_off else 0)) * shard
-        pcie = (3 if params_off else 2) * pb * shard
-        how = ("DeepSpeed ZeRO-3 " + ("offload_param + offload_optimizer (ZeRO-Infinity to CPU): GPU keeps only the "
-                                      "largest layer gathered (4 x largest layer)" if params_off else
-                                      "offload_optimizer: GPU keeps the 16-bit parameter partition and the largest "
-                                      "layer gathered")
-               + f"; host {k + 4 + (pb if params_off else 0)}*Psi/d")
-    else:  # FSDP CPUOffload(offload_params=True)
-        w = _ceil(live_units * pb * layer_params)
-        g = _ceil(pb * layer_params)
-        o = 0
-        host = (k + 4) * shard  # the fp32 FlatParameter shard (K's master copy), its fp32 gradient, the moments
-        fetches = 2 if zero_stage == 3 else 1  # FULL_SHARD gathers again for backward
-        pcie = (4 * fetches + 4) * shard  # fp32 shards up per gather, fp32 gradient shard down
-        how = (f"FSDP CPUOffload(offload_params=True): GPU keeps {live_units} gathered 16-bit units and one unit's "
-               f"gradient; the host the fp32 parameter and gradient shards and the moments ({k + 4}*Psi/d)")
+    if framework == "deepspeed":
+        w, g, o, host, pcie, how = _deepspeed_offload(offload, psi, shard, pb, k, zero_stage, largest_module)
+    else:
+        w, g, o, host, pcie, how = _fsdp_offload(shard, pb, k, zero_stage, layer_params, live_units)
     host_bytes = _ceil(host * (HOST_BUFFER_FACTOR if framework == "deepspeed" else 1))
-    notes.append(f"offload {offload}: {how}; host memory per GPU = {_gb(host_bytes)}"
-                 + (" (x1.5, DeepSpeed's additional_buffer_factor)" if framework == "deepspeed" else "")
-                 + f"; PCIe per step per GPU = {_gb(pcie)} [docs/sizing.md, 'CPU offload']")
+    notes.append(
+        f"offload {offload}: {how}; host memory per GPU = {_gb(host_bytes)}"
+        + (" (x1.5, DeepSpeed's additional_buffer_factor)" if framework == "deepspeed" else "")
+        + f"; PCIe per step per GPU = {_gb(pcie)} [docs/sizing.md, 'CPU offload']"
+    )
     return w, g, o, host_bytes, _ceil(pcie)
 
 

@@ -7,16 +7,23 @@
   0.75 GiB, the middle of that range.
 * NCCL's communication buffers: ``NCCL_BUFFSIZE`` bytes (default 4 MiB, the Simple protocol) per channel per peer
   of each communicator (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL_BUFFSIZE and
-  NCCL_MAX_NCHANNELS). A ring has two peers per channel; counted with 16 channels for each communicator the
-  layout opens: data parallel, and tensor, pipeline, context and expert parallel when their degree exceeds 1. The
-  16 is an assumption: NCCL's documentation gives no default channel count (its topology search picks it at run
-  time, NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound it), and the source caps it at MAXCHANNELS = 64
-  (NVIDIA/nccl src/include/device.h); searched 2026-12-02, no published per-platform figure found.
+  NCCL_MAX_NCHANNELS). A ring has two peers per channel and the memory is linear in the channels (NCCL's
+  maintainer, NVIDIA/nccl issue #986); counted with 16 channels for each communicator the layout opens: data
+  parallel, and tensor, pipeline, context and expert parallel when their degree exceeds 1. NCCL's documentation
+  gives no default channel count (its topology search picks it at run time, NCCL_MIN_NCHANNELS /
+  NCCL_MAX_NCHANNELS bound it, MAXCHANNELS = 64 in NVIDIA/nccl src/include/device.h); 16 is what NCCL's INFO logs
+  show where users published them for H800 and H100 nodes (NVIDIA/nccl issues #892 "16 coll channels" and #1453
+  "Channel 00/16"); an HGX A100 shows 24 (NVIDIA/nccl-tests issue #100), 64 MiB more per communicator. Read
+  2026-12-02.
 * caching-allocator fragmentation: blocks held by the allocator but not by a tensor ("reserved" minus
   "allocated"; the PyTorch page above, and ``expandable_segments`` to reduce it). PyTorch publishes no figure
   (its documentation and the PyTorch devlog "When does fragmentation occur in the CUDA caching allocator?",
-  2026-06-01, explain when it happens, not how much; searched 2026-12-02): 5% of the tensors' peak, an
-  assumption, the share trainstack used before for the whole reserve.
+  2026-06-01, explain when it happens, not how much). The figures users published (searched 2026-12-02) are from
+  workloads whose shapes change every step, 35-110% of the allocated bytes without expandable segments (an RL
+  update of Qwen2.5-7B, 60.9 GB allocated and 127.0 GB reserved, nvidia-cosmos/cosmos-rl PR #388; a QLoRA
+  fine-tune, 16.39 -> 10.83 GiB with expandable segments, meta-pytorch/torchtune issue #1185); none is a
+  fixed-shape pre-training step. For that case 5% of the tensors' peak stays an assumption, the share trainstack
+  used before for the whole reserve (docs/sizing.md, section 5).
 
 :func:`runtime_reserve` sums them and says so in the notes; :mod:`generator.sizing.memory` adds it to the total.
 """

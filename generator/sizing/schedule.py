@@ -8,7 +8,7 @@ checkpoint writes, the expected rework after interruptions and the restores, sum
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from generator.sizing.architecture import Architecture
 from generator.sizing.checkpoint import young_daly_interval
@@ -38,9 +38,9 @@ NEVER_HOURS = 1e9  # the wall time of a run that interruptions never let finish
 class FlopsPerToken:
     """Model FLOPs per trained token (forward + backward), split into its terms ([PaLM] App. B; [PTD-P] Sec. 5.1)."""
 
-    dense: float      # 6 x non-embedding parameters
+    dense: float  # 6 x non-embedding parameters
     attention: float  # 12 x L x h x s (QK^T and AV, forward 4Lhs, backward 8Lhs)
-    logits: float     # 6 x V x h (the output projection; an input-embedding lookup does no multiply)
+    logits: float  # 6 x V x h (the output projection; an input-embedding lookup does no multiply)
 
     @property
     def total(self) -> float:
@@ -57,8 +57,11 @@ def flops_per_token(arch: Architecture, seq_len: int) -> FlopsPerToken:
     _positive_int("seq_len", seq_len)
     embedding = arch.vocab * arch.hidden * (1 if arch.tied_embeddings else 2)
     nonembedding = max(0, arch.active_parameters - embedding)
-    return FlopsPerToken(6.0 * nonembedding, 12.0 * arch.layers * arch.heads * arch.d_head * seq_len,
-                         6.0 * arch.vocab * arch.hidden)
+    return FlopsPerToken(
+        6.0 * nonembedding,
+        12.0 * arch.layers * arch.heads * arch.d_head * seq_len,
+        6.0 * arch.vocab * arch.hidden,
+    )
 
 
 def model_flops(arch: Architecture, seq_len: int, tokens: int) -> float:
@@ -101,8 +104,14 @@ class LayoutMfu:
     factors: tuple[tuple[str, float], ...]  # (why, factor) applied to the GPU's rated MFU
 
 
-def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str, nodes: int,
-               comm: tuple[tuple[str, float], ...] = ()) -> LayoutMfu:
+def layout_mfu(
+    rated_mfu: float,
+    tp: int,
+    gpus_per_node: int,
+    interconnect: str,
+    nodes: int,
+    comm: tuple[tuple[str, float], ...] = (),
+) -> LayoutMfu:
     """The expected MFU of a layout: ``rated_mfu`` (the fitted efficiency x model/executed FLOPs,
     :func:`generator.sizing.mfu.compute_efficiency`) times a factor for tensor parallelism over PCIe and tensor
     parallelism across nodes (assumptions, see the constants), and for each ``comm`` entry (why, ratio) the network
@@ -118,8 +127,17 @@ def layout_mfu(rated_mfu: float, tp: int, gpus_per_node: int, interconnect: str,
     return LayoutMfu(rated_mfu * math.prod(f for _, f in factors), tuple(factors))
 
 
-def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_node: int, nodes: int,
-                   nic_gbps: float, peak_tflops: float, mfu: float) -> float:
+def alltoall_ratio(
+    arch: Architecture,
+    seq_len: int,
+    ep: int,
+    tp: int,
+    gpus_per_node: int,
+    nodes: int,
+    nic_gbps: float,
+    peak_tflops: float,
+    mfu: float,
+) -> float:
     """Expert-parallel all-to-all time over compute time for a MoE layout, 0 when ep x tp stays in one node.
 
     Per token, :func:`generator.sizing.moe.alltoall_bytes_per_token` bytes leave their GPU; with routing spread
@@ -130,7 +148,9 @@ def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_
     from generator.sizing.moe import alltoall_bytes_per_token
 
     remote = 1.0 - gpus_per_node / (ep * tp)
-    comm = alltoall_bytes_per_token(arch.hidden, arch.layers, arch.moe) * remote / (nodes * nic_gbps * 1e9 / 8)
+    comm = (
+        alltoall_bytes_per_token(arch.hidden, arch.layers, arch.moe) * remote / (nodes * nic_gbps * 1e9 / 8)
+    )
     compute = flops_per_token(arch, seq_len).total / (nodes * gpus_per_node * peak_tflops * 1e12 * mfu)
     return comm / compute
 
@@ -140,8 +160,15 @@ def alltoall_ratio(arch: Architecture, seq_len: int, ep: int, tp: int, gpus_per_
 GRAD_EXCHANGE_BYTES = 2
 
 
-def data_parallel_ratio(params_per_gpu: float, dp: int, zero_stage: int, gpus_per_node: int, nodes: int,
-                        nic_gbps: float, step_compute_seconds: float) -> float:
+def data_parallel_ratio(
+    params_per_gpu: float,
+    dp: int,
+    zero_stage: int,
+    gpus_per_node: int,
+    nodes: int,
+    nic_gbps: float,
+    step_compute_seconds: float,
+) -> float:
     """The data-parallel exchange's exposed network time over the compute time of a step, 0 on one node.
 
     Each GPU moves 2·(dp-1)/dp of its gradients per step (ring all-reduce, or ZeRO-1/2's reduce-scatter and
@@ -204,22 +231,16 @@ class Schedule:
         return self.wall_hours < NEVER_HOURS
 
 
-def schedule(flops: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: int, m: int, size_bytes: int,
-             tier: Tier, interruptions_per_hour: float, interval_seconds: float | None = None,
-             virtual_stages: int = 1) -> Schedule:
-    """The schedule of a run of ``flops`` model FLOPs (:func:`model_flops`) on ``gpus`` GPUs.
-
-    * compute = flops / (gpus x peak x mfu), the MFU on model FLOPs without the bubble (recompute is in it:
-      :func:`generator.sizing.mfu.compute_efficiency` x model/executed FLOPs); the 1F1B bubble adds (pp-1)/m of it, i.e. (pp-1)/(m+pp-1) of
-      the pipelined time ([PTD-P] Sec. 2.2.1); with v interleaved (virtual) stages per GPU, (pp-1)/(v m)
-      ([PTD-P] Sec. 2.2.2: each stage's work is split into v chunks, so the bubble shrinks v-fold);
-    * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
-    * each interruption loses tau/2 of work on average and a restore R = size / tier read rate + a relaunch;
-    * interruptions arrive at rate lambda over the whole wall time, so
-      wall = (compute + bubble + writes) / (1 - lambda (tau/2 + R)) (first order, as [Daly]).
-
-    ``interval_seconds`` None: tau is Young/Daly sqrt(2 C M) from the tier's write time.
-    """
+def _check_schedule_inputs(
+    flops: float,
+    gpus: int,
+    peak_tflops: float,
+    pp: int,
+    m: int,
+    virtual_stages: int,
+    interruptions_per_hour: float,
+) -> None:
+    """The figures :func:`schedule` divides by: positive (the interruption rate: >= 0)."""
     _positive_number("flops", flops)
     _positive_int("gpus", gpus)
     _positive_number("peak_tflops", peak_tflops)
@@ -228,16 +249,97 @@ def schedule(flops: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: in
     _positive_int("virtual_stages", virtual_stages)
     if interruptions_per_hour < 0:
         raise SizingError(f"interruptions_per_hour must be >= 0, got {interruptions_per_hour!r}.")
+
+
+def _default_interval(write_s: float, interruptions_per_hour: float) -> float:
+    """Seconds between checkpoints when the spec sets none: Young/Daly from the write time and the interruption
+    rate; an hour (or the write time, if longer) when there is nothing to write or no interruption."""
+    mtbf_h = 1.0 / interruptions_per_hour if interruptions_per_hour > 0 else math.inf
+    if write_s > 0 and math.isfinite(mtbf_h):
+        return young_daly_interval(write_s, mtbf_h * 3600.0)
+    return max(write_s, 3600.0)
+
+
+def _schedule_notes(
+    d: Schedule,
+    flops: float,
+    gpus: int,
+    peak_tflops: float,
+    mfu: LayoutMfu,
+    pp: int,
+    virtual_stages: int,
+    tier: Tier,
+    interruptions_per_hour: float,
+) -> tuple[str, ...]:
+    """The schedule's terms with their numbers plugged in, one line each (compute, bubble, writes, interruptions,
+    wall)."""
+    compute, bubble, writes, wall = (
+        d.compute_hours,
+        d.pipeline_bubble_hours,
+        d.checkpoint_write_hours,
+        d.wall_hours,
+    )
+    m, bubble_fraction, tau_h = d.microbatches, d.bubble_fraction, d.interval_hours
+    write_s, restore_s = d.write_seconds, d.restore_seconds
+    progress = compute + bubble
+    notes = (
+        f"compute = {flops:.3g} model FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
+        f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
+        (
+            f"pipeline bubble = (pp-1)/(v*m) = {pp - 1}/({virtual_stages}*{m}) (interleaved)"
+            if virtual_stages > 1
+            else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}"
+        )
+        + f" of compute ({bubble_fraction:.1%} of pipelined time) = "
+        f"{bubble:,.1f} h",
+        (
+            f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
+            f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h"
+        ),
+        (
+            f"interruptions = {interruptions_per_hour:.4g}/h x wall; each loses tau/2 = {tau_h / 2:,.2f} h and a restore "
+            f"of {restore_s:,.0f} s from {tier.name} ({tier.read_gbps:g} Gbit/s) + {RELAUNCH_HOURS * 60:.0f} min relaunch"
+        ),
+        f"wall = (compute + bubble + writes) / (1 - rate x (tau/2 + restore)) = {wall:,.1f} h",
+    )
+    return notes
+
+
+def schedule(
+    flops: float,
+    gpus: int,
+    peak_tflops: float,
+    mfu: LayoutMfu,
+    pp: int,
+    m: int,
+    size_bytes: int,
+    tier: Tier,
+    interruptions_per_hour: float,
+    interval_seconds: float | None = None,
+    virtual_stages: int = 1,
+) -> Schedule:
+    """The schedule of a run of ``flops`` model FLOPs (:func:`model_flops`) on ``gpus`` GPUs.
+
+    * compute = flops / (gpus x peak x mfu), the MFU on model FLOPs without the bubble (recompute is in it:
+      :func:`generator.sizing.mfu.compute_efficiency` x model/executed FLOPs); the 1F1B bubble adds (pp-1)/m of
+      it, i.e. (pp-1)/(m+pp-1) of the pipelined time ([PTD-P] Sec. 2.2.1); with v interleaved (virtual) stages per GPU, (pp-1)/(v m)
+      ([PTD-P] Sec. 2.2.2: each stage's work is split into v chunks, so the bubble shrinks v-fold);
+    * checkpoint writes: every interval tau of progress the job stops for C = size / tier write rate;
+    * each interruption loses tau/2 of work on average and a restore R = size / tier read rate + a relaunch;
+    * interruptions arrive at rate lambda over the whole wall time, so
+      wall = (compute + bubble + writes) / (1 - lambda (tau/2 + R)) (first order, as [Daly]).
+
+    ``interval_seconds`` None: tau is Young/Daly sqrt(2 C M) from the tier's write time.
+    """
+    _check_schedule_inputs(flops, gpus, peak_tflops, pp, m, virtual_stages, interruptions_per_hour)
     compute = flops / (gpus * peak_tflops * 1e12 * mfu.mfu) / 3600.0
     vm = virtual_stages * m
     bubble_fraction = (pp - 1) / (vm + pp - 1)
     bubble = compute * (pp - 1) / vm
     write_s = size_bytes / (tier.write_gbps * 1e9 / 8) if size_bytes else 0.0
     restore_s = size_bytes / (tier.read_gbps * 1e9 / 8) if size_bytes else 0.0
-    mtbf_h = 1.0 / interruptions_per_hour if interruptions_per_hour > 0 else math.inf
     if interval_seconds is None:
-        interval_seconds = (young_daly_interval(write_s, mtbf_h * 3600.0)
-                            if write_s > 0 and math.isfinite(mtbf_h) else max(write_s, 3600.0))
+        interval_seconds = _default_interval(write_s, interruptions_per_hour)
     tau_h = interval_seconds / 3600.0
     progress = compute + bubble
     writes = progress / tau_h * write_s / 3600.0 if size_bytes else 0.0
@@ -249,18 +351,9 @@ def schedule(flops: float, gpus: int, peak_tflops: float, mfu: LayoutMfu, pp: in
     interrupts = interruptions_per_hour * wall
     rework = interrupts * tau_h / 2
     restore = interrupts * (restore_s / 3600.0 + RELAUNCH_HOURS)
-    notes = (
-        f"compute = {flops:.3g} model FLOPs / ({gpus} GPUs x {peak_tflops:g} TFLOP/s x MFU {mfu.mfu:.3f}) = "
-        f"{compute:,.1f} h" + ("".join(f"; MFU x{f:g}: {why}" for why, f in mfu.factors)),
-        (f"pipeline bubble = (pp-1)/(v*m) = {pp - 1}/({virtual_stages}*{m}) (interleaved)" if virtual_stages > 1
-         else f"pipeline bubble = (pp-1)/m = {pp - 1}/{m}")
-        + f" of compute ({bubble_fraction:.1%} of pipelined time) = "
-        f"{bubble:,.1f} h",
-        (f"checkpoint writes = {progress:,.1f} h / {tau_h:,.2f} h interval x {write_s:,.0f} s to {tier.name} "
-        f"({tier.write_gbps:g} Gbit/s) = {writes:,.1f} h"),
-        (f"interruptions = {interruptions_per_hour:.4g}/h x wall; each loses tau/2 = {tau_h / 2:,.2f} h and a restore "
-        f"of {restore_s:,.0f} s from {tier.name} ({tier.read_gbps:g} Gbit/s) + {RELAUNCH_HOURS * 60:.0f} min relaunch"),
-        f"wall = (compute + bubble + writes) / (1 - rate x (tau/2 + restore)) = {wall:,.1f} h",
+    hours = (compute, bubble, writes, rework, restore, wall)
+    draft = Schedule(*hours, mfu.mfu, m, bubble_fraction, interrupts, tau_h, write_s, restore_s, ())
+    notes = _schedule_notes(
+        draft, flops, gpus, peak_tflops, mfu, pp, virtual_stages, tier, interruptions_per_hour
     )
-    return Schedule(compute, bubble, writes, rework, restore, wall, mfu.mfu, m, bubble_fraction, interrupts,
-                    tau_h, write_s, restore_s, notes)
+    return replace(draft, notes=notes)
