@@ -18,7 +18,7 @@ from generator.errors import SpecErrors
 from generator.plan import warns
 from generator.plan.model import Plan
 from generator.platforms.base import SLOTS, Capability, Level
-from generator.platforms.contract import PlanParts
+from generator.platforms.contract import PlanParts, ViewParts
 from generator.platforms.registry import PLATFORMS, honour_markdown, parts_for, platform_for, spec_fields
 from generator.spec.model import ComputeSpec, Spec
 
@@ -67,9 +67,14 @@ def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
         assert p.parts.startswith(f"generator.platforms.{p.parts.split('.')[2]}.") and ":" in p.parts, name
         parts = parts_for(name)
         assert parts is parts_for(name)  # built once
-        for method in ("rules", "zone_decision", "place", "spot", "part"):  # contract.PlanParts
+        for method in PLAN_METHODS | VIEW_METHODS:  # contract.PlanParts, contract.ViewParts
             assert callable(getattr(parts, method)), (name, method)
-    assert {m for m in dir(PlanParts) if not m.startswith("_")} == {"rules", "zone_decision", "place", "spot", "part"}
+    assert {m for m in dir(PlanParts) if not m.startswith("_")} == PLAN_METHODS | VIEW_METHODS
+    assert {m for m in dir(ViewParts) if not m.startswith("_")} == VIEW_METHODS
+
+
+PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "part"}
+VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 
 def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:

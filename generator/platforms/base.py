@@ -132,6 +132,11 @@ class Platform:
         default_factory=dict
     )  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
+    # with NODE_BOOTSTRAP, how node-init.sh reaches a node (generator/render/userdata.py): "gzip" (each node's
+    # script gzip-compressed, cloud-init unpacks it) or "wrapper" (one bash wrapper per node group unpacks it), and
+    # what the size refusal calls that user data
+    user_data: str = ""
+    user_data_where: str = ""
     machine_noun: str = "instance type"  # what messages call a node's type
     default_key_pair: str = (
         ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
