@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import typing
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -55,6 +56,16 @@ def _parts(name: str) -> PlanParts:
     module, _, attr = PLATFORMS[name].parts.partition(":")
     parts: PlanParts = getattr(importlib.import_module(module), attr)()
     return parts
+
+
+def live_for(subject: Any) -> ModuleType:
+    """The module of the live operations of the platform of a spec, a plan, a cluster (anything with
+    ``compute.platform``) or a ``compute.platform`` value (``Platform.live``), imported on first use; a
+    ``LookupError`` where the platform has none (the shared live engine does all)."""
+    p = platform_for(subject)
+    if not p.live:
+        raise LookupError(f"{p.title} has no live operations of its own")
+    return importlib.import_module(p.live)
 
 
 def spec_fields(model: type[BaseModel] = Spec, prefix: str = "") -> list[str]:

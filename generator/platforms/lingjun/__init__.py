@@ -28,6 +28,7 @@ PLATFORM = Platform(
         {C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}
     ),
     parts="generator.platforms.lingjun.parts:LingjunParts",
+    live="generator.platforms.lingjun.live.eflo_cure",  # heal --health's action table over the EFLO controller
     program_parts=(
         "network",
         "network_lingjun",
