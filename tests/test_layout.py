@@ -141,7 +141,9 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
     planner_parts = ({planned_by.get(p.stem, p.stem) for p in (PACKAGE / "plan").glob("*.py")}  # the shared parts,
                      | {p.name for p in (PACKAGE / "platforms").iterdir() if p.is_dir()}) & set(PARTS)  # each own
     assert planner_parts == set(PARTS) - {"identity", "outputs"}  # identity and outputs are rendered, not planned
-    partials = {p.name.split(".")[0] for p in (root / "templates" / "stack" / "parts").glob("*.j2")}
+    from generator.platforms.registry import template_dirs
+
+    partials = {p.name.split(".")[0] for d in (root / "templates", *template_dirs()) for p in d.glob("stack/parts/*.j2")}
     # checkpoint_policy (shared by both identities) and facts (the compute part's published cluster facts, in its own
     # file so compute edits merge easily) are pieces of a part, not parts
     # weights_policy (the base weights' read grant, shared by the node identities) and registry_policy (the ECS node

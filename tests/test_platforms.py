@@ -19,7 +19,15 @@ from generator.plan import warns
 from generator.plan.model import Plan
 from generator.platforms.base import SLOTS, Capability, Level
 from generator.platforms.contract import PlanParts, ViewParts
-from generator.platforms.registry import PLATFORMS, honour_markdown, parts_for, platform_for, spec_fields
+from generator.platforms.registry import (
+    HOMES,
+    PLATFORMS,
+    honour_markdown,
+    parts_for,
+    platform_for,
+    spec_fields,
+    template_dirs,
+)
 from generator.spec.model import ComputeSpec, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,17 +93,17 @@ def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
 
 
 def test_each_platforms_program_parts_and_slot_parts_exist_and_every_slot_part_is_someones() -> None:
-    parts = ROOT / "templates" / "stack" / "parts"
+    shared = ROOT / "templates" / "stack" / "parts"
     for p in PLATFORMS.values():
-        assert p.program_parts and all((parts / f"{name}.py.j2").is_file() for name in p.program_parts), p.name
+        own = HOMES[p.name] / "templates" / "stack"
+        assert p.program_parts and all((shared / f"{name}.py.j2").is_file() or (own / "parts" / f"{name}.py.j2").is_file()
+                                       for name in p.program_parts), p.name
         assert p.has(Capability.NODE_BOOTSTRAP) == (p.user_data_max_bytes > 0), p.name
         assert set(p.template_parts) <= set(SLOTS), (p.name, set(p.template_parts) - set(SLOTS))
-        slots = ROOT / "templates" / "stack" / "slots"
-        assert all((slots / f"{name}.j2").is_file() for name in p.template_parts.values()), p.name
-    slots = ROOT / "templates" / "stack" / "slots"
-    named = {f"{name}.j2" for p in PLATFORMS.values() for name in p.template_parts.values()}
-    assert named == {f.name for f in slots.glob("*.j2")}, "a slot part no platform names, or a missing one"
-    for f in sorted(slots.glob("*.j2")):  # each opens with a line saying what it holds, as the program parts do
+        # its slot parts are its own: in its folder, and only there
+        assert {f"{name}.j2" for name in p.template_parts.values()} == {f.name for f in (own / "slots").glob("*.j2")}
+    assert not list((ROOT / "templates" / "stack").glob("slots/*.j2")), "a slot part outside its platform's folder"
+    for f in sorted(f for d in template_dirs() for f in d.glob("stack/slots/*.j2")):  # each says what it holds
         first = f.read_text().splitlines()[0]
         assert first.startswith("{# The ") and first.endswith(" #}"), f.name
     # a platform's live job commands go one way at most (Lingjun's are refused: generator/live/jobs/stack.py)
@@ -120,7 +128,7 @@ def test_shared_templates_branch_on_capabilities_never_on_the_platform() -> None
     of a slot (``slots``); only a platform's own parts know which platform they are for."""
     own = _own_parts()
     wrong = []
-    for path in sorted((ROOT / "templates").rglob("*.j2")):
+    for path in sorted([*(ROOT / "templates").rglob("*.j2"), *(f for d in template_dirs() for f in d.rglob("*.j2"))]):
         if path.parent.name in ("parts", "slots") and path.name in own:
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):

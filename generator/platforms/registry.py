@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import typing
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -29,14 +30,21 @@ from generator.spec.model import Spec
 if TYPE_CHECKING:
     from generator.platforms.contract import PlanParts
 
-PLATFORMS: dict[str, Platform] = {
-    p.name: p
-    for p in (
-        ecs.PLATFORM,
-        lingjun.PLATFORM,
-        dlc.PLATFORM,
-    )
-}
+# One line per platform: its folder's declaration module (PLATFORM, and beside it its behaviour and templates)
+_DECLARATIONS: tuple[ModuleType, ...] = (
+    ecs,
+    lingjun,
+    dlc,
+)
+PLATFORMS: dict[str, Platform] = {m.PLATFORM.name: m.PLATFORM for m in _DECLARATIONS}
+HOMES: dict[str, Path] = {m.PLATFORM.name: Path(str(m.__file__)).parent for m in _DECLARATIONS}
+
+
+def template_dirs() -> list[Path]:
+    """The platforms' template folders (``<its folder>/templates``), which the renderer's loader searches after the
+    shared templates: each holds ``stack/parts/`` (its program parts) and ``stack/slots/`` (its slot parts), so a
+    shared template includes them by the same name as a shared part (``stack/parts/compute_ecs.py.j2``)."""
+    return [home / "templates" for home in HOMES.values() if (home / "templates").is_dir()]
 
 
 def platform_for(subject: Any) -> Platform:

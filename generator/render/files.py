@@ -17,7 +17,7 @@ from generator.plan import naming
 from generator.plan.model import Plan
 from generator.plan.stable_json import dumps
 from generator.platforms.base import SLOTS, Capability
-from generator.platforms.registry import parts_for, platform_for
+from generator.platforms.registry import parts_for, platform_for, template_dirs
 from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
@@ -46,7 +46,8 @@ def _env() -> Any:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        # the shared templates, then each platform's own (generator/platforms/<name>/templates/stack/...)
+        loader=jinja2.FileSystemLoader([str(templates_dir()), *map(str, template_dirs())]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
