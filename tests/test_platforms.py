@@ -4,6 +4,7 @@ docs/platforms.md is the generated one, and each platform's program parts exist.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -212,3 +213,46 @@ def test_jumbo_frames_warn_on_lingjun_and_dlc_and_stay_a_decision_on_ecs(tmp_pat
         assert _ignored(plan, "network.jumbo_frames"), platform
     ecs = api.plan(_spec(tmp_path, "ecs", {"network.jumbo_frames": True}))
     assert not _ignored(ecs, "network.jumbo_frames")
+
+
+# Outside generator/platforms/, code that reads a platform's own part of the plan (``plan.lingjun``, ``plan.dlc``).
+# Each is listed with why; anything else asks the platform (registry.parts_for: contract.ViewParts / PlanParts).
+READS_A_PLATFORMS_PART = {
+    "generator.cli.dlc": "the PAI-DLC commands' shell prints the job's workers before it asks (its live operations are "
+    "generator/platforms/dlc/live/)",
+    "generator.catalog.checks": "Region.lingjun is the catalog's list of a region's Lingjun zones, not the plan's part",
+    "generator.plan.check": "Region.lingjun, as above",
+    "generator.cli": "Region.lingjun, as above (trainstack regions)",
+}
+
+
+def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan() -> None:
+    """The claim "adding a platform touches its own folder plus one registry line", checked on the code and the
+    templates: no module outside generator/platforms/ reads a platform's own part of the plan (but the listed ones),
+    no template outside a platform's folder is one platform's own part, and every platform part lives in its folder."""
+    package = ROOT / "generator"
+    parts = {"lingjun", "dlc"}  # Plan's platform parts (generator/plan/model.py)
+    wrong = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        if rel.parts[1] == "platforms" or module in READS_A_PLATFORMS_PART:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in parts and isinstance(node.ctx, ast.Load):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}")
+    assert not wrong, "ask registry.parts_for(plan) (contract.ViewParts) instead:\n" + "\n".join(wrong)
+    folders = {home.name for home in HOMES.values()}
+    for path in sorted((ROOT / "templates").rglob("*.j2")):  # the shared templates name no platform in their file name
+        assert not any(path.name.split(".")[0].endswith(f"_{f}") for f in folders), path.relative_to(ROOT)
+    shared = {p.name for p in (ROOT / "templates" / "stack" / "parts").glob("*.j2")}
+    for p in PLATFORMS.values():
+        others = {n for q in PLATFORMS.values() if q is not p for n in q.program_parts}
+        for name in set(p.program_parts) - others - SHARED_BY_ONE:  # a part only it renders is in its own folder
+            assert f"{name}.py.j2" not in shared, (p.name, name)
+            assert (HOMES[p.name] / "templates" / "stack" / "parts" / f"{name}.py.j2").is_file(), (p.name, name)
+
+
+# parts only one platform renders today that stay shared: facts (the cluster facts the nodes read at boot,
+# Capability.CLUSTER_FACTS: a new platform whose nodes boot node-init.sh would list it too)
+SHARED_BY_ONE = {"facts"}
