@@ -89,7 +89,8 @@ class Unhonoured:
 
 
 # The places of the shared stack files where a platform adds its own text (Platform.template_parts): the shared
-# template includes templates/stack/slots/<the platform's part>.j2 there, or nothing where the platform has none.
+# template includes stack/slots/<the platform's part>.j2 (in its folder's templates/) there, or nothing where the
+# platform has none.
 SLOTS = {
     "summary": "__main__.py's docstring, after the compute line: what the platform's part of the stack is",
     "stack_config": "Pulumi.<stack>.yaml, after the region: the commented settings the operator may set",
@@ -124,10 +125,10 @@ class Platform:
     name: str  # the compute.platform value
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
-    program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
+    program_parts: tuple[str, ...]  # stack/parts/<part>.py.j2 (shared or its own), in the order __main__.py holds them
     template_parts: Mapping[str, str] = field(
         default_factory=dict
-    )  # SLOTS name -> templates/stack/slots/<part>.j2
+    )  # SLOTS name -> <its folder>/templates/stack/slots/<part>.j2
     unhonoured: Mapping[str, Unhonoured] = field(
         default_factory=dict
     )  # spec field path ("network.jumbo_frames")
