@@ -125,7 +125,8 @@ class Platform:
     name: str  # the compute.platform value
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
-    program_parts: tuple[str, ...]  # stack/parts/<part>.py.j2 (shared or its own), in the order __main__.py holds them
+    # stack/parts/<part>.py.j2 (shared, or in its folder), in the order __main__.py holds them
+    program_parts: tuple[str, ...]
     template_parts: Mapping[str, str] = field(
         default_factory=dict
     )  # SLOTS name -> <its folder>/templates/stack/slots/<part>.j2
