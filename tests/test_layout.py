@@ -163,8 +163,6 @@ PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "g
 PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
     ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
     "others, so `model.weights` has one planning module",
-    ("generator.render.files", "generator.platforms.dlc.weights"): "the DLC job's weights script is rendered with "
-    "the other stack files",
 }
 
 
