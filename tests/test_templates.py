@@ -12,7 +12,6 @@ from generator.platforms.registry import template_dirs
 from generator.render.files import templates_dir
 
 STACK = templates_dir() / "stack"
-PARTS = STACK / "parts"
 
 
 def _parts() -> list[Path]:
