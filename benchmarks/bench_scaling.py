@@ -105,7 +105,7 @@ def bench(nodes: int, runs: int, modes: list[str], harness: bool, tmp: Path) -> 
             samples[name].append(measure(cmd, child_env))
     result = {"nodes": nodes, "node_init_bytes": len(files["node-init.sh"].encode()),
               "user_data_bytes": [raw_min, raw_max], "user_data_base64": [b64_min, b64_max],
-              "user_data_limit": userdata.ECS_USER_DATA_MAX, "runs": runs, "variants": {}}
+              "user_data_limit": userdata.limit(plan), "runs": runs, "variants": {}}
     for name, got in samples.items():
         times, cpu = [t for t, _, _ in got], [c for _, c, _ in got]
         result["variants"][name] = {"min_s": round(min(times), 2), "median_s": round(statistics.median(times), 2),

@@ -21,8 +21,9 @@ from click.testing import CliRunner, Result
 
 from generator import api, live
 from generator.cli import main
-from generator.live import FakeEngine, OutputValue, dlc
-from generator.live.dlc import DlcApiError, DlcSdkMissing, RecordedDlcClient, SdkDlcClient
+from generator.live import FakeEngine, OutputValue
+from generator.platforms.dlc import live as dlc
+from generator.platforms.dlc.live import DlcApiError, DlcSdkMissing, RecordedDlcClient, SdkDlcClient
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = "examples/finetune-dlc.yaml"

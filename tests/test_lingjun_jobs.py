@@ -257,7 +257,7 @@ SICK = {
 
 
 def test_the_lingjun_action_table() -> None:
-    from generator.live.jobs.eflo_cure import decide
+    from generator.platforms.lingjun.live.eflo_cure import decide
 
     c = plan_cluster()
     node = c.node(0)

@@ -4,6 +4,7 @@ docs/platforms.md is the generated one, and each platform's program parts exist.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -18,8 +19,16 @@ from generator.errors import SpecErrors
 from generator.plan import warns
 from generator.plan.model import Plan
 from generator.platforms.base import SLOTS, Capability, Level
-from generator.platforms.contract import PlanParts
-from generator.platforms.registry import PLATFORMS, honour_markdown, parts_for, platform_for, spec_fields
+from generator.platforms.contract import PlanParts, ViewParts
+from generator.platforms.registry import (
+    HOMES,
+    PLATFORMS,
+    honour_markdown,
+    parts_for,
+    platform_for,
+    spec_fields,
+    template_dirs,
+)
 from generator.spec.model import ComputeSpec, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,9 +76,14 @@ def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
         assert p.parts.startswith(f"generator.platforms.{p.parts.split('.')[2]}.") and ":" in p.parts, name
         parts = parts_for(name)
         assert parts is parts_for(name)  # built once
-        for method in ("rules", "zone_decision", "place", "spot", "part"):  # contract.PlanParts
+        for method in PLAN_METHODS | VIEW_METHODS:  # contract.PlanParts, contract.ViewParts
             assert callable(getattr(parts, method)), (name, method)
-    assert {m for m in dir(PlanParts) if not m.startswith("_")} == {"rules", "zone_decision", "place", "spot", "part"}
+    assert {m for m in dir(PlanParts) if not m.startswith("_")} == PLAN_METHODS | VIEW_METHODS
+    assert {m for m in dir(ViewParts) if not m.startswith("_")} == VIEW_METHODS
+
+
+PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "part"}
+VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 
 def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
@@ -80,17 +94,17 @@ def test_every_field_a_platform_does_not_honour_is_a_spec_field() -> None:
 
 
 def test_each_platforms_program_parts_and_slot_parts_exist_and_every_slot_part_is_someones() -> None:
-    parts = ROOT / "templates" / "stack" / "parts"
+    shared = ROOT / "templates" / "stack" / "parts"
     for p in PLATFORMS.values():
-        assert p.program_parts and all((parts / f"{name}.py.j2").is_file() for name in p.program_parts), p.name
+        own = HOMES[p.name] / "templates" / "stack"
+        assert p.program_parts and all((shared / f"{name}.py.j2").is_file() or (own / "parts" / f"{name}.py.j2").is_file()
+                                       for name in p.program_parts), p.name
         assert p.has(Capability.NODE_BOOTSTRAP) == (p.user_data_max_bytes > 0), p.name
         assert set(p.template_parts) <= set(SLOTS), (p.name, set(p.template_parts) - set(SLOTS))
-        slots = ROOT / "templates" / "stack" / "slots"
-        assert all((slots / f"{name}.j2").is_file() for name in p.template_parts.values()), p.name
-    slots = ROOT / "templates" / "stack" / "slots"
-    named = {f"{name}.j2" for p in PLATFORMS.values() for name in p.template_parts.values()}
-    assert named == {f.name for f in slots.glob("*.j2")}, "a slot part no platform names, or a missing one"
-    for f in sorted(slots.glob("*.j2")):  # each opens with a line saying what it holds, as the program parts do
+        # its slot parts are its own: in its folder, and only there
+        assert {f"{name}.j2" for name in p.template_parts.values()} == {f.name for f in (own / "slots").glob("*.j2")}
+    assert not list((ROOT / "templates" / "stack").glob("slots/*.j2")), "a slot part outside its platform's folder"
+    for f in sorted(f for d in template_dirs() for f in d.glob("stack/slots/*.j2")):  # each says what it holds
         first = f.read_text().splitlines()[0]
         assert first.startswith("{# The ") and first.endswith(" #}"), f.name
     # a platform's live job commands go one way at most (Lingjun's are refused: generator/live/jobs/stack.py)
@@ -115,7 +129,7 @@ def test_shared_templates_branch_on_capabilities_never_on_the_platform() -> None
     of a slot (``slots``); only a platform's own parts know which platform they are for."""
     own = _own_parts()
     wrong = []
-    for path in sorted((ROOT / "templates").rglob("*.j2")):
+    for path in sorted([*(ROOT / "templates").rglob("*.j2"), *(f for d in template_dirs() for f in d.rglob("*.j2"))]):
         if path.parent.name in ("parts", "slots") and path.name in own:
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -199,3 +213,46 @@ def test_jumbo_frames_warn_on_lingjun_and_dlc_and_stay_a_decision_on_ecs(tmp_pat
         assert _ignored(plan, "network.jumbo_frames"), platform
     ecs = api.plan(_spec(tmp_path, "ecs", {"network.jumbo_frames": True}))
     assert not _ignored(ecs, "network.jumbo_frames")
+
+
+# Outside generator/platforms/, code that reads a platform's own part of the plan (``plan.lingjun``, ``plan.dlc``).
+# Each is listed with why; anything else asks the platform (registry.parts_for: contract.ViewParts / PlanParts).
+READS_A_PLATFORMS_PART = {
+    "generator.cli.dlc": "the PAI-DLC commands' shell prints the job's workers before it asks (its live operations are "
+    "generator/platforms/dlc/live/)",
+    "generator.catalog.checks": "Region.lingjun is the catalog's list of a region's Lingjun zones, not the plan's part",
+    "generator.plan.check": "Region.lingjun, as above",
+    "generator.cli": "Region.lingjun, as above (trainstack regions)",
+}
+
+
+def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan() -> None:
+    """The claim "adding a platform touches its own folder plus one registry line", checked on the code and the
+    templates: no module outside generator/platforms/ reads a platform's own part of the plan (but the listed ones),
+    no template outside a platform's folder is one platform's own part, and every platform part lives in its folder."""
+    package = ROOT / "generator"
+    parts = {"lingjun", "dlc"}  # Plan's platform parts (generator/plan/model.py)
+    wrong = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        if rel.parts[1] == "platforms" or module in READS_A_PLATFORMS_PART:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in parts and isinstance(node.ctx, ast.Load):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}")
+    assert not wrong, "ask registry.parts_for(plan) (contract.ViewParts) instead:\n" + "\n".join(wrong)
+    folders = {home.name for home in HOMES.values()}
+    for path in sorted((ROOT / "templates").rglob("*.j2")):  # the shared templates name no platform in their file name
+        assert not any(path.name.split(".")[0].endswith(f"_{f}") for f in folders), path.relative_to(ROOT)
+    shared = {p.name for p in (ROOT / "templates" / "stack" / "parts").glob("*.j2")}
+    for p in PLATFORMS.values():
+        others = {n for q in PLATFORMS.values() if q is not p for n in q.program_parts}
+        for name in set(p.program_parts) - others - SHARED_BY_ONE:  # a part only it renders is in its own folder
+            assert f"{name}.py.j2" not in shared, (p.name, name)
+            assert (HOMES[p.name] / "templates" / "stack" / "parts" / f"{name}.py.j2").is_file(), (p.name, name)
+
+
+# parts only one platform renders today that stay shared: facts (the cluster facts the nodes read at boot,
+# Capability.CLUSTER_FACTS: a new platform whose nodes boot node-init.sh would list it too)
+SHARED_BY_ONE = {"facts"}

@@ -6,11 +6,17 @@ Byte-identity of what they render is proved by the committed stacks (tests/test_
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from generator.platforms.registry import template_dirs
 from generator.render.files import templates_dir
 
 STACK = templates_dir() / "stack"
-PARTS = STACK / "parts"
+
+
+def _parts() -> list[Path]:
+    """Every program part: the shared ones and each platform's (generator/platforms/<name>/templates/stack/parts)."""
+    return [p for root in (templates_dir(), *template_dirs()) for p in (root / "stack" / "parts").glob("*.j2")]
 INCLUDE = re.compile(r'\{% include "stack/parts/([^"]+)" %\}')
 
 
@@ -22,24 +28,24 @@ def test_main_template_is_short_and_includes_every_part() -> None:
 
     assert '{% include "stack/parts/" ~ part ~ ".py.j2" %}' in main
     included |= {f"{name}.py.j2" for p in PLATFORMS.values() for name in p.program_parts}
-    for part in PARTS.glob("*.j2"):
+    for part in _parts():
         included |= set(INCLUDE.findall(part.read_text()))
-    assert included == {p.name for p in PARTS.glob("*.j2")}, "a part that nothing includes, or a missing one"
+    assert included == {p.name for p in _parts()}, "a part that nothing includes, or a missing one"
 
 
 def test_each_part_opens_with_one_line_saying_what_it_owns() -> None:
-    for part in sorted(PARTS.glob("*.j2")):
+    for part in sorted(_parts()):
         first = part.read_text().splitlines()[0]
         assert first.startswith("{# The ") and first.endswith(". #}"), part.name
 
 
 def test_only_lingjun_parts_read_the_lingjun_plan() -> None:
-    for part in sorted(PARTS.glob("*.j2")):
+    for part in sorted(_parts()):
         if not part.name.endswith("_lingjun.py.j2"):
             assert not re.search(r"\blj\b|lingjun|eflo", part.read_text(), re.IGNORECASE), part.name
 
 
 def test_only_dlc_parts_read_the_dlc_plan() -> None:
-    for part in sorted(PARTS.glob("*.j2")):
+    for part in sorted(_parts()):
         if not part.name.endswith("_dlc.py.j2"):
             assert not re.search(r"\bdl\b|dlc_datasets|\bpai\b", part.read_text()), part.name

@@ -53,7 +53,7 @@ def test_the_bootstrap_and_its_largest_user_data_do_not_grow_with_the_cluster(tm
     assert files["node-init.sh"] == reference  # the same script, byte for byte, at any node count
     size, limit = userdata.user_data_size(plan, files["node-init.sh"])
     base, _ = userdata.user_data_size(api.plan(_spec(tmp_path, 8)), reference)
-    assert limit == userdata.ECS_USER_DATA_MAX == 16 * 1024
+    assert limit == userdata.limit(plan) == 16 * 1024
     assert base <= size <= base + 8  # only the digits of the rank and the name differ
     assert size < limit * 3 // 4  # room for the bootstrap to grow
 
@@ -64,7 +64,7 @@ def test_user_data_per_node_is_the_same_size_at_8_and_64_nodes(tmp_path: Path) -
         graph = api.preview(_spec(tmp_path, nodes)).graph
         sizes[nodes] = {len(r.get("user_data")) for r in graph.of_type(INSTANCE)}
         packed = [base64.b64decode(r.get("user_data")) for r in graph.of_type(INSTANCE)]
-        assert all(len(p) <= userdata.ECS_USER_DATA_MAX for p in packed)
+        assert all(len(p) <= 16 * 1024 for p in packed)
         assert all(p[:2] == b"\x1f\x8b" and p[4:8] == b"\0\0\0\0" for p in packed)  # gzip, no timestamp
         assert gzip.decompress(packed[0]).decode().startswith("#!/bin/bash\n")
     assert max(sizes[64]) - min(sizes[8]) <= 16  # base64 of gzip: the digits of rank and name, a few bytes
@@ -138,7 +138,7 @@ def test_the_cli_refuses_to_render_oversized_user_data_and_writes_nothing(
 
     from generator.cli import main
 
-    monkeypatch.setattr(userdata, "ECS_USER_DATA_MAX", 4096)
+    monkeypatch.setattr(userdata, "limit", lambda plan: 4096)
     dest = tmp_path / "out"
     result = CliRunner().invoke(main, ["render", str(_spec(tmp_path, 8)), "-o", str(dest)])
     assert result.exit_code == 1, result.output

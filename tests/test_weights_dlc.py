@@ -323,7 +323,7 @@ def _submit_dry_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, 
 
     from generator.cli import main
     from generator.live import FakeEngine
-    from generator.live.dlc import RecordedDlcClient
+    from generator.platforms.dlc.live import RecordedDlcClient
 
     (tmp_path / "examples").mkdir()
     (tmp_path / ".git").mkdir()
@@ -359,7 +359,7 @@ def test_a_spec_without_modelscope_weights_runs_the_command_as_given(tmp_path: P
 
 def test_the_wrapped_command_keeps_the_argv_and_runs_only_after_the_prelude(tmp_path: Path) -> None:
     """The UserCommand through a shell, with the prelude replaced by `true` (fetched) or `false` (failed)."""
-    from generator.live.dlc.request import job_command
+    from generator.platforms.dlc.live.request import job_command
 
     dlc = api.plan(ROOT / WEIGHTS_SPEC).dlc
     probe = tmp_path / "argv.json"

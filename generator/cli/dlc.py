@@ -1,6 +1,7 @@
 """``trainstack submit``, ``jobs``, ``logs`` and ``cancel``: PAI-DLC jobs of a ``compute.platform: pai-dlc`` stack.
 
-A thin shell over :mod:`generator.live.dlc`: it plans the spec, reads the stack outputs through the engine (the
+A thin shell over PAI-DLC's live operations (:mod:`generator.platforms.dlc.live`, reached through
+:func:`generator.platforms.registry.live_for`): it plans the spec, reads the stack outputs through the engine (the
 click context object may carry ``"engine"``, as for the live commands, and ``"dlc_client"``: a recorded client in
 tests), and prints. The PAI-DLC SDK is imported only when one of these commands runs (docs/live.md).
 """
@@ -18,13 +19,19 @@ from generator.cli.common import handle
 from generator.cli.live import BACKEND_HELP, _engine, _say
 
 
-def _client() -> Any:
+def _live(spec: str) -> Any:
+    """The live operations of SPEC's platform (generator/platforms/dlc/live/, through the registry)."""
+    from generator.cli.jobs import platform_of
+    from generator.platforms.registry import live_for
+
+    return live_for(platform_of(spec))
+
+
+def _client(dlc: Any) -> Any:
     obj = click.get_current_context().find_root().obj
     if isinstance(obj, dict) and obj.get("dlc_client") is not None:
         return obj["dlc_client"]
-    from generator.live.dlc import SdkDlcClient
-
-    return SdkDlcClient()
+    return dlc.SdkDlcClient()
 
 
 def _now() -> datetime.datetime:
@@ -46,11 +53,10 @@ def _runs_dlc_jobs(spec: str) -> bool:
 def _dlc_plan(spec: str) -> Any:
     from generator import api
     from generator.errors import BadInput
-    from generator.live.dlc import require_dlc
 
     plan = api.plan(spec)
     try:
-        require_dlc(plan)
+        _live(spec).require_dlc(plan)
     except ValueError as e:
         raise BadInput(f"{spec}: {e}.") from None
     return plan
@@ -111,8 +117,6 @@ def submit(
     trainstack-launch as data, never through a shell); on PAI-DLC one word is a shell command line used as written
     (trainstack submit SPEC -- 'torchrun train.py && echo done').
     """
-    from generator.live import dlc
-
     if not command:
         raise click.UsageError(
             "give the command the job runs after --, e.g. trainstack submit SPEC -- torchrun train.py"
@@ -123,7 +127,8 @@ def submit(
         ecs.submit(spec, command, dry_run, as_json, name, yes, backend, ranks, no_check, timeout_hours)
         return
     plan = _dlc_plan(spec)
-    client = _client()
+    dlc = _live(spec)
+    client = _client(dlc)
     outputs = dlc.read_outputs(_engine(), spec, plan, backend)
     drift = dlc.spec_drift(spec, plan, backend)
     if drift:
@@ -197,9 +202,7 @@ def _confirm(question: str, err: bool = False) -> None:
 
 
 def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
-    from generator.live import dlc
-
-    return dlc.read_outputs(_engine(), spec, plan, backend)
+    return _live(spec).read_outputs(_engine(), spec, plan, backend)
 
 
 @click.command()
@@ -212,8 +215,6 @@ def _outputs(spec: str, plan: Any, backend: str | None) -> dict[str, Any]:
 @handle
 def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
     """List the jobs trainstack started for SPEC's stack (Cloud Assistant on ECS, PAI-DLC), newest first."""
-    from generator.live import dlc
-
     if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
@@ -222,9 +223,10 @@ def jobs(spec: str, as_json: bool, limit: int, backend: str | None) -> None:
     from generator.present import text as report
 
     plan = _dlc_plan(spec)
+    dlc = _live(spec)
     outputs = _outputs(spec, plan, backend)
     dlc.workspace_id(plan, outputs)  # not deployed: one sentence before any SDK or credential check
-    client = _client()
+    client = _client(dlc)
     _cloud_ready(client)
     found = dlc.stack_jobs(plan, outputs, client, limit=limit)
     if as_json:
@@ -283,8 +285,6 @@ def logs(
 ) -> None:
     """Print the logs of JOB (a job trainstack started for SPEC's stack): each node's on ECS, read from the
     checkpoint bucket (also after the nodes are destroyed); each pod's on PAI-DLC."""
-    from generator.live import dlc
-
     if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
@@ -292,9 +292,10 @@ def logs(
         return
 
     plan = _dlc_plan(spec)
+    dlc = _live(spec)
     outputs = _outputs(spec, plan, backend)
     dlc.workspace_id(plan, outputs)
-    client = _client()
+    client = _client(dlc)
     _cloud_ready(client)
     if follow:
         obj = click.get_current_context().find_root().obj
@@ -333,8 +334,6 @@ def logs(
 def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
     """Stop JOB (StopInvocation on ECS, StopJob on PAI-DLC), a job trainstack started for SPEC's stack; any other
     job is refused."""
-    from generator.live import dlc
-
     if not _runs_dlc_jobs(spec):  # the platform's jobs go through Cloud Assistant (cli/jobs.py)
         from generator.cli import jobs as ecs
 
@@ -342,9 +341,10 @@ def cancel(spec: str, job: str, yes: bool, backend: str | None) -> None:
         return
 
     plan = _dlc_plan(spec)
+    dlc = _live(spec)
     outputs = _outputs(spec, plan, backend)
     dlc.workspace_id(plan, outputs)
-    client = _client()
+    client = _client(dlc)
     _cloud_ready(client)
     found = dlc.stack_job(plan, outputs, client, job)
     status = str(found.get("Status") or "")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.live.engine import DEFAULT_SECRETS_PROVIDER, Target
-from generator.live.errors import BadTarget, DigestMismatch, StaleStack
+from generator.live.errors import BadTarget, DigestMismatch, StackNotDeployed, StaleStack
 from generator.plan import pipeline
 from generator.render import files as stack_files
 from generator.render import stackdir
@@ -360,3 +360,14 @@ def check_digest(prepared: Prepared, expected: str | None) -> None:
             f"{prepared.target.stack_dir} has stack digest {prepared.digest}, not the reviewed "
             f"{want}: the folder changed since it was reviewed; preview it again and re-approve."
         )
+
+
+def stack_outputs(engine: Any, target: Target | None) -> dict[str, Any]:
+    """The stack's output values (secret ones included: the job needs ids, not the terminal) or {} when the stack
+    folder or its state does not exist yet."""
+    if target is None:
+        return {}
+    try:
+        return {k: v.value for k, v in engine.outputs(target).items()}
+    except StackNotDeployed:
+        return {}

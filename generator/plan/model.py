@@ -418,7 +418,7 @@ class Lingjun:
     user_data_max_bytes: int  # the largest bootstrap script the node group takes (before base64)
 
 
-# The stack outputs a DLC job reads (templates/stack/parts/outputs_dlc.py.j2 exports them under these names);
+# The stack outputs a DLC job reads (generator/platforms/dlc/templates/stack/parts/outputs_dlc.py.j2 exports them under these names);
 # ``trainstack submit`` looks them up by these constants, never by a literal.
 DLC_OUTPUT_WORKSPACE_ID = "pai_workspace_id"
 DLC_OUTPUT_VPC_ID = "vpc_id"

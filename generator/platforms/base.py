@@ -89,7 +89,8 @@ class Unhonoured:
 
 
 # The places of the shared stack files where a platform adds its own text (Platform.template_parts): the shared
-# template includes templates/stack/slots/<the platform's part>.j2 there, or nothing where the platform has none.
+# template includes stack/slots/<the platform's part>.j2 (in its folder's templates/) there, or nothing where the
+# platform has none.
 SLOTS = {
     "summary": "__main__.py's docstring, after the compute line: what the platform's part of the stack is",
     "stack_config": "Pulumi.<stack>.yaml, after the region: the commented settings the operator may set",
@@ -124,14 +125,20 @@ class Platform:
     name: str  # the compute.platform value
     title: str  # how the docs and messages name it
     capabilities: frozenset[Capability]
-    program_parts: tuple[str, ...]  # templates/stack/parts/<part>.py.j2, in the order __main__.py holds them
+    # stack/parts/<part>.py.j2 (shared, or in its folder), in the order __main__.py holds them
+    program_parts: tuple[str, ...]
     template_parts: Mapping[str, str] = field(
         default_factory=dict
-    )  # SLOTS name -> templates/stack/slots/<part>.j2
+    )  # SLOTS name -> <its folder>/templates/stack/slots/<part>.j2
     unhonoured: Mapping[str, Unhonoured] = field(
         default_factory=dict
     )  # spec field path ("network.jumbo_frames")
     user_data_max_bytes: int = 0  # the documented user data limit of a node (0: no node bootstrap)
+    # with NODE_BOOTSTRAP, how node-init.sh reaches a node (generator/render/userdata.py): "gzip" (each node's
+    # script gzip-compressed, cloud-init unpacks it) or "wrapper" (one bash wrapper per node group unpacks it), and
+    # what the size refusal calls that user data
+    user_data: str = ""
+    user_data_where: str = ""
     machine_noun: str = "instance type"  # what messages call a node's type
     default_key_pair: str = (
         ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)
@@ -142,6 +149,10 @@ class Platform:
     # "module:Class" of its behaviour (a generator.platforms.contract.PlanParts, in its own folder): imported by
     # registry.parts_for on first use, so a declaration stays data that every stage can import without a cycle
     parts: str = ""
+    # the module of its own live operations, under its folder (PAI-DLC's job commands, Lingjun's heal action
+    # table): imported by registry.live_for when a live command of such a stack first asks; "" where the shared live
+    # engine does all (ECS)
+    live: str = ""
 
     def has(self, capability: Capability) -> bool:
         return capability in self.capabilities

@@ -6,6 +6,7 @@ decisions and warnings in plan.json does not depend on the platform's code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,8 +48,67 @@ class Placement:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class PlanParts(Protocol):
-    """A platform's rules and the plan parts that differ by platform."""
+Box = Callable[..., str]  # present.diagram's quoted, escaped Mermaid label of one or more lines
+GroupLines = Callable[
+    [list[Node]], list[str]
+]  # present.diagram's rank ranges, count and type of a compute box
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What a platform draws in the plan's Mermaid flowchart (:func:`generator.present.diagram.flowchart`) around
+    the shared network, storage and checkpoint boxes.
+
+    ``head``: the title of a vSwitch's compute box (None: the ranks sit in no vSwitch, as on Lingjun, whose nodes
+    are in ``subgraphs``); ``subgraphs``: lines drawn in the region after the VPC, holding the compute boxes
+    ``groups``; ``data``: an OSS folder the platform mounts as data when the spec imports no dataset; ``identity``:
+    the role (and workspace) boxes; ``role``: whether the compute boxes reach a ``role`` box; ``group_edges``: edges
+    from each compute box (``{gid}`` is its id).
+    """
+
+    head: Callable[[list[Node]], str] | None
+    identity: tuple[str, ...]
+    role: bool = True
+    subgraphs: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    data: str = ""
+    group_edges: tuple[str, ...] = ()
+
+
+class ViewParts(Protocol):
+    """What the presentation (text, Markdown, Mermaid, preview picture) and the renderer ask of a platform: the
+    text, rows, boxes and files its own part of the plan adds to the shared ones. Each answers from the Plan alone
+    and returns plain text: the shared caller escapes it for its language."""
+
+    def summary_lines(self, plan: Any) -> list[str]:
+        """Lines of ``trainstack plan``'s summary after the spot line (present/text.py)."""
+        ...
+
+    def summary_rows(self, plan: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """(label, pieces of text) rows of the Markdown summary after its third row (present/markdown.py escapes
+        each piece on its own)."""
+        ...
+
+    def picture(self, plan: Any, box: Box, group_lines: GroupLines) -> Picture:
+        """Its boxes of the plan's flowchart (``box``, ``group_lines``: the flowchart's label makers)."""
+        ...
+
+    def preview_boxes(self, plan: Any) -> set[str]:
+        """The boxes of the preview's picture its cluster has beyond net, ckpt, role and the file system's."""
+        ...
+
+    def template_vars(self, plan: Any) -> dict[str, Any]:
+        """Its values the stack templates read (render/files.py template_vars), as plain data."""
+        ...
+
+    def stack_files(self, plan: Any) -> dict[str, str]:
+        """Files it adds to the stack folder beyond node-init.sh: name -> what renders it (``"weights_script"``)."""
+        ...
+
+
+class PlanParts(ViewParts, Protocol):
+    """A platform's rules and the plan parts that differ by platform (and, from :class:`ViewParts`, how its part of
+    the plan is shown and rendered)."""
 
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         """What the platform cannot do, as spec errors with hints (validate stage, before planning)."""

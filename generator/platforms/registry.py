@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import importlib
 import typing
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -28,14 +30,21 @@ from generator.spec.model import Spec
 if TYPE_CHECKING:
     from generator.platforms.contract import PlanParts
 
-PLATFORMS: dict[str, Platform] = {
-    p.name: p
-    for p in (
-        ecs.PLATFORM,
-        lingjun.PLATFORM,
-        dlc.PLATFORM,
-    )
-}
+# One line per platform: its folder's declaration module (PLATFORM, and beside it its behaviour and templates)
+_DECLARATIONS: tuple[ModuleType, ...] = (
+    ecs,
+    lingjun,
+    dlc,
+)
+PLATFORMS: dict[str, Platform] = {m.PLATFORM.name: m.PLATFORM for m in _DECLARATIONS}
+HOMES: dict[str, Path] = {m.PLATFORM.name: Path(str(m.__file__)).parent for m in _DECLARATIONS}
+
+
+def template_dirs() -> list[Path]:
+    """The platforms' template folders (``<its folder>/templates``), which the renderer's loader searches after the
+    shared templates: each holds ``stack/parts/`` (its program parts) and ``stack/slots/`` (its slot parts), so a
+    shared template includes them by the same name as a shared part (``stack/parts/compute_ecs.py.j2``)."""
+    return [home / "templates" for home in HOMES.values() if (home / "templates").is_dir()]
 
 
 def platform_for(subject: Any) -> Platform:
@@ -55,6 +64,16 @@ def _parts(name: str) -> PlanParts:
     module, _, attr = PLATFORMS[name].parts.partition(":")
     parts: PlanParts = getattr(importlib.import_module(module), attr)()
     return parts
+
+
+def live_for(subject: Any) -> ModuleType:
+    """The module of the live operations of the platform of a spec, a plan, a cluster (anything with
+    ``compute.platform``) or a ``compute.platform`` value (``Platform.live``), imported on first use; a
+    ``LookupError`` where the platform has none (the shared live engine does all)."""
+    p = platform_for(subject)
+    if not p.live:
+        raise LookupError(f"{p.title} has no live operations of its own")
+    return importlib.import_module(p.live)
 
 
 def spec_fields(model: type[BaseModel] = Spec, prefix: str = "") -> list[str]:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 
 from generator.plan.model import Node, Plan
+from generator.platforms.registry import parts_for
 
 _SAFE = re.compile(r"[A-Za-z0-9 _.,:/+=()\-]")
 
@@ -67,28 +68,6 @@ def _group_lines(nodes: list[Node], plan: Plan) -> list[str]:
     return lines
 
 
-def _ecs_head(nodes: list[Node], plan: Plan) -> str:
-    """What holds one vSwitch's ECS nodes: the HPC cluster, its deployment sets, or nothing (or, on PAI-DLC, the
-    job's workers, which DLC creates per job)."""
-    c = plan.compute
-    if plan.dlc is not None:
-        return f"PAI-DLC {plan.dlc.job_type} workers (nodes managed by DLC)"
-    if c.hpc_cluster:
-        return "HPC cluster"
-    used = {n.deployment_set for n in nodes if n.deployment_set}
-    sets = [d for d in c.deployment_sets if d.key in used]
-    if not sets:
-        return "GPU nodes"
-    strategies = "/".join(sorted({d.strategy for d in sets}))
-    if len(sets) == 1:
-        return f"deployment set {sets[0].name} ({strategies})"
-    largest = max(len(d.ranks) for d in sets)
-    return (
-        f"{len(sets)} deployment sets {sets[0].name} to {sets[-1].name} "
-        f"({strategies}, up to {largest} nodes each)"
-    )
-
-
 def flowchart(plan: Plan) -> str:
     """The plan's topology as Mermaid flowchart text (LF line ends, trailing newline)."""
     c, n, s, k = plan.compute, plan.network, plan.storage, plan.checkpoints
@@ -107,14 +86,15 @@ def flowchart(plan: Plan) -> str:
     nat_vswitch = (
         "egress" if "egress" in keys else "compute"
     )  # as templates/stack/parts/network.py.j2 places it
-    lj = plan.lingjun
+    part = parts_for(plan).picture(plan, _box, lambda m: _group_lines(m, plan))  # the platform's own boxes
+    head = part.head
     for v in n.vswitches:
         vid = vsw_id[v.key]
         add(f"      subgraph {vid}[{_box(f'vSwitch {v.name}', f'{v.zone} {v.cidr}')}]")
-        members = [r for r in c.ranks if r.vswitch == v.key] if lj is None else []
-        if members:
+        members = [r for r in c.ranks if r.vswitch == v.key] if head is not None else []
+        if head is not None and members:
             gid = f"grp{len(groups)}"
-            add(f"        {gid}[{_box(_ecs_head(members, plan), *_group_lines(members, plan))}]")
+            add(f"        {gid}[{_box(head(members), *_group_lines(members, plan))}]")
             groups.append(gid)
         if s.kind != "none" and s.vswitch == v.key:
             kind = "CPFS" if s.kind == "cpfs" else f"NAS ({s.kind})"
@@ -127,19 +107,8 @@ def flowchart(plan: Plan) -> str:
             add(f"        nat[{_box('NAT gateway', 'outbound only (SNAT)')}]")
         add("      end")
     add("    end")
-    if lj is not None:
-        add(f"    subgraph vpd[{_box(f'Lingjun VPD {lj.vpd_cidr}', f'HPN zone {lj.hpn_zone}')}]")
-        add("      direction TB")
-        for i, sn in enumerate(lj.subnets):
-            add(f"      subgraph sub{i}[{_box(f'subnet {sn.name}', f'{sn.zone} {sn.cidr}')}]")
-            members = [r for r in c.ranks if r.zone == sn.zone]
-            if members:
-                gid = f"ng{len(groups)}"
-                head = (f"node group {lj.node_group}", f"{lj.cluster_type} cluster")
-                add(f"        {gid}[{_box(*head, *_group_lines(members, plan))}]")
-                groups.append(gid)
-            add("      end")
-        add("    end")
+    out.extend(part.subgraphs)
+    groups.extend(part.groups)
     if k.enabled:
         # what the lifecycle rules do: current checkpoints never expire, replaced or deleted versions do
         count = plan.cost.checkpoints_kept
@@ -158,24 +127,10 @@ def flowchart(plan: Plan) -> str:
             "versioned, encrypted",
         )
         add(f"    ckpt[({box})]")
-    dl = plan.dlc
-    oss_data = (
-        s.dataset.source
-        if s.dataset is not None
-        else next((d.uri for d in (dl.data_sources if dl else ()) if d.kind == "oss" and d.read_only), "")
-    )
+    oss_data = s.dataset.source if s.dataset is not None else part.data
     if oss_data:
         add(f"    dataset[({_box('OSS dataset', oss_data)})]")
-    if dl is not None:
-        names = ", ".join(d.name for d in dl.data_sources) or "no dataset"
-        add(f"    workspace[{_box(f'PAI workspace {dl.workspace_name}', f'datasets: {names}')}]")
-        reach = "reaches only the checkpoint bucket" if k.enabled else "no policy attached"
-        add(f"    role[{_box(f'RAM role {plan.name}-dlc-job', 'assumed by the job through PAI', reach)}]")
-    elif lj is None:
-        reach = "reaches only the checkpoint bucket" if k.enabled else "no policy attached"
-        add(f"    role[{_box(f'RAM role {plan.name}-node', reach)}]")
-    elif k.enabled:
-        add(f"    role[{_box('RAM user for checkpoints', 'Lingjun nodes take no RAM role')}]")
+    out.extend(part.identity)
     add("  end")
     if n.egress == "nat":
         add(f"  internet(({_box('internet')}))")
@@ -191,12 +146,9 @@ def flowchart(plan: Plan) -> str:
             add(f"  {gid} -->|NFS| export")
         if k.enabled:
             add(f"  {gid} -->|checkpoints| ckpt")
-        if lj is None or k.enabled:
+        if part.role:
             add(f"  {gid} -.-> role")
-        if dl is not None:
-            add(f"  workspace -.->|{_box('runs the job')}| {gid}")
-            if oss_data and s.dataset is None:
-                add(f"  {gid} -->|{_box('mounted read-only')}| dataset")
+        out.extend(e.replace("{gid}", gid) for e in part.group_edges)
     if n.egress == "nat":
         add("  nat --> internet")
     if s.kind != "none":

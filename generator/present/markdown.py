@@ -10,6 +10,7 @@ decisions, runners-up) are folded in ``<details>``. Every piece of user or plan 
 from __future__ import annotations
 
 from generator.plan.model import Plan
+from generator.platforms.registry import parts_for
 from generator.present import md
 from generator.present.text import schedule_rows
 from generator.spec.units import human_bytes, human_count, human_seconds
@@ -153,18 +154,10 @@ def _summary(plan: Plan) -> list[str]:
         ],
         ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
     ]
-    if plan.dlc is not None:
-        d = plan.dlc
-        rows.insert(
-            3,
-            [
-                "PAI-DLC",
-                md.text(
-                    f"workspace {d.workspace_name}, {d.worker_count} workers per {d.job_type}, datasets: "
-                )
-                + md.text(", ".join(x.name for x in d.data_sources) or "none"),
-            ],
-        )
+    for label, pieces in reversed(
+        parts_for(plan).summary_rows(plan)
+    ):  # the platform's own rows, after the third
+        rows.insert(3, [label, "".join(md.text(p) for p in pieces)])
     if cost.paused is not None:
         bases = {i.basis for i in cost.paused.items}
         unpriced = [i.label for i in cost.paused.items if i.per_hour is None]

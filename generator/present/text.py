@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from generator.plan.model import Plan
+from generator.platforms.registry import parts_for
 from generator.spec.units import human_bytes, human_count, human_seconds
 
 
@@ -146,15 +147,7 @@ def plan_text(plan: Plan) -> str:
             if plan.spot.enabled
             else "off"
         ),
-        *(
-            [
-                f"  pai-dlc      workspace {plan.dlc.workspace_name}, {plan.dlc.worker_count} x "
-                f"{plan.dlc.worker_instance_type} per {plan.dlc.job_type}, image {plan.dlc.image}, datasets: "
-                + (", ".join(f"{d.name} at {d.mount_path}" for d in plan.dlc.data_sources) or "none")
-            ]
-            if plan.dlc is not None
-            else []
-        ),
+        *parts_for(plan).summary_lines(plan),  # the platform's own lines (PAI-DLC's workspace and workers)
         "",
         "Memory per GPU",
         table(

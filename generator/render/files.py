@@ -17,8 +17,7 @@ from generator.plan import naming
 from generator.plan.model import Plan
 from generator.plan.stable_json import dumps
 from generator.platforms.base import SLOTS, Capability
-from generator.platforms.dlc import weights as dlc_weights
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import parts_for, platform_for, template_dirs
 from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
@@ -47,7 +46,8 @@ def _env() -> Any:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        # the shared templates, then each platform's own (generator/platforms/<name>/templates/stack/...)
+        loader=jinja2.FileSystemLoader([str(templates_dir()), *map(str, template_dirs())]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -111,10 +111,8 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "interval_seconds": k.interval_seconds,
         "spot_enabled": sp.enabled,
         "requirements": [escape.Escaped(r) for r in (PULUMI_REQUIREMENT, ALICLOUD_REQUIREMENT)],  # constants
-        "dlc_datasets": dlc_datasets(plan),
-        "outputs": dict(plan.dlc.outputs) if plan.dlc else {},
         "weights_script": escape.quoted_heredoc_body(weights_script(plan), "WEIGHTS") if plan.weights else "",
-        "user_data_max": userdata.ECS_USER_DATA_MAX,
+        "user_data_max": userdata.limit(plan),
         "gzip_level": userdata.GZIP_LEVEL,
         "lingjun_wrapper": userdata.LINGJUN_WRAPPER,
         "runtime": {key: escape.Escaped(value) for key, value in NODE_RUNTIME.items()},  # constants
@@ -122,6 +120,7 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
         "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
         "registry_login": registry_login(plan),
+        **parts_for(plan).template_vars(plan),  # the platform's own values (PAI-DLC's datasets and outputs)
     }
 
 
@@ -163,52 +162,6 @@ NODE_RUNTIME = {
     "torch": "2.6.0",
     "pypi_index": "https://mirrors.cloud.aliyuncs.com/pypi/simple/",
 }
-
-
-_DATASET_WHAT = {
-    "nas": "trainstack: the shared file system (Extreme NAS)",
-    "cpfs": "trainstack: the shared file system (CPFS)",
-    "oss": "trainstack: OSS data",
-}
-_DATASET_WHAT_BY_OUTPUT = {
-    dlc_weights.WEIGHTS_OUTPUT: "trainstack: base weights, read-only",
-    dlc_weights.TOOLS_OUTPUT: "trainstack: trainstack-weights, read-only",
-}
-
-
-def dlc_datasets(plan: Plan) -> list[dict[str, Any]]:
-    """The PAI workspace datasets of a DLC plan, split into what the program needs (OSS bucket, endpoint and path;
-    the checkpoint bucket's name comes from its resource so the dataset waits for the bucket)."""
-    if plan.dlc is None:
-        return []
-    out = []
-    for d in plan.dlc.data_sources:
-        key = d.output_key.removeprefix("dataset_").removesuffix("_id")
-        bucket, _, path = d.uri.removeprefix("oss://").partition("/")
-        in_bucket = d.kind == "oss" and bucket == plan.checkpoints.bucket and plan.checkpoints.enabled
-        what = _DATASET_WHAT_BY_OUTPUT.get(d.output_key) or (
-            "trainstack: checkpoints"
-            if in_bucket
-            else "trainstack: training data, read-only"
-            if d.kind == "oss"
-            else _DATASET_WHAT[d.kind]
-        )
-        out.append(
-            {
-                "key": key,
-                "name": d.name,
-                "kind": d.kind,
-                "mount": d.mount_path,
-                "output": d.output_key,
-                "read_only": d.read_only,
-                "bucket": bucket,
-                "path": path,
-                "bucket_output": in_bucket,
-                "endpoint": f"oss-{plan.region}.aliyuncs.com",
-                "what": what,
-            }
-        )
-    return out
 
 
 WEIGHTS_MIN_WAIT_SECONDS = 2 * 3600
@@ -372,10 +325,9 @@ def render(plan: Plan, spec_path: str = "") -> dict[str, str]:
         Capability.NODE_BOOTSTRAP
     ):  # PAI-DLC boots its own nodes: no cloud-init bootstrap
         files["node-init.sh"] = env.get_template("stack/node-init.sh.j2").render(ctx)
-    elif (
-        plan.dlc is not None and plan.dlc.weights_script_key
-    ):  # the job's prelude runs it; the program publishes it (compute_dlc.py.j2)
-        files[dlc_weights.SCRIPT_NAME] = weights_script(plan)
+    made_by = {"weights_script": weights_script}
+    for name, what in parts_for(plan).stack_files(plan).items():  # the platform's own (PAI-DLC's weights.sh)
+        files[name] = made_by[what](plan)
     for name, text in files.items():
         if not text.endswith("\n"):
             files[name] = text + "\n"

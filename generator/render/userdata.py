@@ -20,12 +20,10 @@ from generator.errors import TrainstackError
 from generator.plan.model import Plan
 from generator.platforms.registry import platform_for
 
-# ECS user data: "Before user data is encoded in Base64, the user data can only be up to 32 KB in size"
-# (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-user-data, last updated 2024-06-07);
-# the older page https://www.alibabacloud.com/help/doc-detail/49121.htm says 16 KB before encoding. trainstack keeps
-# to the smaller, 16 KB, so user data that passes here passes under either reading.
-ECS_USER_DATA_MAX = platform_for("ecs").user_data_max_bytes
-LINGJUN_USER_DATA_MAX = platform_for("lingjun").user_data_max_bytes  # base64 of at most 16 KB [PU-EFLO]
+# The limit is the platform's (Platform.user_data_max_bytes): ECS's pages say 32 KB before base64
+# (https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-user-data, last updated 2024-06-07)
+# and 16 KB (https://www.alibabacloud.com/help/doc-detail/49121.htm); trainstack keeps to the smaller, so user data
+# that passes here passes under either reading (generator/platforms/ecs/__init__.py).
 GZIP_LEVEL = 9  # fixed: the same script must give the same user data bytes on every run
 MAX_ADDRESS = "x" * 253  # the longest DNS name (RFC 1035): the worst case of the shared file system's address
 
@@ -87,30 +85,31 @@ def largest_ecs_script(plan: Plan, node_init: str) -> str:
     return script
 
 
+def limit(plan: Plan) -> int:
+    """The documented user data limit of a node of ``plan``'s platform, in bytes before base64."""
+    return platform_for(plan).user_data_max_bytes
+
+
 def user_data_size(plan: Plan, node_init: str) -> tuple[int, int]:
-    """(bytes before base64 of the largest user data a node of ``plan`` gets, the platform's limit)."""
-    if plan.lingjun is not None:
-        return len(lingjun_user_data(node_init).encode()), LINGJUN_USER_DATA_MAX
-    return len(ecs_user_data_bytes(largest_ecs_script(plan, node_init))), ECS_USER_DATA_MAX
+    """(bytes before base64 of the largest user data a node of ``plan`` gets, the platform's limit), in the
+    platform's form of user data (``Platform.user_data``)."""
+    if platform_for(plan).user_data == "wrapper":
+        return len(lingjun_user_data(node_init).encode()), limit(plan)
+    return len(ecs_user_data_bytes(largest_ecs_script(plan, node_init))), limit(plan)
 
 
 def check(plan: Plan, node_init: str) -> None:
     """Refuse a bootstrap whose user data would pass the platform's documented limit."""
-    size, limit = user_data_size(plan, node_init)
-    if size > limit:
-        where = (
-            "a Lingjun node group's user data (the unpacking wrapper)"
-            if plan.lingjun is not None
-            else "an ECS instance's user data (gzip-compressed, before base64)"
-        )
+    size, most = user_data_size(plan, node_init)
+    if size > most:
+        where = platform_for(plan).user_data_where
         raise UserDataTooLarge(
-            f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {limit}-byte limit "
+            f"{plan.name}: node-init.sh makes {size} bytes of {where}, over the {most}-byte limit "
             '(docs/bootstrap.md, "How the bootstrap is delivered"); shorten the bootstrap'
         )
 
 
 __all__ = [
-    "ECS_USER_DATA_MAX",
     "GZIP_LEVEL",
     "LINGJUN_WRAPPER",
     "UserDataTooLarge",
@@ -118,6 +117,7 @@ __all__ = [
     "ecs_user_data",
     "ecs_user_data_bytes",
     "largest_ecs_script",
+    "limit",
     "lingjun_script",
     "lingjun_user_data",
     "user_data_size",

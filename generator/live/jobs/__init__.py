@@ -12,7 +12,8 @@ bastion: ``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for
 * :mod:`~generator.live.jobs.ops`: what submit, jobs, logs and cancel do;
 * :mod:`~generator.live.jobs.health`: the health gate (``check``): its script, the verdicts and the report;
 * :mod:`~generator.live.jobs.cure`: the action table of ``heal --health`` (reboot, redeploy, replace, wait);
-* :mod:`~generator.live.jobs.eflo_cure`: the Lingjun action table of ``heal --health`` (RebootNodes, ReportNodeStatus)
+* :mod:`~generator.platforms.lingjun.live.eflo_cure` (Lingjun's own, reached through
+  ``registry.live_for``): the Lingjun action table of ``heal --health`` (RebootNodes, ReportNodeStatus)
   over the EFLO controller's node list and fault reports;
 * :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
 * :mod:`~generator.live.jobs.eflo`: the same port over the EFLO controller's Cloud Assistant (Lingjun nodes are not

@@ -1,7 +1,7 @@
 """The stack a job, check or ``heal --health`` acts on: its ``compute.platform``, its engine target and its
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
 (the reads, the action table of :mod:`~generator.live.jobs.cure`, or on Lingjun of
-:mod:`~generator.live.jobs.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
+:mod:`~generator.platforms.lingjun.live.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
 :func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.live.jobs.eflo`).
 """
 
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from generator.live.checks import preflight
-from generator.live.dlc.jobs import stack_outputs
 from generator.live.engine import Target
 from generator.live.errors import BadTarget
 from generator.live.jobs.client import EcsApi
@@ -26,10 +25,10 @@ from generator.live.jobs.cluster import (
     write_quarantine,
 )
 from generator.live.jobs.cure import Action, apply, instance_status, plan_actions
-from generator.live.target import default_backend, has_state, planned_target
+from generator.live.target import default_backend, has_state, planned_target, stack_outputs
 from generator.plan import pipeline
 from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import live_for, platform_for
 
 
 def platform_of(target: str) -> str:
@@ -101,12 +100,12 @@ def health_plan(
 ) -> tuple[list[Action], list[tuple[str, dict[str, Any]]], dict[str, Any]]:
     """``heal --health``'s reads and decisions: the actions, the write requests they need (reboot, redeploy, fault
     report) and the quarantine. ECS nodes by ECS health and events (:mod:`~generator.live.jobs.cure`), Lingjun nodes
-    by the EFLO controller's node list and fault reports (:mod:`~generator.live.jobs.eflo_cure`)."""
+    by the EFLO controller's node list and fault reports (:mod:`~generator.platforms.lingjun.live.eflo_cure`)."""
     nodes = [n for n in cluster.nodes if n.instance_id]
     quarantine = read_quarantine(target.stack_dir)
     ids = [n.instance_id for n in nodes]
     if _is_lingjun(cluster):
-        from generator.live.jobs import eflo_cure
+        eflo_cure = live_for(cluster.platform)  # the platform's own action table
 
         if not cluster.cluster_id:
             raise BadTarget(
@@ -161,9 +160,7 @@ def heal_health(
     if confirm is not None:
         confirm(f"{verbs.capitalize()} {todo} node(s) of {cluster.name}?")
     if _is_lingjun(cluster):
-        from generator.live.jobs import eflo_cure
-
-        done = eflo_cure.apply(api, cluster, actions, quarantine, now, say)
+        done = live_for(cluster.platform).apply(api, cluster, actions, quarantine, now, say)
     else:
         done = apply(api, cluster, actions, quarantine, now, say)
     write_quarantine(target.stack_dir, done)

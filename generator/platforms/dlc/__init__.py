@@ -23,6 +23,7 @@ PLATFORM = Platform(
         {C.ZONE_CHOICE, C.SPOT, C.SHARED_FILE_SYSTEM, C.DLC_JOBS, C.DLC_WORKERS, C.OSS_MOUNT}
     ),
     parts="generator.platforms.dlc.parts:DlcParts",
+    live="generator.platforms.dlc.live",  # submit, jobs, logs and cancel over the PAI-DLC API
     program_parts=("network", "identity_dlc", "checkpoints", "storage", "compute_dlc", "outputs_dlc"),
     template_parts={
         "summary": "summary_dlc.py",
@@ -51,7 +52,7 @@ PLATFORM = Platform(
         "compute.image_id": rule("any"),
         "compute.data_disk_gib": rule("more than 0"),
         "compute.paused": rule("true"),
-        # DLC manages the workers: CreateJob's worker spec (generator/live/dlc/request.py) carries no disk size,
+        # DLC manages the workers: CreateJob's worker spec (generator/platforms/dlc/live/request.py) carries no disk size,
         # no key pair and no MTU [SDK-DLC]
         "compute.system_disk_gib": Unhonoured(
             Level.WARNING,

@@ -22,10 +22,11 @@ from generator.platforms.dlc.plan import (
     plan_dlc,
 )
 from generator.platforms.dlc.rules import dlc_rules
+from generator.platforms.dlc.view import DlcView
 from generator.spec.model import Spec
 
 
-class DlcParts:
+class DlcParts(DlcView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return dlc_rules(spec, catalog, region)
 

@@ -35,6 +35,8 @@ PLATFORM = Platform(
     ),
     template_parts={"stack_config": "stack_config_ecs.yaml"},
     user_data_max_bytes=USER_DATA_MAX,
+    user_data="gzip",
+    user_data_where="an ECS instance's user data (gzip-compressed, before base64)",
     pause_leaves_out="no ecs.Instance, no role attachment, and no HPC cluster or deployment set (they would hold "
     "nothing)",
 )

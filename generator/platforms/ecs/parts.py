@@ -15,10 +15,11 @@ from generator.plan.placement import fabric, plan_network, plan_nodes, zone_deci
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
+from generator.platforms.ecs.view import EcsView
 from generator.spec.model import Spec
 
 
-class EcsParts:
+class EcsParts(EcsView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return []
 

@@ -28,6 +28,7 @@ PLATFORM = Platform(
         {C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}
     ),
     parts="generator.platforms.lingjun.parts:LingjunParts",
+    live="generator.platforms.lingjun.live.eflo_cure",  # heal --health's action table over the EFLO controller
     program_parts=(
         "network",
         "network_lingjun",
@@ -84,6 +85,8 @@ PLATFORM = Platform(
         "spot.price_ratio": NO_SPOT,
     },
     user_data_max_bytes=16 * 1024,  # node group user data: base64 of at most 16 KB [PU-EFLO]
+    user_data="wrapper",
+    user_data_where="a Lingjun node group's user data (the unpacking wrapper)",
     machine_noun="Lingjun machine type",
     default_key_pair="{name}-admin",  # the node group logs in with a key pair (compute_lingjun.py.j2 KEY_PAIR)
     pause_leaves_out="no eflo.Node and no node group; the eflo cluster, VPD and subnets stay",

@@ -23,10 +23,11 @@ from generator.platforms.lingjun.plan import (
     plan_lingjun,
 )
 from generator.platforms.lingjun.rules import lingjun_rules
+from generator.platforms.lingjun.view import LingjunView
 from generator.spec.model import Spec
 
 
-class LingjunParts:
+class LingjunParts(LingjunView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return lingjun_rules(spec, catalog, region)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from generator.platforms.registry import parts_for
 from generator.preview.diff.model import IMPACTS, NODE_TYPES, Change, DiffResult, Impact
 
 if TYPE_CHECKING:
@@ -120,10 +121,7 @@ def _present(plan: Plan | None) -> set[str]:
     if plan is None:
         return set()
     out = {"net", "ckpt", "role"}
-    if plan.dlc is not None:
-        out.add("workspace")
-    else:
-        out.add("nodes")
+    out |= parts_for(plan).preview_boxes(plan)  # its compute (nodes) or what runs its jobs (a workspace)
     if plan.storage.kind != "none":
         out.add("fs")
         if plan.storage.dataset is not None:

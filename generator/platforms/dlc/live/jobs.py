@@ -1,7 +1,7 @@
 """What ``trainstack submit``, ``jobs``, ``logs`` and ``cancel`` do with a PAI-DLC stack, over the :class:`DlcClient`
 port: read the stack outputs through the engine, build or send the request, and keep to the jobs of this stack.
 
-A job "of this stack" carries the stack's tags (:func:`~generator.live.dlc.request.stack_tags`) and runs in the
+A job "of this stack" carries the stack's tags (:func:`~generator.platforms.dlc.live.request.stack_tags`) and runs in the
 stack's workspace; ``logs`` and ``cancel`` refuse any other job id, so a typo cannot stop someone else's job.
 """
 
@@ -16,18 +16,18 @@ from typing import Any
 
 from generator.errors import BadInput
 from generator.live.checks import preflight
-from generator.live.dlc.client import DlcApiError, DlcClient
-from generator.live.dlc.request import (
+from generator.live.engine import Target
+from generator.live.errors import StackNotDeployed
+from generator.live.target import default_backend, has_state, stack_outputs, target_for
+from generator.plan.model import Plan
+from generator.platforms.dlc.live.client import DlcApiError, DlcClient
+from generator.platforms.dlc.live.request import (
     JobRequest,
     create_job_request,
     is_stack_job,
     list_jobs_request,
     require_dlc,
 )
-from generator.live.engine import Target
-from generator.live.errors import StackNotDeployed
-from generator.live.target import default_backend, has_state, target_for
-from generator.plan.model import Plan
 from generator.render import stackdir
 
 DEFAULT_LOG_LINES = 200
@@ -91,17 +91,6 @@ def read_outputs(
         return {}
     preflight(target, credentials=False, env=env)
     return stack_outputs(engine, target)
-
-
-def stack_outputs(engine: Any, target: Target | None) -> dict[str, Any]:
-    """The stack's output values (secret ones included: the job needs ids, not the terminal) or {} when the stack
-    folder or its state does not exist yet."""
-    if target is None:
-        return {}
-    try:
-        return {k: v.value for k, v in engine.outputs(target).items()}
-    except StackNotDeployed:
-        return {}
 
 
 def workspace_id(plan: Plan, outputs: Mapping[str, Any]) -> str:

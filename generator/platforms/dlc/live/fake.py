@@ -1,4 +1,4 @@
-"""A :class:`~generator.live.dlc.client.DlcClient` that answers from recorded PAI-DLC responses, for tests and demos.
+"""A :class:`~generator.platforms.dlc.live.client.DlcClient` that answers from recorded PAI-DLC responses, for tests and demos.
 
 Responses are JSON files (response bodies shaped as the API returns them and as the SDK's ``*ResponseBody.from_map``
 reads them) in a folder such as ``tests/live_fixtures/dlc/``: ``create_job.json``, ``list_jobs.json``,
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from generator.live.dlc.client import DlcApiError, DlcSdkMissing, sdk_request_map
+from generator.platforms.dlc.live.client import DlcApiError, DlcSdkMissing, sdk_request_map
 
 
 def _sorted(value: Any) -> Any:

@@ -4,17 +4,17 @@ trainstack provisions what surrounds a DLC job (workspace, VPC, datasets, checkp
 the job itself is created through Alibaba Cloud's PAI-DLC API with its official SDK (``alibabacloud-pai-dlc20201203``,
 the optional ``trainstack[dlc]`` extra). This facade re-exports the parts:
 
-* :mod:`~generator.live.dlc.request`: the CreateJob request from the plan and the stack outputs (pure, placeholders
+* :mod:`~generator.platforms.dlc.live.request`: the CreateJob request from the plan and the stack outputs (pure, placeholders
   for outputs a stack has not produced), the command quoting, the stack's tags and the ListJobs filter;
-* :mod:`~generator.live.dlc.client`: the :class:`DlcClient` port, :class:`SdkDlcClient` over the SDK (imported only
+* :mod:`~generator.platforms.dlc.live.client`: the :class:`DlcClient` port, :class:`SdkDlcClient` over the SDK (imported only
   when a job command runs), and the one-sentence errors with their exit codes;
-* :mod:`~generator.live.dlc.jobs`: what the commands do (submit, list, logs, cancel), keeping to this stack's jobs;
-* :mod:`~generator.live.dlc.fake`: :class:`RecordedDlcClient`, which answers from recorded API responses.
+* :mod:`~generator.platforms.dlc.live.jobs`: what the commands do (submit, list, logs, cancel), keeping to this stack's jobs;
+* :mod:`~generator.platforms.dlc.live.fake`: :class:`RecordedDlcClient`, which answers from recorded API responses.
 """
 
 from __future__ import annotations
 
-from generator.live.dlc.client import (
+from generator.platforms.dlc.live.client import (
     DLC_SDK_MODULES,
     INSTALL_DLC,
     DlcApiError,
@@ -25,8 +25,8 @@ from generator.live.dlc.client import (
     require_dlc_sdk,
     sdk_request_map,
 )
-from generator.live.dlc.fake import RecordedDlcClient
-from generator.live.dlc.jobs import (
+from generator.platforms.dlc.live.fake import RecordedDlcClient
+from generator.platforms.dlc.live.jobs import (
     ACTIVE_STATUSES,
     DEFAULT_LOG_LINES,
     NotThisStacksJob,
@@ -46,7 +46,7 @@ from generator.live.dlc.jobs import (
     submit,
     workspace_id,
 )
-from generator.live.dlc.request import (
+from generator.platforms.dlc.live.request import (
     PLACEHOLDER,
     TAG_PROJECT,
     TAG_STACK,

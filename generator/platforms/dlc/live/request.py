@@ -1,7 +1,7 @@
 """The PAI-DLC CreateJob request of ``trainstack submit``, built from the plan and the stack outputs (pure).
 
 The request is a map in the API's own shape (PascalCase keys, as CreateJob documents them and as
-``alibabacloud_pai_dlc20201203.models.CreateJobRequest.to_map()`` prints them); :mod:`~generator.live.dlc.client`
+``alibabacloud_pai_dlc20201203.models.CreateJobRequest.to_map()`` prints them); :mod:`~generator.platforms.dlc.live.client`
 turns it into the SDK's model. Nothing here reads a clock, the environment or the network, so the same plan, outputs
 and command always give the same request.
 
