@@ -69,6 +69,6 @@ def test_h100_h800_h200_get_a_sourced_answer_and_compare_in_estimate() -> None:
 
         d = json.loads(r.output)
         assert d["gpu"]["peak_tflops"] == 989 and d["gpu"]["memory_bytes"] == memory * 2**30
-        assert any("not offered by Alibaba Cloud" in w for w in d["warnings"])
+        assert any(w["code"] == "TSE103" for w in d["warnings"])  # GpuNotOffered
     r = CliRunner().invoke(main, ["estimate", "--params", "7B", "--gpu", "h800-sxm"])
     assert r.exit_code == 0 and "comparison only" in r.output

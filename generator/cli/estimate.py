@@ -38,7 +38,7 @@ _POSITIVE = click.IntRange(min=1)
 
 
 def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
 @click.command("estimate")
@@ -202,6 +202,13 @@ def _dump(data: Any) -> str:
     "--gpu", "gpu", metavar="MODEL", help="Compare with this GPU's memory from the catalog (e.g. A100-80G)."
 )
 @click.option(
+    "--instance-type",
+    metavar="TYPE",
+    help="The node (an ECS instance type or a Lingjun machine type from the catalog): its GPU (then --gpu may be "
+    "left out), and under --offload its vCPUs for the CPU optimizer step and its host memory; without it the step "
+    "assumes 6 vCPUs per GPU and says so.",
+)
+@click.option(
     "--tokens", type=_Count("token count"), help="Training tokens: adds 6ND FLOPs (and GPU-hours with --gpu)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
@@ -244,6 +251,7 @@ def estimate_command(
     offload: str,
     headroom: float,
     gpu: str | None,
+    instance_type: str | None,
     tokens: int | None,
     as_json: bool,
 ) -> None:
@@ -257,49 +265,61 @@ def estimate_command(
       trainstack estimate --preset deepseek-v3 --gpus 2048 --pp 16 --ep 64 --recompute full --gpu H20 --tokens 14.8T
       trainstack estimate --layers 105 --hidden 20480 --heads 128 --ffn-hidden 81920 --vocab 51200 \\
           --mlp-matrices 2 --tied-embeddings --gpus 4480 --tp 8 --pp 35 --gpu A100-80G
+      trainstack estimate --preset llama-3-70b --gpus 64 --zero 3 --framework deepspeed --offload optimizer \\
+          --instance-type ecs.gn7e-c16g1.32xlarge --tokens 1T
+
+    \b
+    Refusals (exit 2) and the notes under "Notes" carry a code (TSE0nn, TSE1nn; docs/codes.md); --json prints
+    each note as {"code", "fields", "text"} in "warnings".
     """
     import generator.estimate as est
 
-    result = est.estimate(
-        params=params,
-        preset=preset,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        vocab=vocab,
-        ffn_hidden=ffn_hidden,
-        mlp_matrices=mlp_matrices,
-        tied_embeddings=tied_embeddings,
-        head_dim=head_dim,
-        experts=experts,
-        top_k=top_k,
-        expert_ffn_hidden=expert_ffn_hidden,
-        shared_experts=shared_experts,
-        dense_layers=dense_layers,
-        capacity_factor=capacity_factor,
-        ep=ep,
-        vpp=vpp,
-        cp=cp,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        precision=precision,
-        optimizer=optimizer,
-        zero=zero,
-        framework=framework,
-        gpus=gpus,
-        tp=tp,
-        pp=pp,
-        recompute=recompute,
-        sp=sp,
-        lora_rank=lora_rank,
-        qlora=qlora,
-        paged_optimizer=paged_optimizer,
-        offload=offload,
-        headroom=headroom,
-        gpu=gpu,
-        tokens=tokens,
-    )
+    try:
+        result = est.estimate(
+            params=params,
+            preset=preset,
+            layers=layers,
+            hidden=hidden,
+            heads=heads,
+            kv_heads=kv_heads,
+            vocab=vocab,
+            ffn_hidden=ffn_hidden,
+            mlp_matrices=mlp_matrices,
+            tied_embeddings=tied_embeddings,
+            head_dim=head_dim,
+            experts=experts,
+            top_k=top_k,
+            expert_ffn_hidden=expert_ffn_hidden,
+            shared_experts=shared_experts,
+            dense_layers=dense_layers,
+            capacity_factor=capacity_factor,
+            ep=ep,
+            vpp=vpp,
+            cp=cp,
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            precision=precision,
+            optimizer=optimizer,
+            zero=zero,
+            framework=framework,
+            gpus=gpus,
+            tp=tp,
+            pp=pp,
+            recompute=recompute,
+            sp=sp,
+            lora_rank=lora_rank,
+            qlora=qlora,
+            paged_optimizer=paged_optimizer,
+            offload=offload,
+            headroom=headroom,
+            gpu=gpu,
+            tokens=tokens,
+            instance_type=instance_type,
+        )
+    except est.EstimateError as e:
+        if as_json:  # the refusal as data on stdout too; the sentence still goes to stderr, exit 2
+            click.echo(_dump({"error": {"code": e.code, "fields": e.fields, "text": str(e)}}))
+        raise
     click.echo(_dump(result) if as_json else est.estimate_text(result), nl=as_json)
 
 

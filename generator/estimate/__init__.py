@@ -12,14 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import generator.estimate.events as ev
 from generator import sizing
-from generator.catalog import Catalog, GpuModel
-from generator.errors import EXIT_USAGE, TrainstackError, did_you_mean
+from generator.catalog import Catalog, GpuModel, InstanceType
+from generator.estimate import hardware
+from generator.estimate.events import EstimateError
+from generator.estimate.inputs import (
+    check_model_size,
+    check_sized_once,
+    check_training_flags,
+    data_parallel_degree,
+    moe_from_flags,
+)
 from generator.estimate.text import estimate_text
-from generator.plan.fit import data_parallel, replica_gpus
+from generator.plan.fit import replica_gpus
 from generator.present.cost_report import cost_report, cost_text
 from generator.spec import defaults
-from generator.spec.conflicts import training_conflicts
 
 __all__ = [
     "DEFAULT_SEQ_LEN",
@@ -40,50 +48,6 @@ DEFAULT_ZERO_STAGE = defaults.ZERO_STAGE
 DEFAULT_RECOMPUTE = defaults.RECOMPUTE
 DEFAULT_FRAMEWORK = defaults.FRAMEWORK
 DEFAULT_HEADROOM = defaults.MEMORY_HEADROOM
-
-
-class EstimateError(TrainstackError):
-    """A command-line combination the estimate cannot use; the message says what to change (exit 2)."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, code: str = "") -> None:
-        super().__init__(message)
-        self.code = (
-            code  # a shared rule's code (generator/spec/conflicts.py); "" for the estimate's own checks
-        )
-
-
-# --------------------------------------------------------------------------------------------------------
-# estimate
-
-
-def data_parallel_degree(gpus: int | None, tp: int, pp: int, cp: int = 1) -> int:
-    """dp = gpus / (tp * pp * cp); without ``gpus`` one model replica (dp = 1).
-
-    Every GPU holds one tensor-parallel shard of one pipeline stage of one context-parallel share of one replica,
-    so the total must be a whole multiple of tp * pp * cp; anything else leaves GPUs idle, which the user almost
-    surely did not mean. The degree itself is :func:`generator.plan.fit.data_parallel`, as the planner counts it.
-    """
-    for flag, value in (("--tp", tp), ("--pp", pp), ("--cp", cp)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise EstimateError(f"{flag} must be a whole number >= 1, got {value!r}.")
-    if gpus is None:
-        return 1
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise EstimateError(f"--gpus must be a whole number >= 1, got {gpus!r}.")
-    per_replica = replica_gpus(tp, pp, cp)
-    dp = data_parallel(gpus, tp, pp, cp)
-    if not dp:
-        lower = gpus // per_replica * per_replica
-        near = " or ".join(str(n) for n in (lower, lower + per_replica) if n >= per_replica)
-        what = f"tp x pp = {tp} x {pp}" if cp == 1 else f"tp x pp x cp = {tp} x {pp} x {cp}"
-        raise EstimateError(
-            f"--gpus {gpus} is not a multiple of {what} = {per_replica}: the data-parallel degree "
-            f"gpus/({'tp*pp' if cp == 1 else 'tp*pp*cp'}) must be a whole number; use --gpus {near}, or change "
-            f"--tp/--pp{'/--cp' if cp > 1 else ''}."
-        )
-    return dp
 
 
 def estimate(
@@ -127,6 +91,7 @@ def estimate(
     gpu: str | None = None,
     tokens: int | None = None,
     catalog: Catalog | None = None,
+    instance_type: str | None = None,
 ) -> dict[str, Any]:
     """Per-GPU training memory for a model and parallel layout, as a JSON-ready dict.
 
@@ -145,47 +110,24 @@ def estimate(
     make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp);
     ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``); ``cp`` the context-parallel
     degree (as ``parallelism.context``): each sequence split over cp ranks, dp = gpus / (tp x pp x cp).
-    ``catalog`` is only read when ``gpu`` is given. Raises :class:`EstimateError` with a sentence for any
-    input the sizing model cannot use.
+    ``instance_type`` (an ECS type or a Lingjun machine type) is the node: its GPU (``gpu`` may be left out, or
+    must be the same) and, under CPU offload, its vCPUs for the optimizer step and its host memory for the offloaded
+    states; without it the step assumes the planner's vCPUs per GPU and ``warnings`` says so (TSE106).
+    ``catalog`` is only read when ``gpu`` or ``instance_type`` is given. Raises :class:`EstimateError` with the
+    refusal's code and fields (:mod:`generator.estimate.events`) for any input the sizing model cannot use;
+    ``warnings`` holds the notes as ``{"code", "fields", "text"}``.
     """
-    if params is None and preset is None and layers is None and hidden is None and heads is None:
-        raise EstimateError(
-            "say how large the model is: --params (e.g. 70B), --preset (e.g. llama-2-70b), or a "
-            "shape with --layers, --hidden and --heads."
-        )
-    if params is None and preset is None and not (layers and hidden and heads):
-        raise EstimateError(
-            "a partial shape needs a model to start from: add --params or --preset, or give all "
-            "of --layers, --hidden and --heads."
-        )
-    if qlora and lora_rank is None:
-        raise EstimateError(
-            "--qlora trains LoRA adapters over a 4-bit base and needs their rank: add --lora-rank (e.g. 16)."
-        )
-    method = "qlora" if qlora else "lora" if lora_rank is not None else "full"
-    for conflict in training_conflicts(method, precision, optimizer, paged_optimizer):
-        raise EstimateError(f"{conflict.flag}: {conflict.message}: {conflict.flag_hint}.", conflict.code)
-    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom <= 0.5:
-        raise EstimateError(
-            f"--headroom is the share of GPU memory to keep free, from 0 to 0.5; got {headroom!r}."
-        )
-    for flag, value in (
-        ("--seq-len", seq_len),
-        ("--micro-batch", micro_batch),
-        ("--tokens", tokens),
-        ("--lora-rank", lora_rank),
-    ):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise EstimateError(f"{flag} must be a whole number >= 1, got {value!r}.")
-    full_shape = layers is not None and hidden is not None and heads is not None
-    if params is not None and (preset is not None or full_shape):
-        # as in a spec (model.parameters with model.preset or model.architecture is an error): one size only
-        raise EstimateError(
-            f"give the model's size one way: --params, or --preset, or --layers/--hidden/--heads; "
-            f"the {'shape' if full_shape else 'preset'} fixes the parameter count, so drop --params."
-        )
+    check_model_size(params, preset, layers, hidden, heads)
+    counts = {
+        "--seq-len": seq_len,
+        "--micro-batch": micro_batch,
+        "--tokens": tokens,
+        "--lora-rank": lora_rank,
+    }
+    check_training_flags(lora_rank, qlora, precision, optimizer, paged_optimizer, headroom, counts)
+    check_sized_once(params, preset, layers, hidden, heads)
     dp = data_parallel_degree(gpus, tp, pp, cp)
-    warnings: list[str] = []
+    warnings: list[dict[str, Any]] = []
     shape = {
         "layers": layers,
         "hidden": hidden,
@@ -197,39 +139,8 @@ def estimate(
         "tied_embeddings": tied_embeddings,
         "head_dim": head_dim,
     }
-    moe_given = [
-        f
-        for f, v in (
-            ("--top-k", top_k),
-            ("--expert-ffn-hidden", expert_ffn_hidden),
-            ("--capacity-factor", capacity_factor),
-        )
-        if v is not None
-    ]
-    moe_given += [f for f, v in (("--shared-experts", shared_experts), ("--dense-layers", dense_layers)) if v]
-    if experts is None and moe_given:
-        raise EstimateError(
-            f"{', '.join(moe_given)} describe{'s' if len(moe_given) == 1 else ''} mixture-of-experts "
-            "layers: add --experts (with --top-k and --expert-ffn-hidden), or use a MoE --preset."
-        )
-    if experts is not None and (top_k is None or expert_ffn_hidden is None):
-        raise EstimateError(
-            "--experts needs --top-k (experts per token) and --expert-ffn-hidden (one expert's MLP "
-            "width), as model.moe does."
-        )
+    moe = moe_from_flags(experts, top_k, expert_ffn_hidden, shared_experts, dense_layers, capacity_factor)
     try:
-        moe = (
-            None
-            if experts is None
-            else sizing.MoE(
-                experts=experts,
-                top_k=top_k or 0,
-                expert_ffn_hidden=expert_ffn_hidden or 0,
-                shared_experts=shared_experts,
-                dense_layers=dense_layers,
-                capacity_factor=capacity_factor,
-            )
-        )
         arch = sizing.architecture_for(params, preset, moe, **shape)
         setup = sizing.TrainingSetup(
             arch=arch,
@@ -255,20 +166,26 @@ def estimate(
         memory = sizing.per_gpu_memory(setup)
         resolved = sizing.resolve_framework(framework, zero)
     except sizing.SizingError as e:
-        raise EstimateError(str(e)) from None
+        raise EstimateError.of(ev.SizingFailed(str(e))) from None
     if arch.layers % pp:
         m = sizing.stage_layers(arch.layers, pp)
         ends = arch.layers - (pp - 2) * m
-        warnings.append(
-            f"pp={pp} does not divide the {arch.layers} layers: {pp - 2} middle stages of {m} layers and "
-            f"{ends // 2} + {ends - ends // 2} on the first and last (Megatron-LM --decoder-first/last-"
-            "pipeline-num-layers); memory is sized for the largest stage"
-        )
+        warnings.append(ev.UnevenPipeline(pp, arch.layers, m, ends // 2, ends - ends // 2).to_dict())
     if zero and dp == 1:
-        warnings.append(
-            f"ZeRO-{zero} shards over the data-parallel group; with dp = 1 it saves nothing (give --gpus)"
-        )
+        warnings.append(ev.ZeroWithoutDataParallel(zero).to_dict())
+    node: InstanceType | None = None
+    if instance_type is not None:
+        catalog = hardware.load(catalog)
+        node = hardware.instance_type(instance_type, gpu, catalog)
+        gpu = gpu if gpu is not None else node.gpu
 
+    gpu_model: GpuModel | None = None
+    offered = True
+    if gpu is not None:
+        gpu_model, offered = hardware.gpu_model(gpu, hardware.load(catalog))
+        if precision == "fp8" and not gpu_model.fp8_tflops:
+            raise EstimateError.of(ev.NoFp8(gpu_model.name))
+    gpu_name = gpu_model.name if gpu_model is not None else None
     result: dict[str, Any] = {
         "architecture": {
             "parameters": arch.parameters,
@@ -319,23 +236,15 @@ def estimate(
             "offload": offload,
         },
         "per_gpu_bytes": memory.to_dict(),
-        # CPU offload: host memory per GPU for the offloaded states and their PCIe bytes per optimizer step
+        # CPU offload: host memory per GPU for the offloaded states, their PCIe bytes and the CPU's optimizer step
         "offload": None
         if offload == "none"
-        else {"host_bytes_per_gpu": memory.host, "pcie_bytes_per_step": memory.pcie_bytes},
+        else hardware.offload_step(setup, memory, node, gpu_name, warnings),
         "model_states": _model_states(arch, setup, memory),
         "notes": list(memory.notes),
         "warnings": warnings,
     }
-    gpu_model: GpuModel | None = None
-    if gpu is not None:
-        gpu_model = _gpu(gpu, catalog)
-        if precision == "fp8" and not gpu_model.fp8_tflops:
-            raise EstimateError(
-                f"--precision fp8 needs a GPU with FP8 tensor cores, and {gpu_model.name} (--gpu) has "
-                "none (FP8 training needs NVIDIA Ada, Hopper or Blackwell): use --precision bf16, or "
-                "a GPU with FP8 such as H20, L20 or H100"
-            )
+    if gpu_model is not None:
         # the efficiency fitted to published runs at this model's width (generator/sizing/mfu.py), on executed FLOPs
         peak, rated_mfu = sizing.precision_peak(
             gpu_model.bf16_tflops,
@@ -356,19 +265,15 @@ def estimate(
         }
         if not result["fits"]:
             result["to_fit"] = _ways_to_fit(setup)
-        if gpu_model.notes.startswith("NOT OFFERED"):
-            warnings.append(
-                f"{gpu_model.name} is not offered by Alibaba Cloud (trainstack catalog --gpu "
-                f"{gpu_model.name} says why and which GPUs are nearest): its published memory and BF16 "
-                f"peak are used for comparison only, at the efficiency fitted to published runs"
-            )
+        if not offered:
+            warnings.append(ev.GpuNotOffered(gpu_model.name).to_dict())
         if precision == "bf16" and not gpu_model.bf16:
-            warnings.append(
-                f"{gpu_model.name} has no bf16 support (Volta tensor cores do fp16 and fp32 only): a bf16 "
-                f"run cannot train on it, and a spec with precision bf16 and this GPU is refused; use "
-                f"--precision fp16 (the same bytes per value, with loss scaling), or a GPU with bf16; the "
-                f"peak used for its hours is its fp16 tensor peak"
-            )
+            warnings.append(ev.NoBf16(gpu_model.name).to_dict())
+        if result["offload"] is not None:
+            step_s, m = hardware.step_compute_seconds(setup, peak, rated_mfu)
+            o = result["offload"]
+            o["step_compute_seconds"], o["microbatches"] = step_s, m
+            o["share_of_compute"] = (o["pcie_seconds"] + o["cpu_step_seconds"]) / step_s
     if tokens is not None:
         result["tokens"] = tokens
         result["training_flops"] = sizing.training_flops(arch.active_parameters, tokens)  # 6 x N_active x D
@@ -382,57 +287,12 @@ def estimate(
                 # them before the bubble and the network
                 gpu_hours = result["executed_flops"] / (peak * 1e12 * rated_mfu) / 3600
             except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
-                raise EstimateError(f"{gpu_model.name}: {e}") from None
+                raise EstimateError.of(ev.GpuRowUnusable(gpu_model.name, str(e))) from None
             result["gpu_hours"] = gpu_hours
             result["hours"] = gpu_hours / (replica_gpus(tp, pp, cp) * dp)
         if lora_rank is not None:
-            warnings.append(
-                "6ND counts weight gradients for every parameter; LoRA skips them for the frozen base, "
-                "so its compute is nearer 4ND (the figure is an upper bound)"
-            )
+            warnings.append(ev.LoraComputeUpperBound().to_dict())
     return result
-
-
-def _gpu(name: str, catalog: Catalog | None) -> GpuModel:
-    if catalog is None:
-        from generator.catalog import load_catalog
-
-        catalog = load_catalog()
-    found = catalog.gpu(name)
-    unavailable = catalog.unavailable_accelerator(name) if found is None else None
-    if unavailable is not None and unavailable.vendor == "nvidia":
-        # an NVIDIA part no Alibaba product offers (H100, H800, H200): its published figures, so a run read about
-        # can be compared with a plan here; a CUDA spec would run on it unchanged (unlike an Ascend NPU)
-        # Hopper's dense FP8 peak is twice its BF16 (NV-H100: 3,958 FP8 TFLOPS with sparsity, 989 BF16 dense)
-        return GpuModel(
-            unavailable.name,
-            unavailable.aliases,
-            unavailable.vendor,
-            unavailable.memory_gib,
-            unavailable.bf16_tflops,
-            True,
-            sizing.DEFAULT_MFU,
-            "nvlink",
-            unavailable.source,
-            f"NOT OFFERED by Alibaba Cloud: {unavailable.alibaba}",
-            2 * unavailable.bf16_tflops,
-        )
-    if unavailable is not None:
-        from generator.catalog.unavailable import unavailable_text
-
-        message, hint = unavailable_text(unavailable, catalog)
-        raise EstimateError(
-            f"{message}.\n{hint}; give one of them to --gpu; every source: trainstack catalog --gpu "
-            f"{unavailable.name}"
-        )
-    if found is None:
-        words = [w for g in catalog.gpus for w in (g.name, *g.aliases)]
-        close = did_you_mean(name, words)
-        raise EstimateError(
-            f"unknown GPU '{name}' for --gpu; {close + ' ' if close else ''}"
-            f"The catalog knows: {', '.join(catalog.gpu_names())}."
-        )
-    return found
 
 
 def _model_states(

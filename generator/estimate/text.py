@@ -86,16 +86,7 @@ def estimate_text(result: dict[str, Any]) -> str:
     ]
     lines += _zero_paper_text(result)
     if result["offload"]:
-        o = result["offload"]
-        lines += [
-            (
-                f"Offload  {s['offload']}: host memory {o['host_bytes_per_gpu'] / GiB:,.1f} GiB per GPU "
-                f"({8 * o['host_bytes_per_gpu'] / GiB:,.0f} GiB for an 8-GPU node; the planner keeps it within 80% "
-                f"of the instance type's memory); {o['pcie_bytes_per_step'] / GB:,.2f} GB per GPU per step over "
-                "PCIe"
-            ),
-            "",
-        ]
+        lines += _offload_text(result)
     if "fits" in result:
         g = result["gpu"]
         need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB
@@ -148,8 +139,36 @@ def estimate_text(result: dict[str, Any]) -> str:
     lines.append("Formulas (docs/sizing.md)")
     lines += [f"  - {n}" for n in result["notes"]]
     if result["warnings"]:
-        lines += ["", "Notes"] + [f"  ! {w}" for w in result["warnings"]]
+        lines += ["", "Notes"] + [f"  ! {w['text']}" for w in result["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def _offload_text(result: dict[str, Any]) -> list[str]:
+    """CPU offload: host memory, PCIe bytes, and the step's PCIe and CPU time with the vCPUs it assumes."""
+    o, s = result["offload"], result["setup"]
+    n = o["gpus_per_node"]
+    node = f"one {o['instance_type']} node of {n} GPUs" if o["instance_type"] else f"an assumed {n}-GPU node"
+    vcpus = "the type's" if o["vcpus_basis"] == "instance_type" else "assumed, see Notes"
+    lines = [
+        (
+            f"Offload  {s['offload']}: host memory {o['host_bytes_per_gpu'] / GiB:,.1f} GiB per GPU "
+            f"({o['host_bytes_per_node'] / GiB:,.0f} GiB for {node}; the planner keeps it within 80% "
+            f"of the instance type's memory); {o['pcie_bytes_per_step'] / GB:,.2f} GB per GPU per step over "
+            "PCIe"
+        ),
+        (
+            f"         per optimizer step: PCIe {o['pcie_seconds']:,.2f} s ({o['pcie_gbytes_per_second']} GB/s per "
+            f"direction at {o['pcie_efficiency']:.0%}), the optimizer on the CPU {o['cpu_step_seconds']:,.2f} s ({o['cpu_optimizer']} on "
+            f"{o['vcpus']} vCPUs, {vcpus}; Ren et al. 2021), not overlapped"
+        ),
+    ]
+    if "share_of_compute" in o:
+        lines.append(
+            f"         = {o['share_of_compute']:.0%} of the step's compute ({o['step_compute_seconds']:,.2f} s for "
+            f"m = {o['microbatches']} micro-batches per pipeline, the planner's default without a global batch); "
+            "the GPU-hours below leave it out, as they leave out the bubble and the network"
+        )
+    return lines + [""]
 
 
 def _zero_paper_text(result: dict[str, Any]) -> list[str]:
