@@ -12,6 +12,7 @@ ignored and unknown inputs do not matter. An input without data is never ``safe`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import generator.preview.diff.reasons as r
@@ -159,3 +160,8 @@ DOUBTS: tuple[Callable[[Resource, Props], r.DiffReason | None], ...] = (
     _ignored,
     _no_data,
 )
+
+
+def paused(change: Change) -> Change:
+    """A node released by ``compute.paused`` (a pause): it comes back on resume, so it does not lose a rank."""
+    return replace(change, reason=r.NodePaused().text(), reasons=(r.NodePaused(),))

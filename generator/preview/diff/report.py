@@ -40,7 +40,9 @@ from generator.preview.diff.values import LONG_VALUE, digest
 # 4: "what_changed" (the spec-level change: kind, headline, base -> head facts, new and resolved warnings, notes,
 # gates) and "summary.gates"; for a new stack beside the old one (a rename) "cost.head" is what both stacks bill
 # while both exist (it was the new stack alone, so a rename read as free) and "cost.head_stack_alone" the new one;
-# a deleted spec is a diff whose head is "(deleted)", every resource deleted.
+# a deleted spec is a diff whose head is "(deleted)", every resource deleted. Added within 4: "changes[].reasons"
+# (why the impact, as {code, impact, fields, text}: docs/codes.md lists the codes) and "properties[].note" and
+# "properties[].replaced" (what "summary" and "cause" say, as data).
 SCHEMA_VERSION = 4
 
 _IMPACT_MARKS: Mapping[Impact, str] = {
@@ -450,6 +452,7 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
                 "name": c.name,
                 "impact": c.impact,
                 "reason": c.reason,
+                "reasons": [_json_value(r.to_dict()) for r in c.reasons],
                 "properties": [
                     {
                         "name": p.name,
@@ -459,6 +462,8 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
                         "source": p.source,
                         "summary": p.summary,
                         "cause": p.cause,
+                        "note": p.note,
+                        "replaced": p.replaced,
                     }
                     for p in c.properties
                 ],
