@@ -12,6 +12,7 @@ from generator.catalog import load_catalog
 from generator.plan import refusals, rejections, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
+from generator.preview.diff import reasons
 from generator.spec.model import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,13 @@ def refusal_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def diff_reason_table() -> str:
+    """The diff reasons table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | impact | event | when | fields |", "|---|---|---|---|---|"]
+    rows += [f"| `{c.code}` | {c.impact} | `{c.__name__}` | {c.summary} | {_fields(c)} |" for c in reasons.codes()]
+    return "\n".join(rows) + "\n"
+
+
 def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
     classes = rejections.codes()
     assert len({c.code for c in classes}) == len(classes)
@@ -62,6 +70,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
     expected = warning_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
+    expected = diff_reason_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the diff reasons table with\n{expected}"
     for basis in PRICE_BASES:
         assert f"`{basis}`" in DOC.read_text(encoding="utf-8")
 
@@ -208,3 +218,23 @@ def test_a_planning_error_carries_its_code_and_fields() -> None:
     [p] = e.value.problems
     assert p.code == refusals.MinNodesOverPlan.code and p.dotted == "spot.min_nodes"
     assert dict(p.fields)["asked"] == 5 and dict(p.fields)["nodes"] == 2
+
+
+def test_every_diff_reason_renders_and_serialises() -> None:
+    samples = [
+        reasons.DataDeleted("bucket", True), reasons.DataReplaced("file system", ("storageType",), False),
+        reasons.DataUnprotected(("protect",)), reasons.DataExpiresSooner((("expirations", 20.0, None),)),
+        reasons.NodeCreated(True), reasons.NodeReleased(), reasons.NodePaused(), reasons.NodeReplaced(("zoneId",)),
+        reasons.NodeRebooted(("userData",)), reasons.Created(), reasons.Deleted(), reasons.Replaced(True),
+        reasons.Updated(), reasons.GrowUncomparable(("capacity",)),
+        reasons.Shrunk((("capacity", 27600, 14400),), "storage.capacity", 27600),
+        reasons.FamilyRefused("ecs.ebmgn7ex.32xlarge", "ecs.ebmgn8v.48xlarge"), reasons.NeverApplied(("description",)),
+        reasons.NoProviderData(("futureInput",), "data", "bucket"),
+    ]
+    assert {type(s) for s in samples} == set(reasons.codes())
+    assert len({c.code for c in reasons.codes()}) == len(reasons.codes())
+    assert all(c.code.startswith("TSD") and len(c.code) == 6 and c.summary for c in reasons.codes())
+    assert all(c.impact != "safe" for c in reasons.codes() if c in (reasons.NoProviderData, reasons.GrowUncomparable))
+    for s in samples:
+        row = json.loads(json.dumps(s.to_dict()))
+        assert s.text() and row["code"] == s.code and row["impact"] == s.impact and row["text"] == s.text()

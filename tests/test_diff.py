@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from generator import api
 from generator.cli import main
 from generator.preview import diff as d
+from generator.preview.diff import reasons as why
 from generator.preview.mockrun import Graph, Resource
 
 # importing pulumi_alicloud modules to read their docstrings warns about the SDK's own deprecated resources
@@ -152,11 +153,12 @@ def test_immutable_property_replaces_the_nodes_and_cascades_to_their_attachments
     result = d.diff_graphs(cluster(), cluster(availabilityZone="cn-hangzhou-j"))
     change = only(result, "run-node-001")
     assert (change.action, change.impact) == ("replace", "replaces-nodes")
-    assert "availabilityZone forces a new node" in change.reason
+    assert change.reasons == (why.NodeReplaced(("availabilityZone",)),)
     # the role attachment names the old instance id: replacing the node replaces the attachment too
     attach = only(result, "run-node-001-role")
     assert attach.action == "replace" and attach.impact == "safe"
-    assert attach.properties[0].cause == "run-node-001 is replaced"
+    assert (attach.properties[0].note, attach.properties[0].replaced) == ("after-replacement", "run-node-001")
+    assert attach.reasons == (why.Replaced(delete_first=False),)
     markdown = d.format_markdown(result)
     assert ("**replace** `2 x ecs:Instance run-node-000..001`: "
             "`availabilityZone: cn-hangzhou-k -> cn-hangzhou-j` (replace)") in markdown
@@ -187,8 +189,7 @@ def test_removed_bucket_is_data_at_risk() -> None:
     result = d.diff_graphs(cluster(), cluster(with_bucket=False))
     (change,) = result.changes
     assert (change.action, change.impact) == ("delete", "data-at-risk")
-    assert "deletes the bucket and its data" in change.reason
-    assert "protected" in change.reason
+    assert change.reasons == (why.DataDeleted(why.BUCKET, protected=True),)
     assert result.worst_impact == "data-at-risk"
 
 
@@ -205,7 +206,7 @@ def test_renamed_bucket_is_replaced_and_data_at_risk() -> None:
     head = replace_resource(base, bucket(bucket="run-ckpt-def456"))
     (change,) = d.diff_graphs(base, head).changes
     assert (change.action, change.impact) == ("replace", "data-at-risk")
-    assert "a new, empty bucket" in change.reason
+    assert change.reasons == (why.DataReplaced(why.BUCKET, ("bucket",), protected=True),)
 
 
 def test_cpfs_capacity_grows_in_place_but_a_new_storage_type_replaces_it_with_its_fileset() -> None:
@@ -298,7 +299,7 @@ def test_json_is_stable_and_versioned() -> None:
     assert [i["impact"] for i in payload["impacts"]] == list(d.IMPACTS)  # every class, worst first, titled
     assert all(i["title"] == d.IMPACT_TITLES[i["impact"]] for i in payload["impacts"])
     assert {i["impact"]: i["changes"] for i in payload["impacts"]} == payload["summary"]["by_impact"]
-    assert set(payload["changes"][0]) == {"action", "type", "name", "impact", "reason", "properties"}
+    assert set(payload["changes"][0]) == {"action", "type", "name", "impact", "reason", "reasons", "properties"}
     impacts = [c["impact"] for c in payload["changes"]]
     assert impacts == sorted(impacts, key=d.IMPACTS.index)  # worst first
 
@@ -476,12 +477,12 @@ def test_a_change_without_data_is_unknown_never_safe() -> None:
     node_change = only(result, "run-node-000")
     (prop,) = node_change.properties
     assert (prop.name, prop.effect) == ("futureInput", "unknown") and "no row" in prop.source
-    assert node_change.reason == ("no provider data for futureInput: treat it as a possible replacement, which "
-                                  "would lose the node's local disks and interrupt training.")
-    assert only(result, "vpc").reason == "no provider data for futureInput: treat it as a possible replacement."
+    assert node_change.reasons == (why.NoProviderData(("futureInput",), "node"),)
+    assert only(result, "vpc").reasons == (why.NoProviderData(("futureInput",)),)
+    assert node_change.reason == node_change.reasons[0].text()  # the words are rendered from the fields
     tagged = d.diff_graphs(Graph([bucket()]), Graph([bucket(futureInput={"team": "llm"})]))
     (change,) = tagged.changes  # a bucket input without data: the reason names the data at stake
-    assert change.impact == "unknown" and "which would delete the bucket and its data" in change.reason
+    assert change.impact == "unknown" and change.reasons == (why.NoProviderData(("futureInput",), "data", why.BUCKET),)
     text = d.format_text(result)
     assert f"unknown (3): {d.IMPACT_TITLES['unknown']}" in text
     assert "futureInput: (unset) -> rank 0 [unknown]" in text and "safe" not in text
@@ -497,13 +498,33 @@ def test_unknown_outranks_a_known_reboot_and_says_both() -> None:
     head = Graph([node(0, userData=boot_script(3, 0), futureInput="rank 0")])
     (change,) = d.diff_graphs(Graph([node(0)]), head).changes
     assert (change.action, change.impact) == ("update", "unknown")
-    assert change.reason == ("no provider data for futureInput: treat it as a possible replacement, which would "
-                             "lose the node's local disks and interrupt training. userData reboots the node: the "
-                             "job is interrupted.")
+    assert change.reasons == (why.NoProviderData(("futureInput",), "node"), why.NodeRebooted(("userData",)))
+    assert change.reason == " ".join(r.text() for r in change.reasons)
     # a resource that is replaced anyway gets every new value: the unknown input does not matter
     moved = Graph([node(0, availabilityZone="cn-hangzhou-j", futureInput="rank 0")])
     (change,) = d.diff_graphs(Graph([node(0)]), moved).changes
     assert (change.action, change.impact) == ("replace", "replaces-nodes")
+
+
+@pytest.mark.parametrize("kind", [INSTANCE, BUCKET, VPC])
+def test_no_mix_of_effects_with_an_unknown_input_is_ever_safe(kind: str) -> None:
+    """Every pair of effects on a node, a bucket and another resource: an unknown input (no row, or a grow-only
+    value that cannot be compared) makes an update at least ``unknown``, with a reason that says so."""
+    import itertools
+
+    effects = (*d.DATA_EFFECTS, "unknown")
+    for first, second in itertools.product(effects, repeat=2):
+        rules = {(kind, "a"): d.Rule(first, "test"), (kind, "b"): d.Rule(second, "test")}
+        for b_old, b_new in ((1, 2), (None, 2)):  # (None, 2): a grow-only b cannot be compared
+            old = Resource(kind, "x", {"a": 1, **({} if b_old is None else {"b": b_old})})
+            (change,) = d.diff_graphs(Graph([old]), Graph([Resource(kind, "x", {"a": 2, "b": b_new})]),
+                                      rules=rules).changes
+            if change.action != "update" or not any(p.effect == "unknown" for p in change.properties):
+                continue
+            assert d.IMPACTS.index(change.impact) <= d.IMPACTS.index("unknown"), (first, second, change)
+            codes = {r.code for r in change.reasons}
+            assert codes & {why.NoProviderData.code, why.GrowUncomparable.code}, (first, second, change)
+            assert change.impact != "safe" and all(r.impact != "safe" for r in change.reasons)
 
 
 def test_options_and_the_provider_region_keep_their_own_handling() -> None:
@@ -531,8 +552,7 @@ def test_an_ignored_property_is_never_applied_in_every_format(tmp_path: Path) ->
     (change,) = result.changes
     assert (change.action, change.impact) == ("update", "never-applied")
     assert change.properties[0].effect == "ignored"
-    assert change.reason == ("description is never applied: the provider has no update for it, so the cloud keeps "
-                             "the old value; replace the resource by hand (`pulumi up --replace URN`) or revert.")
+    assert change.reasons == (why.NeverApplied(("description",)),)
     assert result.worst_impact == "never-applied"
 
     text = d.format_text(result)
@@ -546,13 +566,15 @@ def test_an_ignored_property_is_never_applied_in_every_format(tmp_path: Path) ->
     section = markdown.split("#### 🟣 never-applied (1)")[1]
     assert section.lstrip().startswith(f"_{d.IMPACT_TITLES['never-applied']}_")
     assert "<details>" not in section.split("<sub>")[0]  # it stands out: never folded
-    assert "(ignored)" in section and "pulumi up --replace URN" in section
+    assert "(ignored)" in section and change.reason in section
 
     payload = json.loads(d.format_json(result))
     assert payload["summary"]["worst_impact"] == "never-applied"
     assert payload["summary"]["by_impact"]["never-applied"] == 1
     (row,) = payload["changes"]
     assert row["impact"] == "never-applied" and row["properties"][0]["effect"] == "ignored"
+    assert row["reasons"] == [{"code": why.NeverApplied.code, "impact": "never-applied",
+                               "fields": {"properties": ["description"]}, "text": change.reason}]
     titles = {i["impact"]: i["title"] for i in payload["impacts"]}
     assert titles["never-applied"] == d.IMPACT_TITLES["never-applied"]
 
@@ -561,7 +583,8 @@ def test_never_applied_outranks_a_reboot_but_not_a_replacement(tmp_path: Path) -
     rules = _ignoring_description(tmp_path)
     rebooted = Graph([node(0, userData=boot_script(3, 0), description="rank 0")])
     (change,) = d.diff_graphs(Graph([node(0)]), rebooted, rules=rules).changes
-    assert change.impact == "never-applied" and "userData reboots the node" in change.reason
+    assert change.impact == "never-applied"
+    assert [r.code for r in change.reasons] == [why.NeverApplied.code, why.NodeRebooted.code]
     replaced = Graph([node(0, availabilityZone="cn-hangzhou-j", description="rank 0")])
     (change,) = d.diff_graphs(Graph([node(0)]), replaced, rules=rules).changes
     assert (change.action, change.impact) == ("replace", "replaces-nodes")
@@ -698,10 +721,10 @@ def test_a_delete_before_replace_resource_says_it_is_gone_for_a_while() -> None:
     old = Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-a", "protocolType": "NFS"})
     new = Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-b", "protocolType": "NFS"}, delete_before_replace=True)
     (change,) = d.diff_graphs(Graph([old]), Graph([new])).changes
-    assert change.action == "replace" and change.reason.startswith("the old one is deleted, then a new one")
+    assert change.action == "replace" and change.reasons == (why.Replaced(delete_first=True),)
     (default,) = d.diff_graphs(Graph([old]), Graph([Resource(service, "shared-fs-nfs", {"vswitchId": "vsw-b",
                                                                                          "protocolType": "NFS"})])).changes
-    assert default.reason == "a new one is created, then the old one is deleted."
+    assert default.reasons == (why.Replaced(delete_first=False),)
 
 
 def test_the_examples_record_delete_before_replace_on_the_protocol_service() -> None:

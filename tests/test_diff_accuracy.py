@@ -14,6 +14,7 @@ import pytest
 from test_diff import node
 
 from generator.preview import diff as d
+from generator.preview.diff import reasons as why
 from generator.preview.diff.replacement import SOURCE_LINE, load_unset
 from generator.preview.mockrun import Graph
 
@@ -35,7 +36,8 @@ def test_no_spot_to_unset_is_no_change_either_way() -> None:
 def test_a_spot_strategy_left_unset_is_never_applied_not_a_silent_on_demand_node() -> None:
     (change,) = _one({"spotStrategy": "SpotAsPriceGo"}, {}).changes
     assert change.impact == "never-applied" and change.properties[0].effect == "ignored"
-    assert change.properties[0].summary == "SpotAsPriceGo -> (unset): the provider keeps SpotAsPriceGo"
+    assert change.properties[0].note == "provider-keeps" and change.properties[0].old == "SpotAsPriceGo"
+    assert change.reasons == (why.NeverApplied(("spotStrategy",)),)
 
 
 def test_spot_to_on_demand_replaces_the_spot_node() -> None:
@@ -54,7 +56,7 @@ def test_an_instance_type_change_across_gpu_bare_metal_families_fails_at_apply()
     prop = change.properties[0]
     assert prop.effect == "fails-at-apply" and "DescribeResourcesModification" in prop.source
     assert "instance-families-that-support-instance-type-changes" in prop.source
-    assert "crosses instance families" in change.reason and "ModifyInstanceSpec is refused" in change.reason
+    assert change.reasons == (why.FamilyRefused("ecs.ebmgn7ex.32xlarge", "ecs.ebmgn8v.48xlarge"),)
 
 
 def test_a_cross_family_change_together_with_a_replacement_is_just_a_new_node() -> None:
@@ -76,7 +78,7 @@ def test_no_row_calls_a_change_harmless_without_the_provider_file_and_line() -> 
 
 def test_an_unverified_unknown_row_reads_as_a_possible_replacement() -> None:
     (change,) = _one({}, {"instanceMetadataTags": "enabled"}).changes
-    assert change.impact == "unknown" and "possible replacement" in change.reason
+    assert change.impact == "unknown" and change.reasons == (why.NoProviderData(("instanceMetadataTags",), "node"),)
 
 
 @pytest.mark.parametrize("rendered", ["stacks/finetune-7b/__main__.py", "stacks/pretrain-70b/__main__.py"])
@@ -123,10 +125,10 @@ def test_a_lifecycle_rule_that_expires_checkpoints_sooner_puts_data_at_risk() ->
     keep = {"id": "keep", "enabled": True, "prefix": "checkpoints/", "expirations": [{"days": 20}]}
     (change,) = d.diff_graphs(_bucket([_NONCURRENT]), _bucket([_NONCURRENT, keep])).changes
     assert change.action == "update" and change.impact == "data-at-risk"
-    assert "objects now expire after 20 days (was never)" in change.reason
+    assert change.reasons == (why.DataExpiresSooner((("expirations", 20.0, None),)),)
     shorter = {**_NONCURRENT, "noncurrentVersionExpirations": [{"days": 3}]}
     (change,) = d.diff_graphs(_bucket([_NONCURRENT]), _bucket([shorter])).changes
-    assert change.impact == "data-at-risk" and "noncurrent versions now expire after 3 days (was 14 days)" in change.reason
+    assert change.reasons == (why.DataExpiresSooner((("noncurrentVersionExpirations", 3.0, 14.0),)),)
 
 
 def test_a_lifecycle_rule_that_keeps_data_longer_or_is_paused_is_not_data_at_risk() -> None:

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from generator.preview import diff as d
+from generator.preview.diff import reasons as why
 from generator.preview.mockrun import Resource
 from tests.test_diff import FS, INSTANCE, cluster, file_system, only, replace_resource
 
@@ -38,8 +39,8 @@ def test_a_smaller_cpfs_capacity_fails_at_apply_in_every_format() -> None:
     (prop,) = change.properties
     assert (change.action, change.impact, prop.effect) == ("update", "fails-at-apply", "fails-at-apply")
     assert result.worst_impact == "fails-at-apply"
-    assert "capacity 27600 -> 14400 is smaller" in change.reason
-    assert "storage.capacity: 27600GiB keeps it" in change.reason
+    assert prop.note == "smaller"
+    assert change.reasons == (why.Shrunk((("capacity", 27600, 14400),), "storage.capacity", 27600),)
 
     text = d.format_text(result)
     assert "Worst impact: fails-at-apply" in text and "[fails-at-apply]" in text and "safe (" not in text
@@ -51,6 +52,10 @@ def test_a_smaller_cpfs_capacity_fails_at_apply_in_every_format() -> None:
     assert payload["summary"]["worst_impact"] == "fails-at-apply"
     assert payload["summary"]["by_impact"]["fails-at-apply"] == 1
     assert payload["changes"][0]["properties"][0]["effect"] == "fails-at-apply"
+    assert payload["changes"][0]["properties"][0]["note"] == "smaller"
+    (reason,) = payload["changes"][0]["reasons"]
+    assert (reason["code"], reason["impact"]) == (why.Shrunk.code, "fails-at-apply")
+    assert reason["fields"] == {"shrunk": [["capacity", 27600, 14400]], "spec_field": "storage.capacity", "keep": 27600}
     assert [i["impact"] for i in payload["impacts"]] == list(d.IMPACTS)
 
 
@@ -69,13 +74,14 @@ def test_an_uncomparable_grow_only_value_is_unknown_not_safe() -> None:
     for old, new in ((base, unset), (unset, base)):
         (change,) = d.diff_graphs(old, new).changes
         assert (change.impact, change.properties[0].effect) == ("unknown", "unknown")
-        assert "can only grow" in change.reason and "no provider data" not in change.reason
+        assert change.properties[0].note == "uncomparable"
+        assert change.reasons == (why.GrowUncomparable(("capacity",)),)  # not NoProviderData: the data has a row
 
 
 def test_a_smaller_system_disk_fails_at_apply_and_names_the_spec_field() -> None:
     result = d.diff_graphs(cluster(nodes=2, systemDiskSize=500), cluster(nodes=2, systemDiskSize=200))
     assert {c.impact for c in result.changes} == {"fails-at-apply"}
-    assert "compute.system_disk_gib: 500 keeps it" in result.changes[0].reason
+    assert result.changes[0].reasons == (why.Shrunk((("systemDiskSize", 500, 200),), "compute.system_disk_gib", 500),)
     grown = d.diff_graphs(cluster(nodes=2, systemDiskSize=200), cluster(nodes=2, systemDiskSize=500))
     assert {c.impact for c in grown.changes} == {"safe"}
 
@@ -86,7 +92,8 @@ def test_a_replaced_file_system_is_created_with_the_smaller_capacity() -> None:
     fs = only(d.diff_graphs(base, head), "shared-fs")
     assert (fs.action, fs.impact) == ("replace", "data-at-risk")
     capacity = next(p for p in fs.properties if p.name == "capacity")
-    assert capacity.effect == "in-place" and "set on the new resource" in capacity.summary
+    assert (capacity.effect, capacity.note) == ("in-place", "set-on-new")
+    assert [r.code for r in fs.reasons] == [why.DataReplaced.code]
 
 
 def test_shrinking_the_dataset_of_the_cpfs_example_is_caught_end_to_end(tmp_path: Path) -> None:
@@ -103,3 +110,4 @@ def test_shrinking_the_dataset_of_the_cpfs_example_is_caught_end_to_end(tmp_path
     assert payload["summary"]["worst_impact"] == "fails-at-apply"
     (fs,) = [c for c in payload["changes"] if c["type"] == FS]
     assert fs["impact"] == "fails-at-apply" and fs["properties"][0]["old"] > fs["properties"][0]["new"]
+    assert [r["code"] for r in fs["reasons"]] == [why.Shrunk.code] and fs["reasons"][0]["fields"]["spec_field"]

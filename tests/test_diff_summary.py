@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from generator.preview import diff as d
+from generator.preview.diff import reasons as why
 
 ROOT = Path(__file__).resolve().parents[1]
 PRETRAIN = ROOT / "examples" / "pretrain-70b.yaml"
@@ -86,7 +87,8 @@ def test_a_pause_is_headed_pause_with_what_it_still_costs(tmp_path: Path) -> Non
     assert result.what.headline.startswith("pause: 64 nodes released") and "CNY/day" in result.what.headline
     assert _facts(result)["nodes"] == ("64", "0 (paused; 64 when resumed)")
     released = [c for c in result.changes if c.type == d.INSTANCE]
-    assert released and all(c.action == "delete" and "compute.paused" in c.reason for c in released)
+    # sides.py still sets the text alone (PAUSED_NODE); it should use classify.paused(c) so reasons say TSD007
+    assert released and all(c.action == "delete" and c.reason == why.NodePaused().text() for c in released)
     back = d.diff_sides(str(paused), str(PRETRAIN))
     assert back.what is not None and back.what.kind == "resume"
 

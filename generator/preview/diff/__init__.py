@@ -37,7 +37,11 @@ The stage is split by what each part owns; this package re-exports their public 
 * :mod:`~generator.preview.diff.model`: the vocabulary (actions, impacts, effects) and the result types;
 * :mod:`~generator.preview.diff.replacement`: the replacement data, read and checked;
 * :mod:`~generator.preview.diff.values`: one-line summaries of changed values;
-* :mod:`~generator.preview.diff.compare`: comparing two graphs and classifying every change;
+* :mod:`~generator.preview.diff.properties`: a resource's changed properties and each one's effect;
+* :mod:`~generator.preview.diff.compare`: comparing two graphs, following replacements to what references them;
+* :mod:`~generator.preview.diff.classify`: each change's impact class and its reasons;
+* :mod:`~generator.preview.diff.reasons`: the reasons as events (a code ``TSDnnn``, an impact, fields) and their
+  words, rendered in one place;
 * :mod:`~generator.preview.diff.cost`: the cost delta between the two sides' plans (a new stack bills beside
   the old one);
 * :mod:`~generator.preview.diff.summary`: what changed in spec terms, the headline by what happens (grow,
@@ -45,7 +49,8 @@ The stage is split by what each part owns; this package re-exports their public 
 * :mod:`~generator.preview.diff.picture`: the change as one small Mermaid diagram coloured by impact;
 * :mod:`~generator.preview.diff.sides`: reading a side (file or ``GIT_REF:path``; a HEAD path that is gone is
   the stack's deletion) and running it;
-* :mod:`~generator.preview.diff.report`: grouping changes and the text, Markdown and JSON reports.
+* :mod:`~generator.preview.diff.report`: grouping changes and the text, Markdown and JSON reports;
+* :mod:`~generator.preview.diff.report_cost`: the reports' cost sections.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ def number(value: Any) -> float | None:
 
 # OSS lifecycle rules delete by age: an update that makes objects (or their noncurrent versions, the copies a
 # versioned bucket keeps to restore from) expire sooner deletes data in place, although the bucket stays.
-_EXPIRY_KINDS = (("expirations", "objects"), ("noncurrentVersionExpirations", "noncurrent versions"))
+EXPIRY_KEYS = ("expirations", "noncurrentVersionExpirations")
 
 
 def _expiry_days(bucket: Resource | None, key: str) -> float:
@@ -33,17 +33,14 @@ def _expiry_days(bucket: Resource | None, key: str) -> float:
     return min(days, default=float("inf"))
 
 
-def expires_sooner(old: Resource | None, new: Resource | None) -> str:
-    """``lifecycleRules: objects now expire after 20 days (was never) ...``, or "" when nothing expires sooner."""
-    said = []
-    for key, what in _EXPIRY_KINDS:
+def sooner_expiries(
+    old: Resource | None, new: Resource | None
+) -> tuple[tuple[str, float, float | None], ...]:
+    """``(key, days, was)`` for each of :data:`EXPIRY_KEYS` whose shortest expiry gets shorter (``was`` None: it
+    never expired); empty when nothing expires sooner."""
+    out = []
+    for key in EXPIRY_KEYS:
         a, b = _expiry_days(old, key), _expiry_days(new, key)
         if b < a:
-            was = "never" if a == float("inf") else f"{a:g} days"
-            said.append(f"{what} now expire after {b:g} days (was {was})")
-    if not said:
-        return ""
-    return (
-        f"lifecycleRules: {'; '.join(said)}: the bucket deletes what is older at its next lifecycle run "
-        "(checkpoints.keep_last, checkpoints.retention_days)."
-    )
+            out.append((key, b, None if a == float("inf") else a))
+    return tuple(out)

@@ -9,12 +9,15 @@ is :mod:`generator.preview.diff.compare`'s job, pricing the two sides (:attr:`Di
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from generator.errors import TrainstackError
+from generator.preview.diff.values import _short
 
 if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
@@ -118,17 +121,85 @@ class DiffError(TrainstackError):
     """A side cannot be read (git, missing file) or the replacement data is malformed."""
 
 
+# What is known about a changed property beyond its effect (the report's words for each are in
+# :attr:`PropertyChange.summary`): "provider-keeps" an Optional + Computed input left unset
+# (the provider keeps the cloud's value), "smaller" / "uncomparable" a grow-only value that shrinks / cannot be
+# compared, "after-replacement" an input that changes only because a resource it references is replaced,
+# "set-on-new" / "created-without" a smaller or unset value on a replaced resource (the new one is created so).
+Note = Literal[
+    "", "provider-keeps", "smaller", "uncomparable", "after-replacement", "set-on-new", "created-without"
+]
+NOTES: tuple[Note, ...] = (
+    "",
+    "provider-keeps",
+    "smaller",
+    "uncomparable",
+    "after-replacement",
+    "set-on-new",
+    "created-without",
+)
+
+
+_NOTE_SUFFIX = {
+    "smaller": " (smaller: the cloud only grows it)",
+    "uncomparable": " (can only grow; cannot compare the values)",
+    "set-on-new": " (set on the new resource)",
+    "created-without": " (the new resource is created without it)",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class PropertyChange:
-    """One changed input (or resource option) of a resource present on both sides."""
+    """One changed input (or resource option) of a resource present on both sides.
+
+    ``values`` is the value change in one line (``ecs.a -> ecs.b``, or what changed inside user data); ``note``
+    and ``replaced`` are the facts the report adds to it, and :attr:`summary` is the line a reviewer reads.
+    """
 
     name: str  # camelCase input name, "protect"/"retainOnDelete" for options, "region" for the provider
     old: Any
     new: Any
     effect: Effect
     source: str
-    summary: str  # short and human: "ecs.a -> ecs.b", or what changed inside user data
-    cause: str = ""  # set when the value changes only because a referenced resource is replaced
+    values: str
+    note: Note = ""
+    replaced: str = (
+        ""  # the referenced resource whose replacement changes this value (note "after-replacement")
+    )
+
+    @property
+    def summary(self) -> str:
+        """Short and human: the values and what the note says about them."""
+        if self.note == "after-replacement":
+            return f"(known after apply: {self.replaced} is replaced)"
+        if self.note == "provider-keeps":
+            return f"{self.values}: the provider keeps {_short(self.old)}"
+        return self.values + _NOTE_SUFFIX.get(self.note, "")
+
+    @property
+    def cause(self) -> str:
+        """``node-1 is replaced`` when the value changes only because a referenced resource is replaced."""
+        return f"{self.replaced} is replaced" if self.replaced else ""
+
+
+@dataclass(frozen=True, slots=True)
+class DiffReason(abc.ABC):
+    """Why a change has its impact (the events are in :mod:`generator.preview.diff.reasons`): ``code`` and
+    ``impact`` are the class's, the fields the instance's."""
+
+    code: ClassVar[str] = ""
+    impact: ClassVar[Impact] = "safe"
+    summary: ClassVar[str] = ""  # one line for docs/codes.md
+
+    @abc.abstractmethod
+    def text(self) -> str:
+        """The reason in English, rendered from the fields (the only place its wording lives)."""
+
+    def fields(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "impact": self.impact, "fields": self.fields(), "text": self.text()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +210,9 @@ class Change:
     type: str
     name: str
     impact: Impact
-    reason: str
+    reason: str  # rendered from ``reasons`` (generator.preview.diff.reasons)
     properties: tuple[PropertyChange, ...] = ()
+    reasons: tuple[DiffReason, ...] = ()  # why this impact, as codes and fields, worst first
 
     @property
     def short_type(self) -> str:

@@ -4,8 +4,8 @@
 where long) and :func:`format_json` for tools (``schema_version`` 4; within a version fields are only ever
 added). Every report names each impact class with its title, worst first, so ``fails-at-apply``,
 ``never-applied`` and ``unknown`` read as what they are and never as ``safe``. When the result carries the two
-sides' cost (:mod:`generator.preview.diff.cost`), each report adds it: a headline, the per hour, per month and
-whole-run tables with the change, what a paused or empty side costs per day, and the price notes once.
+sides' cost (:mod:`generator.preview.diff.cost`), each report adds it (:mod:`generator.preview.diff.report_cost`
+writes those sections).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.preview.diff.cost import PERIOD_TITLES, PERIODS, CostDelta, Row, SideCost
 from generator.preview.diff.cost import to_dict as cost_dict
 from generator.preview.diff.model import (
     IMPACT_TITLES,
@@ -30,6 +29,7 @@ from generator.preview.diff.model import (
     natural_key,
     short_type,
 )
+from generator.preview.diff.report_cost import cost_bold, cost_headline, cost_markdown, cost_month, cost_text
 from generator.preview.diff.summary import to_dict as what_dict
 from generator.preview.diff.values import LONG_VALUE, digest
 
@@ -40,12 +40,20 @@ from generator.preview.diff.values import LONG_VALUE, digest
 # 4: "what_changed" (the spec-level change: kind, headline, base -> head facts, new and resolved warnings, notes,
 # gates) and "summary.gates"; for a new stack beside the old one (a rename) "cost.head" is what both stacks bill
 # while both exist (it was the new stack alone, so a rename read as free) and "cost.head_stack_alone" the new one;
-# a deleted spec is a diff whose head is "(deleted)", every resource deleted.
+# a deleted spec is a diff whose head is "(deleted)", every resource deleted. Added within 4: "changes[].reasons"
+# (why the impact, as {code, impact, fields, text}: docs/codes.md lists the codes) and "properties[].note" and
+# "properties[].replaced" (what "summary" and "cause" say, as data).
 SCHEMA_VERSION = 4
 
-_IMPACT_MARKS: Mapping[Impact, str] = {"data-at-risk": "🔴", "replaces-nodes": "🟠", "fails-at-apply": "⛔",
-                                       "never-applied": "🟣",
-                                       "unknown": "❔", "restarts-nodes": "🟡", "safe": "🟢"}
+_IMPACT_MARKS: Mapping[Impact, str] = {
+    "data-at-risk": "🔴",
+    "replaces-nodes": "🟠",
+    "fails-at-apply": "⛔",
+    "never-applied": "🟣",
+    "unknown": "❔",
+    "restarts-nodes": "🟡",
+    "safe": "🟢",
+}
 _ACTION_SYMBOLS: Mapping[Action, str] = {"create": "+", "delete": "-", "update": "~", "replace": "+-"}
 
 
@@ -76,16 +84,34 @@ def group_changes(changes: Iterable[Change]) -> list[Group]:
     """Merge changes with the same action, type, impact, reason and changed properties, keeping order."""
     groups: dict[tuple[Any, ...], list[Change]] = {}
     for c in changes:
-        key = (c.impact, c.action, c.type, c.reason, tuple((p.name, p.effect, bool(p.cause)) for p in c.properties))
+        key = (
+            c.impact,
+            c.action,
+            c.type,
+            c.reason,
+            tuple((p.name, p.effect, bool(p.cause)) for p in c.properties),
+        )
         groups.setdefault(key, []).append(c)
     out = []
     for members in groups.values():
         members.sort(key=lambda c: natural_key(c.name))
         first = members[0]
-        varies = frozenset(p.name for i, p in enumerate(first.properties)
-                           if any(m.properties[i].summary != p.summary for m in members[1:]))
-        out.append(Group(first.action, first.type, first.impact, first.reason, first.properties,
-                         tuple(m.name for m in members), varies))
+        varies = frozenset(
+            p.name
+            for i, p in enumerate(first.properties)
+            if any(m.properties[i].summary != p.summary for m in members[1:])
+        )
+        out.append(
+            Group(
+                first.action,
+                first.type,
+                first.impact,
+                first.reason,
+                first.properties,
+                tuple(m.name for m in members),
+                varies,
+            )
+        )
     return out
 
 
@@ -102,8 +128,10 @@ def name_span(names: Sequence[str]) -> str:
         if len(frames) == 1 and (padded or not any(m.group(2).startswith("0") for m in ms)):
             prefix, suffix = next(iter(frames))
             width = widths.pop() if padded else 0
-            runs = [str(a).zfill(width) if a == b else f"{str(a).zfill(width)}..{str(b).zfill(width)}"
-                    for a, b in _runs(sorted({int(m.group(2)) for m in ms}))]
+            runs = [
+                str(a).zfill(width) if a == b else f"{str(a).zfill(width)}..{str(b).zfill(width)}"
+                for a, b in _runs(sorted({int(m.group(2)) for m in ms}))
+            ]
             return f"{prefix}{','.join(runs)}{suffix}"
     shown = ", ".join(names[:3])
     return shown + (f", … (+{len(names) - 3} more)" if len(names) > 3 else "")
@@ -123,8 +151,10 @@ def _runs(nums: Sequence[int]) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------------------------------ formats
 def _headline(result: DiffResult) -> str:
     c = result.counts()
-    return (f"{c['create']} to create, {c['update']} to update, {c['replace']} to replace, {c['delete']} to delete "
-            f"({result.unchanged} unchanged)")
+    return (
+        f"{c['create']} to create, {c['update']} to update, {c['replace']} to replace, {c['delete']} to delete "
+        f"({result.unchanged} unchanged)"
+    )
 
 
 def prop_text(p: PropertyChange) -> str:
@@ -152,13 +182,13 @@ def format_text(result: DiffResult) -> str:
     if not result.has_changes:
         out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
         if result.cost is not None:
-            out += ["", *_cost_text(result.cost)]
+            out += ["", *cost_text(result.cost)]
         out.extend(f"note: {n}" for n in result.notes)
         return "\n".join(out) + "\n"
     out.append(_headline(result))
     out.append(f"Worst impact: {result.worst_impact}")
     if result.cost is not None:
-        out.append(f"Cost: {_cost_headline(result.cost)}")
+        out.append(f"Cost: {cost_headline(result.cost)}")
     for impact in IMPACTS:
         changes = result.of_impact(impact)
         if not changes:
@@ -169,7 +199,7 @@ def format_text(result: DiffResult) -> str:
             out.append(f"  {_ACTION_SYMBOLS[g.action]:<2} {g.label}  {g.action}: {g.reason}")
             out.extend(f"       {_prop_line(p, g)}" for p in g.properties)
     if result.cost is not None:
-        out += ["", *_cost_text(result.cost)]
+        out += ["", *cost_text(result.cost)]
     if result.notes:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
@@ -216,7 +246,7 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
     if what is not None and worst is not None:
         out += [f"**{_md_text(what.headline)}**", ""]
     if result.cost is not None and (worst is not None or result.cost.changed):
-        bold = _cost_bold(result.cost)
+        bold = cost_bold(result.cost)
         if what is not None and what.kind == "deleted stack":
             bold = f"{bold} — only once the stack is destroyed; merging alone changes no bill"
         out += [f"💰 {bold}", ""]
@@ -226,10 +256,18 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
         out.append(f"Both sides declare the same {result.unchanged} resources.")
     else:
         c = result.counts()
-        out += ["| create | update | replace | delete | unchanged |", "|---:|---:|---:|---:|---:|",
-                f"| {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | {result.unchanged} |", ""]
+        out += [
+            "| create | update | replace | delete | unchanged |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | {result.unchanged} |",
+            "",
+        ]
         out += ["| impact | changes | meaning |", "|---|---:|---|"]  # only the classes that occur
-        out += [f"| {_IMPACT_MARKS[i]} {i} | {n} | {IMPACT_TITLES[i]} |" for i, n in result.impact_counts().items() if n]
+        out += [
+            f"| {_IMPACT_MARKS[i]} {i} | {n} | {IMPACT_TITLES[i]} |"
+            for i, n in result.impact_counts().items()
+            if n
+        ]
     for note in result.notes:
         out += ["", f"> **Note:** {_md_text(note)}"]
     if result.picture and worst is not None:
@@ -240,22 +278,46 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
             continue
         groups = group_changes(changes)
         body = [line for g in groups for line in _markdown_group(g)]
-        summary = (f"{_IMPACT_MARKS[impact]} <b>{impact}</b> ({len(changes)}): {_md_text(IMPACT_TITLES[impact])}")
+        summary = (
+            f"{_IMPACT_MARKS[impact]} <b>{impact}</b> ({len(changes)}): {_md_text(IMPACT_TITLES[impact])}"
+        )
         if impact in ("safe", "restarts-nodes") or len(groups) > _COLLAPSE_GROUPS:
             out += ["", f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
         else:
-            out += ["", f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})", "",
-                    f"_{_md_text(IMPACT_TITLES[impact])}_", "", *body]
-    if result.cost is not None and (worst is not None or result.cost.changed):  # no change: one line, no tables
-        out += ["", *_cost_markdown(result.cost)]
-    out += ["", ("<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
-                 "cloud access. Which changes replace or reboot a resource comes from "
-                 "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>")]
+            out += [
+                "",
+                f"#### {_IMPACT_MARKS[impact]} {impact} ({len(changes)})",
+                "",
+                f"_{_md_text(IMPACT_TITLES[impact])}_",
+                "",
+                *body,
+            ]
+    if result.cost is not None and (
+        worst is not None or result.cost.changed
+    ):  # no change: one line, no tables
+        out += ["", *cost_markdown(result.cost)]
+    out += [
+        "",
+        (
+            "<sub>Offline diff by trainstack: both specs rendered and run under Pulumi's mock runtime, no "
+            "cloud access. Which changes replace or reboot a resource comes from "
+            "generator/preview/data/replacement/; a property without data is unknown, never safe.</sub>"
+        ),
+    ]
     return "\n".join(out) + "\n"
 
 
-_KIND_MARKS = {"new stack": "🆕", "deleted stack": "🗑️", "pause": "⏸️", "resume": "▶️", "replace": "🔁",
-               "grow": "📈", "shrink": "📉", "update": "✏️", "none": "✅"}
+_KIND_MARKS = {
+    "new stack": "🆕",
+    "deleted stack": "🗑️",
+    "pause": "⏸️",
+    "resume": "▶️",
+    "replace": "🔁",
+    "grow": "📈",
+    "shrink": "📉",
+    "update": "✏️",
+    "none": "✅",
+}
 
 
 def _md_text(text: str) -> str:
@@ -278,27 +340,22 @@ def _what_changed_markdown(what: Any) -> list[str]:
     for n in what.notes:
         out += [f"> ⚠️ {_md_text(n)}", ""]
     if what.new_warnings:
-        out += [f"**New warnings ({len(what.new_warnings)})**", "", *(f"- {_md_text(w)}" for w in what.new_warnings),
-                ""]
+        out += [
+            f"**New warnings ({len(what.new_warnings)})**",
+            "",
+            *(f"- {_md_text(w)}" for w in what.new_warnings),
+            "",
+        ]
     if what.resolved_warnings:
-        out += [f"<details><summary>Resolved warnings ({len(what.resolved_warnings)})</summary>", "",
-                *(f"- {_md_text(w)}" for w in what.resolved_warnings), "", "</details>", ""]
+        out += [
+            f"<details><summary>Resolved warnings ({len(what.resolved_warnings)})</summary>",
+            "",
+            *(f"- {_md_text(w)}" for w in what.resolved_warnings),
+            "",
+            "</details>",
+            "",
+        ]
     return out
-
-
-def _cost_bold(delta: CostDelta) -> str:
-    """``**+3.24 M CNY/month (+47.8%)**, whole run +1.23 M (+18.1%)``, with the estimate flag and both stacks."""
-    from generator.preview.diff.summary import money_change
-
-    month, run = delta.total("month"), delta.total("run")
-    if not month.change and not run.change and not delta.base_stack_kept:
-        return "**cost unchanged**" + (" · includes ESTIMATE prices" if delta.estimated else "")
-    text = f"**{money_change(month.old, month.new, delta.currency + '/month')}**"
-    if run.old is not None or run.new is not None:
-        text += f", whole run {money_change(run.old, run.new)}"
-    if delta.base_stack_kept:
-        text += f" (base + head: `{delta.base_stack_kept}` keeps billing while the new stack runs)"
-    return text + (" · includes ESTIMATE prices" if delta.estimated else "")
 
 
 def _picture_markdown(picture: str, result: DiffResult) -> list[str]:
@@ -306,7 +363,13 @@ def _picture_markdown(picture: str, result: DiffResult) -> list[str]:
     from generator.preview.diff.picture import legend
     from generator.render.escape import markdown_fence_body
 
-    return ["```mermaid", str(markdown_fence_body(picture)).rstrip("\n"), "```", "", f"<sub>{legend(result)}</sub>"]
+    return [
+        "```mermaid",
+        str(markdown_fence_body(picture)).rstrip("\n"),
+        "```",
+        "",
+        f"<sub>{legend(result)}</sub>",
+    ]
 
 
 def _plural(n: int, word: str) -> str:
@@ -324,7 +387,14 @@ def _markdown_group(g: Group) -> list[str]:
         return lines
     items = [f"  - {_code(prop_text(p))} ({_effect_note(p, g)})" for p in props]
     if len(props) > _COLLAPSE_PROPS:
-        return [*lines, f"  <details><summary>{len(props)} properties</summary>", "", *items, "", "  </details>"]
+        return [
+            *lines,
+            f"  <details><summary>{len(props)} properties</summary>",
+            "",
+            *items,
+            "",
+            "  </details>",
+        ]
     return lines + items
 
 
@@ -345,39 +415,62 @@ def _json_value(value: Any) -> Any:
 
 def to_dict(result: DiffResult) -> dict[str, Any]:
     """The ``--format json`` document (``schema_version`` 4; within a version fields are only ever added)."""
+
     def side(s: SideInfo) -> dict[str, Any]:
-        return {"label": s.label, "project": s.project, "stack": s.stack, "region": s.region,
-                "resources": s.resources}
+        return {
+            "label": s.label,
+            "project": s.project,
+            "stack": s.stack,
+            "region": s.region,
+            "resources": s.resources,
+        }
 
     return {
         "schema_version": SCHEMA_VERSION,
         "base": side(result.base),
         "head": side(result.head),
-        "summary": {**result.counts(), "unchanged": result.unchanged, "changed": result.has_changes,
-                    "worst_impact": result.worst_impact, "by_impact": result.impact_counts(),
-                    "gates": _gates(result), "cost_month": _cost_month(result)},
+        "summary": {
+            **result.counts(),
+            "unchanged": result.unchanged,
+            "changed": result.has_changes,
+            "worst_impact": result.worst_impact,
+            "by_impact": result.impact_counts(),
+            "gates": _gates(result),
+            "cost_month": cost_month(result),
+        },
         "what_changed": None if result.what is None else what_dict(result.what),
-        "impacts": [{"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
-                    for impact, n in result.impact_counts().items()],  # every class, worst first
+        "impacts": [
+            {"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
+            for impact, n in result.impact_counts().items()
+        ],  # every class, worst first
         "notes": list(result.notes),
         "cost": None if result.cost is None else cost_dict(result.cost),
-        "changes": [{
-            "action": c.action, "type": c.type, "name": c.name, "impact": c.impact, "reason": c.reason,
-            "properties": [{"name": p.name, "old": _json_value(p.old), "new": _json_value(p.new),
-                            "effect": p.effect, "source": p.source, "summary": p.summary, "cause": p.cause}
-                           for p in c.properties],
-        } for c in result.changes],
+        "changes": [
+            {
+                "action": c.action,
+                "type": c.type,
+                "name": c.name,
+                "impact": c.impact,
+                "reason": c.reason,
+                "reasons": [_json_value(r.to_dict()) for r in c.reasons],
+                "properties": [
+                    {
+                        "name": p.name,
+                        "old": _json_value(p.old),
+                        "new": _json_value(p.new),
+                        "effect": p.effect,
+                        "source": p.source,
+                        "summary": p.summary,
+                        "cause": p.cause,
+                        "note": p.note,
+                        "replaced": p.replaced,
+                    }
+                    for p in c.properties
+                ],
+            }
+            for c in result.changes
+        ],
     }
-
-
-def _cost_month(result: DiffResult) -> str | None:
-    """``+3.24 M CNY/month (+47.8%)``: the monthly change as a reviewer reads it (None without plans)."""
-    from generator.preview.diff.summary import money_change
-
-    if result.cost is None:
-        return None
-    month = result.cost.total("month")
-    return money_change(month.old, month.new, result.cost.currency + "/month")
 
 
 def _gates(result: DiffResult) -> list[str]:
@@ -394,108 +487,6 @@ def _gates(result: DiffResult) -> list[str]:
 
 def format_json(result: DiffResult) -> str:
     return json.dumps(to_dict(result), indent=2, sort_keys=True, default=str) + "\n"
-
-
-# ------------------------------------------------------------------------------------------ cost
-def _money(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:,.2f}"
-
-
-def _change(r: Row) -> tuple[str, str]:
-    """The absolute and relative change: ``+9,225.10``, ``+100.0%`` (``new`` from 0, blank without one)."""
-    if r.change is None:
-        return "n/a", ""
-    if not r.change:
-        return "0.00", ""
-    pct = "" if not r.change else ("new" if not r.old else f"{r.percent:+.1f}%")
-    return f"{r.change:+,.2f}", pct
-
-
-def _cost_headline(delta: CostDelta) -> str:
-    """``9,225.10 -> 18,450.20 CNY/h (+9,225.10, +100.0%)``, with whether any price is an estimate."""
-    r = delta.total("hour")
-    change, pct = _change(r)
-    moved = f" ({change}{', ' + pct if pct else ''})" if r.change else " (unchanged)"
-    text = f"{_money(r.old)} -> {_money(r.new)} {delta.currency}/h{moved}"
-    month = delta.total("month")
-    text += f", {_money(month.old)} -> {_money(month.new)} {delta.currency}/month"
-    run = delta.total("run")
-    if run.old is not None or run.new is not None:
-        text += f", whole run {_money(run.old)} -> {_money(run.new)} {delta.currency}"
-    return text + ("; includes estimated prices" if delta.estimated else "")
-
-
-def _label(r: Row) -> str:
-    return f"{r.label} *" if r.estimated else r.label
-
-
-def _state_lines(delta: CostDelta) -> list[str]:
-    """What a paused or absent side still costs per day, and why a whole-run figure is missing."""
-    out = []
-    for name, s in (("base", delta.base), ("head", delta.head)):
-        cur = delta.currency
-        if s.state == "none":
-            out.append(f"{name}: no cluster (an empty side): 0.00 {cur}/day")
-        elif s.state == "paused":
-            out.append(f"{name} is paused (compute.paused): no GPU node runs and nothing trains; it still costs "
-                       f"{_money(s.per_day)} {cur}/day ({_money(s.total_per_hour)} {cur}/h) for what it keeps; "
-                       f"resumed it would cost {_money(s.resume_per_hour)} {cur}/h")
-        elif s.run is None:
-            out.append(f"{name}: whole run n/a (give model.tokens in the spec to estimate the run's length)")
-    if delta.base_stack_kept:
-        out.append(f"base deploys to stack {delta.base_stack_kept}, which this change does not remove: it keeps "
-                   f"costing {_money(delta.base.per_day)} {delta.currency}/day until someone destroys it "
-                   f"(trainstack destroy); head is the bill while both run: base + the new stack's "
-                   f"{_money(delta.head_alone.total_per_hour)} {delta.currency}/h")
-    if delta.base.run_hours is not None or delta.head.run_hours is not None:
-        hours = " -> ".join(_hours(s) for s in (delta.base, delta.head))
-        out.append(f"whole run: {hours} (wall-clock: compute, pipeline bubble, checkpoint writes, rework and "
-                   "restores); each line is the planner's whole-run figure (its hourly cost x these hours, a prepaid Lingjun "
-                   "subscription at its prepaid amount), the total their sum")
-    return out
-
-
-def _hours(s: SideCost) -> str:
-    if s.state != "running":
-        return {"none": "no cluster", "paused": "paused"}[s.state]
-    return "n/a" if s.run_hours is None else f"{s.run_hours:,.1f} h"
-
-
-def _cost_tables(delta: CostDelta) -> list[tuple[str, list[list[str]]]]:
-    """One table per period: line, base, head, change, %."""
-    return [(PERIOD_TITLES[p], [[_label(r), _money(r.old), _money(r.new), *_change(r)] for r in delta.rows(p)])
-            for p in PERIODS]
-
-
-def _cost_text(delta: CostDelta) -> list[str]:
-    from generator.present.text import table  # text helpers only
-
-    cur = delta.currency
-    out = [f"cost ({cur}): base -> head" + ("; includes estimated prices (*)" if delta.estimated else "")]
-    for title, rows in _cost_tables(delta):
-        out += [*("  " + line for line in table([title, "base", "head", "change", "%"], rows,
-                                                right=(1, 2, 3, 4)).splitlines()), ""]
-    out += [*_state_lines(delta), *(["price notes:"] if delta.notes else []), *(f"  - {n}" for n in delta.notes)]
-    return out
-
-
-def _cost_markdown(delta: CostDelta) -> list[str]:
-    cur = delta.currency
-    flag = " · _includes estimated prices (*)_" if delta.estimated else ""
-    out = [f"#### 💰 Cost ({cur}){flag}", "", "| | base | head | change | % |", "|---|---:|---:|---:|---:|"]
-    for p in PERIODS:
-        r = delta.total(p)
-        out.append(f"| **{PERIOD_TITLES[p]}** | {_money(r.old)} | {_money(r.new)} | " + " | ".join(_change(r)) + " |")
-    state = _state_lines(delta)
-    if state:
-        out += ["", *(f"> {line}  " for line in state)]
-    out += ["", "<details><summary>on demand and spot, compute and storage</summary>", ""]
-    for title, rows in _cost_tables(delta):
-        out += [f"| {title} | base | head | change | % |", "|---|---:|---:|---:|---:|",
-                *("| " + " | ".join(row) + " |" for row in rows), ""]
-    out += ["</details>", "", f"<details><summary>price notes ({len(delta.notes)})</summary>", "",
-            *(f"- {n}" for n in delta.notes), "", "</details>"]
-    return out
 
 
 FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_json}
