@@ -84,11 +84,11 @@ def test_a_deadline_rejection_carries_the_nodes_it_needs() -> None:
     spec = Spec.model_validate({"name": "tight", "region": "cn-wulanchabu",
                                 "model": {"preset": "llama-2-70b", "tokens": "2T"}, "budget": {"max_days": 20},
                                 "compute": {"max_nodes": 16}})
-    from generator.plan import layout
+    from generator.plan import layout, shape
 
     region = CATALOG.region(spec.region)
     assert region is not None
-    _, rejected = layout.search(spec, CATALOG, region, layout.architecture(spec), None)
+    _, rejected = layout.search(spec, CATALOG, region, shape.architecture(spec), None)
     deadline = [r for r in rejected.values() if isinstance(r, rejections.DeadlineNodes)]
     assert deadline and all(r.kind == "deadline" and r.nodes > r.max_nodes == 16 for r in deadline)
     assert all(r.fields()["tokens"] == 2 * 10**12 and r.max_days == 20 for r in deadline)
