@@ -45,7 +45,11 @@ def architecture(spec: Spec) -> sizing.Architecture:
 
 def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
-    p, out = spec.parallelism, []
+    return _tensor_expert_offload(spec, arch) + _context(spec) + _pipeline(spec, arch)
+
+
+def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
     if isinstance(p.tensor, int) and not sizing.tp_splits_heads(arch, p.tensor):
         ok = [t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t)]
         kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
@@ -85,6 +89,11 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                     "use offload: none, or the framework and zero_stage the message names",
                 )
             )
+    return out
+
+
+def _context(spec: Spec) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
     c, s = p.context, spec.model.sequence_length
     if isinstance(c, int) and c > 1 and s % (2 * c):
         ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
@@ -105,6 +114,11 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
                 "use context: auto or 1",
             )
         )
+    return out
+
+
+def _pipeline(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
     v = p.virtual_stages
     if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
         ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
