@@ -175,16 +175,19 @@ def clip_line(text: str, caret: int, width: int = ECHO_WIDTH) -> tuple[str, int]
     return head + text[start:end] + tail, len(head) + caret - start
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """A 'did you mean' hint, or an empty string when nothing is close."""
-    choices = list(choices)
+def closest(word: str, choices: Iterable[str]) -> str:
+    """The choice nearest ``word`` (case-insensitive; the first spelling of a name wins), or "" when none is near."""
     lowered: dict[str, str] = {}
     for c in choices:
         lowered.setdefault(c.lower(), c)  # the first spelling wins: a canonical name before its aliases
     match = difflib.get_close_matches(str(word)[:100].lower(), list(lowered), n=1, cutoff=0.6)
-    if match:
-        return f"did you mean '{lowered[match[0]]}'?"
-    return ""
+    return lowered[match[0]] if match else ""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A 'did you mean' hint, or an empty string when nothing is close."""
+    near = closest(word, choices)
+    return f"did you mean '{near}'?" if near else ""
 
 
 def one_of(choices: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from generator.catalog import load_catalog
-from generator.plan import refusals, rejections, warns
+from generator.plan import refusals, rejections, spec_refusals, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.preview.diff import reasons
@@ -56,6 +56,36 @@ def diff_reason_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def check_table() -> str:
+    """The spec-check problems table docs/codes.md must hold, from the classes themselves (a field a list item's
+    index or a key completes is shown as ``field[...]``; one the event names itself as "the field named")."""
+    rows = ["| code | field | event | when | fields |", "|---|---|---|---|---|"]
+    for c in spec_refusals.codes():
+        field = ".".join(c.path) + ("[...]" if "index" in {f.name for f in dataclasses.fields(c)} or c.path == ("tags",)
+                                    else "") if c.path else "the field named"
+        rows.append(f"| `{c.code}` | `{field}` | `{c.__name__}` | {c.summary} | {_fields(c)} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_check_codes_are_unique_and_every_check_problem_has_one(tmp_path: Path) -> None:
+    classes = spec_refusals.codes()
+    assert len({c.code for c in classes}) == len(classes) and all(c.summary for c in classes)
+    assert [c.code for c in classes] == [f"TSC{i:03d}" for i in range(1, len(classes) + 1)]
+    from generator.plan.check import check
+
+    spec = Spec.model_validate({"name": "bad-check", "region": "cn-nowhere", "zones": ["cn-a", "cn-a"], "model": {
+        "preset": "llama-2-7b", "global_batch_tokens": 1024}, "compute": {"gpu": "H800x", "nodes": 9, "max_nodes": 8},
+        "checkpoints": {"enabled": False, "bucket": "my-bucket"}, "waivers": [{"rule": "TS999", "reason": "a reason long enough"}]})
+    problems = check(spec, CATALOG)
+    by_code = {p.code: dict(p.fields) for p in problems}
+    assert all(p.code for p in problems), [p.message for p in problems if not p.code]
+    assert by_code["TSC003"] == {"region": "cn-nowhere", "close": ""}
+    assert by_code["TSC032"]["first"] == 0 and by_code["TSC032"]["index"] == 1
+    assert by_code["TSC015"] == {"nodes": 9, "max_nodes": 8}
+    assert {"TSC006", "TSC024", "TSC034"} <= by_code.keys()
+    assert next(p for p in problems if p.code == "TSC034").path == ("waivers", 0, "rule")
+
+
 def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
     classes = rejections.codes()
     assert len({c.code for c in classes}) == len(classes)
@@ -68,6 +98,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the rejections table with\n{expected}"
     expected = refusal_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
+    expected = check_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the check table with\n{expected}"
     expected = warning_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     expected = diff_reason_table()
@@ -94,11 +126,11 @@ def test_a_deadline_rejection_carries_the_nodes_it_needs() -> None:
     spec = Spec.model_validate({"name": "tight", "region": "cn-wulanchabu",
                                 "model": {"preset": "llama-2-70b", "tokens": "2T"}, "budget": {"max_days": 20},
                                 "compute": {"max_nodes": 16}})
-    from generator.plan import layout
+    from generator.plan import layout, shape
 
     region = CATALOG.region(spec.region)
     assert region is not None
-    _, rejected = layout.search(spec, CATALOG, region, layout.architecture(spec), None)
+    _, rejected = layout.search(spec, CATALOG, region, shape.architecture(spec), None)
     deadline = [r for r in rejected.values() if isinstance(r, rejections.DeadlineNodes)]
     assert deadline and all(r.kind == "deadline" and r.nodes > r.max_nodes == 16 for r in deadline)
     assert all(r.fields()["tokens"] == 2 * 10**12 and r.max_days == 20 for r in deadline)
@@ -192,6 +224,8 @@ def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
         refusals.CapacityWithoutFileSystem(), refusals.DatasetOverCapacity(2**42, 1200.0, 4800, 400),
         refusals.WeightsOverCapacity(2**40, True, 1200.0, 2400), refusals.StorageClassMismatch("cpfs", "standard"),
         refusals.VpcTooSmall("10.0.0.0/24", 300, "10.0.0.0/25", 120, 4, 3, 121),
+        refusals.IpPlanInconsistent(("storage 10.0.0.0/24 overlaps compute 10.0.0.0/17",)),
+        refusals.NoStorageVSwitch("cpfs"),
     ]
     assert {type(s) for s in samples} == set(refusals.codes())
     assert len({c.code for c in refusals.codes()}) == len(refusals.codes())

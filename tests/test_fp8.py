@@ -166,10 +166,10 @@ def test_a_spec_with_fp8_plans_on_an_fp8_gpu_and_is_faster(tmp_path: Path) -> No
     bf16 = plan_located(load(tmp_path / "bf16.yaml"))
     assert bf16.compute.instance_type == plan.compute.instance_type and bf16.compute.nodes == plan.compute.nodes
     assert plan.schedule.compute_hours < bf16.schedule.compute_hours
-    from generator.plan import layout, rejections
+    from generator.plan import layout, rejections, shape
 
     spec = load(_spec(tmp_path)).spec
-    _, rejected = layout.search(spec, CATALOG, CATALOG.region(spec.region), layout.architecture(spec), None)
+    _, rejected = layout.search(spec, CATALOG, CATALOG.region(spec.region), shape.architecture(spec), None)
     no_fp8 = [r for r in rejected.values() if isinstance(r, rejections.NoPrecision)]
     assert no_fp8 and {(r.code, r.kind, r.precision) for r in no_fp8} == {("TSR003", "filter", "fp8")}
     assert all(not CATALOG.gpu(r.gpu).fp8_tflops for r in no_fp8)

@@ -1,7 +1,9 @@
 """No function over 60 lines without a reason: in the packages below, a longer function's docstring must say why it
-is long in a paragraph that starts with ``Length:``. The limit covers generator/spec, sizing, catalog, render and
-preview (its mockrun.py and memo.py excepted while issue 28 reshapes them), live/jobs, cli/jobs.py and
-generator/errors.py; generator/plan, the rest of live and cli, and api.py are not yet held to it."""
+is long in a paragraph that starts with ``Length:``. The limit covers generator/spec, sizing, catalog, render,
+preview (its mockrun.py and memo.py excepted while issue 28 reshapes them), plan, cli, live/jobs and
+generator/errors.py; the rest of live and api.py are not yet held to it, nor the plan and cli modules in NOT_YET,
+each of which still has a long function to split (issue 27): a module leaves the list when it is split, and a new
+module is held from the start."""
 
 from __future__ import annotations
 
@@ -11,9 +13,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 LIMIT = 60
-HELD = ("spec", "sizing", "catalog", "render", "preview", "live/jobs", "platforms/lingjun/live", "cli/jobs.py",
+HELD = ("spec", "sizing", "catalog", "render", "preview", "plan", "cli", "live/jobs", "platforms/lingjun/live",
         "errors.py")
-NOT_YET = {"preview/mockrun.py", "preview/memo.py"}
+NOT_YET = {
+    "preview/mockrun.py",
+    "preview/memo.py",
+    # issue 27: each still holds a function over the limit (split it, then remove the module from this list)
+    "plan/checkpoints.py",  # plan_checkpoints
+    "plan/compute.py",  # choose
+    "plan/cost.py",  # plan_cost, paused_cost
+    "plan/placement.py",  # plan_network, ip_plan
+    "plan/planner.py",  # make_plan
+    "plan/reasons.py",  # nodes_reason, why_parallel
+    "plan/run_hours.py",  # fit_schedule, never_finishes
+    "plan/storage.py",  # plan_storage
+    "plan/unfit.py",  # why_not_fit, nothing_fits
+    "plan/weights.py",  # plan_weights, _plan_dlc_weights
+    "cli/__init__.py",  # catalog, _unavailable_answer
+    "cli/dlc.py",  # submit
+    "cli/estimate.py",  # estimate_command
+    "cli/heal.py",  # heal
+    "cli/live.py",  # up
+}
 
 
 def _modules() -> list[Path]:

@@ -107,7 +107,8 @@ def test_capacity_hints_of_an_auto_shared_file_system_pass_too(capacity: str) ->
     """shared: auto resolves to CPFS in the planner (a dataset); its capacity errors carry the same kind of hint."""
     ds = "  dataset: {source: oss://corpus-bucket/tok/, size: 1TiB}\n"
     found = at(problems_of(BASE + f"storage:\n  capacity: {capacity}\n" + ds), "storage", "capacity")
-    assert len(found) == 1 and "auto chose CPFS" in found[0].message
+    assert len(found) == 1 and found[0].code == "TSC016"
+    assert dict(found[0].fields)["kind"] == "cpfs" and dict(found[0].fields)["chosen"] is True
     suggested = _hint_gib(found[0].hint)
     assert problems_of(BASE + f"storage:\n  capacity: {suggested}GiB\n" + ds) == []
 
@@ -372,7 +373,7 @@ def test_a_global_batch_holds_at_least_one_sequence() -> None:
 def test_repeated_admin_cidrs_are_errors_after_normalisation(cidrs: list[str]) -> None:
     found = problems_of(BASE + f"network: {{admin_cidrs: {json.dumps(cidrs)}}}\n")
     assert [p.path for p in found] == [("network", "admin_cidrs", len(cidrs) - 1)]
-    assert "listed twice" in found[0].message
+    assert found[0].code == "TSC032" and dict(found[0].fields)["first"] == 0
 
 
 def test_distinct_admin_cidrs_pass() -> None:

@@ -14,7 +14,8 @@ from test_planner_properties import CATALOG, SETTINGS, spec_dicts, valid_spec
 from generator import sizing
 from generator.plan.compute import choose
 from generator.plan.fit import PlanningError
-from generator.plan.layout import _setup, usable_bytes
+from generator.plan.fit import training_setup as _setup
+from generator.plan.node_counts import usable_bytes
 from generator.plan.pipeline import load
 from generator.plan.reasons import nodes_reason
 from generator.plan.run_hours import batch_sequences, meets_deadline

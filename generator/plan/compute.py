@@ -18,14 +18,7 @@ from generator.errors import Problem
 from generator.plan import refusals, rejections, warns
 from generator.plan.cost import is_subscription, prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored, data_parallel, replica_gpus, with_context
-from generator.plan.layout import (
-    architecture,
-    memory_minimum,
-    nothing_fits,
-    search,
-    shape_problems,
-    usable_bytes,
-)
+from generator.plan.layout import memory_minimum, search
 from generator.plan.model import (
     Candidate,
     Checkpoints,
@@ -38,9 +31,12 @@ from generator.plan.model import (
     Node,
     Sizing,
 )
+from generator.plan.node_counts import usable_bytes
 from generator.plan.reasons import nodes_reason, why_chosen, why_lost, why_parallel
 from generator.plan.run_hours import fit_schedule, never_finishes
+from generator.plan.shape import architecture, shape_problems
 from generator.plan.spot import spot_split
+from generator.plan.unfit import nothing_fits
 from generator.plan.warns import PlanWarning
 from generator.platforms.base import Capability
 from generator.platforms.registry import platform_for

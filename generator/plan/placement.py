@@ -11,7 +11,6 @@ import ipaddress
 import math
 
 from generator.catalog import Region
-from generator.errors import Problem
 from generator.plan import refusals, warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Decision, DeploymentSet, IpRange, Network, Node, VSwitch
@@ -339,15 +338,7 @@ def _check_disjoint(
             f"needs up to {PROTOCOL_SERVICE_ADDRESSES}"
         )
     if problems:  # cannot happen for a VPC the loader accepts (/8 to /24); kept as the plan's own check
-        raise PlanningError(
-            [
-                Problem(
-                    ("network", "vpc_cidr"),
-                    "the IP plan is inconsistent: " + "; ".join(problems),
-                    "use a larger range such as 10.0.0.0/16",
-                )
-            ]
-        )
+        raise PlanningError([refusals.IpPlanInconsistent(tuple(problems)).problem()])
 
 
 def plan_nodes(

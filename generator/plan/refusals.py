@@ -6,9 +6,8 @@ In the manner of :mod:`generator.plan.rejections` and :mod:`generator.plan.warns
 with a code and a message built from its fields). A part raises ``PlanningError([event.problem()])``; the
 :class:`~generator.errors.Problem` it makes carries ``code`` and ``fields`` beside the rendered words, so the CLI
 prints the same ``FILE:LINE:COL: field: message`` and ``hint:`` lines as ever while tests and scripts read the
-code. ``docs/codes.md`` lists every code (``tests/test_codes.py`` checks it against :func:`codes`). Problems from
-the spec-against-catalog checks and the platform rules (``generator/plan/check.py``, ``generator/platforms/*/rules``)
-and the layout and deadline hints are not events yet: their ``code`` is "".
+code. ``docs/codes.md`` lists every code (``tests/test_codes.py`` checks it against :func:`codes`). The
+spec-against-catalog checks raise theirs from :mod:`generator.plan.check_refusals` (``TSC...``).
 """
 
 from __future__ import annotations
@@ -42,10 +41,15 @@ class Refusal(abc.ABC):
     def fields(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def where(self) -> tuple[str | int, ...]:
+        """The spec field the problem names: the class's ``path``, or (an item of a list, a tag) one the fields
+        complete."""
+        return self.path
+
     def problem(self) -> Problem:
         """The problem the CLI prints (path, message, hint) with the code and fields beside them."""
         return Problem(
-            self.path, self.text(), self.hint(), code=self.code, fields=tuple(self.fields().items())
+            self.where(), self.text(), self.hint(), code=self.code, fields=tuple(self.fields().items())
         )
 
 
@@ -435,9 +439,36 @@ class VpcTooSmall(Refusal):
         return "use a larger range such as 10.0.0.0/16"
 
 
+@dataclass(frozen=True, slots=True)
+class IpPlanInconsistent(Refusal):
+    code = "TSP021"
+    path = ("network", "vpc_cidr")
+    summary = "the IP plan's vSwitches leave the VPC or overlap (cannot happen for a VPC the loader accepts)"
+    findings: tuple[str, ...]  # each inconsistency: "compute 10.0.0.0/17 overlaps storage 10.0.0.0/24"
+
+    def text(self) -> str:
+        return "the IP plan is inconsistent: " + "; ".join(self.findings)
+
+    def hint(self) -> str:
+        return "use a larger range such as 10.0.0.0/16"
+
+
+@dataclass(frozen=True, slots=True)
+class NoStorageVSwitch(Refusal):
+    code = "TSP022"
+    path = ("storage", "shared")
+    summary = "internal: the network plan has no storage vSwitch for the file system the storage plan chose"
+    kind: str
+
+    def text(self) -> str:
+        return f"internal: the network plan has no storage vSwitch for the {self.kind} file system"
+
+
 def codes() -> list[type[Refusal]]:
     """Every refusal class, by code (docs/codes.md lists them)."""
     found = {
-        v for v in globals().values() if isinstance(v, type) and issubclass(v, Refusal) and v is not Refusal
+        v
+        for v in globals().values()
+        if isinstance(v, type) and issubclass(v, Refusal) and v is not Refusal and v.code.startswith("TSP")
     }
     return sorted(found, key=lambda c: c.code)

@@ -3,7 +3,7 @@ stable code, the kind of constraint that bound it and typed fields; the English 
 
 In the manner of dbt's events (``core/dbt/events/types.py`` in dbt-labs/dbt-core: a class per event with a
 ``code()`` and a ``message()`` built from its fields). The planner reads the kind and the fields, never the text:
-:func:`generator.plan.layout.nothing_fits` picks its hints from them, ``plan.json`` carries them in each rejected
+:func:`generator.plan.unfit.nothing_fits` picks its hints from them, ``plan.json`` carries them in each rejected
 candidate's ``reason`` (``{"code", "kind", "fields"}``), and tests assert them. ``docs/codes.md`` lists every code
 (``tests/test_codes.py`` checks it against :func:`codes`).
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 
 from generator.catalog import Catalog, Region
-from generator.errors import Problem
-from generator.plan import refusals, warns
+from generator.plan import refusals, spec_refusals, warns
 from generator.plan.fit import Fit, PlanningError
 from generator.plan.model import Dataset, Decision, Network, Storage
 from generator.plan.warns import PlanWarning
@@ -72,10 +71,10 @@ def plan_storage(
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if kind == "auto":
-        kind, why = auto_kind(spec, region, fit.nodes)
+        kind, why, cpfs_missing = auto_choice(spec, region, fit.nodes)
         if kind == "none" and weights_bytes:
             why += " (the base weights too)"
-        if why.startswith("CPFS is not offered") and ds is not None:
+        if cpfs_missing and ds is not None:
             warnings.append(warns.CpfsNotOffered(region.id))
     else:
         why = "as the spec asks"
@@ -84,14 +83,7 @@ def plan_storage(
         decisions.append(Decision("shared storage", "none", why))
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if not any(v.key == "storage" for v in network.vswitches):  # shared_storage_needed and the above disagree
-        raise PlanningError(
-            [
-                Problem(
-                    ("storage", "shared"),
-                    f"internal: the network plan has no storage vSwitch for the {kind} file system",
-                )
-            ]
-        )
+        raise PlanningError([refusals.NoStorageVSwitch(kind).problem()])
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
     if kind == "cpfs":
@@ -159,6 +151,13 @@ def plan_storage(
 
 def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
     """What ``storage.shared: auto`` resolves to for ``nodes`` nodes, and why (ECS and PAI-DLC plans)."""
+    kind, why, _ = auto_choice(spec, region, nodes)
+    return kind, why
+
+
+def auto_choice(spec: Spec, region: Region, nodes: int) -> tuple[str, str, bool]:
+    """:func:`auto_kind`'s choice and why, and whether it fell back from CPFS because the region has none (the
+    plan warns of that when a dataset was to be imported: ``warns.CpfsNotOffered``)."""
     ds = spec.storage.dataset
     if platform_for(spec).has(Capability.OSS_MOUNT) and ds is not None and ds.size < 2**40:
         kind, why = (
@@ -187,8 +186,8 @@ def auto_kind(spec: Spec, region: Region, nodes: int) -> tuple[str, str]:
     else:
         kind, why = "none", "one node and no dataset: the node's own disks suffice"
     if kind == "cpfs" and not region.cpfs:
-        kind, why = "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)"
-    return kind, why
+        return "extreme-nas", f"CPFS is not offered in {region.id}; Extreme NAS instead (slower)", True
+    return kind, why, False
 
 
 def shared_kind(spec: Spec, region: Region, nodes: int) -> str:
@@ -246,14 +245,8 @@ def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> No
         if kind == "none":
             problems.append(refusals.CapacityWithoutFileSystem().problem())
         elif kind in ("cpfs", "extreme-nas"):
-            wrong = limits.capacity_problem(kind, gib)
-            if wrong:
-                what = "CPFS" if kind == "cpfs" else "Extreme NAS"
-                problems.append(
-                    Problem(
-                        ("storage", "capacity"), f"storage.shared: auto chose {what}; {wrong[0]}", wrong[1]
-                    )
-                )
+            if limits.capacity_problem(kind, gib):
+                problems.append(spec_refusals.CapacityOutOfRange(kind, gib, True).problem())
             elif kind == "cpfs" and s.dataset is not None and s.dataset.size > s.capacity:
                 fix = limits.accepted_capacity("cpfs", s.dataset.size / 2**30)
                 problems.append(
@@ -261,10 +254,8 @@ def _check_resolved_storage(spec: Spec, kind: str, weights_bytes: int = 0) -> No
                         s.dataset.size, gib, fix, limits.largest_cpfs_dataset_tib()
                     ).problem()
                 )
-    elif kind == "cpfs" and s.dataset is not None:
-        wrong = limits.dataset_capacity_problem(s.dataset.size)
-        if wrong:
-            problems.append(Problem(("storage", "dataset", "size"), *wrong))
+    elif kind == "cpfs" and s.dataset is not None and limits.dataset_capacity_problem(s.dataset.size):
+        problems.append(spec_refusals.DatasetOverCpfs(s.dataset.size).problem())
     if weights_bytes and isinstance(s.capacity, int) and kind in ("cpfs", "extreme-nas") and not problems:
         need = weights_bytes + (s.dataset.size if s.dataset is not None and kind == "cpfs" else 0)
         if need > s.capacity:

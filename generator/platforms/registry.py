@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from generator.errors import Problem
 from generator.platforms import dlc, ecs, lingjun
 from generator.platforms.base import Level, Platform, Unhonoured
 from generator.spec.model import Spec
@@ -126,13 +125,10 @@ def _set_unhonoured(spec: Spec, level: Level) -> list[tuple[str, Unhonoured]]:
     ]
 
 
-def unhonoured_problems(spec: Spec) -> list[Problem]:
-    """The fields the spec sets that its platform does not honour and refuses (those its rules do not report)."""
-    title = platform_for(spec).title
-    return [
-        Problem(tuple(path.split(".")), f"{path} is not honoured on {title}: {u.why}", u.hint)
-        for path, u in _set_unhonoured(spec, Level.ERROR)
-    ]
+def unhonoured_errors(spec: Spec) -> list[tuple[str, Unhonoured]]:
+    """The fields the spec sets that its platform does not honour and refuses (those its rules do not report), with
+    why (the check makes each a ``FieldNotHonoured`` event: the registry imports nothing of the planner)."""
+    return _set_unhonoured(spec, Level.ERROR)
 
 
 def unhonoured_warnings(spec: Spec) -> list[tuple[str, Unhonoured]]:

@@ -22,7 +22,9 @@ from typing import Any
 from generator.live.jobs.cluster import Cluster, Node
 
 Group = tuple[int, ...]  # ranks
-Test = Callable[[Sequence[Group]], Sequence[bool]]  # one round: the groups' verdicts (True: the all-reduce passed)
+Test = Callable[
+    [Sequence[Group]], Sequence[bool]
+]  # one round: the groups' verdicts (True: the all-reduce passed)
 MAX_ROUNDS = 16  # 2 x log2(1024 nodes) with room: a bound, never reached by a fault the halving can corner
 
 
@@ -165,18 +167,55 @@ def name_cross_node_fault(
     """After a full check: when the cross-node all-reduce failed on two or more nodes, bisect it over the nodes
     that passed every other check, rewrite their ``nccl-inter`` findings and return what was found (None: nothing
     to bisect)."""
-    from generator.live.jobs import health, ops
+    from generator.live.jobs import health
 
+    candidates = _candidates(node_reports)
+    if candidates is None:
+        return None
+    test = _group_test(api, cluster, {n.rank: n for n in nodes}, exp, check_id, say, sleep)
+    # without the nodes that failed other checks, the rest may pass together
+    if len(candidates) < len(nodes) and test([candidates])[0]:
+        found = Bisection(good=set(candidates))
+        health.apply_bisection(node_reports, found)
+        return found
+    found = bisect(candidates, test)
+    health.apply_bisection(node_reports, found)
+    if found.bad:
+        say(
+            f"bisection: the cross-node all-reduce fails with rank(s) {', '.join(map(str, sorted(found.bad)))}"
+        )
+    for g in found.unresolved:
+        say(f"bisection: ranks {_span(g)} fail only together (a switch, the fabric or the NCCL settings)")
+    return found
+
+
+def _candidates(node_reports: Sequence[Any]) -> Group | None:
+    """The ranks to bisect over: those whose only failed check is the cross-node all-reduce (nodes failing another
+    check are quarantined already), or None when fewer than two nodes failed it or fewer than two are left."""
     inter_failed = {r.rank for r in node_reports if any(f.check == "nccl-inter" for f in r.failed)}
     if len(inter_failed) < 2:
         return None
-    by_rank = {n.rank: n for n in nodes}
-    # nodes failing another check are quarantined already; the bisection runs over the others
     candidates = tuple(
-        r.rank for r in node_reports if r.rank in inter_failed and all(f.check == "nccl-inter" for f in r.failed)
+        r.rank
+        for r in node_reports
+        if r.rank in inter_failed and all(f.check == "nccl-inter" for f in r.failed)
     )
-    if len(candidates) < 2:
-        return None
+    return candidates if len(candidates) >= 2 else None
+
+
+def _group_test(
+    api: Any,
+    cluster: Cluster,
+    by_rank: dict[int, Node],
+    exp: Any,
+    check_id: str,
+    say: Callable[[str], None],
+    sleep: Callable[[float], None],
+) -> Test:
+    """The bisection's test: one round of cross-node all-reduces, one per group, run at once through Cloud
+    Assistant; a group passes when every member's result passes."""
+    from generator.live.jobs import health, ops
+
     rounds = [0]
 
     def test(groups: Sequence[Group]) -> list[bool]:
@@ -193,21 +232,13 @@ def name_cross_node_fault(
         ops.wait_started(api, cluster, ids, flat, lambda s: None, sleep=sleep)
         records = ops.finished_results(api, cluster, ids, flat, timeout=1500.0, sleep=sleep)
         verdicts = [health.inter_passed((records.get(n.instance_id) for n in m), exp) for m in members]
-        say("  " + "; ".join(f"ranks {_span(g)}: {'ok' if ok else 'FAILED'}" for g, ok in zip(groups, verdicts)))
+        say(
+            "  "
+            + "; ".join(f"ranks {_span(g)}: {'ok' if ok else 'FAILED'}" for g, ok in zip(groups, verdicts))
+        )
         return verdicts
 
-    # without the nodes that failed other checks, the rest may pass together
-    if len(candidates) < len(nodes) and test([candidates])[0]:
-        found = Bisection(good=set(candidates))
-        health.apply_bisection(node_reports, found)
-        return found
-    found = bisect(candidates, test)
-    health.apply_bisection(node_reports, found)
-    if found.bad:
-        say(f"bisection: the cross-node all-reduce fails with rank(s) {', '.join(map(str, sorted(found.bad)))}")
-    for g in found.unresolved:
-        say(f"bisection: ranks {_span(g)} fail only together (a switch, the fabric or the NCCL settings)")
-    return found
+    return test
 
 
 def _span(group: Group) -> str:

@@ -1,0 +1,154 @@
+"""The model's shape: the architecture a spec resolves to, and the fixed tensor, pipeline, expert, context and
+offload settings that cannot split it whatever the instance type. The degrees ``auto`` tries live here too, since
+the same lists say which fixed degrees would split the model.
+
+It exists apart from :mod:`generator.plan.layout` because these checks run once per spec, before any instance type
+is searched, and their problems are the spec's, not a type's.
+"""
+
+from __future__ import annotations
+
+from generator import sizing
+from generator.errors import Problem
+from generator.plan.fit import PlanningError
+from generator.spec.model import Spec
+
+# Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
+# Megatron-LM's 175B/530B/1T runs pp=8..64, Llama 3 405B pp=16). Those that divide the layers come first; a degree
+# that does not gets uneven stages (the largest holds ceil(L/pp) layers, see sizing.stage_layers) and is tried only
+# when no even split fits.
+AUTO_PIPELINE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 48, 64)
+
+# ``parallelism.context: auto`` considers context parallelism only for sequences at least this long, and only when
+# no layout without it fits (docs/sizing.md, "Context parallelism"): Megatron-Core recommends it for long context,
+# and at 32K tokens a 70B layer's activations alone reach ~10 GB per GPU at tp=8.
+LONG_CONTEXT = 32768
+AUTO_CONTEXT = (2, 4, 8, 16, 32)
+
+
+def architecture(spec: Spec) -> sizing.Architecture:
+    m = spec.model
+    shape = m.architecture.model_dump() if m.architecture else {}
+    try:
+        moe = sizing.MoE(**m.moe.model_dump()) if m.moe is not None else None
+        return sizing.architecture_for(m.parameters, m.preset, moe, **shape)
+    except sizing.SizingError as e:
+        path = (
+            ("model", "moe")
+            if m.moe is not None
+            else ("model", "preset")
+            if m.preset and not shape
+            else ("model",)
+        )
+        raise PlanningError([Problem(path, str(e))]) from None
+
+
+def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
+    return _tensor_expert_offload(spec, arch) + _context(spec) + _pipeline(spec, arch)
+
+
+def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
+    if isinstance(p.tensor, int) and not sizing.tp_splits_heads(arch, p.tensor):
+        ok = [t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t)]
+        kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
+        out.append(
+            Problem(
+                ("parallelism", "tensor"),
+                f"tensor parallelism {p.tensor} does not split the model's "
+                f"{arch.heads} attention heads and {kv} (it must divide the heads, and divide the KV "
+                "heads or be a multiple of them)",
+                f"use tensor: auto, or one of {', '.join(map(str, ok))}",
+            )
+        )
+    if isinstance(p.expert, int) and p.expert > 1 and (arch.moe is None or arch.moe.experts % p.expert):
+        out.append(
+            Problem(
+                ("parallelism", "expert"),
+                f"expert parallelism {p.expert} needs a mixture-of-experts model"
+                if arch.moe is None
+                else f"expert parallelism {p.expert} does not divide the model's {arch.moe.experts} experts",
+                "use expert: auto" + ("" if arch.moe is None else ", or a degree that divides the experts"),
+            )
+        )
+    if p.offload != "none":
+        try:
+            sizing.check_offload(
+                p.offload,
+                sizing.resolve_framework(p.framework, p.zero_stage),
+                p.zero_stage,
+                spec.model.finetune.method in ("lora", "qlora"),
+                arch.moe is not None,
+            )
+        except sizing.SizingError as e:
+            out.append(
+                Problem(
+                    ("parallelism", "offload"),
+                    str(e).rstrip("."),
+                    "use offload: none, or the framework and zero_stage the message names",
+                )
+            )
+    return out
+
+
+def _context(spec: Spec) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
+    c, s = p.context, spec.model.sequence_length
+    if isinstance(c, int) and c > 1 and s % (2 * c):
+        ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
+        out.append(
+            Problem(
+                ("parallelism", "context"),
+                f"context parallelism {c} splits each sequence into 2 x {c} "
+                f"chunks (Megatron-Core balances the causal mask that way), which {s} tokens do not give",
+                f"use context: auto, or one of {', '.join(map(str, ok))}",
+            )
+        )
+    if isinstance(c, int) and c > 1 and spec.model.finetune.method in ("lora", "qlora"):
+        out.append(
+            Problem(
+                ("parallelism", "context"),
+                f"context parallelism {c} is modelled for full training "
+                "(Megatron-Core); LoRA/QLoRA trainers do not run it",
+                "use context: auto or 1",
+            )
+        )
+    return out
+
+
+def _pipeline(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
+    p, out = spec.parallelism, list[Problem]()
+    v = p.virtual_stages
+    if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
+        ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
+        out.append(
+            Problem(
+                ("parallelism", "virtual_stages"),
+                f"{v} interleaved stages per GPU need a pipeline whose "
+                f"degree times {v} divides the model's {arch.layers} layers; pipeline is {p.pipeline}",
+                f"use pipeline: auto, or one of {', '.join(map(str, ok)) or 'none'}, or virtual_stages: 1",
+            )
+        )
+    if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
+        out.append(
+            Problem(
+                ("parallelism", "pipeline"),
+                f"pipeline parallelism {p.pipeline} is more stages than the model's {arch.layers} layers",
+                f"use pipeline: auto, or at most {arch.layers}",
+            )
+        )
+    elif isinstance(p.pipeline, int) and not sizing.pipeline_splits(arch.layers, p.pipeline):
+        m = sizing.stage_layers(arch.layers, p.pipeline)
+        ok = [d for d in AUTO_PIPELINE if d > 1 and sizing.pipeline_splits(arch.layers, d)]
+        out.append(
+            Problem(
+                ("parallelism", "pipeline"),
+                f"pipeline parallelism {p.pipeline} cannot split the model's "
+                f"{arch.layers} layers: {p.pipeline - 2} middle stages of {m} layers leave "
+                f"{arch.layers - (p.pipeline - 2) * m} for the first and last stages, which must hold 2 to "
+                f"{2 * m}",
+                f"use pipeline: auto, or one of {', '.join(map(str, ok))}",
+            )
+        )
+    return out
