@@ -12,7 +12,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from generator import api
-from generator.preview import cache, memo, mockrun
+from generator.preview import cache, memo, mockrun, rows
 from generator.render import stackdir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def _bytes(graph: mockrun.Graph) -> str:
 
 
 def _reusable(graph: mockrun.Graph) -> dict[str, mockrun.Resource]:
-    return {graph.keys[r.urn_key]: r for r in graph.resources if r.urn_key in graph.keys}
+    return dict(cache.known_keys(graph))
 
 
 def _full(folder: Path, plan: Any) -> mockrun.Graph:
@@ -131,9 +131,9 @@ def test_a_changed_cluster_built_from_its_base_equals_a_full_run(
         nodes = len(full.of_type("ecs/instance:Instance") or full.of_type("eflo/node:Node"))
         assert incremental.reused < len(full.resources) - nodes + 1  # every node's inputs changed
     else:
-        same = set(incremental.keys.values()) & set(
-            base.keys.values()
-        )  # registrations identical to the base's
+        same = {  # resources registered or constructed exactly as in the base
+            urn.removeprefix(rows.ROW_PREFIX) for urn, k in incremental.keys.items() if base.keys.get(urn) == k
+        }
         types = {r.type for r in full.resources}
         assert incremental.reused > 0
         assert incremental.reused >= len(same) - len(types)  # all of them but the first of each type

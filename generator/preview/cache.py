@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator.preview import deflate, lean, memo, mockrun, sdkload
+from generator.preview import deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
 GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
@@ -55,6 +55,7 @@ _SOURCES = (
     Path(sdkload.__file__),
     Path(memo.__file__),
     Path(deflate.__file__),
+    Path(rows.__file__),
     Path(__file__),
 )
 
@@ -336,11 +337,22 @@ def reusable(run_salt: str) -> dict[str, Resource]:
         graph = last.get(digest) or (load(digest) if len(digest) == 64 else None)
         if graph is None:
             continue
-        for r in graph.resources:
-            k = graph.keys.get(r.urn_key)
-            if k is not None:
-                out.setdefault(k, r)
+        for k, r in known_keys(graph):
+            out.setdefault(k, r)
     return out
+
+
+def known_keys(graph: Graph) -> Iterable[tuple[str, Resource]]:
+    """(key, resource) for every key ``graph`` holds: each registration's and each constructor call's
+    (:mod:`generator.preview.rows`)."""
+    keys = graph.keys
+    for r in graph.resources:
+        k = keys.get(r.urn_key)
+        if k is not None:
+            yield k, r
+        k = keys.get(rows.ROW_PREFIX + r.urn_key)
+        if k is not None:
+            yield k, r
 
 
 def _remember(run_salt: str, digest: str) -> None:
@@ -371,6 +383,7 @@ __all__ = [
     "enabled",
     "incremental",
     "key",
+    "known_keys",
     "load",
     "program_files",
     "reusable",

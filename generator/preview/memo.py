@@ -109,8 +109,15 @@ class Memo:
         known: Mapping[str, Any],
         skip_types: frozenset[str] = frozenset(),
         derive: bool = False,
+        log_mark: Callable[[], int] | None = None,
     ) -> None:
+        from generator.preview.rows import Rows
+
         self.salt, self.known, self.skip_types, self.derive = run_salt, known, skip_types, derive
+        # constructors answered before the SDK builds their arguments (generator/preview/rows.py)
+        self.rows = Rows(self, log_mark)
+        self.undigestable = _Undigestable  # what a digest raises (rows.py does not import this module)
+        self.prop_names: dict[str, tuple[str, ...]] = {}  # type -> property names of its first resource
         # (type, name, inputs as the monitor would read them, protect, retain_on_delete, parent,
         # delete_before_replace) of every derived resource, and the tasks still translating inputs
         self.derived: list[tuple[str, str, Any, bool, bool, str, bool]] = []
@@ -137,6 +144,7 @@ class Memo:
 
         if self._original is not None:
             resource_mod.register_resource = self._original
+        self.rows.restore()
         self._origin.clear()
 
     # ------------------------------------------------------------------------------------------ the hook
@@ -155,7 +163,11 @@ class Memo:
     ) -> None:
         assert self._original is not None
         first = ty not in self._types_seen
-        self._types_seen.add(ty)
+        if first:
+            self._types_seen.add(ty)
+            self.prop_names[ty] = tuple(props)
+            if custom and not remote and self.salt:
+                self.rows.watch(type(res), ty)
         props_digest = key = opts_digest = None
         if not remote and package_ref is None:
             try:

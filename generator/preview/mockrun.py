@@ -84,6 +84,7 @@ class Graph:
     keys: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     reused: int = field(default=0, compare=False, repr=False)  # resources answered from earlier runs
     derived: int = field(default=0, compare=False, repr=False)  # resources derived without the runtime (memo)
+    constructed: int = field(default=0, compare=False, repr=False)  # reused, at the constructor
 
     def of_type(self, token: str) -> list[Resource]:
         """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
@@ -352,7 +353,7 @@ def _run_once(
     settings.SETTINGS.outputs.clear()
     root = settings.get_root_resource()
     graph = Graph()
-    memo = Memo(memo_salt, known, skip, derive) if memo_salt or derive else None
+    memo = Memo(memo_salt, known, skip, derive, log_stream.tell) if memo_salt or derive else None
     try:
         with _program_context(program_dir), _quiet_warnings():
             import_sdk_modules(main.read_text(encoding="utf-8", errors="replace"))
@@ -402,6 +403,7 @@ def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[st
     if memo is not None:
         read.update(memo.read_types)
         graph.keys, graph.reused, graph.derived = memo.keys, len(memo.reused), len(memo.derived)
+        graph.constructed = memo.rows.hits
     monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
     seen, recorder.seen = recorder.seen, []
     recorded = []
