@@ -87,8 +87,7 @@ def test_a_pause_is_headed_pause_with_what_it_still_costs(tmp_path: Path) -> Non
     assert result.what.headline.startswith("pause: 64 nodes released") and "CNY/day" in result.what.headline
     assert _facts(result)["nodes"] == ("64", "0 (paused; 64 when resumed)")
     released = [c for c in result.changes if c.type == d.INSTANCE]
-    # sides.py still sets the text alone (PAUSED_NODE); it should use classify.paused(c) so reasons say TSD007
-    assert released and all(c.action == "delete" and c.reason == why.NodePaused().text() for c in released)
+    assert released and all(c.action == "delete" and c.reasons == (why.NodePaused(),) for c in released)
     back = d.diff_sides(str(paused), str(PRETRAIN))
     assert back.what is not None and back.what.kind == "resume"
 
