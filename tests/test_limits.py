@@ -28,8 +28,9 @@ from generator.plan import check as validate
 from generator.plan import planner, warns
 from generator.plan.planner import PlanningError
 from generator.spec import limits
+from generator.spec.fieldtypes import accepts as _accepts
 from generator.spec.loader import MAX_DEPTH, load_text
-from generator.spec.model import Spec, _accepts, json_schema
+from generator.spec.model import Spec, json_schema
 
 CATALOG = load_catalog()
 BASE = "name: limits-run\nregion: cn-wulanchabu\nmodel:\n  parameters: 7B\n"
