@@ -12,6 +12,7 @@ from generator.catalog import load_catalog
 from generator.plan import refusals, rejections, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
+from generator.spec import codes as spec_codes
 from generator.spec.model import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,16 @@ def refusal_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def spec_problem_table() -> str:
+    """The spec-problems table docs/codes.md must hold, from generator/spec/codes.py."""
+    rows = ["| code | event | when | fields |", "|---|---|---|---|"]
+    rows += [
+        f"| `{c.code}` | `{c.name}` | {c.summary} | {', '.join(f'`{f}`' for f in c.fields) or 'none'} |"
+        for c in spec_codes.codes()
+    ]
+    return "\n".join(rows) + "\n"
+
+
 def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
     classes = rejections.codes()
     assert len({c.code for c in classes}) == len(classes)
@@ -62,6 +73,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
     expected = warning_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
+    expected = spec_problem_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the spec problems table with\n{expected}"
     for basis in PRICE_BASES:
         assert f"`{basis}`" in DOC.read_text(encoding="utf-8")
 

@@ -289,7 +289,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
         )
     m = spec.model
     problems.extend(
-        Problem(c.field, c.message, c.spec_hint)
+        c.problem()
         for c in training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer)
     )
     problems.extend(_container_rules(spec))
