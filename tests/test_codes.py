@@ -195,6 +195,7 @@ def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
         refusals.CapacityWithoutFileSystem(), refusals.DatasetOverCapacity(2**42, 1200.0, 4800, 400),
         refusals.WeightsOverCapacity(2**40, True, 1200.0, 2400), refusals.StorageClassMismatch("cpfs", "standard"),
         refusals.VpcTooSmall("10.0.0.0/24", 300, "10.0.0.0/25", 120, 4, 3, 121),
+        refusals.MilestoneWindowShort(1.0, 7200),
     ]
     assert {type(s) for s in samples} == set(refusals.codes())
     assert len({c.code for c in refusals.codes()}) == len(refusals.codes())

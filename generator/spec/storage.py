@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from generator.errors import excerpt
-from generator.spec import limits
+from generator.spec import codes, limits
 from generator.spec.fieldtypes import AutoBytes, AutoInterval, Bytes, Strict
 from generator.spec.tags import spec_error
 
@@ -112,12 +112,54 @@ class StorageSpec(Strict):
         return norm
 
 
-class MilestonesSpec(Strict):
-    """checkpoints.milestones: checkpoints kept forever beside keep_last's window (docs/operations.md)."""
+MILESTONE_FORMS = ("every", "every_hours", "at_steps")
 
-    every: Annotated[
-        int, Field(ge=2, le=100_000)
-    ]  # one checkpoint in every N (a window of N intervals) is kept
+
+class MilestonesSpec(Strict):
+    """checkpoints.milestones: checkpoints kept forever beside keep_last's window (docs/operations.md), in exactly one
+    of three forms: one in every M checkpoints, one per H hours, or the checkpoints of the listed steps."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, json_schema_extra={"minProperties": 1, "maxProperties": 1}
+    )
+
+    # one checkpoint in every N (a window of N intervals) is kept
+    every: Annotated[int, Field(ge=2, le=100_000)] | None = None
+    # one checkpoint per H hours of training (a window of H hours) is kept
+    every_hours: Annotated[float, Field(gt=0, le=limits.MAX_MILESTONE_HOURS)] | None = None
+    # the checkpoints of these optimizer steps (the number in a checkpoint's name) are kept
+    at_steps: (
+        Annotated[
+            tuple[Annotated[int, Field(ge=1, le=limits.MAX_MILESTONE_STEP)], ...],
+            Field(min_length=1, max_length=limits.MAX_MILESTONE_STEPS),
+        ]
+        | None
+    ) = None
+
+    @field_validator("at_steps")
+    @classmethod
+    def _steps(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is None:
+            return v
+        twice = sorted({s for s in v if v.count(s) > 1})
+        if twice:
+            raise spec_error(
+                f"step {twice[0]:,} is listed twice", "list each step once; the order does not matter"
+            )
+        return tuple(sorted(v))
+
+    @model_validator(mode="after")
+    def _one_form(self) -> MilestonesSpec:
+        given = [name for name in MILESTONE_FORMS if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise spec_error(
+                "give milestones one way: every (checkpoints), every_hours (hours of training) or at_steps "
+                + (f"(steps), not {' and '.join(given)}" if given else "(steps)"),
+                "e.g. milestones: {every: 10}, milestones: {every_hours: 24} or milestones: {at_steps: [10000, 50000]}",
+                codes.MILESTONE_FORM.code,
+                {"given": tuple(given)},
+            )
+        return self
 
 
 class CheckpointSpec(Strict):
@@ -130,7 +172,7 @@ class CheckpointSpec(Strict):
     transition_ia_days: Annotated[int, Field(gt=0, le=3650)] | None = 30
     abort_multipart_days: Annotated[int, Field(gt=0, le=365)] = 3
     keep_last: Annotated[int, Field(ge=1, le=100_000)] | None = None  # None: keep every checkpoint
-    milestones: MilestonesSpec | None = None  # with keep_last: one checkpoint in every N kept forever (ECS)
+    milestones: MilestonesSpec | None = None  # with keep_last: milestones kept forever (ECS)
 
     @field_validator("bucket")
     @classmethod
