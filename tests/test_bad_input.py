@@ -17,6 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.errors import SpecErrors
+from generator.plan.pipeline import load
+from generator.spec import codes
 from generator.spec.loader import MAX_SPEC_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +158,64 @@ MUST_SAY: dict[str, tuple[str, ...]] = {
 
 ALL_CASES = sorted(COMMITTED + list(GENERATED))
 
+# The code of every problem of the cases whose problems are all the loader's (generator/spec/codes.py, TSS...), in
+# the order reported: what a script or test reads instead of the words.
+SPEC_CODES: dict[str, tuple[codes.SpecCode, ...]] = {
+    "alias_long_text": (codes.EXPANDS_TOO_LONG,),
+    "binary_file": (codes.BINARY,),
+    "checkpoint_prefix_dotdot": (codes.REFUSED_VALUE,),
+    "comment_only": (codes.EMPTY,),
+    "dataset_path_dotdot": (codes.REFUSED_VALUE,),
+    "dataset_source_dotdot": (codes.REFUSED_VALUE,),
+    "dataset_source_injection": (codes.REFUSED_VALUE,),
+    "deep_nesting": (codes.TOO_DEEP,),
+    "duplicate_keys": (codes.DUPLICATE_KEY,),
+    "empty": (codes.EMPTY,),
+    "empty_section": (codes.EXPECTED_MAPPING,),
+    "framework_megatron_zero3": (codes.REFUSED_VALUE,),
+    "image_id_bad": (codes.REFUSED_VALUE,),
+    "infinite_values": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "interval_too_long": (codes.REFUSED_VALUE,),
+    "large_file": (codes.TOO_LARGE,),
+    "memory_headroom_too_large": (codes.REFUSED_VALUE,),
+    "mount_path_root": (codes.REFUSED_VALUE,),
+    "mount_path_system_dir": (codes.REFUSED_VALUE,),
+    "mount_path_under_lib": (codes.REFUSED_VALUE,),
+    "multiple_documents": (codes.SECOND_DOCUMENT,),
+    "negative_sequence_length": (codes.OUT_OF_RANGE,),
+    "nodes_boolean": (codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "non_utf8": (codes.NOT_UTF8,),
+    "numbers_too_large": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "paged_optimizer_full": (codes.PAGED_OPTIMIZER_FULL,),
+    "parameters_70q": (codes.REFUSED_VALUE,),
+    "rdma_number": (codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "root_list": (codes.TOP_NOT_MAPPING,),
+    "root_scalar": (codes.TOP_NOT_MAPPING,),
+    "several_problems": (codes.WRONG_FORM, codes.NOT_A_CHOICE, codes.OUT_OF_RANGE, codes.UNKNOWN_FIELD,),
+    "syntax_error": (codes.INVALID_YAML,),
+    "tab_indent": (codes.TAB,),
+    "tag_control_character": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "tag_invisible_characters": (codes.INVISIBLE, codes.INVISIBLE, codes.INVISIBLE,),
+    "tag_key_too_long": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "tags_every_problem_at_once": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "tags_too_many_and_bad": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
+    "unknown_key_nested": (codes.UNKNOWN_FIELD,),
+    "unknown_key_top": (codes.UNKNOWN_FIELD,),
+    "waiver_reason_control": (codes.REFUSED_VALUE,),
+    "waiver_reason_invisible": (codes.INVISIBLE,),
+    "waiver_reason_too_long": (codes.REFUSED_VALUE,),
+    "waiver_without_reason": (codes.MISSING_FIELD,),
+    "weights_bad_bucket": (codes.REFUSED_VALUE,),
+    "weights_bad_revision": (codes.REFUSED_VALUE,),
+    "weights_bad_scheme": (codes.REFUSED_VALUE,),
+    "weights_missing_name": (codes.REFUSED_VALUE,),
+    "weights_shell_injection": (codes.REFUSED_VALUE,),
+    "wrong_type_list_for_mapping": (codes.EXPECTED_MAPPING,),
+    "wrong_type_string_for_number": (codes.WRONG_TYPE,),
+    "zero_nodes": (codes.OUT_OF_RANGE,),
+    "zero_stage_5": (codes.OUT_OF_RANGE,),
+}
+
 
 def test_corpus_is_complete() -> None:
     """Every case has a checklist, every committed spec has a snapshot, and no snapshot is orphaned."""
@@ -193,6 +254,19 @@ def test_bad_spec(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sn
     for fragment in MUST_SAY[name]:
         assert fragment in err, f"{fragment!r} missing from:\n{err}"
     snapshot(EXPECTED / f"{name}.txt", err)
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_CODES))
+def test_loader_problems_carry_their_codes_and_fields(name: str, tmp_path: Path) -> None:
+    path = CORPUS / f"{name}.yaml"
+    if name in GENERATED:
+        path = tmp_path / f"{name}.yaml"
+        path.write_bytes(GENERATED[name]())
+    with pytest.raises(SpecErrors) as e:
+        load(path)
+    assert tuple(p.code for p in e.value.problems) == tuple(c.code for c in SPEC_CODES[name])
+    for p, c in zip(e.value.problems, SPEC_CODES[name], strict=True):
+        assert tuple(dict(p.fields)) == c.fields and p.line > 0
 
 
 def test_several_problems_are_all_reported_in_line_order(monkeypatch: pytest.MonkeyPatch) -> None:

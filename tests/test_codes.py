@@ -13,6 +13,7 @@ from generator.plan import refusals, rejections, spec_refusals, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.preview.diff import reasons
+from generator.spec import codes as spec_codes
 from generator.spec.model import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +87,16 @@ def test_check_codes_are_unique_and_every_check_problem_has_one(tmp_path: Path) 
     assert next(p for p in problems if p.code == "TSC034").path == ("waivers", 0, "rule")
 
 
+def spec_problem_table() -> str:
+    """The spec-problems table docs/codes.md must hold, from generator/spec/codes.py."""
+    rows = ["| code | event | when | fields |", "|---|---|---|---|"]
+    rows += [
+        f"| `{c.code}` | `{c.name}` | {c.summary} | {', '.join(f'`{f}`' for f in c.fields) or 'none'} |"
+        for c in spec_codes.codes()
+    ]
+    return "\n".join(rows) + "\n"
+
+
 def test_codes_are_unique_stable_and_of_a_known_kind() -> None:
     classes = rejections.codes()
     assert len({c.code for c in classes}) == len(classes)
@@ -104,6 +115,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     expected = diff_reason_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the diff reasons table with\n{expected}"
+    expected = spec_problem_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the spec problems table with\n{expected}"
     for basis in PRICE_BASES:
         assert f"`{basis}`" in DOC.read_text(encoding="utf-8")
 
@@ -226,6 +239,7 @@ def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
         refusals.VpcTooSmall("10.0.0.0/24", 300, "10.0.0.0/25", 120, 4, 3, 121),
         refusals.IpPlanInconsistent(("storage 10.0.0.0/24 overlaps compute 10.0.0.0/17",)),
         refusals.NoStorageVSwitch("cpfs"),
+        refusals.MilestoneWindowShort(1.0, 7200),
     ]
     assert {type(s) for s in samples} == set(refusals.codes())
     assert len({c.code for c in refusals.codes()}) == len(refusals.codes())

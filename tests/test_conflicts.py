@@ -14,7 +14,7 @@ from generator.cli import main
 from generator.errors import SpecErrors
 from generator.estimate import EstimateError, estimate
 from generator.plan.pipeline import load
-from generator.spec import conflicts
+from generator.spec import codes, conflicts
 from generator.spec.conflicts import training_conflicts
 
 # (spec model fields, estimate flags, the code both report)
@@ -22,18 +22,18 @@ CASES = [
     (
         "  finetune: {method: qlora, lora_rank: 16}\n  precision: fp8\n",
         {"qlora": True, "lora_rank": 16, "precision": "fp8"},
-        "qlora-fp8",
+        codes.QLORA_FP8.code,
     ),
     (
         "  finetune: {method: qlora, lora_rank: 16}\n  precision: fp32\n",
         {"qlora": True, "lora_rank": 16, "precision": "fp32"},
-        "qlora-fp32",
+        codes.QLORA_FP32.code,
     ),
-    ("  finetune: {paged_optimizer: true}\n", {"paged_optimizer": True}, "paged-optimizer-full"),
+    ("  finetune: {paged_optimizer: true}\n", {"paged_optimizer": True}, codes.PAGED_OPTIMIZER_FULL.code),
     (
         "  optimizer: adamw-bf16\n  precision: fp16\n",
         {"optimizer": "adamw-bf16", "precision": "fp16"},
-        "pure-bf16-optimizer-precision",
+        codes.PURE_BF16_PRECISION.code,
     ),
 ]
 
@@ -54,10 +54,10 @@ def _one(code: str) -> conflicts.Conflict:
 
 
 ARGS = {
-    "qlora-fp8": ("qlora", "fp8", "adamw", False),
-    "qlora-fp32": ("qlora", "fp32", "adamw", False),
-    "paged-optimizer-full": ("full", "bf16", "adamw", True),
-    "pure-bf16-optimizer-precision": ("full", "fp16", "adamw-bf16", False),
+    codes.QLORA_FP8.code: ("qlora", "fp8", "adamw", False),
+    codes.QLORA_FP32.code: ("qlora", "fp32", "adamw", False),
+    codes.PAGED_OPTIMIZER_FULL.code: ("full", "bf16", "adamw", True),
+    codes.PURE_BF16_PRECISION.code: ("full", "fp16", "adamw-bf16", False),
 }
 
 
@@ -70,10 +70,12 @@ def test_the_spec_and_the_estimate_report_the_same_code_and_message(
     path.write_text(SPEC.format(model=model))
     with pytest.raises(SpecErrors) as spec_err:
         load(path)
-    problems = [p for p in spec_err.value.problems if p.message == conflict.message]
-    assert len(problems) == 1, [p.message for p in spec_err.value.problems]
+    problems = [p for p in spec_err.value.problems if p.code == code]
+    assert len(problems) == 1, [p.code for p in spec_err.value.problems]
     problem = problems[0]
-    assert problem.path == conflict.field and problem.hint == conflict.spec_hint
+    assert problem.path == conflict.field and problem.fields == conflict.fields
+    assert tuple(dict(problem.fields)) == codes.code_of(problem).fields  # the fields docs/codes.md lists
+    assert (problem.message, problem.hint) == (conflict.message, conflict.spec_hint)
     assert problem.file.endswith("conflict.yaml") and problem.line > 0
     with pytest.raises(EstimateError) as est_err:
         estimate(params=7_000_000_000, **flags)
@@ -86,7 +88,7 @@ def test_the_cli_exits_2_with_the_shared_message() -> None:
         main, ["estimate", "--params", "7B", "--optimizer", "adamw-bf16", "--precision", "fp16"]
     )
     assert result.exit_code == 2
-    assert _one("pure-bf16-optimizer-precision").message in result.output
+    assert _one(codes.PURE_BF16_PRECISION.code).message in result.output
 
 
 def test_good_combinations_pass_and_the_bf16_precisions_match_the_sizing_model() -> None:

@@ -27,9 +27,10 @@ from generator.errors import ECHO_WIDTH, Problem, SpecErrors, clip_line, render_
 from generator.plan import check as validate
 from generator.plan import planner, warns
 from generator.plan.planner import PlanningError
-from generator.spec import limits
+from generator.spec import codes, limits
+from generator.spec.fieldtypes import accepts as _accepts
 from generator.spec.loader import MAX_DEPTH, load_text
-from generator.spec.model import Spec, _accepts, json_schema
+from generator.spec.model import Spec, json_schema
 
 CATALOG = load_catalog()
 BASE = "name: limits-run\nregion: cn-wulanchabu\nmodel:\n  parameters: 7B\n"
@@ -463,7 +464,7 @@ def test_deep_nesting_fails_fast_with_a_short_error() -> None:
     with pytest.raises(SpecErrors) as e:
         load_text(text, "deep.yaml")
     (p,) = e.value.problems
-    assert p.message == f"the YAML nests deeper than {MAX_DEPTH} levels" and p.hint
+    assert p.code == codes.TOO_DEEP.code and dict(p.fields) == {"max_depth": MAX_DEPTH} and p.hint
     assert (p.line, p.column) == (3, len("model: ") + MAX_DEPTH)
     rendered = e.value.render(show_source=True)
     assert max(len(line) for line in rendered.splitlines()) < ECHO_WIDTH + 40

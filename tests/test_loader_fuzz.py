@@ -31,6 +31,7 @@ from generator.plan import check as validate
 from generator.plan import planner
 from generator.plan.planner import PlanningError
 from generator.sizing import PRESETS
+from generator.spec import codes
 from generator.spec.loader import decode, load_text
 
 CATALOG = load_catalog()
@@ -381,7 +382,9 @@ def test_keys_named_like_pydantic_labels_are_ordinary_keys(text: str, path: tupl
     with pytest.raises(SpecErrors) as e:
         load_text(text, FILE)
     check_problems(e.value, text)
-    assert [(p.path, p.message) for p in e.value.problems] == [(path, f"unknown field '{path[-1]}'")]
+    assert [(p.path, p.code, dict(p.fields)["key"]) for p in e.value.problems] == [
+        (path, codes.UNKNOWN_FIELD.code, path[-1])
+    ]
 
 
 def test_a_valid_base_really_plans() -> None:

@@ -14,12 +14,16 @@ from typing import Any
 import pytest
 
 from generator import api
-from generator.plan.checkpoints import MILESTONE, RETENTION_TAG, ROLLING
+from generator.errors import SpecErrors
+from generator.plan import milestones, refusals
 from generator.plan.cost import checkpoints_held, checkpoints_written, is_milestone, life_hours
+from generator.plan.fit import PlanningError
+from generator.plan.milestones import MILESTONE, RETENTION_TAG, ROLLING
 from generator.plan.pipeline import load, plan_located
 from generator.present.diagram import flowchart
 from generator.preview.mockrun import run_program
 from generator.render.files import ckpt_sync_script, cluster_facts
+from generator.spec import codes
 
 ROOT = Path(__file__).resolve().parent.parent
 BUCKET = "alicloud:oss/bucket:Bucket"
@@ -55,7 +59,10 @@ def _plan_cli(spec: Path) -> subprocess.CompletedProcess[str]:
     [
         ("  milestones: {every: 10}\n", "checkpoints.milestones: milestones are checkpoints kept beside"),
         ("  keep_last: 3\n  milestones: {every: 1}\n", "checkpoints.milestones.every"),
-        ("  keep_last: 3\n  milestones: {}\n", "checkpoints.milestones.every"),
+        ("  keep_last: 3\n  milestones: {}\n", "checkpoints.milestones: give milestones one way"),
+        ("  keep_last: 3\n  milestones: {every: 4, at_steps: [10]}\n", "not every and at_steps"),
+        ("  keep_last: 3\n  milestones: {every_hours: 0}\n", "checkpoints.milestones.every_hours"),
+        ("  keep_last: 3\n  milestones: {at_steps: [20, 10, 20]}\n", "checkpoints.milestones.at_steps"),
         ("  keep_last: 3\n  milestones: 10\n", "checkpoints.milestones"),
     ],
 )
@@ -68,9 +75,39 @@ def test_a_bad_milestones_is_refused_with_file_line_and_field(tmp_path: Path, ex
     assert f"{spec.name}:{line}:" in run.stderr
 
 
+@pytest.mark.parametrize(
+    ("extra", "code", "path", "fields"),
+    [
+        ("{}", codes.MILESTONE_FORM, ("checkpoints", "milestones"), {"given": ()}),
+        (
+            "{every: 4, every_hours: 2}",
+            codes.MILESTONE_FORM,
+            ("checkpoints", "milestones"),
+            {"given": ("every", "every_hours")},
+        ),
+        ("{at_steps: [20, 10, 20]}", codes.REFUSED_VALUE, ("checkpoints", "milestones", "at_steps"), None),
+        ("{at_steps: []}", codes.OUT_OF_RANGE, ("checkpoints", "milestones", "at_steps"), None),
+        ("{every_hours: 0}", codes.OUT_OF_RANGE, ("checkpoints", "milestones", "every_hours"), None),
+        ("{every_hours: true}", codes.REFUSED_VALUE, ("checkpoints", "milestones", "every_hours"), None),
+    ],
+)
+def test_milestones_take_exactly_one_form(
+    tmp_path: Path, extra: str, code: codes.SpecCode, path: tuple, fields: dict | None
+) -> None:
+    spec = _spec(tmp_path, f"  keep_last: 3\n  milestones: {extra}\n")
+    with pytest.raises(SpecErrors) as e:
+        load(spec)
+    (p,) = e.value.problems
+    assert (p.code, p.path) == (code.code, path) and p.file == str(spec)
+    assert p.line == next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if "milestones" in t)
+    if fields is not None:
+        assert dict(p.fields) == fields
+
+
+@pytest.mark.parametrize("form", ["{every: 4}", "{every_hours: 24}", "{at_steps: [100, 2000]}"])
 @pytest.mark.parametrize(("name", "platform"), [("finetune-dlc", ""), ("pretrain-70b", "lingjun")])
-def test_platforms_without_the_tagger_refuse_milestones(tmp_path: Path, name: str, platform: str) -> None:
-    run = _plan_cli(_spec(tmp_path, "  keep_last: 3\n  milestones: {every: 4}\n", name, platform))
+def test_platforms_without_the_tagger_refuse_milestones(tmp_path: Path, name: str, platform: str, form: str) -> None:
+    run = _plan_cli(_spec(tmp_path, f"  keep_last: 3\n  milestones: {form}\n", name, platform))
     assert run.returncode == 2, run.stderr
     assert "checkpoints.milestones is not honoured on" in run.stderr
 
@@ -123,7 +160,59 @@ def test_the_plan_keeps_one_in_every_m_and_bills_them_to_the_end(tmp_path: Path)
     assert checkpoints_written is not None
 
 
+def test_every_hours_and_at_steps_keep_their_milestones_and_bill_them(tmp_path: Path) -> None:
+    plans = {}
+    for label, extra in (
+        ("all", ""),
+        ("last", "  keep_last: 5\n"),
+        ("hours", "  keep_last: 5\n  milestones: {every_hours: 24}\n"),
+        ("steps", "  keep_last: 5\n  milestones: {at_steps: [100000000, 1000, 50000]}\n"),
+    ):
+        plans[label] = plan_located(load(_spec(tmp_path / label, extra, "foundation-1t")))
+    h, st = plans["hours"].checkpoints, plans["steps"].checkpoints
+    assert (h.milestone_hours, h.milestone_seconds, h.milestone_every) == (24.0, 86400, None) and h.tags_milestones
+    assert (st.milestone_steps, st.milestone_seconds) == ((1000, 50000, 100000000), 0) and st.tags_milestones
+    recent = plans["last"].cost.checkpoints_kept
+    wall = plans["hours"].cost.run_hours + (plans["hours"].cost.expected_rework_hours or 0.0)
+    n = plans["all"].cost.checkpoints_kept
+    # about one per 24 h of the hours before the last window; at_steps: the one step of the three the run reaches
+    assert abs(plans["hours"].cost.checkpoints_kept - recent - (n - recent) / n * wall / 24) <= 2
+    assert checkpoints_held(n, wall, h) == plans["hours"].cost.checkpoints_kept
+    assert milestones.total_steps(load(_spec(tmp_path / "steps", "", "foundation-1t")).spec) < 50000
+    assert plans["steps"].cost.checkpoints_kept == recent + 1
+    run = {label: p.cost.object_storage_run for label, p in plans.items()}
+    assert run["last"] < run["steps"] < run["hours"] < run["all"]
+    data = {label: json.loads(p.to_json())["checkpoints"] for label, p in plans.items()}
+    assert data["hours"]["milestone_hours"] == 24.0 and "milestone_steps" not in data["hours"]
+    assert data["steps"]["milestone_steps"] == [1000, 50000, 100000000] and "milestone_hours" not in data["steps"]
+    assert "milestone_hours" not in data["last"] and "milestone_steps" not in data["last"]
+    choices = {label: [d.choice for d in p.decisions if d.topic == "checkpoint milestones"] for label, p in plans.items()}
+    assert choices["hours"] == ["one per 24 h: kept forever"] and choices["steps"] == ["3 step(s): kept forever"]
+
+
+def test_a_window_no_longer_than_the_interval_is_refused(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "  keep_last: 5\n  milestones: {every_hours: 2}\n", "foundation-1t")
+    with pytest.raises(PlanningError) as e:
+        plan_located(load(spec))
+    (p,) = e.value.problems
+    assert p.code == refusals.MilestoneWindowShort.code and dict(p.fields)["hours"] == 2.0
+    assert dict(p.fields)["interval_seconds"] >= 7200 and p.dotted == "checkpoints.milestones.every_hours"
+    assert _plan_cli(spec).returncode == 2
+
+
 # ---- the program ----
+
+
+def test_at_steps_reach_the_node_and_the_lifecycle_rule(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "  keep_last: 4\n  milestones: {at_steps: [500, 100]}\n")
+    result = api.render_stack(spec, tmp_path / "stack")
+    assert result.lint is not None and not result.lint.failed
+    program = (result.dest / "__main__.py").read_text()
+    assert '"trainstack-retention": "rolling"' in program and "oss:PutObjectTagging" in program
+    facts = cluster_facts(plan_located(load(spec)))
+    assert facts["checkpoint"]["milestone_steps"] == [100, 500] and "milestone_seconds" not in facts["checkpoint"]
+    assert "def retention_pass" in facts["ckpt_sync"]
+    assert "TRAINSTACK_CHECKPOINT_MILESTONE_STEPS" in program
 
 
 def test_the_program_expires_only_rolling_objects_and_lets_the_node_tag(tmp_path: Path) -> None:
@@ -224,6 +313,34 @@ def test_retention_tags_group_checkpoints_and_pick_the_oldest_of_each_window(tmp
         f"{p}step-300/model.pt": ROLLING,
         f"{p}flat.pt": MILESTONE,
     }
+
+
+def test_at_steps_tags_the_checkpoints_of_the_listed_steps(tmp_path: Path) -> None:
+    sync = _sync(tmp_path)
+    p = "checkpoints/"
+    objects = [
+        (f"{p}iter_0000100/model.pt", 10),
+        (f"{p}iter_0000100/optim.pt", 11),
+        (f"{p}iter_0000200/model.pt", 20),
+        (f"{p}global_step500/model.pt", 50),
+        (f"{p}latest/model.pt", 60),
+        (f"{p}_trainstack/jobs/a/log", 30),
+    ]
+    tags = sync["retention_tags"](objects, p, 0, (100, 500))
+    assert tags == {
+        f"{p}iter_0000100/model.pt": MILESTONE,
+        f"{p}iter_0000100/optim.pt": MILESTONE,
+        f"{p}iter_0000200/model.pt": ROLLING,
+        f"{p}global_step500/model.pt": MILESTONE,
+        f"{p}latest/model.pt": ROLLING,
+    }
+    bucket = FakeBucket()
+    for key, modified in objects:
+        bucket.objects[key] = [1_700_000_000 + modified, {}]
+    assert sync["retention_pass"](bucket, p, 0, (100, 500)) == 5
+    assert sync["retention_pass"](bucket, p, 0, (100, 500)) == 0  # nothing new: nothing tagged again
+    assert bucket.objects[f"{p}global_step500/model.pt"][1] == {RETENTION_TAG: MILESTONE}
+    assert bucket.objects[f"{p}_trainstack/jobs/a/log"][1] == {}
 
 
 def test_passes_under_the_lifecycle_keep_every_milestone_and_the_last_n(tmp_path: Path) -> None:

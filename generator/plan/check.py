@@ -51,7 +51,7 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     problems += [e.problem() for e in events]
     m = spec.model
     problems.extend(
-        Problem(c.field, c.message, c.spec_hint, code=c.code)
+        c.problem()
         for c in training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer)
     )
     events = _container_rules(spec) + _waivers(spec)

@@ -13,6 +13,8 @@ from generator import sizing
 from generator.catalog import Catalog, Region
 from generator.plan import refusals
 from generator.plan.fit import Fit, PlanningError
+from generator.plan.milestones import decision as milestone_decision
+from generator.plan.milestones import rule as milestone_rule
 from generator.plan.model import Checkpoints, Decision, Storage
 from generator.plan.run_hours import NODE_MTBF_HOURS, checkpoint_size, checkpoint_tier, interruptions_per_hour
 from generator.plan.spot import spot_split
@@ -30,14 +32,6 @@ JOBS_SUBPREFIX = (
 # the last modified time", https://www.alibabacloud.com/help/en/oss/user-guide/lifecycle-rules-based-on-the-last-modified-time):
 # one more day than keep_last intervals, and never fewer than MIN_EXPIRE_DAYS, so at least keep_last remain.
 MIN_EXPIRE_DAYS = 2
-# checkpoints.milestones: with milestones the expiry rule applies only to objects tagged RETENTION_TAG=ROLLING (an OSS
-# lifecycle rule with tags applies to objects that carry all of them: "Object tagging and lifecycle management",
-# https://www.alibabacloud.com/help/en/oss/developer-reference/use-object-tagging-for-lifecycle-management-1), and
-# trainstack-ckpt-sync on rank 0 tags each checkpoint ROLLING or MILESTONE (templates/stack/ckpt_sync.py.j2): an
-# untagged object (not yet seen by the tagger) is never expired, so a tagger that stops keeps more, never less.
-RETENTION_TAG = "trainstack-retention"
-ROLLING = "rolling"
-MILESTONE = "milestone"
 
 
 def expire_days(keep_last: int, interval_seconds: int) -> int:
@@ -163,23 +157,10 @@ def plan_checkpoints(
                 ),
             )
         )
-    every = k.milestones.every if k.milestones is not None and k.keep_last is not None else None
-    window = 0 if every is None else every * interval
-    if every is not None:
-        decisions.append(
-            Decision(
-                "checkpoint milestones",
-                f"one in every {every}: kept forever",
-                (
-                    f"checkpoints.milestones.every {every} at one checkpoint every {human_seconds(interval)}: of the "
-                    f"checkpoints written in each {human_seconds(window)} window (counted from 1970-01-01 UTC) the first is "
-                    f"tagged {RETENTION_TAG}={MILESTONE} and the others {RETENTION_TAG}={ROLLING} by trainstack-ckpt-sync on "
-                    f"rank 0 (a checkpoint is a top-level folder or file under {k.prefix}, its time its oldest object's); "
-                    f"the keep_last rule expires only objects tagged {ROLLING}, so milestones and anything not yet tagged "
-                    f"stay; about one in every {every} checkpoints is billed to the end of the run and after it"
-                ),
-            )
-        )
+    milestones = milestone_rule(spec, interval)
+    kept = milestone_decision(milestones, interval, k.prefix)
+    if kept is not None:
+        decisions.append(kept)
     return Checkpoints(
         True,
         bucket_name(spec),
@@ -199,6 +180,8 @@ def plan_checkpoints(
         k.keep_last,
         days,
         k.keep_last is not None and not spec.compute.paused,
-        every,
-        window,
+        milestones.every,
+        milestones.seconds,
+        milestones.hours,
+        milestones.steps,
     )

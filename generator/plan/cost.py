@@ -13,7 +13,7 @@ import math
 
 from generator.catalog import Catalog
 from generator.errors import Problem
-from generator.plan import refusals, warns
+from generator.plan import milestones, refusals, warns
 from generator.plan.fit import Scored
 from generator.plan.model import (
     ASSUMPTION,
@@ -79,15 +79,18 @@ def is_milestone(i: int, every: int | None) -> bool:
     return every is not None and (i - 1) % every == 0
 
 
-def checkpoints_held(kept: int, wall_hours: float, ckpt: Checkpoints) -> int:
+def checkpoints_held(kept: int, wall_hours: float, ckpt: Checkpoints, steps: int | None = None) -> int:
     """Checkpoints in the bucket at the end of the run: all ``kept``, or under keep_last those written within one
-    :func:`life_hours` of the end (current or still noncurrent), plus the milestones written before them."""
+    :func:`life_hours` of the end (current or still noncurrent), plus the milestones written before them (a window's
+    first, :func:`generator.plan.milestones.every_window`, or one per at_steps step the run reaches of its ``steps``)."""
     life = life_hours(ckpt)
     if life is None or not kept or wall_hours <= 0:
         return kept
     recent = min(kept, max(1, math.ceil(life / (wall_hours / kept))))
     older = kept - recent
-    return recent + (0 if ckpt.milestone_every is None else -(-older // ckpt.milestone_every))
+    first = milestones.every_window(kept, wall_hours, ckpt)
+    held = recent + (0 if first is None else sum(1 for i in range(1, older + 1) if first(i)))
+    return held + len(milestones.step_shares(ckpt, steps))
 
 
 def checkpoint_hours(
@@ -96,15 +99,28 @@ def checkpoint_hours(
     ia_days: int | None,
     life_limit: float | None = None,
     milestone_every: int | None = None,
+    ckpt: Checkpoints | None = None,
+    steps: int | None = None,
 ) -> tuple[float, float]:
     """Checkpoint-hours the bucket holds over the run in Standard and in IA: checkpoint i of ``kept`` is written
     at i/kept of the wall-clock time and kept to the end (or for ``life_limit`` hours, see :func:`life_hours`,
-    unless it is a milestone, :func:`is_milestone`); it moves to IA ``ia_days`` after it is written."""
+    unless it is a milestone: :func:`is_milestone`, or with ``ckpt`` its window's first); it moves to IA ``ia_days``
+    after it is written. With ``ckpt``, each at_steps milestone the run reaches is one more checkpoint, written at its
+    step's share of the run (:func:`generator.plan.milestones.step_shares`) and kept to the end."""
     std = ia = 0.0
     limit = None if ia_days is None else ia_days * 24.0
-    for i in range(1, kept + 1):
-        life = wall_hours * (1.0 - i / kept)
-        life = life if life_limit is None or is_milestone(i, milestone_every) else min(life, life_limit)
+    first = milestones.every_window(kept, wall_hours, ckpt) if ckpt is not None else None
+    shares = [i / kept for i in range(1, kept + 1)]
+    kept_to_end = [
+        is_milestone(i, milestone_every) or (first is not None and first(i)) for i in range(1, kept + 1)
+    ]
+    if ckpt is not None:
+        extra = milestones.step_shares(ckpt, steps)
+        shares += extra
+        kept_to_end += [True] * len(extra)
+    for share, forever in zip(shares, kept_to_end, strict=True):
+        life = wall_hours * (1.0 - share)
+        life = life if life_limit is None or forever else min(life, life_limit)
         in_std = life if limit is None else min(life, limit)
         std += in_std
         ia += life - in_std
@@ -151,6 +167,7 @@ def plan_cost(
             prices.append(PriceSource("shared_storage", item, NOT_PRICED))
     obj = 0.0
     kept = checkpoints_written(best, ckpt)
+    steps = milestones.total_steps(spec)
     after_month = None
     if ckpt.enabled:
         sp = catalog.storage_price("oss-standard")
@@ -167,10 +184,12 @@ def plan_cost(
                     wall,
                     ckpt.transition_ia_days if ia is not None else None,
                     life_hours(ckpt),
-                    ckpt.milestone_every,
+                    None,
+                    ckpt,
+                    steps,
                 )
                 obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
-                held = checkpoints_held(kept, wall, ckpt)
+                held = checkpoints_held(kept, wall, ckpt, steps)
                 after_month = (
                     one_ia * held
                 )  # once every checkpoint is past the IA transition (or all Standard)
@@ -189,6 +208,12 @@ def plan_cost(
                         f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end "
                         "and after it"
                         if ckpt.milestone_every
+                        else f"; one per {ckpt.milestone_hours:g} h (checkpoints.milestones) is kept to the end "
+                        "and after it"
+                        if ckpt.milestone_hours
+                        else f"; the checkpoints of {len(ckpt.milestone_steps)} listed step(s) "
+                        "(checkpoints.milestones.at_steps) are kept to the end and after it"
+                        if ckpt.milestone_steps
                         else ""
                     )
                     if kept and ckpt.expire_days
@@ -252,7 +277,7 @@ def plan_cost(
         compute_spot_run=run_lines[1],
         shared_storage_run=run_lines[2],
         object_storage_run=run_lines[3],
-        checkpoints_kept=checkpoints_held(kept, wall or 0.0, ckpt),
+        checkpoints_kept=checkpoints_held(kept, wall or 0.0, ckpt, steps),
         object_storage_after_run_per_month=None if after_month is None else round(after_month, 2),
         subscription_months=months,
         prices=tuple(prices),
@@ -277,6 +302,8 @@ def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
                 ckpt.tier,
                 ckpt.directory,
                 ckpt.milestone_every,
+                ckpt.milestone_hours,
+                len(ckpt.milestone_steps),
             )
         ]
     return [

@@ -277,12 +277,17 @@ class Checkpoints:
     expiry_enabled: bool = (
         False  # the expiry rule is on (off while compute.paused, so the newest checkpoint stays)
     )
-    milestone_every: int | None = (
-        None  # checkpoints.milestones.every: one checkpoint in every N is kept forever
-    )
-    milestone_seconds: int = (
-        0  # the milestone window, N intervals; 0: no milestones (the expiry rule needs no tag)
-    )
+    # checkpoints.milestones.every: one checkpoint in every N is kept forever
+    milestone_every: int | None = None
+    # the milestone window, N intervals or H hours; 0: no window (the expiry rule needs no tag without milestones)
+    milestone_seconds: int = 0
+    milestone_hours: float | None = None  # checkpoints.milestones.every_hours (plan.json only when set)
+    milestone_steps: tuple[int, ...] = ()  # checkpoints.milestones.at_steps, sorted (plan.json only when set)
+
+    @property
+    def tags_milestones(self) -> bool:
+        """Rank 0's trainstack-ckpt-sync tags milestones (by window or by step), and the expiry rule selects a tag."""
+        return bool(self.milestone_seconds or self.milestone_steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -572,6 +577,12 @@ class Plan:
             data["cost"].pop("paused", None)
         if data.get("schedule") is None:
             data.pop("schedule", None)
+        for key in (
+            "milestone_hours",
+            "milestone_steps",
+        ):  # plans without these milestones keep their plan.json
+            if not data["checkpoints"].get(key):
+                data["checkpoints"].pop(key, None)
         return data
 
     def to_json(self) -> str:

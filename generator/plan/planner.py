@@ -46,6 +46,7 @@ from generator.plan.weights import plan_weights, stored_size
 from generator.platforms.base import Capability
 from generator.platforms.registry import parts_for, platform_for, unhonoured_warnings
 from generator.spec.model import Spec
+from generator.spec.storage import MILESTONE_FORMS
 
 __all__ = ["PlanningError", "bucket_name", "make_plan", "spec_digest"]
 
@@ -70,8 +71,13 @@ def spec_digest(spec: Spec) -> str:
         del exclude["compute"]
     if spec.model.weights is None:  # likewise model.weights: specs without base weights keep their digest
         exclude["model"] = {"weights"}
-    if spec.checkpoints.milestones is None:  # and checkpoints.milestones
+    milestones = spec.checkpoints.milestones
+    if milestones is None:  # and checkpoints.milestones
         exclude["checkpoints"] = {"milestones"}
+    else:  # and the forms it does not use, so {every: M} keeps the digest it had before every_hours and at_steps
+        exclude["checkpoints"] = {
+            "milestones": {f for f in MILESTONE_FORMS if getattr(milestones, f) is None}
+        }
     return hashlib.sha256(spec.model_dump_json(exclude=exclude or None).encode()).hexdigest()[:16]
 
 

@@ -464,6 +464,30 @@ class NoStorageVSwitch(Refusal):
         return f"internal: the network plan has no storage vSwitch for the {self.kind} file system"
 
 
+# -- checkpoint milestones (generator/plan/milestones.py)
+
+
+@dataclass(frozen=True, slots=True)
+class MilestoneWindowShort(Refusal):
+    code = "TSP023"
+    path = ("checkpoints", "milestones", "every_hours")
+    summary = "checkpoints.milestones.every_hours is not longer than the checkpoint interval"
+    hours: float
+    interval_seconds: int
+
+    def text(self) -> str:
+        return (
+            f"milestones every {self.hours:g} h are no longer than the checkpoint interval "
+            f"({self.interval_seconds / 3600:.4g} h): every checkpoint would be a milestone, kept forever"
+        )
+
+    def hint(self) -> str:
+        return (
+            f"use every_hours above {self.interval_seconds / 3600:.4g}, or remove checkpoints.keep_last to keep "
+            "every checkpoint"
+        )
+
+
 def codes() -> list[type[Refusal]]:
     """Every refusal class, by code (docs/codes.md lists them)."""
     found = {

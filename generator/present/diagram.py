@@ -118,6 +118,8 @@ def flowchart(plan: Plan) -> str:
                 f"keep last {k.keep_last}: expire after {k.expire_days} days"
                 + ("" if k.expiry_enabled else " (off while paused)")
                 + (f"; 1 in {k.milestone_every} kept forever" if k.milestone_every else "")
+                + (f"; 1 per {k.milestone_hours:g} h kept forever" if k.milestone_hours else "")
+                + (f"; {len(k.milestone_steps)} step(s) kept forever" if k.milestone_steps else "")
             )
         box = _box(
             f"OSS bucket {k.bucket}",

@@ -232,6 +232,8 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
             "interval_seconds": k.interval_seconds,
             # checkpoints.milestones: the window rank 0's trainstack-ckpt-sync tags milestones by
             **({"milestone_seconds": k.milestone_seconds} if k.milestone_seconds else {}),
+            # checkpoints.milestones.at_steps: the steps whose checkpoints it tags milestones
+            **({"milestone_steps": list(k.milestone_steps)} if k.milestone_steps else {}),
         },
         "parallel": {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero_stage": c.zero_stage},
         "nccl_env": dict(plan.network.nccl_env),
@@ -251,7 +253,7 @@ def cluster_facts(plan: Plan) -> dict[str, Any]:
         # node_wheels.csv): here, not in the user data, which has 16 KB (Lingjun nodes, without facts, get them inline)
         **({} if c.container_image else {"torch_requirements": node_runtime.hashed_requirements()}),
         # rank 0's checkpoint copy (templates/stack/ckpt_sync.py.j2), for the same reason
-        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and (k.directory or k.milestone_seconds) else {}),
+        **({"ckpt_sync": ckpt_sync_script()} if k.enabled and (k.directory or k.tags_milestones) else {}),
         # the private registry's login helper (templates/stack/registry_login.py.j2), likewise
         **({"registry_login": registry_login_script()} if registry_login(plan) else {}),
     }

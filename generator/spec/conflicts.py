@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from generator.errors import Problem
+from generator.spec import codes
+
 # Precisions whose stored weights and gradients are bf16 (fp8 keeps bf16 weights: Transformer Engine casts each GEMM's
 # inputs). The same tuple as generator.sizing.precision.SIXTEEN_BIT_STATES, which tests/test_conflicts.py checks.
 BF16_WEIGHT_PRECISIONS: Final = ("bf16", "fp8")
@@ -20,8 +23,9 @@ PURE_BF16_OPTIMIZERS: Final = ("adamw-bf16",)
 
 @dataclass(frozen=True, slots=True)
 class Conflict:
-    """One refused combination: ``code`` (stable, for tests and scripts), the spec field it is reported at, the
-    estimate flag it is reported at, the shared message, and a hint for each audience."""
+    """One refused combination: ``code`` (stable, ``TSS3..`` in :mod:`generator.spec.codes`, for tests and scripts),
+    the spec field it is reported at, the estimate flag it is reported at, the shared message, a hint for each
+    audience, and the values that conflict (the code's fields)."""
 
     code: str
     field: tuple[str, ...]
@@ -29,6 +33,11 @@ class Conflict:
     message: str
     spec_hint: str
     flag_hint: str
+    fields: tuple[tuple[str, object], ...] = ()
+
+    def problem(self) -> Problem:
+        """The spec check's problem: the field, the message, the spec's hint, the code and its fields."""
+        return Problem(self.field, self.message, self.spec_hint, code=self.code, fields=self.fields)
 
 
 def training_conflicts(method: str, precision: str, optimizer: str, paged_optimizer: bool) -> list[Conflict]:
@@ -40,47 +49,51 @@ def training_conflicts(method: str, precision: str, optimizer: str, paged_optimi
         # dequantized to bf16 for each GEMM; there is no FP8 copy for Transformer Engine to use.
         found.append(
             Conflict(
-                "qlora-fp8",
+                codes.QLORA_FP8.code,
                 ("model", "precision"),
                 "--precision",
                 "QLoRA keeps its frozen base in 4-bit NF4 and computes in bf16, not FP8",
                 "use model.precision: bf16 with finetune.method: qlora",
                 "use --precision bf16 with --qlora",
+                (("method", method), ("precision", precision)),
             )
         )
     if method == "qlora" and precision == "fp32":
         found.append(
             Conflict(
-                "qlora-fp32",
+                codes.QLORA_FP32.code,
                 ("model", "precision"),
                 "--precision",
                 "QLoRA trains adapters in bf16 over a 4-bit base; fp32 makes no sense here",
                 "use model.precision: bf16",
                 "use --precision bf16",
+                (("method", method), ("precision", precision)),
             )
         )
     if paged_optimizer and method == "full":
         found.append(
             Conflict(
-                "paged-optimizer-full",
+                codes.PAGED_OPTIMIZER_FULL.code,
                 ("model", "finetune", "paged_optimizer"),
                 "--paged-optimizer",
                 "a paged optimizer pages LoRA/QLoRA adapter optimizer states (bitsandbytes paged "
                 "optimizers); full training keeps its optimizer states on the GPUs",
                 "set finetune.method: lora or qlora, or remove paged_optimizer",
                 "add --lora-rank (e.g. 16), or drop --paged-optimizer for full training",
+                (("method", method), ("paged_optimizer", paged_optimizer)),
             )
         )
     if optimizer in PURE_BF16_OPTIMIZERS and precision not in BF16_WEIGHT_PRECISIONS:
         found.append(
             Conflict(
-                "pure-bf16-optimizer-precision",
+                codes.PURE_BF16_PRECISION.code,
                 ("model", "optimizer"),
                 "--optimizer",
                 f"{optimizer} keeps bf16 weights and moments with no fp32 master copy; it needs "
                 f"precision bf16 (or fp8, whose stored weights are bf16), not {precision}",
                 "use model.precision: bf16, or model.optimizer: adamw",
                 "use --precision bf16, or --optimizer adamw",
+                (("optimizer", optimizer), ("precision", precision)),
             )
         )
     return found

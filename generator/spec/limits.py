@@ -273,3 +273,10 @@ def container_repository(ref: str) -> tuple[str, str, str] | None:
         return None
     namespace, repository = m["repo"].split("/", 1)
     return f"{m['instance']}-registry-vpc.{m['eregion']}.cr.aliyuncs.com", namespace, repository
+
+
+# checkpoints.milestones: every_hours is at most ten years of training; at_steps holds at most 1,000 steps, each at
+# most 10^12 (a run of 10^15 tokens at 1,000 tokens a step)
+MAX_MILESTONE_HOURS = 87_600
+MAX_MILESTONE_STEPS = 1_000
+MAX_MILESTONE_STEP = 10**12

@@ -15,7 +15,8 @@ import stat
 import time
 from pathlib import Path
 
-from generator.errors import Problem, SpecErrors
+from generator.errors import SpecErrors
+from generator.spec import codes
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a page of YAML; anything over 1 MiB is a mistake
 READ_SECONDS = 10.0  # a local file of 1 MiB reads in milliseconds; a slower one is a hung mount
@@ -63,14 +64,15 @@ def read_bytes(path: str | Path) -> bytes:
     """At most ``MAX_SPEC_BYTES + 1`` bytes of the spec file, or :class:`SpecErrors` that quotes none of its bytes."""
     name = str(path)
 
-    def refuse(message: str, hint: str = "") -> SpecErrors:
-        return SpecErrors([Problem((), message, hint=hint, file=name)])
+    def refuse(code: codes.SpecCode, message: str, hint: str = "", **fields: object) -> SpecErrors:
+        return SpecErrors([code.make((), message, hint, fields, file=name)])
 
     if os.path.lexists(path) and leaves_home(path):
         where = (
             "its repository" if repository_root(Path(os.path.abspath(path)).parent) else "the folder it is in"
         )
         raise refuse(
+            codes.LINK_OUT,
             f"the spec is reached through a symbolic link that leaves {where}; trainstack reads no "
             "file there",
             "give the spec file itself, or copy it into the repository",
@@ -81,23 +83,25 @@ def read_bytes(path: str | Path) -> bytes:
     try:
         fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO without a writer does not wait
     except FileNotFoundError:
-        raise refuse("no such file") from None
+        raise refuse(codes.NO_FILE, "no such file") from None
     except IsADirectoryError:
-        raise refuse("is a folder, not a spec file") from None
+        raise refuse(codes.FOLDER, "is a folder, not a spec file") from None
     except OSError as e:
-        raise refuse(f"cannot read the file ({e.strerror})") from None
+        raise refuse(codes.UNREADABLE, f"cannot read the file ({e.strerror})", error=e.strerror) from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise refuse("is a folder, not a spec file")
+            raise refuse(codes.FOLDER, "is a folder, not a spec file")
         if not stat.S_ISREG(mode):
             raise refuse(
+                codes.NOT_REGULAR,
                 f"is {_kind(mode)}, not a spec file; trainstack reads specs from regular files only",
                 "save the spec to a file and give its path",
+                kind=_kind(mode),
             )
         return _bounded(fd, name)
     except OSError as e:
-        raise refuse(f"cannot read the file ({e.strerror})") from None
+        raise refuse(codes.UNREADABLE, f"cannot read the file ({e.strerror})", error=e.strerror) from None
     finally:
         os.close(fd)
 
@@ -115,10 +119,11 @@ def _bounded(fd: int, name: str) -> bytes:
         if time.monotonic() > deadline:
             raise SpecErrors(
                 [
-                    Problem(
+                    codes.SLOW_READ.problem(
                         (),
                         f"reading the file took over {READ_SECONDS:g} s; a spec is a small local file",
                         file=name,
+                        seconds=READ_SECONDS,
                     )
                 ]
             )

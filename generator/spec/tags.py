@@ -15,9 +15,15 @@ from pydantic_core import PydanticCustomError
 from generator.spec import limits
 
 
-def spec_error(message: str, hint: str = "") -> PydanticCustomError:
-    """A validation error whose message and hint reach the user as written (see loader.pydantic_problems)."""
-    return PydanticCustomError("trainstack", "{message}", {"message": message, "hint": hint})
+def spec_error(
+    message: str, hint: str = "", code: str = "", fields: dict[str, object] | None = None
+) -> PydanticCustomError:
+    """A validation error whose message and hint reach the user as written (see loader.pydantic_problems); ``code``
+    (a TSS code of :mod:`generator.spec.codes` with its ``fields``) when the rule has its own, else TSS109."""
+    ctx: dict[str, object] = {"message": message, "hint": hint}
+    if code:
+        ctx.update(code=code, fields=fields or {})
+    return PydanticCustomError("trainstack", "{message}", ctx)
 
 
 def _tag_text(v: Any, what: str, maximum: int) -> Any:

@@ -351,6 +351,8 @@ class CheckpointsExpire(PlanWarning):
     tier: str  # "oss", or the shared file system checkpoints are written to first
     directory: str  # where the background copy uploads from (tier not "oss")
     milestone_every: int | None = None  # checkpoints.milestones.every: one in every N kept forever
+    milestone_hours: float | None = None  # checkpoints.milestones.every_hours: one per H hours kept forever
+    milestone_steps: int = 0  # checkpoints.milestones.at_steps: how many steps' checkpoints are kept forever
 
     def text(self) -> str:
         return (
@@ -361,6 +363,10 @@ class CheckpointsExpire(PlanWarning):
             + (
                 f", and the milestones, one in every {self.milestone_every}, kept forever"
                 if self.milestone_every
+                else f", and the milestones, one per {self.milestone_hours:g} h, kept forever"
+                if self.milestone_hours
+                else f", and the milestones of {self.milestone_steps} listed step(s), kept forever"
+                if self.milestone_steps
                 else ""
             )
             + "). The lifecycle rule also expires the FINAL "

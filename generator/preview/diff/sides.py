@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.preview.diff import classify
+from generator.preview.diff.classify import paused
 from generator.preview.diff.compare import diff_graphs
 from generator.preview.diff.cost import cost_delta
 from generator.preview.diff.model import NODE_TYPES, DiffError, DiffResult, SideInfo
@@ -226,8 +226,7 @@ def _finish(result: DiffResult, base: Plan | None, head: Plan | None, catalog: C
         result = replace(
             result,
             changes=tuple(
-                classify.paused(c) if c.action == "delete" and c.type in NODE_TYPES else c
-                for c in result.changes
+                paused(c) if c.action == "delete" and c.type in NODE_TYPES else c for c in result.changes
             ),
         )
     return replace(result, cost=cost, what=what, picture=diagram(base, head, result, what))
