@@ -14,6 +14,7 @@ from generator.catalog import load_catalog
 from generator.cli import main
 from generator.estimate import EstimateError, cost_report, data_parallel_degree, estimate
 from generator.estimate import events as ev
+from generator.spec import codes as spec_codes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {p.stem: p for p in (ROOT / "examples").glob("*.yaml")}
@@ -217,9 +218,9 @@ def test_partial_shape_overrides_the_preset() -> None:
      {}),
     (("--preset", "llama-2-7b", "--pp", "33"), ev.SizingFailed.code, {}),
     (("--preset", "llama-2-7b", "--zero", "3", "--framework", "megatron"), ev.SizingFailed.code, {}),
-    (("--params", "7B", "--paged-optimizer"), "paged-optimizer-full", {"flag": "--paged-optimizer"}),
+    (("--params", "7B", "--paged-optimizer"), spec_codes.PAGED_OPTIMIZER_FULL.code, {"flag": "--paged-optimizer"}),
     (("--params", "7B", "--qlora"), ev.QloraNeedsRank.code, {}),
-    (("--params", "7B", "--lora-rank", "8", "--qlora", "--precision", "fp32"), "qlora-fp32", {"flag": "--precision"}),
+    (("--params", "7B", "--lora-rank", "8", "--qlora", "--precision", "fp32"), spec_codes.QLORA_FP32.code, {"flag": "--precision"}),
     (("--params", "7B", "--gpu", "MI300X"), ev.UnknownGpu.code, {"gpu": "MI300X"}),
     (("--preset", "llama-9"), ev.SizingFailed.code, {}),
     ((), ev.NoModelSize.code, {}),
