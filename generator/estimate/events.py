@@ -12,31 +12,17 @@ keeps that rule's code. ``docs/codes.md`` lists every code (``tests/test_estimat
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from generator.errors import EXIT_USAGE, TrainstackError
+from generator.events import Event
 
 
 @dataclass(frozen=True, slots=True)
-class EstimateEvent(abc.ABC):
+class EstimateEvent(Event):
     """The base of every estimate refusal and note: ``code`` and ``summary`` are the class's, the fields the
     instance's."""
-
-    code: ClassVar[str] = ""
-    summary: ClassVar[str] = ""  # one line for docs/codes.md
-
-    @abc.abstractmethod
-    def text(self) -> str:
-        """The event in English, rendered from the fields (the only place its wording lives)."""
-
-    def fields(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "fields": self.fields(), "text": self.text()}
 
 
 class EstimateRefusal(EstimateEvent):

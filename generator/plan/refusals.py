@@ -12,34 +12,24 @@ spec-against-catalog checks raise theirs from :mod:`generator.plan.check_refusal
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from generator.errors import Problem
+from generator.events import Event
 from generator.spec.units import human_bytes
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal(abc.ABC):
+class Refusal(Event):
     """The base of every planning problem: ``code`` and ``path`` (the spec field it names) are the class's, the
     fields the instance's."""
 
-    code: ClassVar[str] = ""
     path: ClassVar[tuple[str, ...]] = ()
-    summary: ClassVar[str] = ""  # one line for docs/codes.md
-
-    @abc.abstractmethod
-    def text(self) -> str:
-        """What is wrong, in English, rendered from the fields (the only place its wording lives)."""
 
     def hint(self) -> str:
         """What to change ("" when the message says it)."""
         return ""
-
-    def fields(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     def where(self) -> tuple[str | int, ...]:
         """The spec field the problem names: the class's ``path``, or (an item of a list, a tag) one the fields

@@ -13,11 +13,10 @@ Kinds: ``deadline``, ``memory``, ``batch``, ``layout`` (tp x pp cannot split the
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from generator.events import Event
 from generator.spec.units import human_bytes, human_count
 
 MULTI_NODE_GPUS = 8  # multi-node training uses 8-GPU nodes so tensor parallelism stays on NVLink
@@ -34,13 +33,11 @@ KINDS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Rejection(abc.ABC):
+class Rejection(Event):
     """The base of every rejection (abstract: each reason is a subclass with its own :meth:`text`): ``code`` and
     ``kind`` are the class's, the fields the instance's."""
 
-    code: ClassVar[str] = ""
     KIND: ClassVar[str] = "filter"
-    summary: ClassVar[str] = ""  # one line for docs/codes.md
 
     @property
     def kind(self) -> str:
@@ -51,15 +48,8 @@ class Rejection(abc.ABC):
         """The type was kept to one node (no RDMA, or not 8 GPUs) and that is part of why it fails."""
         return getattr(self, "one_node", None) is not None
 
-    @abc.abstractmethod
-    def text(self) -> str:
-        """The reason in English, rendered from the fields (the only place its wording lives)."""
-
-    def fields(self) -> dict[str, Any]:
-        """The typed fields by name (what plan.json's ``reason.fields`` holds)."""
-        return dataclasses.asdict(self)
-
     def to_dict(self) -> dict[str, Any]:
+        """What plan.json's ``reason`` holds: the code, the kind and the fields (the text is the candidate's)."""
         return {"code": self.code, "kind": self.kind, "fields": self.fields()}
 
 

@@ -9,14 +9,13 @@ is :mod:`generator.preview.diff.compare`'s job, pricing the two sides (:attr:`Di
 
 from __future__ import annotations
 
-import abc
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from generator.errors import TrainstackError
+from generator.events import Event
 from generator.preview.diff.values import _short
 
 if TYPE_CHECKING:
@@ -183,20 +182,11 @@ class PropertyChange:
 
 
 @dataclass(frozen=True, slots=True)
-class DiffReason(abc.ABC):
+class DiffReason(Event):
     """Why a change has its impact (the events are in :mod:`generator.preview.diff.reasons`): ``code`` and
     ``impact`` are the class's, the fields the instance's."""
 
-    code: ClassVar[str] = ""
     impact: ClassVar[Impact] = "safe"
-    summary: ClassVar[str] = ""  # one line for docs/codes.md
-
-    @abc.abstractmethod
-    def text(self) -> str:
-        """The reason in English, rendered from the fields (the only place its wording lives)."""
-
-    def fields(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "impact": self.impact, "fields": self.fields(), "text": self.text()}
