@@ -65,12 +65,6 @@ NOT_FITTED = {
                              "nemo-h100-fp8-llama2-13b-16", "nemo-h100-fp8-llama2-70b-64",
                              "mbridge-h100-fp8-llama3-8b-8", "mbridge-h100-fp8-llama3-70b-64",
                              "mpt-h100-3b-8192-fp8")},
-    # FSDP's gathers of a 13B model for 4K tokens per GPU: the planner's data-parallel charge sends each of a node's
-    # 8 GPUs' traffic through its NICs (1.13x the compute exposed, 0.56x end to end); the run (0.85 s per step)
-    # moved ~89 GB/s per GPU, more than 8 GPUs could through 3,200 Gbit/s: NCCL's rings cross a node boundary once
-    # per node, so with tp = 1 the node's NICs carry one GPU's share, not eight.
-    "mpt-h100-13b-64": "the planner's ZeRO-3 exchange charges 8 GPUs' traffic per node (1.13x exposed) where NCCL's "
-                       "rings carry one GPU's share across each node boundary; the run shows none of it",
 }
 
 
@@ -129,7 +123,8 @@ def network_ratio(row: dict, params: MfuParameters | None = None) -> float:
     seconds = executed / (float(row["bf16_tflops"]) * 1e12 * efficiency)
     experts = arch.expert_parameters if arch.moe is not None else 0  # sharded over ep, as the planner shards them
     per_gpu = (arch.counted_parameters - experts + experts / int(row["ep"])) / (tp * pp)
-    return sizing.data_parallel_ratio(per_gpu, dp, int(row["zero"]), 8, nodes, float(row["nic_gbps"]), seconds)
+    return sizing.data_parallel_ratio(per_gpu, dp, int(row["zero"]), 8, nodes, float(row["nic_gbps"]), seconds,
+                                     tp=tp)
 
 
 def predicted_mfu(row: dict, params: MfuParameters | None = None, network: bool = False,

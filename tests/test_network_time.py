@@ -12,29 +12,51 @@ from generator.spec.model import Spec
 
 
 def test_exposed_exchange_by_hand() -> None:
-    """70B over tp*pp=1, dp=64 on 8 nodes, ZeRO-3: 3 x 63/64 x 2 B x 69e9 per GPU, 8 GPUs on a 32 Gbit/s NIC,
-    against a 610 s step whose whole length overlaps it."""
+    """tp=8 on 8-GPU nodes, dp=64 on 64 nodes, ZeRO-3: 3 x 63/64 x 2 B x 69e9 per GPU, and each
+    of a node's 8 GPUs in its own data-parallel group, so 8 shares on a 32 Gbit/s NIC, against a 610 s step whose
+    whole length overlaps it."""
     comm = 3 * 63 / 64 * 2 * 69e9 * 8 / (32e9 / 8)
-    r = sizing.data_parallel_ratio(69e9, 64, 3, 8, 8, 32.0, 610.0)
+    r = sizing.data_parallel_ratio(69e9, 64, 3, 8, 64, 32.0, 610.0, tp=8)
     assert r == pytest.approx((comm - 610.0) / 610.0)
-    assert sizing.data_parallel_ratio(69e9, 64, 3, 8, 8, 170.0, 610.0) == 0.0  # hidden behind the step
-    assert sizing.data_parallel_ratio(69e9, 8, 3, 8, 1, 32.0, 610.0) == 0.0  # one node: NVLink
+    assert sizing.data_parallel_ratio(69e9, 64, 3, 8, 64, 170.0, 610.0, tp=8) == 0.0  # hidden behind the step
+    assert sizing.data_parallel_ratio(69e9, 8, 3, 8, 1, 32.0, 610.0, tp=1) == 0.0  # one node: NVLink
     # ZeRO-1 overlaps only the backward pass (2/3 of the step) and moves 2 passes
-    r1 = sizing.data_parallel_ratio(69e9, 64, 1, 8, 8, 32.0, 610.0)
+    r1 = sizing.data_parallel_ratio(69e9, 64, 1, 8, 64, 32.0, 610.0, tp=8)
     assert r1 == pytest.approx((2 * 63 / 64 * 2 * 69e9 * 8 / 4e9 - 610.0 * 2 / 3) / 610.0)
+
+
+def _nic_seconds(tp: int, gpus_per_node: int = 8) -> float:
+    """The NIC time the charge counts: with a zero-length window (ZeRO-3 over a step of 1e-9 s) the ratio is the
+    network time itself over the step, so ratio x step is the charged seconds."""
+    step = 1e-9
+    return sizing.data_parallel_ratio(1e9, 64, 3, gpus_per_node, 8, 100.0, step, tp=tp) * step + step
+
+
+def test_tp1_charges_one_eighth_of_tp8_on_8_gpu_nodes() -> None:
+    """Issue 24: NCCL's ring for one data-parallel group crosses each node boundary once (nccl-tests
+    doc/PERFORMANCE.md, bus bandwidth), so the NICs carry one GPU's share per group on the node: tp=1 puts one
+    group on an 8-GPU node, tp=8 eight, tp=2 four; tp beyond the node still one rank per group per node."""
+    one, eight = _nic_seconds(1), _nic_seconds(8)
+    assert one == pytest.approx(eight / 8)
+    assert _nic_seconds(2) == pytest.approx(eight / 4)
+    assert _nic_seconds(16) == pytest.approx(eight)
+    # by hand: 3 x 63/64 x 2 B x 1e9 per GPU, one share through 100 Gbit/s
+    assert one == pytest.approx(3 * 63 / 64 * 2 * 1e9 / (100e9 / 8))
 
 
 def test_h20_types_at_one_price_rank_by_their_network() -> None:
     """Issue 24: three 8 x H20 types at one (estimated) price with 32, 100 and 170 Gbit/s; a network-bound ZeRO-3
-    job used to tie and take the name order, which picked the slowest."""
+    job used to tie and take the name order, which picked the slowest. tp=8 puts eight data-parallel groups on
+    each node, so the NICs carry eight shares (with tp=1 they carry one, and the exchange hides), and a 512Ki-token
+    batch keeps the step short enough for the 32 Gbit/s type's exchange to outlast it."""
     doc = {
         "name": "h20-zero3",
         "region": "cn-shanghai",
-        "model": {"preset": "llama-2-70b", "tokens": "100B", "global_batch_tokens": "4Mi"},
+        "model": {"preset": "llama-2-70b", "tokens": "100B", "global_batch_tokens": "512Ki"},
         "parallelism": {
             "zero_stage": 3,
             "framework": "deepspeed",
-            "tensor": 1,
+            "tensor": 8,
             "pipeline": 1,
             "recompute": "full",
         },

@@ -196,7 +196,7 @@ def fit_schedule(
     )
     # the cp ranks of a replica reduce gradients together with the dp ranks (Megatron-Core's dp x cp group)
     dpx = sizing.data_parallel_ratio(
-        trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s
+        trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s, tp=tp
     )
     comm = (
         (

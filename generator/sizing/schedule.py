@@ -168,20 +168,32 @@ def data_parallel_ratio(
     nodes: int,
     nic_gbps: float,
     step_compute_seconds: float,
+    *,
+    tp: int,
 ) -> float:
     """The data-parallel exchange's exposed network time over the compute time of a step, 0 on one node.
 
     Each GPU moves 2·(dp-1)/dp of its gradients per step (ring all-reduce, or ZeRO-1/2's reduce-scatter and
     all-gather), 3·(dp-1)/dp with ZeRO-3, which also all-gathers the weights in forward and backward ([ZeRO]
-    Sec. 7.2); a node's GPUs share its NICs (``nic_gbps``). The exchange overlaps the backward pass (2/3 of the
-    compute; Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP), and with ZeRO-3 the whole step
-    (prefetched gathers); only what exceeds that window is exposed. A network-bound ZeRO-3 job on a 32 Gbit/s
-    type is then slower than on a 170 Gbit/s one at the same price."""
+    Sec. 7.2). NCCL's ring (or tree) for one data-parallel group crosses each node boundary once, so a node's NICs
+    (``nic_gbps``) carry one GPU's share per group with members on the node, not one per GPU (nccl-tests
+    doc/PERFORMANCE.md, "bus bandwidth": a ring all-reduce moves 2·(n-1)/n of the data over every link, the
+    inter-node one included; https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md, read
+    2026-12-02). With Megatron's rank order (tp fastest, then dp; pp outermost) a node holds
+    ``dp_ranks_per_node`` = min(dp, gpus_per_node // tp) ranks of each group and gpus_per_node / dp_ranks_per_node
+    groups: tp=8 on 8-GPU nodes puts eight groups' traffic through the NICs, tp=1 one group's (issue 24). The
+    exchange overlaps the backward pass (2/3 of the compute; Megatron-LM --overlap-grad-reduce, DeepSpeed
+    overlap_comm, FSDP), and with ZeRO-3 the whole step (prefetched gathers); only what exceeds that window is
+    exposed. A network-bound ZeRO-3 job on a 32 Gbit/s type is then slower than on a 170 Gbit/s one at the same
+    price."""
     if nodes <= 1 or dp <= 1 or nic_gbps <= 0 or step_compute_seconds <= 0:
         return 0.0
+    _positive_int("tp", tp)
     passes = 3 if zero_stage >= 3 else 2
     per_gpu = passes * (dp - 1) / dp * GRAD_EXCHANGE_BYTES * params_per_gpu
-    comm = per_gpu * gpus_per_node / (nic_gbps * 1e9 / 8)
+    dp_ranks_per_node = max(1, min(dp, gpus_per_node // tp))
+    groups_per_node = gpus_per_node / dp_ranks_per_node
+    comm = per_gpu * groups_per_node / (nic_gbps * 1e9 / 8)
     window = step_compute_seconds * (1.0 if zero_stage >= 3 else 2 / 3)
     return max(0.0, comm - window) / step_compute_seconds
 
