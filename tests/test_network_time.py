@@ -44,6 +44,13 @@ def test_tp1_charges_one_eighth_of_tp8_on_8_gpu_nodes() -> None:
     assert one == pytest.approx(3 * 63 / 64 * 2 * 1e9 / (100e9 / 8))
 
 
+def test_a_data_parallel_group_inside_one_node_crosses_no_nic() -> None:
+    """tp=2, dp=4 on 8-GPU nodes with the pipeline stages across the nodes: each group's 8 GPUs share a node, so
+    its exchange runs over NVLink and the NICs carry none of it; dp=8 spans two nodes and is charged."""
+    assert sizing.data_parallel_ratio(69e9, 4, 3, 8, 4, 32.0, 1.0, tp=2) == 0.0
+    assert sizing.data_parallel_ratio(69e9, 8, 3, 8, 4, 32.0, 1.0, tp=2) > 0.0
+
+
 def test_h20_types_at_one_price_rank_by_their_network() -> None:
     """Issue 24: three 8 x H20 types at one (estimated) price with 32, 100 and 170 Gbit/s; a network-bound ZeRO-3
     job used to tie and take the name order, which picked the slowest. tp=8 puts eight data-parallel groups on

@@ -185,10 +185,13 @@ def data_parallel_ratio(
     exchange overlaps the backward pass (2/3 of the compute; Megatron-LM --overlap-grad-reduce, DeepSpeed
     overlap_comm, FSDP), and with ZeRO-3 the whole step (prefetched gathers); only what exceeds that window is
     exposed. A network-bound ZeRO-3 job on a 32 Gbit/s type is then slower than on a 170 Gbit/s one at the same
-    price."""
+    price. A group whose tp·dp GPUs fit in one node (the pipeline stages span the nodes) exchanges over NVLink
+    only: 0."""
     if nodes <= 1 or dp <= 1 or nic_gbps <= 0 or step_compute_seconds <= 0:
         return 0.0
     _positive_int("tp", tp)
+    if tp * dp <= gpus_per_node:
+        return 0.0
     passes = 3 if zero_stage >= 3 else 2
     per_gpu = passes * (dp - 1) / dp * GRAD_EXCHANGE_BYTES * params_per_gpu
     dp_ranks_per_node = max(1, min(dp, gpus_per_node // tp))
