@@ -12,6 +12,8 @@ from generator.catalog import load_catalog
 from generator.plan import refusals, rejections, spec_refusals, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
+from generator.platforms.dlc import refusals as dlc_refusals
+from generator.platforms.lingjun import refusals as lingjun_refusals
 from generator.preview.diff import reasons
 from generator.spec import codes as spec_codes
 from generator.spec.model import Spec
@@ -87,6 +89,83 @@ def test_check_codes_are_unique_and_every_check_problem_has_one(tmp_path: Path) 
     assert next(p for p in problems if p.code == "TSC034").path == ("waivers", 0, "rule")
 
 
+def platform_rule_table() -> str:
+    """The platform-rule problems table docs/codes.md must hold, from the classes themselves (Lingjun ``TSJ...``,
+    PAI-DLC ``TSA...``; a field a list item's index completes is shown as ``field[...]``)."""
+    rows = ["| code | platform | field | event | when | fields |", "|---|---|---|---|---|---|"]
+    for c in [*dlc_refusals.codes(), *lingjun_refusals.codes()]:
+        field = ".".join(c.path) + ("[...]" if "index" in {f.name for f in dataclasses.fields(c)} else "")
+        platform = "PAI-DLC" if c.code.startswith("TSA") else "Lingjun"
+        rows.append(f"| `{c.code}` | {platform} | `{field}` | `{c.__name__}` | {c.summary} | {_fields(c)} |")
+    return "\n".join(rows) + "\n"
+
+
+LJ_IMAGE = "i190982651690986913088"
+
+
+def test_every_problem_the_platform_rules_raise_has_a_code() -> None:
+    from generator.platforms.dlc.rules import dlc_rules
+    from generator.platforms.lingjun.rules import lingjun_rules
+
+    for module, series in ((lingjun_refusals, "TSJ"), (dlc_refusals, "TSA")):
+        classes = module.codes()
+        assert [c.code for c in classes] == [f"{series}{i:03d}" for i in range(1, len(classes) + 1)]
+        assert all(c.summary and c.path for c in classes)
+    base = {"name": "bad-rules", "model": {"parameters": "7B"}}
+    dataset = {"source": "oss://corpus-bucket/tok/", "size": "1TiB"}
+    lingjun = [  # (region, spec fields)
+        ("cn-hangzhou", {"compute": {"platform": "lingjun", "data_disk_gib": 100, "bare_metal": "avoid"},
+                         "storage": {"shared": "cpfs", "dataset": dataset}, "spot": {"enabled": True}}),
+        ("cn-wulanchabu", {"zones": ["cn-wulanchabu-c"], "storage": {"shared": "extreme-nas"},
+                           "compute": {"platform": "lingjun", "image_id": LJ_IMAGE}}),
+    ]
+    problems = [p for region, extra in lingjun for p in lingjun_rules(
+        Spec.model_validate({**base, "region": region, **extra}), CATALOG, CATALOG.region(region))]
+    dlc = Spec.model_validate({**base, "region": "cn-hangzhou", "network": {"admin_cidrs": ["192.168.0.0/24"],
+        "rdma": True}, "compute": {"platform": "pai-dlc", "image_id": "m-x", "data_disk_gib": 100, "paused": True,
+        "bare_metal": "require", "gpu": "A100-40G", "instance_types": ["ecs.gn7i-c8g1.2xlarge", "ecs.ebmgn7ex.32xlarge"]},
+        "spot": {"enabled": True, "min_nodes": 1, "strategy": "SpotAsPriceGo", "interruption": "stop"}})
+    problems += dlc_rules(dlc, CATALOG, CATALOG.region("cn-hangzhou"))
+    no_dlc = dataclasses.replace(CATALOG, dlc_specs=())
+    problems += dlc_rules(Spec.model_validate({**base, "region": "cn-hangzhou", "compute": {"platform": "pai-dlc"}}),
+                          no_dlc, CATALOG.region("cn-hangzhou"))
+    no_types = dataclasses.replace(CATALOG, lingjun_types=())
+    problems += lingjun_rules(Spec.model_validate({**base, "region": "cn-wulanchabu", "compute": {
+        "platform": "lingjun", "image_id": LJ_IMAGE}}), no_types, CATALOG.region("cn-wulanchabu"))
+    assert all(p.code for p in problems), [p.message for p in problems if not p.code]
+    planned = {"TSJ011", "TSJ012"}  # raised by the Lingjun planner (test_the_lingjun_planner_raises_codes)
+    assert {p.code for p in problems} == {c.code for c in [*lingjun_refusals.codes(), *dlc_refusals.codes()]} - planned
+    by_code = {p.code: (p.path, dict(p.fields)) for p in problems}
+    assert by_code["TSJ001"] == (("compute", "platform"), {"region": "cn-hangzhou", "regions": ("cn-wulanchabu",)})
+    assert by_code["TSJ002"][1] == {"region": "cn-wulanchabu", "regions": ()}
+    assert by_code["TSJ003"][1] == {"known": (("cn-wulanchabu-a", "A1"), ("cn-wulanchabu-b", "B1"))}
+    assert by_code["TSJ005"][1] == {"gib": 100} and by_code["TSA005"][1] == {"gib": 100}
+    assert by_code["TSA003"][0] == ("compute", "instance_types", 1)
+    assert by_code["TSA003"][1]["instance_type"] == "ecs.ebmgn7ex.32xlarge"
+    assert by_code["TSA002"][1]["gpu"] == "A100-40G" and "A100-80G" in by_code["TSA002"][1]["offered"]
+    assert by_code["TSA012"][1] == {"strategy": "SpotAsPriceGo"} and by_code["TSA011"][1] == {"min_nodes": 1}
+    assert by_code["TSA001"][1] == {"region": "cn-hangzhou", "regions": ()}
+
+
+def test_the_lingjun_planner_raises_codes() -> None:
+    import pytest
+
+    from generator.plan.fit import PlanningError
+    from generator.plan.planner import make_plan
+
+    lj = {"platform": "lingjun", "image_id": LJ_IMAGE}
+    small = Spec.model_validate({"name": "lj-small", "region": "cn-wulanchabu", "model": {"parameters": "7B"},
+                                 "compute": {**lj, "nodes": 32, "max_nodes": 64}, "network": {"vpc_cidr": "192.168.0.0/24"}})
+    paused = Spec.model_validate({"name": "lj-paused", "region": "cn-wulanchabu", "model": {"parameters": "7B"},
+                                  "compute": {**lj, "instance_types": ["efg1.nvga1n"], "paused": True}})
+    for spec, code in ((small, "TSJ011"), (paused, "TSJ012")):
+        with pytest.raises(PlanningError) as e:
+            make_plan(spec, CATALOG)
+        [p] = e.value.problems
+        assert p.code == code and p.hint, p.message
+    assert dict(p.fields) == {"machine_type": "efg1.nvga1n"}
+
+
 def spec_problem_table() -> str:
     """The spec-problems table docs/codes.md must hold, from generator/spec/codes.py."""
     rows = ["| code | event | when | fields |", "|---|---|---|---|"]
@@ -115,6 +194,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     expected = diff_reason_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the diff reasons table with\n{expected}"
+    expected = platform_rule_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the platform rules table with\n{expected}"
     expected = spec_problem_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the spec problems table with\n{expected}"
     for basis in PRICE_BASES:

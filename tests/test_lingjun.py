@@ -206,31 +206,35 @@ BASE = "name: bad-run\nregion: cn-wulanchabu\nmodel: {parameters: 7B}\n"
 LJ = f"compute: {{platform: lingjun, image_id: {IMAGE}}}\n"
 
 
-@pytest.mark.parametrize("body, field, words", [
-    (LJ + "storage: {shared: cpfs}", "storage.shared", "bmcpfs"),
-    (LJ + "storage: {shared: extreme-nas}", "storage.shared", "no shared file system"),
-    (LJ + "storage: {dataset: {source: 'oss://corpus-bucket/tok/', size: 1TiB}}", "storage.dataset", "needs CPFS"),
-    (LJ + "spot: {enabled: true}", "spot.enabled", "no spot"),
-    ("compute: {platform: lingjun}", "compute.platform", "needs compute.image_id"),
-    (f"compute: {{platform: lingjun, image_id: {IMAGE}, data_disk_gib: 100}}", "compute.data_disk_gib",
-     "cannot be encrypted"),
-    (f"compute: {{platform: lingjun, image_id: {IMAGE}, bare_metal: avoid}}", "compute.bare_metal", "bare-metal"),
+@pytest.mark.parametrize("body, field, code, fields", [
+    (LJ + "storage: {shared: cpfs}", "storage.shared", "TSJ007", {}),
+    (LJ + "storage: {shared: extreme-nas}", "storage.shared", "TSJ008", {}),
+    (LJ + "storage: {dataset: {source: 'oss://corpus-bucket/tok/', size: 1TiB}}", "storage.dataset", "TSJ009", {}),
+    (LJ + "spot: {enabled: true}", "spot.enabled", "TSJ010", {}),
+    ("compute: {platform: lingjun}", "compute.platform", "TSJ004", {}),
+    (f"compute: {{platform: lingjun, image_id: {IMAGE}, data_disk_gib: 100}}", "compute.data_disk_gib", "TSJ005",
+     {"gib": 100}),
+    (f"compute: {{platform: lingjun, image_id: {IMAGE}, bare_metal: avoid}}", "compute.bare_metal", "TSJ006", {}),
     (f"compute: {{platform: lingjun, image_id: {IMAGE}, instance_types: [ecs.ebmgn7ex.32xlarge]}}",
-     "compute.instance_types[0]", "not a Lingjun machine type"),
+     "compute.instance_types[0]", "TSC011", {"name": "ecs.ebmgn7ex.32xlarge", "ecs_type": True}),
     (f"compute: {{platform: lingjun, image_id: {IMAGE}, instance_types: [efg1.nvga9n]}}",
-     "compute.instance_types[0]", "unknown Lingjun machine type"),
-    ("compute: {instance_types: [efg1.nvga8n]}", "compute.instance_types[0]", "Lingjun (eflo) machine type"),
-    ("zones: [cn-wulanchabu-c]\n" + LJ, "zones", "HPN zone"),
-    (f"compute: {{platform: lingjun, image_id: {IMAGE}, gpu: H20}}", "compute.gpu", "no Lingjun machine type"),
+     "compute.instance_types[0]", "TSC011", {"name": "efg1.nvga9n", "ecs_type": False, "close": "efg1.nvga8n"}),
+    ("compute: {instance_types: [efg1.nvga8n]}", "compute.instance_types[0]", "TSC012", {"name": "efg1.nvga8n"}),
+    ("zones: [cn-wulanchabu-c]\n" + LJ, "zones", "TSJ003",
+     {"known": (("cn-wulanchabu-a", "A1"), ("cn-wulanchabu-b", "B1"))}),
+    (f"compute: {{platform: lingjun, image_id: {IMAGE}, gpu: H20}}", "compute.gpu", "TSC009",
+     {"gpu": "H20", "region": "cn-wulanchabu"}),
 ])
-def test_lingjun_refusals_are_spec_errors_with_a_hint(tmp_path: Path, body: str, field: str, words: str) -> None:
+def test_lingjun_refusals_are_spec_errors_with_a_hint(tmp_path: Path, body: str, field: str, code: str,
+                                                      fields: dict[str, Any]) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text(BASE + body + "\n")
     with pytest.raises(SpecErrors) as e:
         api.load(spec)
-    hits = [p for p in e.value.problems if p.dotted == field and words in p.message]
+    hits = [p for p in e.value.problems if p.dotted == field and p.code == code]
     assert hits, e.value.render()
     assert all(p.hint for p in hits)
+    assert fields.items() <= dict(hits[0].fields).items()
 
 
 def test_lingjun_outside_its_regions_is_refused(tmp_path: Path) -> None:
@@ -239,7 +243,8 @@ def test_lingjun_outside_its_regions_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SpecErrors) as e:
         api.load(spec)
     p = next(p for p in e.value.problems if p.dotted == "compute.platform")
-    assert "not offered in cn-hangzhou" in p.message and "cn-wulanchabu" in (p.hint or "")
+    assert p.code == "TSJ001" and dict(p.fields) == {"region": "cn-hangzhou", "regions": ("cn-wulanchabu",)}
+    assert "cn-wulanchabu" in p.hint
 
 
 # ------------------------------------------------------------------------------------------------ properties

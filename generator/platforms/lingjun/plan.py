@@ -10,14 +10,13 @@ from __future__ import annotations
 import ipaddress
 
 from generator.catalog import LingjunMachineType
-from generator.errors import Problem
 from generator.plan import warns
 from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
 from generator.plan.model import Checkpoints, Decision, Lingjun, LingjunSubnet, Network, Node, VSwitch
 from generator.plan.naming import node_name
 from generator.plan.warns import PlanWarning
-from generator.platforms.lingjun import PLATFORM
+from generator.platforms.lingjun import PLATFORM, refusals
 from generator.spec.model import Spec
 
 # eflo.Cluster cluster_type; the API's values are AckEdgePro, ExclusiveBareCluster and Lite [SDK-EFLO]
@@ -115,17 +114,7 @@ def lingjun_network(
     subnet = _carve(vpd, fit.nodes * bonds + 16)
     vswitch = _carve(vpc, fit.nodes + 48)
     if subnet is None or vswitch is None:
-        raise PlanningError(
-            [
-                Problem(
-                    ("network", "vpc_cidr"),
-                    f"{space} is too small for {fit.nodes} Lingjun "
-                    f"nodes: half of it is the VPD, which needs {bonds} address(es) per node, and "
-                    "half the VPC",
-                    "use a larger range such as 10.0.0.0/16",
-                )
-            ]
-        )
+        raise PlanningError([refusals.VpcTooSmall(str(space), fit.nodes, bonds).problem()])
     subnets = (LingjunSubnet("hpn", f"{spec.name}-{zone}", zone, str(subnet)),)
     decisions.append(
         Decision(
@@ -241,19 +230,7 @@ def plan_lingjun(
     else:
         payment = "Subscription"
         if spec.compute.paused:
-            raise PlanningError(
-                [
-                    Problem(
-                        ("compute", "paused"),
-                        (
-                            f"{lj.name} is sold by subscription only, and Pulumi cannot release Subscription nodes: pausing would "
-                            "drop them from the state while they stay prepaid, and resuming would buy new ones"
-                        ),
-                        "leave compute.paused false and stop the job instead, or choose a PayAsYouGo machine type "
-                        "(compute.instance_types)",
-                    )
-                ]
-            )
+            raise PlanningError([refusals.PausedSubscription(lj.name).problem()])
         hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
         period = subscription_months(hours if best.run_hours is not None else None)
         amount = prepaid(
