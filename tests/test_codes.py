@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from generator.catalog import load_catalog
-from generator.plan import refusals, rejections, spec_refusals, warns
+from generator.plan import refusals, rejections, shape_refusals, spec_refusals, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.platforms.dlc import refusals as dlc_refusals
@@ -50,6 +50,32 @@ def refusal_table() -> str:
     rows += [f"| `{c.code}` | `{'.'.join(c.path)}` | `{c.__name__}` | {c.summary} | {_fields(c)} |"
              for c in refusals.codes()]
     return "\n".join(rows) + "\n"
+
+
+def shape_table() -> str:
+    """The model-shape problems table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | field | event | when | fields |", "|---|---|---|---|---|"]
+    rows += [f"| `{c.code}` | `{'.'.join(c.path) or 'model`, `model.preset` or `model.moe'}` | `{c.__name__}` | {c.summary} | {_fields(c)} |"
+             for c in shape_refusals.codes()]
+    return "\n".join(rows) + "\n"
+
+
+def test_the_model_shape_problems_carry_codes_and_fields() -> None:
+    from generator.plan.shape import architecture, shape_problems
+
+    classes = shape_refusals.codes()
+    assert [c.code for c in classes] == [f"TSH{i:03d}" for i in range(1, len(classes) + 1)]
+    spec = Spec.model_validate({"name": "bad-shape", "region": "cn-shanghai", "model": {"preset": "llama-2-7b", "sequence_length": 4095},
+                                "parallelism": {"tensor": 3, "pipeline": 40, "expert": 2, "context": 2}})
+    found = {p.code: (p.path, dict(p.fields)) for p in shape_problems(spec, architecture(spec))}
+    assert found["TSH002"] == (("parallelism", "tensor"), {"tensor": 3, "heads": 32, "kv_heads": 32,
+                                                            "ok": (1, 2, 4, 8, 16)})
+    assert found["TSH003"][1] == {"expert": 2}
+    assert found["TSH006"][1]["context"] == 2 and found["TSH006"][1]["sequence_length"] == 4095
+    assert found["TSH009"][1] == {"pipeline": 40, "layers": 32}
+    unresolved = shape_refusals.ShapeUnresolved(("model", "moe"), "the sizing model's sentence").problem()
+    assert (unresolved.code, unresolved.path, unresolved.message) == ("TSH001", ("model", "moe"),
+                                                                      "the sizing model's sentence")
 
 
 def diff_reason_table() -> str:
@@ -188,6 +214,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the rejections table with\n{expected}"
     expected = refusal_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the refusals table with\n{expected}"
+    expected = shape_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the shape table with\n{expected}"
     expected = check_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the check table with\n{expected}"
     expected = warning_table()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from generator import sizing
 from generator.errors import Problem
+from generator.plan import shape_refusals as r
 from generator.plan.fit import PlanningError
+from generator.plan.refusals import Refusal
 from generator.spec.model import Spec
 
 # Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
@@ -40,38 +42,24 @@ def architecture(spec: Spec) -> sizing.Architecture:
             if m.preset and not shape
             else ("model",)
         )
-        raise PlanningError([Problem(path, str(e))]) from None
+        raise PlanningError([r.ShapeUnresolved(path, str(e)).problem()]) from None
 
 
 def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
-    return _tensor_expert_offload(spec, arch) + _context(spec) + _pipeline(spec, arch)
+    found = _tensor_expert_offload(spec, arch) + _context(spec) + _pipeline(spec, arch)
+    return [x.problem() for x in found]
 
 
-def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
-    p, out = spec.parallelism, list[Problem]()
+def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Refusal]:
+    p, out = spec.parallelism, list[Refusal]()
     if isinstance(p.tensor, int) and not sizing.tp_splits_heads(arch, p.tensor):
-        ok = [t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t)]
-        kv = f"{arch.kv_heads} KV head{'s' if arch.kv_heads != 1 else ''}"
-        out.append(
-            Problem(
-                ("parallelism", "tensor"),
-                f"tensor parallelism {p.tensor} does not split the model's "
-                f"{arch.heads} attention heads and {kv} (it must divide the heads, and divide the KV "
-                "heads or be a multiple of them)",
-                f"use tensor: auto, or one of {', '.join(map(str, ok))}",
-            )
-        )
-    if isinstance(p.expert, int) and p.expert > 1 and (arch.moe is None or arch.moe.experts % p.expert):
-        out.append(
-            Problem(
-                ("parallelism", "expert"),
-                f"expert parallelism {p.expert} needs a mixture-of-experts model"
-                if arch.moe is None
-                else f"expert parallelism {p.expert} does not divide the model's {arch.moe.experts} experts",
-                "use expert: auto" + ("" if arch.moe is None else ", or a degree that divides the experts"),
-            )
-        )
+        ok = tuple(t for t in (1, 2, 4, 8, 16) if sizing.tp_splits_heads(arch, t))
+        out.append(r.TensorSplitsNoHeads(p.tensor, arch.heads, arch.kv_heads, ok))
+    if isinstance(p.expert, int) and p.expert > 1 and arch.moe is None:
+        out.append(r.ExpertWithoutMoe(p.expert))
+    elif isinstance(p.expert, int) and p.expert > 1 and arch.moe is not None and arch.moe.experts % p.expert:
+        out.append(r.ExpertNotDividing(p.expert, arch.moe.experts))
     if p.offload != "none":
         try:
             sizing.check_offload(
@@ -82,73 +70,30 @@ def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Proble
                 arch.moe is not None,
             )
         except sizing.SizingError as e:
-            out.append(
-                Problem(
-                    ("parallelism", "offload"),
-                    str(e).rstrip("."),
-                    "use offload: none, or the framework and zero_stage the message names",
-                )
-            )
+            out.append(r.OffloadRefused(p.offload, str(e)))
     return out
 
 
-def _context(spec: Spec) -> list[Problem]:
-    p, out = spec.parallelism, list[Problem]()
+def _context(spec: Spec) -> list[Refusal]:
+    p, out = spec.parallelism, list[Refusal]()
     c, s = p.context, spec.model.sequence_length
     if isinstance(c, int) and c > 1 and s % (2 * c):
-        ok = [d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0]
-        out.append(
-            Problem(
-                ("parallelism", "context"),
-                f"context parallelism {c} splits each sequence into 2 x {c} "
-                f"chunks (Megatron-Core balances the causal mask that way), which {s} tokens do not give",
-                f"use context: auto, or one of {', '.join(map(str, ok))}",
-            )
-        )
+        out.append(r.ContextChunks(c, s, tuple(d for d in (1, *AUTO_CONTEXT) if s % (2 * d) == 0)))
     if isinstance(c, int) and c > 1 and spec.model.finetune.method in ("lora", "qlora"):
-        out.append(
-            Problem(
-                ("parallelism", "context"),
-                f"context parallelism {c} is modelled for full training "
-                "(Megatron-Core); LoRA/QLoRA trainers do not run it",
-                "use context: auto or 1",
-            )
-        )
+        out.append(r.ContextForAdapters(c))
     return out
 
 
-def _pipeline(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
-    p, out = spec.parallelism, list[Problem]()
+def _pipeline(spec: Spec, arch: sizing.Architecture) -> list[Refusal]:
+    p, out = spec.parallelism, list[Refusal]()
     v = p.virtual_stages
     if v > 1 and isinstance(p.pipeline, int) and (p.pipeline == 1 or arch.layers % (p.pipeline * v)):
-        ok = [d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0]
-        out.append(
-            Problem(
-                ("parallelism", "virtual_stages"),
-                f"{v} interleaved stages per GPU need a pipeline whose "
-                f"degree times {v} divides the model's {arch.layers} layers; pipeline is {p.pipeline}",
-                f"use pipeline: auto, or one of {', '.join(map(str, ok)) or 'none'}, or virtual_stages: 1",
-            )
-        )
+        ok = tuple(d for d in AUTO_PIPELINE if d > 1 and arch.layers % (d * v) == 0)
+        out.append(r.VirtualStagesUneven(v, p.pipeline, arch.layers, ok))
     if isinstance(p.pipeline, int) and p.pipeline > arch.layers:
-        out.append(
-            Problem(
-                ("parallelism", "pipeline"),
-                f"pipeline parallelism {p.pipeline} is more stages than the model's {arch.layers} layers",
-                f"use pipeline: auto, or at most {arch.layers}",
-            )
-        )
+        out.append(r.PipelineOverLayers(p.pipeline, arch.layers))
     elif isinstance(p.pipeline, int) and not sizing.pipeline_splits(arch.layers, p.pipeline):
         m = sizing.stage_layers(arch.layers, p.pipeline)
-        ok = [d for d in AUTO_PIPELINE if d > 1 and sizing.pipeline_splits(arch.layers, d)]
-        out.append(
-            Problem(
-                ("parallelism", "pipeline"),
-                f"pipeline parallelism {p.pipeline} cannot split the model's "
-                f"{arch.layers} layers: {p.pipeline - 2} middle stages of {m} layers leave "
-                f"{arch.layers - (p.pipeline - 2) * m} for the first and last stages, which must hold 2 to "
-                f"{2 * m}",
-                f"use pipeline: auto, or one of {', '.join(map(str, ok))}",
-            )
-        )
+        ok = tuple(d for d in AUTO_PIPELINE if d > 1 and sizing.pipeline_splits(arch.layers, d))
+        out.append(r.PipelineUneven(p.pipeline, arch.layers, m, ok))
     return out
