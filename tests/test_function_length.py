@@ -31,7 +31,6 @@ NOT_YET = {
     "plan/weights.py",  # plan_weights, _plan_dlc_weights
     "cli/dlc.py",  # submit
     "cli/estimate.py",  # estimate_command
-    "cli/live.py",  # up
 }
 
 
