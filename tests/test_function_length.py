@@ -29,7 +29,6 @@ NOT_YET = {
     "plan/storage.py",  # plan_storage
     "plan/unfit.py",  # why_not_fit, nothing_fits
     "plan/weights.py",  # plan_weights, _plan_dlc_weights
-    "cli/estimate.py",  # estimate_command
 }
 
 
