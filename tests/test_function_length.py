@@ -19,21 +19,12 @@ NOT_YET = {
     "preview/mockrun.py",
     "preview/memo.py",
     # issue 27: each still holds a function over the limit (split it, then remove the module from this list)
-    "plan/checkpoints.py",  # plan_checkpoints
-    "plan/compute.py",  # choose
     "plan/cost.py",  # plan_cost, paused_cost
     "plan/placement.py",  # plan_network, ip_plan
-    "plan/planner.py",  # make_plan
     "plan/reasons.py",  # nodes_reason, why_parallel
     "plan/run_hours.py",  # fit_schedule, never_finishes
-    "plan/storage.py",  # plan_storage
     "plan/unfit.py",  # why_not_fit, nothing_fits
     "plan/weights.py",  # plan_weights, _plan_dlc_weights
-    "cli/__init__.py",  # catalog, _unavailable_answer
-    "cli/dlc.py",  # submit
-    "cli/estimate.py",  # estimate_command
-    "cli/heal.py",  # heal
-    "cli/live.py",  # up
 }
 
 

@@ -222,7 +222,7 @@ READS_A_PLATFORMS_PART = {
     "generator/platforms/dlc/live/)",
     "generator.catalog.checks": "Region.lingjun is the catalog's list of a region's Lingjun zones, not the plan's part",
     "generator.plan.check": "Region.lingjun, as above",
-    "generator.cli": "Region.lingjun, as above (trainstack regions)",
+    "generator.catalog.listing": "Region.lingjun, as above (trainstack catalog --regions)",
 }
 
 

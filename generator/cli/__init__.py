@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from generator.catalog import Catalog
 
 import click
 
@@ -232,11 +238,7 @@ def catalog(
     gpu: str | None, region: str | None, list_regions: bool, list_lingjun: bool, list_dlc: bool, as_json: bool
 ) -> None:
     """List the GPU instance types (or regions) trainstack knows, with sources and price dates."""
-    import dataclasses
-
     from generator.catalog import load_catalog
-    from generator.errors import did_you_mean
-    from generator.present import text as report
 
     if sum((list_regions, list_lingjun, list_dlc)) > 1:
         raise click.UsageError("--regions, --lingjun and --dlc are different lists; give one of them.")
@@ -246,204 +248,146 @@ def catalog(
         g = cat.gpu(gpu)
         unavailable = cat.unavailable_accelerator(gpu) if g is None else None
         if unavailable is not None:
-            _unavailable_answer(cat, unavailable, region, as_json, lingjun=list_lingjun, dlc=list_dlc)
+            _echo_unavailable(cat, unavailable, region, as_json, lingjun=list_lingjun, dlc=list_dlc)
             return
         if g is None:
-            hint = did_you_mean(gpu, [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)])
-            raise click.BadParameter(
-                f"unknown GPU '{gpu}'{'; ' + hint if hint else ''} (known GPUs: "
-                f"{', '.join(cat.gpu_names())}).",
-                param_hint="'--gpu'",
+            _unknown_name(
+                "GPU",
+                gpu,
+                [*cat.gpu_names(), *(a for x in cat.gpus for a in x.aliases)],
+                cat.gpu_names(),
+                "'--gpu'",
             )
     if region is not None and cat.region(region) is None:
-        hint = did_you_mean(region, cat.region_ids())
-        raise click.BadParameter(
-            f"unknown region '{region}'{'; ' + hint if hint else ''} (known regions: "
-            f"{', '.join(cat.region_ids())}).",
-            param_hint="'--region'",
-        )
-    with_gpu = f" with {g.name} GPUs" if g else ""
+        _unknown_name("region", region, cat.region_ids(), cat.region_ids(), "'--region'")
     if list_lingjun:
-        lingjun = [
-            t
-            for t in cat.lingjun_types
-            if (not region or region in t.regions) and (g is None or t.gpu == g.name)
-        ]
-        if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "version": cat.version,
-                        "date": cat.date,
-                        "lingjun_machine_types": [dataclasses.asdict(t) for t in lingjun],
-                    },
-                    indent=2,
-                    sort_keys=True,
-                )
-            )
-        elif not lingjun:
-            click.echo(
-                f"no Lingjun machine type{with_gpu}{f' in {region}' if region else ''} in catalog "
-                f"{cat.version} ({cat.date})"
-            )
-        else:
-            click.echo(
-                report.table(
-                    [
-                        "machine type",
-                        "GPU",
-                        "#",
-                        "GiB/GPU",
-                        "RDMA Gbit/s",
-                        "regions",
-                        "HPN zones",
-                        "payment",
-                        "CNY/h",
-                    ],
-                    [
-                        [
-                            t.name,
-                            t.gpu + ("" if t.gpu_verified else "?"),
-                            t.gpus,
-                            f"{t.gpu_memory_gib:g}",
-                            f"{t.rdma_gbps:g}" if t.rdma_gbps else "",
-                            " ".join(t.regions),
-                            " ".join(f"{z}:{h}" for z, h in t.hpn_zones),
-                            "/".join(t.payment_types),
-                            f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""),
-                        ]
-                        for t in lingjun
-                    ],
-                    right=(2, 3, 4, 8),
-                )
-            )
-            click.echo("? GPU model unverified   * estimated price (generator/catalog/data/v1/README.md)")
-        return
-    if list_regions:
-        # with --gpu: the regions where an ECS family or a Lingjun machine type with that GPU is offered
-        families = {t.family for t in cat.instance_types if g is None or t.gpu == g.name}
-        lingjun_regions = {r for t in cat.lingjun_types if g is None or t.gpu == g.name for r in t.regions}
-        regions = []
-        for r in cat.regions:
-            offered = tuple(f for f in r.gpu_families if f in families)
-            on_lingjun = r.lingjun and (g is None or r.id in lingjun_regions)
-            if (region is None or r.id == region) and (g is None or offered or on_lingjun):
-                regions.append((r, offered, on_lingjun))
-        if as_json:
-            click.echo(json.dumps([dataclasses.asdict(r) for r, _, _ in regions], indent=2, sort_keys=True))
-        elif not regions:
-            click.echo(
-                f"no region{with_gpu}{f' matches {region}' if region else ''} in catalog {cat.version} "
-                f"({cat.date})"
-            )
-        else:
-            click.echo(
-                report.table(
-                    ["region", "zones", "CPFS", "Lingjun", f"GPU families{with_gpu} (verified?)"],
-                    [
-                        [
-                            r.id,
-                            " ".join(r.zones),
-                            "yes" if r.cpfs else "",
-                            "yes" if lingjun else "",
-                            " ".join(offered) + ("" if r.verified else "  (unverified)"),
-                        ]
-                        for r, offered, lingjun in regions
-                    ],
-                )
-            )
-        return
-    types = list(cat.instance_types)
-    if g is not None:
-        types = [t for t in types if t.gpu == g.name]
-    if region:
-        names = {t.name for t in cat.types_in_region(region)}
-        types = [t for t in types if t.name in names]
-    if list_dlc:
-        types = [t for t in types if cat.dlc_spec(t.name) is not None]
-    if as_json:
-        data: dict[str, object] = {
-            "version": cat.version,
-            "date": cat.date,
-            "instance_types": [dataclasses.asdict(t) for t in types],
-        }
-        if list_dlc:
-            data["dlc_specs"] = [
-                dataclasses.asdict(d) for d in cat.dlc_specs if any(t.name == d.name for t in types)
-            ]
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        _echo_lingjun(cat, g, region, as_json)
+    elif list_regions:
+        _echo_regions(cat, g, region, as_json)
     else:
-        click.echo(f"catalog {cat.version} ({cat.date})" + (": PAI-DLC worker types" if list_dlc else ""))
-        click.echo(report.catalog_text(types), nl=False)
-        if list_dlc:
-            unverified = [t.name for t in types if not cat.dlc_spec(t.name).verified]  # type: ignore[union-attr]
-            if unverified:
-                click.echo(
-                    f"{len(unverified)} of {len(types)} not verified on DLC's public resource list: confirm on "
-                    "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)"
-                )
+        _echo_types(cat, g, region, list_dlc, as_json)
 
 
-def _unavailable_answer(
-    cat, acc, region: str | None, as_json: bool, lingjun: bool = False, dlc: bool = False
+def _unknown_name(
+    what: str, name: str, candidates: Sequence[str], known: Sequence[str], param_hint: str
+) -> NoReturn:
+    """Refuse an unknown ``--gpu`` or ``--region`` (exit 2), with the nearest name and the known ones."""
+    from generator.errors import did_you_mean
+
+    hint = did_you_mean(name, candidates)
+    raise click.BadParameter(
+        f"unknown {what} '{name}'{'; ' + hint if hint else ''} (known {what}s: {', '.join(known)}).",
+        param_hint=param_hint,
+    )
+
+
+def _echo_lingjun(cat: Catalog, g, region: str | None, as_json: bool) -> None:
+    """``catalog --lingjun``: the Lingjun machine types (of --region, with --gpu)."""
+    from generator.catalog.listing import lingjun_json, lingjun_listed
+    from generator.present import text as report
+
+    lingjun = lingjun_listed(cat, g, region)
+    if as_json:
+        click.echo(json.dumps(lingjun_json(cat, lingjun), indent=2, sort_keys=True))
+        return
+    if not lingjun:
+        with_gpu = f" with {g.name} GPUs" if g else ""
+        click.echo(
+            f"no Lingjun machine type{with_gpu}{f' in {region}' if region else ''} in catalog "
+            f"{cat.version} ({cat.date})"
+        )
+        return
+    headers = [
+        "machine type",
+        "GPU",
+        "#",
+        "GiB/GPU",
+        "RDMA Gbit/s",
+        "regions",
+        "HPN zones",
+        "payment",
+        "CNY/h",
+    ]
+    rows = [
+        [
+            t.name,
+            t.gpu + ("" if t.gpu_verified else "?"),
+            t.gpus,
+            f"{t.gpu_memory_gib:g}",
+            f"{t.rdma_gbps:g}" if t.rdma_gbps else "",
+            " ".join(t.regions),
+            " ".join(f"{z}:{h}" for z, h in t.hpn_zones),
+            "/".join(t.payment_types),
+            f"{t.price.cny_per_hour:,.2f}" + ("*" if t.price.estimated else ""),
+        ]
+        for t in lingjun
+    ]
+    click.echo(report.table(headers, rows, right=(2, 3, 4, 8)))
+    click.echo("? GPU model unverified   * estimated price (generator/catalog/data/v1/README.md)")
+
+
+def _echo_regions(cat: Catalog, g, region: str | None, as_json: bool) -> None:
+    """``catalog --regions``: regions and zones (with --gpu: those that offer it)."""
+    import dataclasses
+
+    from generator.catalog.listing import regions_listed
+    from generator.present import text as report
+
+    regions = regions_listed(cat, g, region)
+    with_gpu = f" with {g.name} GPUs" if g else ""
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(r) for r, _, _ in regions], indent=2, sort_keys=True))
+    elif not regions:
+        click.echo(
+            f"no region{with_gpu}{f' matches {region}' if region else ''} in catalog {cat.version} ({cat.date})"
+        )
+    else:
+        rows = [
+            [
+                r.id,
+                " ".join(r.zones),
+                "yes" if r.cpfs else "",
+                "yes" if lingjun else "",
+                " ".join(offered) + ("" if r.verified else "  (unverified)"),
+            ]
+            for r, offered, lingjun in regions
+        ]
+        click.echo(
+            report.table(["region", "zones", "CPFS", "Lingjun", f"GPU families{with_gpu} (verified?)"], rows)
+        )
+
+
+def _echo_types(cat: Catalog, g, region: str | None, list_dlc: bool, as_json: bool) -> None:
+    """``catalog``: the ECS GPU instance types (of --region, with --gpu; with --dlc, DLC's worker types)."""
+    from generator.catalog.listing import types_json, types_listed
+    from generator.present import text as report
+
+    types = types_listed(cat, g, region, list_dlc)
+    if as_json:
+        click.echo(json.dumps(types_json(cat, types, list_dlc), indent=2, sort_keys=True))
+        return
+    click.echo(f"catalog {cat.version} ({cat.date})" + (": PAI-DLC worker types" if list_dlc else ""))
+    click.echo(report.catalog_text(types), nl=False)
+    if list_dlc:
+        unverified = [t.name for t in types if not cat.dlc_spec(t.name).verified]  # type: ignore[union-attr]
+        if unverified:
+            click.echo(
+                f"{len(unverified)} of {len(types)} not verified on DLC's public resource list: confirm on "
+                "DLC's Create Job page (generator/catalog/data/v1/dlc_specs.csv)"
+            )
+
+
+def _echo_unavailable(
+    cat: Catalog, acc, region: str | None, as_json: bool, lingjun: bool = False, dlc: bool = False
 ) -> None:
     """``catalog --gpu Ascend-910B``: who offers it instead, every source, and the nearest GPUs (of --region; among
     Lingjun machine types with --lingjun, DLC worker types with --dlc)."""
-    import dataclasses
+    from generator.catalog.listing import unavailable_answer, unavailable_json
+    from generator.catalog.unavailable import peak_label
 
-    from generator.catalog import source_tags
-    from generator.catalog.unavailable import distance, has_bf16, left_out, nearest_gpus, peak_label
-    from generator.plan.check import offered_gpus
-
-    r = cat.region(region) if region else None
-    near = nearest_gpus(acc, offered_gpus(cat, r, lingjun=lingjun, dlc=dlc), limit=5)
-    types = (
-        cat.instance_types
-        if r is None
-        else cat.dlc_types_in_region(r.id)
-        if dlc
-        else cat.lingjun_types_in_region(r.id)
-        if lingjun
-        else cat.types_in_region(r.id)
-    )
-    availability: dict[str, set[str]] = {}
-    for t in types:
-        availability.setdefault(t.gpu, set()).add(t.availability)
-    skipped = [
-        g
-        for g in left_out(acc, near, [g for g in cat.gpus if g.name in availability])
-        if "ga" not in availability[g.name]
-    ]
-    sources = [s for t in source_tags(acc.source) if (s := cat.source(t)) is not None]
+    answer = unavailable_answer(cat, acc, region, lingjun=lingjun, dlc=dlc)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "version": cat.version,
-                    "date": cat.date,
-                    "unavailable": dataclasses.asdict(acc),
-                    "sources": [dataclasses.asdict(s) for s in sources],
-                    "nearest": [
-                        {
-                            "gpu": g.name,
-                            "memory_gib": g.memory_gib,
-                            "bf16_tflops": g.bf16_tflops,
-                            "bf16": has_bf16(g),
-                            "distance": round(
-                                distance(acc.memory_gib, acc.bf16_tflops, g.memory_gib, g.bf16_tflops), 3
-                            ),
-                        }
-                        for g in near
-                    ],
-                    "left_out": [
-                        {"gpu": g.name, "availability": sorted(availability[g.name])} for g in skipped
-                    ],
-                    "region": region,
-                },
-                indent=2,
-                sort_keys=True,
-            )
-        )
+        click.echo(json.dumps(unavailable_json(cat, answer, region), indent=2, sort_keys=True))
         return
     click.echo(
         f"{acc.name} ({acc.vendor}, {acc.memory_gib:g} GB, {acc.bf16_tflops:g} TFLOPS FP16/BF16): "
@@ -453,23 +397,23 @@ def _unavailable_answer(
     click.echo(f"  offered by:    {acc.offered_by}")
     click.echo(f"  note:          {acc.notes}")
     click.echo("  sources:")
-    for s in sources:
+    for s in answer.sources:
         click.echo(f"    [{s.tag}] {s.description}" + (f" {s.url}" if s.url else ""))
     where = f"in {region}" if region else "in the catalog (pass --region for one region)"
     click.echo(
         f"  nearest generally available GPUs {where}, by memory and 16-bit tensor peak (BF16, or FP16 on a "
         "GPU without BF16):"
     )
-    for g in near:
+    for g in answer.nearest:
         click.echo(
             f"    {g.name:<10} {g.memory_gib:>5g} GB {peak_label(g):<26} trainstack catalog --gpu {g.name}"
         )
-    if skipped:
+    if answer.skipped:
         click.echo(
             "  left out, though closer, because they are not generally available: "
             + ", ".join(
-                f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)}; {' or '.join(sorted(availability[g.name]))})"
-                for g in skipped
+                f"{g.name} ({g.memory_gib:g} GB, {peak_label(g)}; {' or '.join(sorted(answer.availability[g.name]))})"
+                for g in answer.skipped
             )
         )
 

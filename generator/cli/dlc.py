@@ -137,20 +137,30 @@ def submit(
     if not dry_run:
         _cloud_ready(client)
         if not yes:
-            try:
-                request = dlc.create_job_request(plan, outputs, command, job_name)
-            except ValueError:
-                request = None  # dlc.submit says why, in one sentence
-            if (
-                request is not None and not request.unresolved
-            ):  # with --json, stdout stays JSON: ask on stderr
-                _summary(plan, request.body, err=as_json)
-                _confirm(
-                    f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to "
-                    "PAI-DLC?",
-                    err=as_json,
-                )
+            _confirm_submit(dlc, plan, outputs, command, job_name, as_json)
     result = dlc.submit(plan, outputs, command, job_name, client, dry_run=dry_run)
+    _report_submit(spec, plan, result, job_name, dry_run, as_json)
+
+
+def _confirm_submit(
+    dlc: Any, plan: Any, outputs: Any, command: tuple[str, ...], job_name: str, as_json: bool
+) -> None:
+    """Without --yes: show the CreateJob request and ask before submitting (on stderr with --json, so stdout stays
+    JSON). A request that cannot be built or is unresolved is not asked about: dlc.submit says why."""
+    try:
+        request = dlc.create_job_request(plan, outputs, command, job_name)
+    except ValueError:
+        request = None  # dlc.submit says why, in one sentence
+    if request is not None and not request.unresolved:  # with --json, stdout stays JSON: ask on stderr
+        _summary(plan, request.body, err=as_json)
+        _confirm(
+            f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to PAI-DLC?",
+            err=as_json,
+        )
+
+
+def _report_submit(spec: str, plan: Any, result: Any, job_name: str, dry_run: bool, as_json: bool) -> None:
+    """What ``submit`` prints for a PAI-DLC job: the JSON answer, the dry run's request, or the job's id."""
     if as_json:
         data: dict[str, Any] = {"action": "CreateJob", "region": plan.region, "request": result.sdk_map}
         if dry_run:

@@ -213,48 +213,7 @@ def _dump(data: Any) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
 @handle
-def estimate_command(
-    params: int | None,
-    preset: str | None,
-    layers: int | None,
-    hidden: int | None,
-    heads: int | None,
-    kv_heads: int | None,
-    vocab: int | None,
-    ffn_hidden: int | None,
-    mlp_matrices: int | None,
-    tied_embeddings: bool | None,
-    head_dim: int | None,
-    experts: int | None,
-    top_k: int | None,
-    expert_ffn_hidden: int | None,
-    shared_experts: int,
-    dense_layers: int,
-    capacity_factor: float | None,
-    ep: int,
-    vpp: int,
-    cp: int,
-    seq_len: int,
-    micro_batch: int,
-    precision: str,
-    optimizer: str,
-    zero: int,
-    framework: str,
-    gpus: int | None,
-    tp: int,
-    pp: int,
-    recompute: str,
-    sp: bool,
-    lora_rank: int | None,
-    qlora: bool,
-    paged_optimizer: bool,
-    offload: str,
-    headroom: float,
-    gpu: str | None,
-    instance_type: str | None,
-    tokens: int | None,
-    as_json: bool,
-) -> None:
+def estimate_command(as_json: bool, **options: Any) -> None:
     """Per-GPU memory (and optionally fit and compute) for a model and layout, without a spec file.
 
     \b
@@ -275,47 +234,7 @@ def estimate_command(
     import generator.estimate as est
 
     try:
-        result = est.estimate(
-            params=params,
-            preset=preset,
-            layers=layers,
-            hidden=hidden,
-            heads=heads,
-            kv_heads=kv_heads,
-            vocab=vocab,
-            ffn_hidden=ffn_hidden,
-            mlp_matrices=mlp_matrices,
-            tied_embeddings=tied_embeddings,
-            head_dim=head_dim,
-            experts=experts,
-            top_k=top_k,
-            expert_ffn_hidden=expert_ffn_hidden,
-            shared_experts=shared_experts,
-            dense_layers=dense_layers,
-            capacity_factor=capacity_factor,
-            ep=ep,
-            vpp=vpp,
-            cp=cp,
-            seq_len=seq_len,
-            micro_batch=micro_batch,
-            precision=precision,
-            optimizer=optimizer,
-            zero=zero,
-            framework=framework,
-            gpus=gpus,
-            tp=tp,
-            pp=pp,
-            recompute=recompute,
-            sp=sp,
-            lora_rank=lora_rank,
-            qlora=qlora,
-            paged_optimizer=paged_optimizer,
-            offload=offload,
-            headroom=headroom,
-            gpu=gpu,
-            tokens=tokens,
-            instance_type=instance_type,
-        )
+        result = est.estimate(**options)  # every option but --json is an argument of the estimate, by name
     except est.EstimateError as e:
         if as_json:  # the refusal as data on stdout too; the sentence still goes to stderr, exit 2
             click.echo(_dump({"error": {"code": e.code, "fields": e.fields, "text": str(e)}}))

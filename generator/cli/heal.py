@@ -98,6 +98,25 @@ def heal(
         checker.check()
     fleet = live.require_healable(t)
     _header(t)
+    _recreate(engine, t, fleet, checker, target, backend, yes, health, grace_minutes, watch, no_rejoin)
+
+
+def _recreate(
+    engine: Any,
+    t: Any,
+    fleet: Any,
+    checker: Any,
+    target: str,
+    backend: str | None,
+    yes: bool,
+    health: bool,
+    grace_minutes: int,
+    watch: int | None,
+    no_rejoin: bool,
+) -> None:
+    """``heal`` on an ECS stack once the checks passed: re-create the missing or stopped nodes once (then rejoin them
+    and, with --health, check health), or every ``watch`` seconds until Ctrl-C."""
+    from generator import live
 
     def confirm(sick: Any) -> None:
         _confirm(

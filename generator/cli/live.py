@@ -158,21 +158,7 @@ def up(
         live.stock_preflight(engine, t, checker, _say)
     if key_checker is not None:
         live.key_pair_preflight(engine, t, key_checker, _say)
-    pending = live.needs_mount_address(t)
-    earlier = live.deployed_export(engine, t) if pending else None
-    if (
-        earlier is not None
-    ):  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
-        _say("CPFS: an earlier deploy created the export; its mount address is looked up before deploying")
-        with _cloud_work():
-            live.resolve_mount_address(engine, t, earlier, resolver, _say)
-        _say(f"stack digest: {live.stack_digest(t.stack_dir, t.stack)} (with {live.SHARED_FS_ADDRESS_KEY})")
-        pending = False
-    elif pending:
-        _say(
-            "CPFS: the nodes mount the file system at first boot, so they come in a second pass: this pass deploys "
-            "everything else, then the export's mount address is looked up and set"
-        )
+    pending = _cpfs_needs_second_pass(engine, t, resolver)
     result = _deploy(engine, t, yes)
     if pending:
         outputs = result.outputs if result is not None else engine.outputs(t)
@@ -187,6 +173,29 @@ def up(
     if values:
         _say("Outputs:")
         _print_outputs(values)
+
+
+def _cpfs_needs_second_pass(engine: Any, t: Any, resolver: Any) -> bool:
+    """Whether ``up`` deploys a CPFS stack in two passes (the nodes after the export's mount address is known). When
+    an earlier deploy already made the export, its address is looked up and set now, and one pass does."""
+    from generator import live
+
+    pending = live.needs_mount_address(t)
+    earlier = live.deployed_export(engine, t) if pending else None
+    if (
+        earlier is not None
+    ):  # an earlier deploy made the export (and perhaps nodes): one pass, with the address
+        _say("CPFS: an earlier deploy created the export; its mount address is looked up before deploying")
+        with _cloud_work():
+            live.resolve_mount_address(engine, t, earlier, resolver, _say)
+        _say(f"stack digest: {live.stack_digest(t.stack_dir, t.stack)} (with {live.SHARED_FS_ADDRESS_KEY})")
+        return False
+    if pending:
+        _say(
+            "CPFS: the nodes mount the file system at first boot, so they come in a second pass: this pass deploys "
+            "everything else, then the export's mount address is looked up and set"
+        )
+    return pending
 
 
 def _mount_address_resolver() -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Any
 
 from generator import sizing
 from generator.catalog import Catalog, Region
@@ -64,27 +65,12 @@ def plan_checkpoints(
     storage: Storage,
     decisions: list[Decision],
 ) -> Checkpoints:
+    """Where and how often the run checkpoints (the interval, the tier, the bucket, keep_last and milestones), each
+    choice with a decision saying why."""
     k = spec.checkpoints
     endpoint = f"oss-{region.id}-internal.aliyuncs.com"
-    if not k.enabled and fit.nodes > 1 and platform_for(spec).has(Capability.CLUSTER_FACTS):
-        # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
-        # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
-        raise PlanningError([refusals.ClusterNeedsBucket(fit.nodes).problem()])
     if not k.enabled:
-        decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
-        return Checkpoints(
-            False,
-            "",
-            k.prefix,
-            0,
-            k.retention_days,
-            k.transition_ia_days,
-            k.abort_multipart_days,
-            endpoint,
-            0,
-            0.0,
-            0.0,
-        )
+        return _checkpoints_off(spec, fit, endpoint, decisions)
     size = checkpoint_size(spec, arch, lora_rank)
     choice = checkpoint_tier(spec, catalog, region, fit.itype, fit.nodes, size)
     tier = choice.tier
@@ -93,70 +79,13 @@ def plan_checkpoints(
     restore_s = size / (tier.read_gbps * 1e9 / 8)
     mtbf_h = 1.0 / rate
     optimum = sizing.young_daly_interval(write_s, mtbf_h * 3600.0)
-    _, spot_nodes = spot_split(spec, fit.nodes)
-    if isinstance(k.interval, int):
-        interval = k.interval
-        why = (
-            f"as the spec asks (the Young/Daly optimum would be {human_seconds(optimum)}: write "
-            f"{human_seconds(write_s)} to {tier.name}, cluster MTBF {mtbf_h:.1f} h)"
-        )
-    else:
-        interval = max(300, round(optimum / 60.0) * 60)
-        why = (
-            f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(size)} checkpoint written to {tier.name} at "
-            f"{tier.write_gbps:,.4g} Gbit/s takes {human_seconds(write_s)}; the cluster's expected time between "
-            f"interruptions is {mtbf_h:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"
-            + (
-                f", {spec.spot.interruptions_per_node_day:g} spot reclaims per node-day assumed"
-                if spot_nodes
-                else ""
-            )
-            + ")"
-        )
+    interval, why = _checkpoint_interval(spec, fit.nodes, optimum, write_s, mtbf_h, size, tier)
     decisions.append(Decision("checkpoint interval", human_seconds(interval), why))
-    directory = ""
-    if choice.kind != "oss":
-        directory = storage.mount_path.rstrip("/") + f"/{CHECKPOINT_SUBDIR}/"
-    decisions.append(
-        Decision(
-            "checkpoint tier",
-            f"{tier.name}" + (f" {directory}, copied to OSS" if directory else ""),
-            f"{choice.why}; restoring one takes {human_seconds(restore_s)} at {tier.read_gbps:,.4g} Gbit/s",
-        )
-    )
-    decisions.append(
-        Decision(
-            "checkpoint bucket",
-            bucket_name(spec),
-            f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
-            f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"
-            + ("; the durable copy of the checkpoints on the shared file system" if directory else ""),
-        )
-    )
+    directory = storage.mount_path.rstrip("/") + f"/{CHECKPOINT_SUBDIR}/" if choice.kind != "oss" else ""
+    decisions += _where_decisions(spec, region, choice, directory, restore_s, endpoint)
     days = 0 if k.keep_last is None else expire_days(k.keep_last, interval)
     if k.keep_last is not None:
-        decisions.append(
-            Decision(
-                "checkpoint retention",
-                f"keep last {k.keep_last}: expire after {days} days",
-                (
-                    f"checkpoints.keep_last {k.keep_last} at one checkpoint every {human_seconds(interval)}: an OSS lifecycle "
-                    f"rule expires current objects under {k.prefix} {days} days after they are written (the days "
-                    f"{k.keep_last} intervals span, plus one for the daily lifecycle scan, at least {MIN_EXPIRE_DAYS}), so "
-                    f"at least the last {k.keep_last} stay; on this versioned bucket an expired checkpoint becomes a "
-                    f"noncurrent version, restorable for checkpoints.retention_days ({k.retention_days}) more days; "
-                    f"{k.prefix}{JOBS_SUBPREFIX} (job logs) is never expired; "
-                    + (
-                        "the rule is DISABLED while compute.paused is true, so a paused run's newest checkpoint never "
-                        "expires"
-                        if spec.compute.paused
-                        else "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
-                        "expires; a run that stops writing without being paused loses it after "
-                        f"{days} days (restorable {k.retention_days} days more)"
-                    )
-                ),
-            )
-        )
+        decisions.append(_retention_decision(spec, interval, days))
     milestones = milestone_rule(spec, interval)
     kept = milestone_decision(milestones, interval, k.prefix)
     if kept is not None:
@@ -185,3 +114,103 @@ def plan_checkpoints(
         milestones.hours,
         milestones.steps,
     )
+
+
+def _checkpoint_interval(
+    spec: Spec, nodes: int, optimum: float, write_s: float, mtbf_h: float, size: float, tier: Any
+) -> tuple[int, str]:
+    """The checkpoint interval in seconds and why: the spec's, or the Young/Daly optimum rounded to whole minutes
+    (at least five)."""
+    k = spec.checkpoints
+    _, spot_nodes = spot_split(spec, nodes)
+    if isinstance(k.interval, int):
+        interval = k.interval
+        why = (
+            f"as the spec asks (the Young/Daly optimum would be {human_seconds(optimum)}: write "
+            f"{human_seconds(write_s)} to {tier.name}, cluster MTBF {mtbf_h:.1f} h)"
+        )
+    else:
+        interval = max(300, round(optimum / 60.0) * 60)
+        why = (
+            f"Young/Daly sqrt(2 x write time x MTBF): a {human_bytes(size)} checkpoint written to {tier.name} at "
+            f"{tier.write_gbps:,.4g} Gbit/s takes {human_seconds(write_s)}; the cluster's expected time between "
+            f"interruptions is {mtbf_h:.1f} h (node MTBF {NODE_MTBF_HOURS:g} h assumed"
+            + (
+                f", {spec.spot.interruptions_per_node_day:g} spot reclaims per node-day assumed"
+                if spot_nodes
+                else ""
+            )
+            + ")"
+        )
+    return interval, why
+
+
+def _retention_decision(spec: Spec, interval: int, days: int) -> Decision:
+    """The decision for checkpoints.keep_last: the lifecycle rule's expiry days, and what stays restorable."""
+    k = spec.checkpoints
+    return Decision(
+        "checkpoint retention",
+        f"keep last {k.keep_last}: expire after {days} days",
+        (
+            f"checkpoints.keep_last {k.keep_last} at one checkpoint every {human_seconds(interval)}: an OSS lifecycle "
+            f"rule expires current objects under {k.prefix} {days} days after they are written (the days "
+            f"{k.keep_last} intervals span, plus one for the daily lifecycle scan, at least {MIN_EXPIRE_DAYS}), so "
+            f"at least the last {k.keep_last} stay; on this versioned bucket an expired checkpoint becomes a "
+            f"noncurrent version, restorable for checkpoints.retention_days ({k.retention_days}) more days; "
+            f"{k.prefix}{JOBS_SUBPREFIX} (job logs) is never expired; "
+            + (
+                "the rule is DISABLED while compute.paused is true, so a paused run's newest checkpoint never "
+                "expires"
+                if spec.compute.paused
+                else "while compute.paused is true the rule is disabled, so a paused run's newest checkpoint never "
+                "expires; a run that stops writing without being paused loses it after "
+                f"{days} days (restorable {k.retention_days} days more)"
+            )
+        ),
+    )
+
+
+def _checkpoints_off(spec: Spec, fit: Fit, endpoint: str, decisions: list[Decision]) -> Checkpoints:
+    """The checkpoints of a spec that disables them: no bucket, no interval, no size; refused for a cluster whose
+    platform shares the cluster facts through the bucket."""
+    k = spec.checkpoints
+    if fit.nodes > 1 and platform_for(spec).has(Capability.CLUSTER_FACTS):
+        # Without a bucket the cluster facts (the member list) would ride in every node's user data, which would then
+        # grow with the cluster and pass the user-data limit (docs/bootstrap.md, "How the bootstrap is delivered").
+        raise PlanningError([refusals.ClusterNeedsBucket(fit.nodes).problem()])
+    decisions.append(Decision("checkpoints", "off", "the spec disables checkpoints"))
+    return Checkpoints(
+        False,
+        "",
+        k.prefix,
+        0,
+        k.retention_days,
+        k.transition_ia_days,
+        k.abort_multipart_days,
+        endpoint,
+        0,
+        0.0,
+        0.0,
+    )
+
+
+def _where_decisions(
+    spec: Spec, region: Region, choice: Any, directory: str, restore_s: float, endpoint: str
+) -> list[Decision]:
+    """The decisions for where checkpoints go: the tier they are written to (and restored from), and the bucket."""
+    k = spec.checkpoints
+    tier = choice.tier
+    return [
+        Decision(
+            "checkpoint tier",
+            f"{tier.name}" + (f" {directory}, copied to OSS" if directory else ""),
+            f"{choice.why}; restoring one takes {human_seconds(restore_s)} at {tier.read_gbps:,.4g} Gbit/s",
+        ),
+        Decision(
+            "checkpoint bucket",
+            bucket_name(spec),
+            f"private OSS bucket in {region.id}, versioned and encrypted; noncurrent versions expire "
+            f"after {k.retention_days} days; reached over the internal endpoint {endpoint}"
+            + ("; the durable copy of the checkpoints on the shared file system" if directory else ""),
+        ),
+    ]

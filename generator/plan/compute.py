@@ -63,38 +63,7 @@ def choose(
     arch = architecture(spec)
     m = spec.model
     lora_rank = m.finetune.lora_rank if m.finetune.method in ("lora", "qlora") else None
-    if arch.source.startswith("derived"):
-        decisions.append(
-            Decision(
-                "architecture",
-                f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
-                f"only a parameter count was given, so trainstack derived a Llama-style shape "
-                f"({arch.source}); give model.architecture or model.preset for exact memory figures",
-            )
-        )
-        known = sizing.name_looks_moe(spec.name, m.weights)
-        if known is not None:
-            warnings.append(warns.MoeSizedDense(known))
-    if arch.moe is not None:
-        e = arch.moe
-        decisions.append(
-            Decision(
-                "mixture of experts",
-                f"{e.experts} experts, top-{e.top_k}"
-                + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
-                f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
-                "are active per token: FLOPs and hours follow the active ones, memory holds all of "
-                f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
-                "the expert-parallel ranks; routed activations keep "
-                + (
-                    f"the capacity factor {e.capacity_factor:g}"
-                    if e.capacity_factor
-                    else f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
-                    "(dropless router; Switch Transformer's capacity factor 1.25)"
-                )
-                + " (docs/sizing.md, Mixture of experts)",
-            )
-        )
+    _architecture_decisions(spec, arch, decisions, warnings)
 
     shape = shape_problems(spec, arch)
     if shape:
@@ -110,41 +79,8 @@ def choose(
     # H20, L20 and Blackwell prices are the A100-80G's per-GPU rate scaled)
     listed = {s.fit.itype.gpu for s in scored if s.fit.itype.price_borrowed_from is None}
     ranked = sorted(scored, key=lambda s: (_estimate_rank(s, listed), s.key, s.fit.itype.name))
-    # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
-    finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
-    if not finishing:
-        f = ranked[0].fit
-        raise PlanningError(
-            [
-                never_finishes(
-                    with_context(spec, f.cp),
-                    catalog,
-                    arch,
-                    lora_rank,
-                    f.itype,
-                    f.nodes,
-                    f.tp,
-                    f.pp,
-                    cast(sizing.Schedule, ranked[0].schedule),
-                )
-            ]
-        )  # none finishes: all have one
-    for s in ranked:
-        if s not in finishing:
-            rejected[s.fit.itype.name] = rejections.NeverFinishes(s.fit.nodes)
-    ranked = finishing
-    within = [s for s in ranked if _within_budget(spec, s)]
-    if not within:
-        raise PlanningError([_over_budget(spec, ranked)])
-    if within[0] is not ranked[0]:
-        decisions.append(
-            Decision(
-                "budget",
-                f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
-                "the cheaper-overall plan exceeds the budget; this is the best plan within it",
-            )
-        )
-    ranked = within + [s for s in ranked if s not in within]
+    ranked = _finishing(spec, catalog, arch, lora_rank, ranked, rejected)
+    ranked = _budgeted(spec, ranked, decisions)
     best = ranked[0]
     fit = best.fit
 
@@ -179,6 +115,87 @@ def choose(
     if t.memory_gib and ratio < 1:
         warnings.append(warns.HostMemoryLow(t.name, t.memory_gib, t.gpus * t.gpu_memory_gib, ratio))
     return Choice(arch, lora_rank, best, gpu, tuple(candidates))
+
+
+def _architecture_decisions(
+    spec: Spec, arch: sizing.Architecture, decisions: list[Decision], warnings: list[PlanWarning]
+) -> None:
+    """The decisions about the model's shape: a derived Llama-style shape (and a warning when the name looks like a
+    mixture of experts sized dense), and the experts of a mixture of experts."""
+    m = spec.model
+    if arch.source.startswith("derived"):
+        decisions.append(
+            Decision(
+                "architecture",
+                f"{arch.layers} layers, hidden {arch.hidden}, {arch.heads} heads",
+                f"only a parameter count was given, so trainstack derived a Llama-style shape "
+                f"({arch.source}); give model.architecture or model.preset for exact memory figures",
+            )
+        )
+        known = sizing.name_looks_moe(spec.name, m.weights)
+        if known is not None:
+            warnings.append(warns.MoeSizedDense(known))
+    if arch.moe is not None:
+        e = arch.moe
+        decisions.append(
+            Decision(
+                "mixture of experts",
+                f"{e.experts} experts, top-{e.top_k}"
+                + (f" + {e.shared_experts} shared" if e.shared_experts else ""),
+                f"{human_count(arch.active_parameters)} of {human_count(arch.parameters)} parameters "
+                "are active per token: FLOPs and hours follow the active ones, memory holds all of "
+                f"them, the {human_count(arch.expert_parameters)} routed-expert parameters split over "
+                "the expert-parallel ranks; routed activations keep "
+                + (
+                    f"the capacity factor {e.capacity_factor:g}"
+                    if e.capacity_factor
+                    else f"a {float(sizing.DEFAULT_IMBALANCE) - 1:.0%} token-imbalance reserve "
+                    "(dropless router; Switch Transformer's capacity factor 1.25)"
+                )
+                + " (docs/sizing.md, Mixture of experts)",
+            )
+        )
+
+
+def _finishing(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    ranked: list,
+    rejected: dict,
+) -> list:
+    """The ranked plans whose run finishes despite interruptions (the others join ``rejected``); refused when none
+    does."""
+    # a run that interruptions never let finish is no plan: its capped schedule would print sentinel figures
+    finishing = [s for s in ranked if s.schedule is None or s.schedule.finishes]
+    if not finishing:
+        f, schedule = ranked[0].fit, cast(sizing.Schedule, ranked[0].schedule)  # none finishes: all have one
+        context = with_context(spec, f.cp)
+        raise PlanningError(
+            [never_finishes(context, catalog, arch, lora_rank, f.itype, f.nodes, f.tp, f.pp, schedule)]
+        )
+    for s in ranked:
+        if s not in finishing:
+            rejected[s.fit.itype.name] = rejections.NeverFinishes(s.fit.nodes)
+    return finishing
+
+
+def _budgeted(spec: Spec, ranked: list, decisions: list[Decision]) -> list:
+    """The ranked plans with those within the budget first (a decision says so when that changes the best one);
+    refused when none is within it."""
+    within = [s for s in ranked if _within_budget(spec, s)]
+    if not within:
+        raise PlanningError([_over_budget(spec, ranked)])
+    if within[0] is not ranked[0]:
+        decisions.append(
+            Decision(
+                "budget",
+                f"{within[0].fit.itype.name} instead of {ranked[0].fit.itype.name}",
+                "the cheaper-overall plan exceeds the budget; this is the best plan within it",
+            )
+        )
+    return within + [s for s in ranked if s not in within]
 
 
 def elastic_minimum(spec: Spec, choice: Choice, decisions: list[Decision]) -> int:

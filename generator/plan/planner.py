@@ -16,6 +16,7 @@ warnings in the plan.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from generator.catalog import Catalog
 from generator.plan import refusals, warns
@@ -82,35 +83,23 @@ def spec_digest(spec: Spec) -> str:
 
 
 def make_plan(spec: Spec, catalog: Catalog) -> Plan:
+    """The plan of ``spec``: each part planned in turn (zone, compute, placement, storage, weights, checkpoints,
+    spot, cost, the platform's own part), every choice with a decision saying why."""
     decisions: list[Decision] = []
     warnings: list[PlanWarning] = []
     region = catalog.region(spec.region)
     if region is None:  # validate.check reports this with a hint; keep the planner total anyway
         raise PlanningError([refusals.UnknownRegion(spec.region).problem()])
     platform, parts = platform_for(spec), parts_for(spec)
-    zones = spec.zones or region.zones
-    zone = zones[0]
-    if platform.has(
-        Capability.ZONE_CHOICE
-    ):  # else the zone follows from the machine type chosen (Lingjun's HPN zone)
-        zone_why = parts.zone_decision(spec, region, zone)
-        if zone_why is not None:
-            decisions.append(zone_why)
-
+    zones, zone = _first_zone(spec, region, decisions)
     choice = choose(spec, catalog, region, decisions, warnings)
-    best = choice.best
-    fit = best.fit
-
+    best, fit, arch = choice.best, choice.best.fit, choice.arch
     placed = parts.place(spec, catalog, region, zone, fit, decisions, warnings)
     zone, network, ranks = placed.zone, placed.network, placed.ranks
-    weights_bytes = stored_size(spec, choice.arch.parameters)  # 0 when DLC mounts them from OSS (not copied)
+    weights_bytes = stored_size(spec, arch.parameters)  # 0 when DLC mounts them from OSS (not copied)
     storage = plan_storage(spec, catalog, region, zone, fit, network, decisions, warnings, weights_bytes)
-    weights = plan_weights(
-        spec, region, storage, network, fit.nodes, choice.arch.parameters, decisions, warnings
-    )
-    checkpoints = plan_checkpoints(
-        spec, catalog, region, fit, choice.arch, choice.lora_rank, storage, decisions
-    )
+    weights = plan_weights(spec, region, storage, network, fit.nodes, arch.parameters, decisions, warnings)
+    checkpoints = plan_checkpoints(spec, catalog, region, fit, arch, choice.lora_rank, storage, decisions)
     spot, dlc_spot_plan = parts.spot(spec, fit, ranks, decisions, warnings)
     # without an elastic launch (PAI-DLC runs a fixed worker count, CreateJob PodCount, and restarts the job whole)
     min_nodes = elastic_minimum(spec, choice, decisions) if platform.has(Capability.ELASTIC) else fit.nodes
@@ -124,16 +113,8 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
     )
     sizing_out = plan_sizing(spec, choice)
     compute = plan_compute(spec, choice, placed.rdma, placed.eri, ranks, placed.deployment_sets, min_nodes)
-    for extra in (image_decision(spec, compute), container_decision(spec, compute)):
-        if extra is not None:
-            decisions.append(extra)
-    if spec.compute.paused:
-        decisions.append(pause_decision(spec, compute, cost))
     model = model_summary(spec, choice)
-    warnings.extend(run_warnings(spec, choice, checkpoints, placed.machine))
-    warnings.extend(
-        warns.FieldIgnored(path, platform.title, u.why, u.hint) for path, u in unhonoured_warnings(spec)
-    )
+    _closing_notes(spec, choice, compute, cost, checkpoints, placed, decisions, warnings)
     return Plan(
         schema_version=PLAN_SCHEMA_VERSION,
         catalog_version=catalog.version,
@@ -158,4 +139,40 @@ def make_plan(spec: Spec, catalog: Catalog) -> Plan:
         schedule=plan_schedule(best.schedule),
         weights=weights,
         **own,
+    )
+
+
+def _first_zone(spec: Spec, region: Any, decisions: list[Decision]) -> tuple[Any, str]:
+    """The spec's zones (the region's when it names none) and the first one to place the nodes in, with the zone
+    decision on a platform that chooses its zone (else the zone follows from the machine type: Lingjun's HPN zone)."""
+    zones = spec.zones or region.zones
+    zone = zones[0]
+    if platform_for(spec).has(Capability.ZONE_CHOICE):
+        zone_why = parts_for(spec).zone_decision(spec, region, zone)
+        if zone_why is not None:
+            decisions.append(zone_why)
+    return zones, zone
+
+
+def _closing_notes(
+    spec: Spec,
+    choice: Any,
+    compute: Any,
+    cost: Any,
+    checkpoints: Any,
+    placed: Any,
+    decisions: list[Decision],
+    warnings: list[PlanWarning],
+) -> None:
+    """The decisions and warnings about the finished plan: the image and container, the pause, the run's risks and
+    the spec fields this platform does not honour."""
+    platform = platform_for(spec)
+    for extra in (image_decision(spec, compute), container_decision(spec, compute)):
+        if extra is not None:
+            decisions.append(extra)
+    if spec.compute.paused:
+        decisions.append(pause_decision(spec, compute, cost))
+    warnings.extend(run_warnings(spec, choice, checkpoints, placed.machine))
+    warnings.extend(
+        warns.FieldIgnored(path, platform.title, u.why, u.hint) for path, u in unhonoured_warnings(spec)
     )

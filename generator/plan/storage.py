@@ -57,19 +57,7 @@ def plan_storage(
     ds = s.dataset
     kind: str = s.shared  # the spec's choice, then what auto resolves to
     if not platform_for(spec).has(Capability.SHARED_FILE_SYSTEM):  # Lingjun
-        if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
-            raise PlanningError([refusals.NoSharedFileSystem().problem()])
-        why = (
-            "Lingjun nodes cannot mount CPFS general-purpose file systems, pulumi-alicloud cannot create CPFS for "
-            "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
-            "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
-            "[DOC-BMCPFS]"
-            if kind == "auto"
-            else "as the spec asks"
-        )
-        _check_resolved_storage(spec, "none", weights_bytes)
-        decisions.append(Decision("shared storage", "none", why))
-        return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
+        return _without_shared_file_system(spec, kind, zone, decisions, weights_bytes)
     if kind == "auto":
         kind, why, cpfs_missing = auto_choice(spec, region, fit.nodes)
         if kind == "none" and weights_bytes:
@@ -84,49 +72,91 @@ def plan_storage(
         return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
     if not any(v.key == "storage" for v in network.vswitches):  # shared_storage_needed and the above disagree
         raise PlanningError([refusals.NoStorageVSwitch(kind).problem()])
+    if kind == "cpfs":
+        return _cpfs(spec, catalog, fit, why, zone, decisions, warnings, weights_bytes)
+    return _extreme_nas(spec, catalog, fit, why, zone, decisions, weights_bytes)
+
+
+def _without_shared_file_system(
+    spec: Spec, kind: str, zone: str, decisions: list[Decision], weights_bytes: int
+) -> Storage:
+    """The storage of a platform without a shared file system (Lingjun): none, and refused when the spec asks for one
+    or for a dataset import."""
+    s = spec.storage
+    ds = s.dataset
+    if kind not in ("auto", "none") or ds is not None:  # validate.check refuses these with hints
+        raise PlanningError([refusals.NoSharedFileSystem().problem()])
+    why = (
+        "Lingjun nodes cannot mount CPFS general-purpose file systems, pulumi-alicloud cannot create CPFS for "
+        "Lingjun (bmcpfs: nas.FileSystem has no such type) and trainstack does not mount NAS on Lingjun; "
+        "checkpoints still go to OSS. Attach CPFS for Lingjun through PAI if you need a shared file system "
+        "[DOC-BMCPFS]"
+        if kind == "auto"
+        else "as the spec asks"
+    )
+    _check_resolved_storage(spec, "none", weights_bytes)
+    decisions.append(Decision("shared storage", "none", why))
+    return Storage("none", 0, "", 0, s.mount_path, zone, "compute", None)
+
+
+def _cpfs(
+    spec: Spec,
+    catalog: Catalog,
+    fit: Fit,
+    why: str,
+    zone: str,
+    decisions: list[Decision],
+    warnings: list[PlanWarning],
+    weights_bytes: int,
+) -> Storage:
+    """A CPFS file system: its capacity (the dataset and the base weights, or the spec's) and throughput (a warning
+    when the nodes need more), and the dataset's import through an OSS data flow."""
+    s = spec.storage
+    ds = s.dataset
     need_mbps = CPFS_MBPS_PER_NODE * fit.nodes
     dataset = None
-    if kind == "cpfs":
-        cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes, weights_bytes)
-        per_gib = throughput / cap
-        how = (
-            "as the spec asks"
-            if isinstance(s.capacity, int)
-            else f"{'(dataset + base weights)' if weights_bytes else 'dataset'} x1.3 for checkpoints staging and "
-            f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
+    cap, storage_type, throughput, source = shared_size(spec, catalog, "cpfs", fit.nodes, weights_bytes)
+    per_gib = throughput / cap
+    how = (
+        "as the spec asks"
+        if isinstance(s.capacity, int)
+        else f"{'(dataset + base weights)' if weights_bytes else 'dataset'} x1.3 for checkpoints staging and "
+        f"growth, at least {CPFS_MIN_GIB} GiB, in {CPFS_STEP_GIB} GiB steps"
+    )
+    if throughput < need_mbps:
+        enough = min(limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB)
+        warnings.append(
+            warns.CpfsThroughputShort(throughput, fit.nodes, need_mbps, CPFS_MBPS_PER_NODE, enough)
         )
-        if throughput < need_mbps:
-            enough = min(
-                limits.CPFS_LARGEST_GIB, math.ceil(need_mbps / per_gib / CPFS_STEP_GIB) * CPFS_STEP_GIB
-            )
-            warnings.append(
-                warns.CpfsThroughputShort(throughput, fit.nodes, need_mbps, CPFS_MBPS_PER_NODE, enough)
-            )
+    decisions.append(
+        Decision(
+            "shared storage",
+            f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
+            f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
+            f"[{source}]; mounted over NFS through a protocol service in the storage "
+            "vSwitch (up to 32 addresses [DOC-CPFS-PS]), apart from the node addresses",
+        )
+    )
+    if ds is not None:
+        flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
+        dataset = Dataset(ds.source, ds.size, ds.path, flow)
         decisions.append(
             Decision(
-                "shared storage",
-                f"CPFS {storage_type}, {cap} GiB, {throughput:,} MB/s",
-                f"{why}; capacity: {how}; throughput {per_gib:g} MB/s per GiB of capacity "
-                f"[{source}]; mounted over NFS through a protocol service in the storage "
-                "vSwitch (up to 32 addresses [DOC-CPFS-PS]), apart from the node addresses",
+                "dataset import",
+                f"{ds.source} -> {ds.path}",
+                f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
+                f"{throughput:,} MB/s) [TF-nas-df]",
             )
         )
-        if ds is not None:
-            flow = max((x for x in (600, 1200, 1500) if x < throughput), default=600)
-            dataset = Dataset(ds.source, ds.size, ds.path, flow)
-            decisions.append(
-                Decision(
-                    "dataset import",
-                    f"{ds.source} -> {ds.path}",
-                    f"a CPFS fileset plus an OSS data flow at {flow} MB/s (below the file system's "
-                    f"{throughput:,} MB/s) [TF-nas-df]",
-                )
-            )
-            warnings.append(warns.DataflowBucketTag(ds.source.split("/")[2]))
-        return Storage(
-            "cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage"
-        )
-    # Extreme NAS
+        warnings.append(warns.DataflowBucketTag(ds.source.split("/")[2]))
+    return Storage("cpfs", cap, storage_type, throughput, s.mount_path, zone, "compute", dataset, "storage")
+
+
+def _extreme_nas(
+    spec: Spec, catalog: Catalog, fit: Fit, why: str, zone: str, decisions: list[Decision], weights_bytes: int
+) -> Storage:
+    """An Extreme NAS file system: its capacity (room for the base weights, or the spec's) and throughput."""
+    s = spec.storage
     cap, storage_type, throughput, source = shared_size(
         spec, catalog, "extreme-nas", fit.nodes, weights_bytes
     )
