@@ -175,18 +175,6 @@ def test_the_readme_fence_refuses_a_body_that_would_close_it() -> None:
 
 
 # --------------------------------------------------------------------------------------------- in the diff
-def test_changed_boxes_follow_the_resource_types_that_change() -> None:
-    text = diagram.flowchart(api.plan(ROOT / "examples" / "pretrain-70b.yaml"))
-    assert diagram.changed_boxes(text, ["alicloud:ecs/instance:Instance"]) == sorted(
-        b for b in diagram.boxes_of(text) if b.startswith("grp"))
-    assert diagram.changed_boxes(text, ["alicloud:oss/bucketObject:BucketObject", "alicloud:ram/policy:Policy"]) \
-        == ["ckpt", "role"]
-    assert diagram.changed_boxes(text, ["alicloud:foo/bar:Baz"]) == []
-    assert diagram.highlighted(text, []) == text
-    marked = diagram.highlighted(text, ["ckpt", "no-such-box"])
-    assert marked.endswith("  class ckpt changed\n") and marked.startswith(text)
-
-
 def test_the_diff_markdown_draws_one_picture_of_the_change_not_the_topology(tmp_path: Path) -> None:
     from generator.preview import diff as d
 
@@ -203,15 +191,3 @@ def test_the_diff_markdown_draws_one_picture_of_the_change_not_the_topology(tmp_
     assert f"64 -#62; {nodes} nodes" in block and "class nodes interrupt" in block and "ranks 0-" not in block
     same = d.format_markdown(d.diff_sides(str(spec), str(spec)))
     assert "```mermaid" not in same  # nothing changes: no picture
-
-
-def test_mermaid_parses_a_highlighted_diagram(tmp_path: Path) -> None:
-    node, script = _mermaid_parser()
-    text = diagram.flowchart(api.plan(ROOT / "examples" / "pretrain-70b.yaml"))
-    out = tmp_path / "marked.mmd"
-    out.write_text(diagram.highlighted(text, sorted(diagram.boxes_of(text))))  # nodes and subgraphs alike
-    result = subprocess.run([node, str(script), str(MERMAID_DIR), str(out)], capture_output=True, text=True,
-                            timeout=120, check=False)
-    if result.returncode == 3:
-        pytest.skip(f"mermaid could not be loaded from {MERMAID_DIR}: {result.stderr.strip()}")
-    assert result.returncode == 0, result.stdout + result.stderr

@@ -11,7 +11,6 @@ numeric entities (``"`` is ``#quot;``), and node ids are positional names from `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from generator.plan.model import Node, Plan
 from generator.platforms.registry import parts_for
@@ -158,76 +157,3 @@ def flowchart(plan: Plan) -> str:
     if s.dataset is not None and s.kind != "none":
         add(f"  dataset -->|{_box(f'data flow {s.dataset.flow_throughput_mbps} MB/s')}| fs")
     return "\n".join(out) + "\n"
-
-
-# Which box of the picture each resource type belongs to: a change to such a resource highlights that box.
-_BOX_OF_MODULE = {
-    "vpc/network": "vpc",
-    "ecs/securityGroup": "sg",
-    "ecs/securityGroupRule": "sg",
-    "vpc/natGateway": "nat",
-    "vpc/snatEntry": "nat",
-    "ecs/eipAddress": "nat",
-    "ecs/eipAssociation": "nat",
-    "nas/fileSystem": "fs",
-    "nas/fileset": "fs",
-    "nas/dataFlow": "dataset",
-    "nas/protocolService": "export",
-    "nas/protocolMountTarget": "export",
-    "nas/mountTarget": "export",
-    "nas/accessGroup": "export",
-    "nas/accessRule": "export",
-    "ram/role": "role",
-    "ram/policy": "role",
-    "ram/rolePolicyAttachment": "role",
-    "ram/user": "role",
-    "ram/userPolicyAttachment": "role",
-    "eflo/vpd": "vpc",
-    "pai/workspaceWorkspace": "workspace",
-    "pai/workspaceDataset": "workspace",
-}
-_COMPUTE_MODULES = {
-    "ecs/instance",
-    "ecs/ramRoleAttachment",
-    "ecs/ecsDeploymentSet",
-    "ecs/hpcCluster",
-    "eflo/node",
-    "eflo/nodeGroup",
-    "eflo/cluster",
-}
-HIGHLIGHT_CLASS = "changed"
-
-
-def boxes_of(text: str) -> set[str]:
-    """The ids of the boxes (nodes and subgraphs) a flowchart defines."""
-    ids = set(re.findall(r"^\s*(?:subgraph\s+)?([A-Za-z][A-Za-z0-9_]*)[\[(]", text, re.MULTILINE))
-    return ids - {"subgraph"}
-
-
-def changed_boxes(text: str, resource_types: Iterable[str]) -> list[str]:
-    """The boxes of ``text`` that hold resources of the given Pulumi types (``alicloud:MODULE:Type`` tokens)."""
-    boxes = boxes_of(text)
-    out: set[str] = set()
-    for token in resource_types:
-        module = token.split(":")[1] if token.count(":") >= 2 else ""
-        if module in _COMPUTE_MODULES:
-            out |= {b for b in boxes if re.fullmatch(r"(grp|ng)[0-9]+", b)}
-        elif module in ("oss/bucket", "oss/bucketAcl", "oss/bucketPublicAccessBlock", "oss/bucketObject"):
-            out.add("ckpt")
-        elif module == "vpc/switch" or module == "eflo/subnet":
-            out |= {b for b in boxes if re.fullmatch(r"vsw[0-9]+", b)}
-        elif module in _BOX_OF_MODULE:
-            out.add(_BOX_OF_MODULE[module])
-    return sorted(out & boxes)
-
-
-def highlighted(text: str, boxes: Iterable[str]) -> str:
-    """``text`` with ``boxes`` drawn with a thick amber border (a Mermaid class), for a diff's picture."""
-    boxes = sorted(set(boxes) & boxes_of(text))
-    if not boxes:
-        return text
-    return (
-        text
-        + f"  classDef {HIGHLIGHT_CLASS} stroke:#d97706,stroke-width:4px\n"
-        + f"  class {','.join(boxes)} {HIGHLIGHT_CLASS}\n"
-    )

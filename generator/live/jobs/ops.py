@@ -51,20 +51,6 @@ class NotThisStacksJob(BadInput):
     """A job name that is not a job trainstack submitted for this stack: exit 2, nothing done."""
 
 
-@dataclass(frozen=True, slots=True)
-class Submission:
-    job: str
-    nodes: tuple[Node, ...]
-    left_out: tuple[Node, ...]  # quarantined nodes kept out of the rendezvous
-    requests: tuple[ApiRequest, ...]
-    sdk_maps: tuple[dict[str, Any], ...]  # each request as the SDK's model prints it
-    invoke_ids: tuple[str, ...] = ()
-
-
-def sdk_maps(api: EcsApi, requests: Sequence[ApiRequest]) -> tuple[dict[str, Any], ...]:
-    return tuple(api.request_map(r.action, r.request) for r in requests)
-
-
 def send(api: EcsApi, requests: Sequence[ApiRequest], say: Say) -> list[str]:
     """Send the RunCommand requests in order; the InvokeId of each. A failed batch stops the rest (and says which
     batches already run, so ``cancel`` can stop them)."""
