@@ -197,19 +197,79 @@ def _moe_rows() -> list[dict[str, Any]]:
                         source))
         out.append(_row(f"{name} active parameters from its shape", active, shape.active_parameters, "parameters",
                         tol, source))
-    # H800 = H100 SXM memory, 80 GB; DeepSeek recomputes norms and up-projections and caches MoE inputs in FP8
-    # (Sec. 3.3): trainstack's closest mode is full recompute.
+    # the H800 (80 GB, its published figures: trainstack's catalog of parts Alibaba does not offer); DeepSeek
+    # recomputes norms and up-projections and caches MoE inputs in FP8 (Sec. 3.3): trainstack's closest mode is full
+    # recompute.
     v3 = estimate(preset="deepseek-v3", gpus=2048, pp=16, ep=64, zero=1, seq_len=4096, recompute="full",
-                  gpu="A100-80G")
-    out.append(_row("DeepSeek-V3 on 2048 80 GB GPUs at pp=16 ep=64 dp=128, ZeRO-1: fits", 1,
+                  gpu="H800")
+    out.append(_row("DeepSeek-V3 on 2048 H800 80 GB at pp=16 ep=64 dp=128, ZeRO-1: fits", 1,
                     1 if v3["fits"] else 0, "fits (1 = yes)", 0.0, DEEPSEEK_V3))
     return out
+
+
+MCORE_MOE = ("Megatron-LM megatron/core/transformer/moe/README.md, 'Reference Best Parallel Mapping' (MCore v0.8, "
+             "8xH100 80GB per node, dropless, BF16, seq 4096, MBS 1; distributed optimizer and sequence parallel as "
+             "in its training example), read 2026-12-02; "
+             "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/transformer/moe/README.md")
+MCORE_MOE_SCRIPT = ("Megatron-LM megatron/core/transformer/moe/README.md, 'Dropless MoE training script example' "
+                    "('Runs Mixtral 8x7B model on 32 H100/A100 GPUs': TP 2, PP 1, EP 8, seq 4096, MBS 1, "
+                    "--use-distributed-optimizer --sequence-parallel, no recompute), MCore v0.8 version "
+                    "(commit 0b4c4cfc), read 2026-12-02; "
+                    "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/transformer/moe/README.md")
+TORCHTITAN = ("torchtitan docs/performance.md, LLaMa 13B / 70B on 64 A100 80GB with FSDP2 (1D), seq 4096 "
+              "(train_configs/llama_70b.toml and llama_13b.toml of the same era), table of batch size x activation "
+              "checkpointing with OOM entries, read 2026-12-02; "
+              "https://github.com/pytorch/torchtitan/blob/main/docs/performance.md")
+TORCHTITAN_405B = ("torchtitan docs/performance.md, 'Llama 3.1 performance numbers': 405B on 128 H100 (94-96 GB), "
+                   "'We do see OOM for 1D parallelism (FSDP2)' at local batch 2, seq 8192, full activation "
+                   "checkpointing, read 2026-12-02; https://github.com/pytorch/torchtitan/blob/main/docs/performance.md")
+
+
+def _fits(result: dict[str, Any]) -> float:
+    return 1.0 if result["fits"] else 0.0
+
+
+def _framework_layout_rows() -> list[dict[str, Any]]:
+    """Layouts frameworks published as run or as out of memory: Megatron-Core's Mixtral mappings (run) and
+    torchtitan's FSDP table (run and OOM). torchtitan runs PyTorch SDPA (FlashAttention), so its "no activation
+    checkpointing" is trainstack's selective (no attention scores stored); its selective op/layer checkpointing
+    stores less than trainstack's selective (Korthikanti's: every layer's non-score activations), so an OOM there
+    is an OOM with trainstack's selective too, and a run there is not claimed here (docs/sizing.md, section 5)."""
+    mcore = {"zero": 1, "framework": "megatron", "seq_len": 4096, "micro_batch": 1, "recompute": "selective",
+             "gpu": "H100"}
+    m8x7 = estimate(preset="mixtral-8x7b", gpus=64, tp=1, ep=8, pp=4, vpp=8, **mcore)
+    m8x22 = estimate(preset="mixtral-8x22b", gpus=128, tp=4, ep=2, pp=8, vpp=7, **mcore)
+    m8x7_32 = estimate(preset="mixtral-8x7b", gpus=32, tp=2, ep=8, **mcore)
+    titan = {"gpus": 64, "zero": 3, "framework": "fsdp", "seq_len": 4096, "gpu": "A100-80G"}
+    t70_full = estimate(preset="llama-2-70b", micro_batch=2, recompute="full", **titan)
+    t70_sel = estimate(preset="llama-2-70b", micro_batch=2, recompute="selective", **titan)
+    t13_noac = estimate(preset="llama-2-13b", micro_batch=2, recompute="selective", **titan)
+    t405 = estimate(preset="llama-3-405b", gpus=128, zero=3, framework="fsdp", seq_len=8192, micro_batch=2,
+                    recompute="full")
+    # the 96 GB H100 of the Grand Teton hosts, with the default 5% headroom
+    t405_fits = 1.0 if t405["per_gpu_bytes"]["total"] <= 0.95 * 96 * GB else 0.0
+    return [
+        _row("Mixtral 8x7B on 64 H100 80GB, tp=1 ep=8 pp=4 vpp=8 dp=16, distributed optimizer: fits", 1,
+             _fits(m8x7), "fits (1 = yes)", 0.0, MCORE_MOE),
+        _row("Mixtral 8x22B on 128 H100 80GB, tp=4 ep=2 pp=8 vpp=7 dp=4, distributed optimizer: fits", 1,
+             _fits(m8x22), "fits (1 = yes)", 0.0, MCORE_MOE),
+        _row("Mixtral 8x7B on 32 80 GB GPUs, tp=2 ep=8 dp=16, distributed optimizer: fits", 1,
+             _fits(m8x7_32), "fits (1 = yes)", 0.0, MCORE_MOE_SCRIPT),
+        _row("LLaMa 70B on 64 A100 80GB, FSDP full shard, batch 2, full activation checkpointing: fits", 1,
+             _fits(t70_full), "fits (1 = yes)", 0.0, TORCHTITAN),
+        _row("LLaMa 70B on 64 A100 80GB, FSDP full shard, batch 2, selective checkpointing: out of memory", 0,
+             _fits(t70_sel), "fits (1 = yes)", 0.0, TORCHTITAN),
+        _row("LLaMa 13B on 64 A100 80GB, FSDP full shard, batch 2, no checkpointing (FlashAttention): fits", 1,
+             _fits(t13_noac), "fits (1 = yes)", 0.0, TORCHTITAN),
+        _row("Llama 3.1 405B on 128 H100 96 GB, FSDP only (1D), batch 2, seq 8192, full checkpointing: out of "
+             "memory", 0, t405_fits, "fits (1 = yes)", 0.0, TORCHTITAN_405B),
+    ]
 
 
 def rows() -> list[dict[str, Any]]:
     """Every memory and shape validation row (see the module docstring for the keys)."""
     return [*_zero_paper_rows(), *_megatron_rows(), *_deepspeed_rows(), *_shape_rows(), *_fit_rows(),
-            *_moe_rows()]
+            *_moe_rows(), *_framework_layout_rows()]
 
 
 def within(row: dict[str, Any]) -> bool:

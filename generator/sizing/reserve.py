@@ -18,12 +18,18 @@
 * caching-allocator fragmentation: blocks held by the allocator but not by a tensor ("reserved" minus
   "allocated"; the PyTorch page above, and ``expandable_segments`` to reduce it). PyTorch publishes no figure
   (its documentation and the PyTorch devlog "When does fragmentation occur in the CUDA caching allocator?",
-  2026-06-01, explain when it happens, not how much). The figures users published (searched 2026-12-02) are from
-  workloads whose shapes change every step, 35-110% of the allocated bytes without expandable segments (an RL
-  update of Qwen2.5-7B, 60.9 GB allocated and 127.0 GB reserved, nvidia-cosmos/cosmos-rl PR #388; a QLoRA
-  fine-tune, 16.39 -> 10.83 GiB with expandable segments, meta-pytorch/torchtune issue #1185); none is a
-  fixed-shape pre-training step. For that case 5% of the tensors' peak stays an assumption, the share trainstack
-  used before for the whole reserve (docs/sizing.md, section 5).
+  2026-06-01, explain when it happens, not how much). The measured figures (searched 2026-12-02) are all for
+  allocation patterns that memory-reduction techniques make irregular: GMLake (Guo et al., ASPLOS 2024,
+  arXiv:2401.08156, abstract) reports 15% less fragmentation than PyTorch's caching allocator on average, up to
+  33% (9.2 GB of memory, up to 25 GB), over eight LLM fine-tuning workloads on A100 80GB with recomputation,
+  offloading, ZeRO and LoRA; STAlloc (Huang et al., arXiv:2507.16274 v2, abstract) finds up to 43% wasted with virtual pipeline
+  and recomputation; users' RL and QLoRA runs 35-110% of the allocated bytes (nvidia-cosmos/cosmos-rl PR #388,
+  meta-pytorch/torchtune issue #1185). None measures a fixed-shape pre-training step with
+  ``expandable_segments:True``, which NVIDIA's Megatron Bridge memory-tuning guide recommends first and says
+  "most Slurm launch templates already include" (docs.nvidia.com/nemo/megatron-bridge, perf-memory-tuning).
+  For that case 5% of the tensors' peak stays an assumption; with the default 5% headroom a layout keeps ~10%
+  over its tensors, under GMLake's average for the irregular cases, which docs/sizing.md section 5 says to cover
+  with ``expandable_segments`` or a larger ``memory_headroom``.
 
 :func:`runtime_reserve` sums them and says so in the notes; :mod:`generator.sizing.memory` adds it to the total.
 """

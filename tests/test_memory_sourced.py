@@ -1,0 +1,97 @@
+"""Memory terms that follow a published figure, checked against that figure: FlashAttention under full recompute
+stores no attention scores (its memory is linear in the sequence), the MoE token-imbalance headroom is Switch
+Transformer's capacity factor 1.25 over the mean and follows Megatron-Core's capacity formula, and the runtime
+reserve's NCCL term is NCCL_BUFFSIZE x channels x ring peers per communicator."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from generator.sizing import PRESETS, MoE, TrainingSetup, architecture_for, per_gpu_memory
+from generator.sizing.moe import DEFAULT_IMBALANCE, routed_mlp_activation_delta
+from generator.sizing.reserve import (
+    CUDA_CONTEXT_BYTES,
+    FRAGMENTATION,
+    NCCL_BUFFSIZE,
+    NCCL_CHANNELS,
+    NCCL_RING_PEERS,
+    runtime_reserve,
+)
+
+
+def _acts(arch, seq_len: int, recompute: str, **kw) -> int:
+    setup = TrainingSetup(arch=arch, seq_len=seq_len, micro_batch=1, tp=8, sequence_parallel=True,
+                          recompute=recompute, **kw)
+    return per_gpu_memory(setup).activations
+
+
+@pytest.mark.parametrize("preset", ["llama-2-7b", "llama-3-405b"])
+def test_full_recompute_memory_is_linear_in_the_sequence(preset: str) -> None:
+    """Dao et al. 2022, FlashAttention (arXiv:2205.14135), Sec. 3.1: O(N) extra memory, the a x s x s scores are
+    never stored. So under full recompute (what Megatron-LM, DeepSpeed and FSDP trainers run with FlashAttention)
+    doubling the sequence doubles the activations exactly; with materialised scores (recompute=none) it is more."""
+    arch = PRESETS[preset]
+    full_4k, full_8k = _acts(arch, 4096, "full"), _acts(arch, 8192, "full")
+    assert abs(full_8k - 2 * full_4k) <= 2  # two ceilings
+    none_4k, none_8k = _acts(arch, 4096, "none"), _acts(arch, 8192, "none")
+    assert none_8k > 2.1 * none_4k
+
+
+def test_full_recompute_working_set_is_one_selective_layer() -> None:
+    """The layer being recomputed holds Korthikanti et al.'s selective activations (34 s b h / t with SP, Table 2)
+    beside the stored layer inputs (2 s b h / t each): no 5 a s^2 b / t scores."""
+    arch = PRESETS["llama-2-7b"]
+    s, h, t, L = 4096, arch.hidden, 8, arch.layers
+    full, selective = _acts(arch, s, "full"), _acts(arch, s, "selective")
+    sbh = s * h
+    # both carry the same embedding and output terms; their difference is the layers' stored activations
+    stored_full = L * Fraction(2 * sbh, t) + Fraction((34 - 2) * sbh, t)
+    stored_selective = L * Fraction(34 * sbh, t)
+    assert abs((selective - full) - (stored_selective - stored_full)) <= 2
+
+
+def test_dropless_imbalance_headroom_is_switch_transformers_1_25() -> None:
+    """Fedus et al. 2021, Switch Transformer (arXiv:2101.03961), Sec. 2.2 and Table 1: capacity factor 1.0-1.25;
+    a dropless router (Megatron-Core's default) is sized at 1.25, the same as capacity_factor=1.25."""
+    dropless = MoE(experts=8, top_k=2, expert_ffn_hidden=14336)
+    assert dropless.imbalance == DEFAULT_IMBALANCE == Fraction(5, 4)
+    capped = MoE(experts=8, top_k=2, expert_ffn_hidden=14336, capacity_factor=1.25)
+    for sp in (False, True):
+        assert routed_mlp_activation_delta(4096, 2, sp, 3, dropless) == routed_mlp_activation_delta(
+            4096, 2, sp, 3, capped
+        )
+
+
+def test_imbalance_buffers_follow_megatron_cores_capacity_formula() -> None:
+    """Megatron-Core MoE README: capacity = num_tokens_per_rank x topk x capacity_factor / num_experts, so an
+    expert rank's routed buffers grow linearly in the factor: going from 1.0 to 1.25 adds a quarter of top_k token
+    copies of (input 2 + intermediates 2 x mlp_matrices x f_e / h) bytes per s b h, split over tp."""
+    h, t, f_e = 4096, 2, 14336
+    even = MoE(experts=8, top_k=2, expert_ffn_hidden=f_e, capacity_factor=1.0)
+    padded = MoE(experts=8, top_k=2, expert_ffn_hidden=f_e, capacity_factor=1.25)
+    extra = routed_mlp_activation_delta(h, t, True, 3, padded) - routed_mlp_activation_delta(h, t, True, 3, even)
+    assert extra == Fraction(1, 4) * 2 * (2 + Fraction(2 * 3 * f_e, h)) / t
+
+
+def test_the_imbalance_headroom_is_in_the_full_recompute_working_set() -> None:
+    """Under full recompute the recomputed MoE layer's routed buffers are live, with their headroom."""
+    tight = architecture_for(
+        preset="mixtral-8x7b", moe=MoE(experts=8, top_k=2, expert_ffn_hidden=14336, capacity_factor=1.0)
+    )
+    kw = {"dp": 8, "ep": 8}
+    assert _acts(tight, 4096, "full", **kw) < _acts(PRESETS["mixtral-8x7b"], 4096, "full", **kw)
+
+
+def test_reserve_terms_and_their_sources() -> None:
+    """NCCL_BUFFSIZE 4 MiB (NCCL docs, environment variables), 16 channels, 2 ring peers, one communicator per
+    parallel dimension of degree > 1 plus data parallel; fragmentation 5% of the tensors; context 0.75 GiB."""
+    assert NCCL_BUFFSIZE == 4 * 2**20 and NCCL_CHANNELS == 16 and NCCL_RING_PEERS == 2
+    tensors = 60 * 2**30
+    per_comm = NCCL_CHANNELS * NCCL_RING_PEERS * NCCL_BUFFSIZE
+    frag = -(-FRAGMENTATION.numerator * tensors // FRAGMENTATION.denominator)
+    dp_only = runtime_reserve(tensors, tp=1, pp=1, cp=1, ep=1, notes=[])
+    assert dp_only == CUDA_CONTEXT_BYTES + per_comm + frag
+    four_d = runtime_reserve(tensors, tp=8, pp=16, cp=16, ep=1, notes=[])
+    assert four_d - dp_only == 3 * per_comm
