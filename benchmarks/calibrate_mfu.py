@@ -7,14 +7,18 @@ recomputed forward), ``tokens_per_gpu_s`` (measured throughput, converted on tra
 ``gpu_hours`` (for the row's tokens). Every figure is turned into the run's end-to-end MFU on model FLOPs against
 the BF16 peak.
 
-trainstack's prediction for a row is efficiency(h) x model/executed FLOPs / (1 + bubble) (x FP8_SPEEDUP for an
-FP8 run), with efficiency(h) = peak_efficiency x h / (h + half_width): two global parameters, no per-run factor.
-They minimise the sum of squared log residuals (for a fixed half_width the best peak_efficiency is closed-form;
-half_width by golden-section search). The network enters as the planner charges it, with no fitted parameter:
-the expert all-to-all of a MoE run whose ep x tp spans nodes is charged unoverlapped (:func:`alltoall`; NeMo
-AutoModel's DeepSeek-V3 runs are 1.47-1.76x without it, 0.87-1.03x with it). :func:`network_check` also charges the
+trainstack's prediction for a row is efficiency(h) x model/executed FLOPs / (1 + bubble) (x the FP8 speed-up for an
+FP8 run), with efficiency(h) = peak_efficiency x h / (h + half_width), and the FP8 speed-up 1 / (a + (1 - a)/k) for
+a the attention core's share of the executed FLOPs (it stays in BF16) and k the GEMMs' FP8 speed-up: three global
+parameters, no per-run factor. k is fitted first, on the ratios of the same-recipe BF16/FP8 pairs (:data:`FP8_PAIRS`),
+where everything but FP8 cancels; peak_efficiency and half_width then minimise the sum of squared log residuals of
+every fitted run (closed form for the first, golden section for the second). Context parallelism (the ``cp`` column)
+splits each sequence over cp ranks: dp = GPUs / (tp x pp x cp). The network enters as the planner charges it, with no
+fitted parameter: the expert all-to-all of a MoE run whose ep x tp spans nodes is charged unoverlapped
+(:func:`alltoall`; NeMo AutoModel's DeepSeek-V3 runs are 1.5-1.8x without it, 0.89-1.06x with it), and the
+context-parallel KV exchange when cp x tp spans nodes (:func:`context`). :func:`network_check` also charges the
 planner's data-parallel exchange (fully hidden on every run) and measures the residuals' slope against tp, dp and
-pp (under 4% per doubling), so the data support no further network or tensor-parallel term; the numbers are in the
+pp (under 5% per doubling), so the data support no further network or tensor-parallel term; the numbers are in the
 JSON.
 
     python benchmarks/calibrate_mfu.py           # print the rows, the parameters and the residuals
@@ -31,6 +35,7 @@ import sys
 from pathlib import Path
 
 from generator import sizing
+from generator.sizing.context import context_ratio
 from generator.sizing.mfu import FIT_PATH, MfuParameters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,19 +44,19 @@ TOKENS = {"deepseek-v3": 14_800_000_000_000}  # the gpu_hours rows' training tok
 # Rows reported but left out of the fit, and why. DeepSeek-V3's own run: DualPipe overlaps the expert all-to-all
 # (the paper, Sec. 3.2.1: "fully hidden"; DeepSeek's README: "nearly achieving full computation-communication
 # overlap") that NeMo AutoModel's DeepSeek-V3 runs (no DualPipe) expose, and which trainstack charges unoverlapped
-# as those runs bear out; charged, trainstack is 0.75x the published MFU, hidden 1.64x, hidden only where it
-# outlasts the compute (max(0, r - 1)) 1.39x, and its GEMMs ran in FP8 at a speed-up trainstack only assumes (the
-# one published FP8/BF16 pair on DeepSeek-V3 itself, Megatron-Bridge on 256 GB300 with MXFP8, is 1.13x). No
-# overlap model the sources state lands within 20% without knowing the FP8 gain.
-_FP8 = ("FP8: trainstack's FP8_SPEEDUP (1.3x, from same-layout BF16/FP8 pairs: torchtitan 1.28-1.29x, MPT "
-        "1.00-1.35x) is outside the fit, and NVIDIA's tuned FP8 recipes have no published BF16 twin of the same "
-        "recipe version, so their gap to trainstack cannot be split between FP8 and the recipes' other tuning")
+# as those runs bear out; charged, trainstack is 0.79x the published MFU, hidden 1.84x (docs/sizing.md, section 7).
+# No overlap model the sources state lands within 20%.
 _A100 = ("FSDP with FlashAttention on A100 (torchtitan, MosaicML) runs 1.3-1.5x the A100 efficiency of the "
-         "Megatron-family runs of 2021-22 (no FlashAttention) and of Meta's Llama 2 GPU-hours; no term the planner "
-         "can evaluate carries both (docs/sizing.md, section 7)")
+         "Megatron-family runs of 2021-22 (no FlashAttention) and of Meta's Llama 2 GPU-hours; trainstack is slower "
+         "than these runs, so no exposed communication explains it (the planner's FSDP exchange is already hidden "
+         "on them), and no term the planner can evaluate carries both (docs/sizing.md, section 7)")
+# same recipe, layout and GPUs in BF16 and in FP8 (the FP8 GEMM speed-up is fitted on their ratios)
+FP8_PAIRS = (("mpt-h100-3b-8192-bf16", "mpt-h100-3b-8192-fp8"),
+             ("dgxc-h100-llama3.1-8b-bf16-8", "dgxc-h100-llama3.1-8b-fp8-8"),
+             ("dgxc-h100-llama3.1-70b-bf16-64", "dgxc-h100-llama3.1-70b-fp8-64"),
+             ("dgxc-h100-llama3.1-405b-bf16-576", "dgxc-h100-llama3.1-405b-fp8-576"))
 NOT_FITTED = {
-    "deepseek-v3": "DualPipe hides the expert all-to-all trainstack charges (0.75x charged, 1.64x hidden); its FP8 "
-                   "speed-up is assumed",
+    "deepseek-v3": "DualPipe hides the expert all-to-all trainstack charges (0.79x charged, 1.84x hidden)",
     # torchtitan's and MosaicML's benchmark pages: FSDP on A100 at 1.3-1.5x the A100 efficiency every
     # Megatron-family run reached (PTD-P, MT-NLG, BLOOM, OPT) and at 1.3-1.4x Meta's own Llama 2 pre-training
     # (Table 2 GPU-hours, the validation rows); no width term carries both, and fitting them would move every A100
@@ -61,10 +66,15 @@ NOT_FITTED = {
     **{f"torchtitan-h100-llama3-8b-{n}": "ran at a 500 W power limit whose peak the page says is unknown (between "
                                          "H100 SXM and NVL); against the SXM peak it reads low"
        for n in (8, 128)},
-    **{run: _FP8 for run in ("nemo-h100-fp8-gpt3-175b-128", "nemo-h100-fp8-gpt3-175b-512", "nemo-h100-fp8-llama2-7b-8",
-                             "nemo-h100-fp8-llama2-13b-16", "nemo-h100-fp8-llama2-70b-64",
-                             "mbridge-h100-fp8-llama3-8b-8", "mbridge-h100-fp8-llama3-70b-64",
-                             "mpt-h100-3b-8192-fp8")},
+    "mpt-h100-13b-64": "2 sequences (4K tokens) per GPU per step: the one fitted-family run where FSDP's per-step "
+                       "gathers and reduce-scatter of all 13B parameters (~77 GB per GPU) approach the 0.85 s step; the "
+                       "planner hides them at 3,200 Gbit/s and models no partial overlap (its 7B on 8 GPUs is 1.0x)",
+    "mpt-h100-3b-8192-fp8": "FSDP FULL_SHARD with FP8: the gathered bf16 weights are cast to FP8 again in every "
+                            "forward and backward (no persistent FP8 copy under ZeRO-3, section 4b), a cast the GEMM "
+                            "speed-up model does not carry; its FP8/BF16 pair is 1.15x against 1.27x modelled",
+    "mbridge-h100-fp8-llama3-8b-8": "Megatron-Bridge 25.11's tuned 8B recipe runs 1.07x NeMo 24.09's FP8 8B (dgxc) "
+                                    "and 1.3x Megatron-Core r0.8's 7.1B at the same width: a software generation the "
+                                    "width curve, fitted on 2021-25 runs, does not carry",
 }
 
 
@@ -102,11 +112,15 @@ def published_mfu(row: dict) -> float:
     raise ValueError(f"{row['run']}: unknown figure {row['figure']!r}")
 
 
+def data_parallel(row: dict) -> int:
+    """The run's data parallelism: GPUs over tp x pp x cp (context parallelism splits each sequence over cp ranks)."""
+    return int(row["gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row["cp"]))
+
+
 def bubble(row: dict) -> float:
     """The pipeline bubble as a fraction of compute, (pp-1)/(v m), m micro-batches per pipeline per step."""
     pp, v = int(row["pp"]), int(row["vpp"])
-    dp = int(row["gpus"]) // (int(row["tp"]) * pp)
-    m = max(1, int(row["global_batch"]) // (dp * int(row["micro_batch"])))
+    m = max(1, int(row["global_batch"]) // (data_parallel(row) * int(row["micro_batch"])))
     return (pp - 1) / (v * m)
 
 
@@ -115,30 +129,42 @@ def network_ratio(row: dict, params: MfuParameters | None = None) -> float:
     gradients, and weights under ZeRO-3, over the node's NICs, hidden behind the backward pass), as a ratio of the
     step's compute; 0 on one node."""
     arch, s = architecture(row), int(row["seq_len"])
-    gpus, tp, pp = int(row["gpus"]), int(row["tp"]), int(row["pp"])
-    dp, nodes = gpus // (tp * pp), max(1, gpus // 8)
+    gpus, tp, pp, cp = int(row["gpus"]), int(row["tp"]), int(row["pp"]), int(row["cp"])
+    dp, nodes = data_parallel(row), max(1, gpus // 8)
     step_tokens = int(row["global_batch"]) * s
     efficiency = sizing.compute_efficiency(arch.hidden, params=params)
     executed = sizing.executed_flops(arch, s, step_tokens, row["recompute"]) / gpus
     seconds = executed / (float(row["bf16_tflops"]) * 1e12 * efficiency)
     experts = arch.expert_parameters if arch.moe is not None else 0  # sharded over ep, as the planner shards them
     per_gpu = (arch.counted_parameters - experts + experts / int(row["ep"])) / (tp * pp)
-    return sizing.data_parallel_ratio(per_gpu, dp, int(row["zero"]), 8, nodes, float(row["nic_gbps"]), seconds,
+    # the cp ranks of a replica reduce gradients with the dp ranks (Megatron-Core's dp x cp group), as the planner
+    return sizing.data_parallel_ratio(per_gpu, dp * cp, int(row["zero"]), 8, nodes, float(row["nic_gbps"]), seconds,
                                      tp=tp)
+
+
+def fp8_speed(row: dict, params: MfuParameters | None = None) -> float:
+    """FP8's speed-up over BF16 for the run (:func:`generator.sizing.fp8_speedup` at its attention share); 1 for
+    BF16."""
+    if row["precision"] != "fp8":
+        return 1.0
+    share = sizing.attention_share(architecture(row), int(row["seq_len"]), row["recompute"])
+    return sizing.fp8_speedup(share, params)
 
 
 def predicted_mfu(row: dict, params: MfuParameters | None = None, network: bool = False,
                   expert_alltoall: bool = True) -> float:
     """trainstack's end-to-end MFU for the run: the efficiency on executed FLOPs x model/executed, the bubble
-    added back, FP8 at its assumed speed-up (BF16-peak terms, as :func:`published_mfu`); with ``network`` also the
-    planner's exposed data-parallel exchange (:func:`network_ratio`), which the fit leaves out (see the docstring);
-    the expert all-to-all (:func:`alltoall`) is charged unless ``expert_alltoall`` is false."""
+    added back, FP8 at its fitted GEMM speed-up (:func:`fp8_speed`; BF16-peak terms, as :func:`published_mfu`);
+    with ``network`` also the planner's exposed data-parallel exchange (:func:`network_ratio`), which the fit leaves
+    out (see the docstring); the expert all-to-all (:func:`alltoall`) is charged unless ``expert_alltoall`` is
+    false, and the context-parallel KV exchange (:func:`context`) as the planner charges it."""
     arch, s = architecture(row), int(row["seq_len"])
     ratio = sizing.model_flops(arch, s, 10**9) / sizing.executed_flops(arch, s, 10**9, row["recompute"])
-    speed = sizing.FP8_SPEEDUP if row["precision"] == "fp8" else 1.0
-    compute = sizing.compute_efficiency(arch.hidden, params=params) * ratio * speed / (1 + bubble(row))
+    compute = (sizing.compute_efficiency(arch.hidden, params=params) * ratio * fp8_speed(row, params)
+               / (1 + bubble(row)))
     exposed = 1 + network_ratio(row, params) if network else 1.0
-    return compute / (1 + (alltoall(row, compute) if expert_alltoall else 0.0)) / exposed
+    a2a = alltoall(row, compute) if expert_alltoall else 0.0
+    return compute / (1 + a2a) / (1 + context(row, compute)) / exposed
 
 
 def alltoall(row: dict, compute_mfu: float) -> float:
@@ -150,27 +176,61 @@ def alltoall(row: dict, compute_mfu: float) -> float:
                                  float(row["nic_gbps"]), float(row["bf16_tflops"]), compute_mfu)
 
 
-def fit(rows: list[dict] | None = None) -> MfuParameters:
-    rows = rows if rows is not None else [r for r in runs() if r["run"] not in NOT_FITTED]
-    target = [math.log(published_mfu(r)) for r in rows]
+def context(row: dict, compute_mfu: float) -> float:
+    """The planner's context-parallel KV exchange over compute (:func:`generator.sizing.context_ratio`), charged
+    unoverlapped as the planner charges it: 0 without context parallelism or when cp x tp stays inside a node."""
+    gpus = int(row["gpus"])
+    return context_ratio(architecture(row), int(row["seq_len"]), int(row["cp"]), int(row["tp"]), 8,
+                         max(1, gpus // 8), float(row["nic_gbps"]), float(row["bf16_tflops"]), compute_mfu)
 
-    def best(width: float) -> tuple[float, MfuParameters]:
-        unit = MfuParameters(1.0, width)
-        logs = [math.log(predicted_mfu(r, unit)) for r in rows]
-        scale = sum(t - p for t, p in zip(target, logs, strict=True)) / len(rows)
-        return sum((t - p - scale) ** 2 for t, p in zip(target, logs, strict=True)), MfuParameters(math.exp(scale),
-                                                                                                   width)
 
-    lo, hi = 0.0, 20000.0
+def _golden(f, lo: float, hi: float) -> float:
+    """The minimum of a unimodal ``f`` on [lo, hi] (golden-section search, 80 steps)."""
     g = (math.sqrt(5) - 1) / 2
-    for _ in range(80):  # golden-section on half_width
+    for _ in range(80):
         a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        if best(a)[0] < best(b)[0]:
+        if f(a) < f(b):
             hi = b
         else:
             lo = a
-    p = best((lo + hi) / 2)[1]
-    return MfuParameters(round(p.peak_efficiency, 4), round(p.half_width, 0))
+    return (lo + hi) / 2
+
+
+def fp8_pair_logs(k: float) -> list[tuple[str, float, float]]:
+    """(FP8 run, published FP8/BF16 ratio, predicted ratio at GEMM speed-up ``k``) for each pair of
+    :data:`FP8_PAIRS`: the same recipe and layout in both precisions, so everything but FP8 cancels."""
+    by_run = {r["run"]: r for r in runs()}
+    out = []
+    for bf16, fp8 in FP8_PAIRS:
+        row = by_run[fp8]
+        out.append((fp8, published_mfu(row) / published_mfu(by_run[bf16]),
+                    fp8_speed(row, MfuParameters(1.0, 0.0, k))))
+    return out
+
+
+def fit_fp8() -> float:
+    """The GEMMs' FP8 speed-up minimising the squared log residuals of the FP8/BF16 pairs' ratios."""
+    def loss(k: float) -> float:
+        return sum(math.log(p / q) ** 2 for _, p, q in fp8_pair_logs(k))
+    return round(_golden(loss, 1.0, 2.0), 3)
+
+
+def fit(rows: list[dict] | None = None) -> MfuParameters:
+    """Three global parameters: the FP8 GEMM speed-up from the same-recipe pairs (:func:`fit_fp8`), then
+    peak_efficiency (closed form) and half_width (golden section) on every fitted run."""
+    rows = rows if rows is not None else [r for r in runs() if r["run"] not in NOT_FITTED]
+    k = fit_fp8()
+    target = [math.log(published_mfu(r)) for r in rows]
+
+    def best(width: float) -> tuple[float, MfuParameters]:
+        unit = MfuParameters(1.0, width, k)
+        logs = [math.log(predicted_mfu(r, unit)) for r in rows]
+        scale = sum(t - p for t, p in zip(target, logs, strict=True)) / len(rows)
+        return sum((t - p - scale) ** 2 for t, p in zip(target, logs, strict=True)), MfuParameters(math.exp(scale),
+                                                                                                   width, k)
+
+    p = best(_golden(lambda w: best(w)[0], 0.0, 20000.0))[1]
+    return MfuParameters(round(p.peak_efficiency, 4), round(p.half_width, 0), k)
 
 
 def residuals(params: MfuParameters, rows: list[dict] | None = None) -> list[dict]:
@@ -213,7 +273,10 @@ def document(params: MfuParameters) -> dict:
     rms = math.sqrt(sum(math.log(r["ratio"]) ** 2 for r in fitted) / len(fitted))
     return {"comment": "written by benchmarks/calibrate_mfu.py --write from benchmarks/published_runs.csv; "
                        "efficiency = peak_efficiency x h / (h + half_width) of executed FLOPs, bubble-free",
-            "parameters": {"peak_efficiency": params.peak_efficiency, "half_width": params.half_width},
+            "parameters": {"peak_efficiency": params.peak_efficiency, "half_width": params.half_width,
+                           "fp8_gemm_speedup": params.fp8_gemm_speedup},
+            "fp8_pairs": [{"run": run, "published_ratio": round(p, 4), "trainstack_ratio": round(q, 4)}
+                          for run, p, q in fp8_pair_logs(params.fp8_gemm_speedup)],
             "rms_log_residual": round(rms, 4), "network_check": network_check(params), "residuals": res}
 
 

@@ -57,8 +57,11 @@ def test_the_bucket_keeps_every_checkpoint_the_run_writes_and_the_cost_counts_th
     plan = _example("pretrain-70b")
     c, k, s = plan.cost, plan.checkpoints, plan.schedule
     assert s is not None and k.enabled
-    written = int((s.compute_hours + s.pipeline_bubble_hours) * 3600 // k.interval_seconds)
-    assert c.checkpoints_kept == written > 700  # one per interval of progress, none expired (P1-1: not ~3)
+    # one per interval of progress, none expired (P1-1: not ~3); the plan's hours are rounded to 0.01 h, so the
+    # count from them can be one over the planner's
+    written = c.checkpoints_kept
+    assert 0 <= (s.compute_hours + s.pipeline_bubble_hours) * 3600 / k.interval_seconds - written < 1 + 1e-6
+    assert written > 700
     std = CATALOG.storage_price("oss-standard").price_cny * k.size_bytes / 1e9  # per GB (10^9 bytes) and month
     ia = CATALOG.storage_price("oss-ia").price_cny * k.size_bytes / 1e9
     assert k.transition_ia_days == 14 < s.wall_hours / 24  # the example moves old checkpoints to IA mid-run

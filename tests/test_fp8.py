@@ -85,7 +85,12 @@ def test_fp8_checkpoints_are_bf16_sized() -> None:
 
 def test_fp8_time_is_bf16_time_over_the_published_speedup() -> None:
     peak, mfu = sizing.precision_peak(148, 296, 0.40, "fp8")
-    assert peak == 296 and peak * mfu == pytest.approx(148 * 0.40 * sizing.FP8_SPEEDUP)
+    assert peak == 296 and peak * mfu == pytest.approx(148 * 0.40 * sizing.fp8_speedup(0.0))
+    # the attention core stays in BF16: the larger its share, the smaller FP8's gain (1 when it is all attention)
+    assert sizing.fp8_speedup(0.0) == pytest.approx(sizing.mfu.fitted().fp8_gemm_speedup)
+    assert 1.0 < sizing.fp8_speedup(0.3) < sizing.fp8_speedup(0.1) and sizing.fp8_speedup(1.0) == 1.0
+    shared = sizing.precision_peak(148, 296, 0.40, "fp8", 0.2)
+    assert shared[0] * shared[1] == pytest.approx(148 * 0.40 * sizing.fp8_speedup(0.2))
     assert sizing.precision_peak(148, 296, 0.40, "bf16") == (148, 0.40)
     with pytest.raises(sizing.SizingError, match="FP8 tensor cores"):
         sizing.precision_peak(312, None, 0.40, "fp8")
@@ -112,7 +117,9 @@ def test_fp8_time_is_bf16_time_over_the_published_speedup() -> None:
         assert out.returncode == 0, out.stderr
         runs[precision] = json.loads(out.stdout)
     assert runs["fp8"]["gpu"]["peak_tflops"] == 296 and runs["bf16"]["gpu"]["peak_tflops"] == 148
-    assert runs["bf16"]["gpu_hours"] / runs["fp8"]["gpu_hours"] == pytest.approx(sizing.FP8_SPEEDUP, rel=1e-3)
+    setup = runs["fp8"]["setup"]
+    share = sizing.attention_share(sizing.PRESETS["llama-2-70b"], setup["seq_len"], setup["recompute"])
+    assert runs["bf16"]["gpu_hours"] / runs["fp8"]["gpu_hours"] == pytest.approx(sizing.fp8_speedup(share), rel=1e-3)
     assert runs["fp8"]["setup"]["precision"] == "fp8"
     # an H100 answer (not offered on Alibaba Cloud) has Hopper's FP8 peak
     h100 = _cli("estimate", "--preset", "llama-2-7b", "--gpu", "H100", "--precision", "fp8", "--json")

@@ -107,9 +107,10 @@ def test_foundation_1t_on_oss_alone_misses_the_deadline_and_says_so() -> None:
     data["storage"] = {"shared": "none"}
     data["compute"]["nodes"] = 256
     data["compute"].pop("max_nodes", None)
+    data["budget"]["max_days"] = 60  # on CPFS the 256 nodes take ~48 days; the checkpoint writes to OSS, ~88
     plan = make_plan(type(spec).model_validate(data), CATALOG)
     assert plan.checkpoints.tier == "oss" and plan.checkpoints.restore_seconds > 1800
-    assert plan.schedule is not None and plan.schedule.wall_hours > 90 * 24
+    assert plan.schedule is not None and plan.schedule.wall_hours > 60 * 24
     (missed,) = [w for w in plan.warnings if isinstance(w, warns.DeadlineMissed)]
     assert missed.wall_hours == pytest.approx(plan.schedule.wall_hours, abs=0.01) and missed.nodes == 256
     assert missed.checkpoint_write_hours > 0 and missed.bare_hours < missed.wall_hours and missed.fixed_nodes

@@ -46,7 +46,8 @@ def test_the_docs_table_is_what_the_script_generates() -> None:
 
 def test_the_fitted_parameters_are_what_the_script_fits() -> None:
     """generator/sizing/data/mfu_fit.json is benchmarks/calibrate_mfu.py's fit of benchmarks/published_runs.csv:
-    two global parameters, every fitted run within 20%, dense and MoE rows, A100 and H100, each with its URL."""
+    three global parameters (two of efficiency, the FP8 GEMM speed-up from the BF16/FP8 pairs), every fitted run
+    within 20%, dense and MoE rows, A100 and H100, each with its URL."""
     import json
 
     from generator.sizing.mfu import FIT_PATH, fitted
@@ -54,7 +55,7 @@ def test_the_fitted_parameters_are_what_the_script_fits() -> None:
     cal = _module("calibrate_mfu")
     stored = json.loads(FIT_PATH.read_text(encoding="utf-8"))
     assert stored == cal.document(cal.fit()), "run: python benchmarks/calibrate_mfu.py --write"
-    assert fitted() == cal.fit() and len(stored["parameters"]) == 2
+    assert fitted() == cal.fit() and len(stored["parameters"]) == 3
     fitted_rows = [r for r in stored["residuals"] if r["fitted"]]
     assert len(fitted_rows) >= 12 and all(abs(r["ratio"] - 1) <= 0.20 for r in fitted_rows)
     runs = cal.runs()
@@ -96,14 +97,14 @@ def test_measured_tokens_per_second_are_converted_on_trainstacks_model_flops() -
 
 def test_the_residuals_support_the_expert_alltoall_and_no_other_network_term() -> None:
     """The planner's data-parallel exchange is hidden on every fitted run, so charging it changes no residual, and
-    the log residual moves by under 4% per doubling of tp, dp or pp: the fit has no network parameter; the
+    the log residual moves by under 5% per doubling of tp, dp or pp: the fit has no network parameter; the
     cross-node MoE runs need the expert all-to-all the planner charges."""
     cal = _module("calibrate_mfu")
     doc = cal.document(cal.fit())
     check = doc["network_check"]
     assert check["max_exposed_dp_ratio"] == 0.0
     assert check["rms_log_residual_with_dp_exchange"] == doc["rms_log_residual"]
-    assert all(abs(slope) * 0.693 < 0.04 for slope in check["log_residual_slope"].values())
+    assert all(abs(slope) * 0.693 < 0.05 for slope in check["log_residual_slope"].values())
     # the expert all-to-all is what brings the cross-node MoE runs in: without it they are far off
     without = check["ratio_without_expert_alltoall"]
     assert without and all(ratio > 1.3 for ratio in without.values())

@@ -251,6 +251,7 @@ def estimate(
             gpu_model.fp8_tflops,
             sizing.compute_efficiency(arch.hidden, gpu_model.mfu),
             precision,
+            sizing.attention_share(arch, seq_len, recompute),
         )
         capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
         usable = int(capacity * (1 - headroom))  # the planner's usable_bytes

@@ -374,6 +374,8 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
     # model FLOPs: 6 N_nonembedding D + attention 12 L h s D + logits 6 V h D (generator.sizing.schedule)
     flops = sizing.flops_per_token(choice.arch, m.sequence_length).total * m.tokens if m.tokens else None
     sched = best.schedule
+    share = sizing.attention_share(choice.arch, m.sequence_length, spec.parallelism.recompute)
+    rated = sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, m.precision, share)
     return Sizing(
         weights=mem.weights,
         gradients=mem.gradients,
@@ -386,10 +388,8 @@ def plan_sizing(spec: Spec, choice: Choice) -> Sizing:
         notes=tuple(mem.notes),
         training_flops=flops,
         training_hours=None if sched is None else round(sched.compute_hours, 2),
-        mfu=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[1]
-        if sched is None
-        else round(sched.mfu, 4),
-        peak_tflops=sizing.precision_peak(gpu.bf16_tflops, gpu.fp8_tflops, gpu.mfu, spec.model.precision)[0],
+        mfu=rated[1] if sched is None else round(sched.mfu, 4),
+        peak_tflops=rated[0],
         framework=sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage),
         min_headroom=gpu_bytes - usable_bytes(spec, gpu_bytes),
         offload=spec.parallelism.offload,

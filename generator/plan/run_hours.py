@@ -181,7 +181,11 @@ def fit_schedule(
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
     # the fitted efficiency on executed FLOPs (generator/sizing/mfu.py), and the MFU on model FLOPs it gives
     peak, efficiency = sizing.precision_peak(
-        gpu.bf16_tflops, gpu.fp8_tflops, sizing.compute_efficiency(arch.hidden, gpu.mfu), m.precision
+        gpu.bf16_tflops,
+        gpu.fp8_tflops,
+        sizing.compute_efficiency(arch.hidden, gpu.mfu),
+        m.precision,
+        sizing.attention_share(arch, m.sequence_length, spec.parallelism.recompute),
     )
     base_mfu = efficiency * model / executed
     a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)

@@ -71,7 +71,6 @@ from generator.sizing.checkpoint import (
 from generator.sizing.common import SizingError
 from generator.sizing.compute import (
     DEFAULT_MFU,
-    FP8_SPEEDUP,
     RECOMPUTE_FLOP_FACTOR,
     precision_peak,
     training_flops,
@@ -87,7 +86,7 @@ from generator.sizing.memory import (
     tp_splits_heads,
     validate_setup,
 )
-from generator.sizing.mfu import MfuParameters, compute_efficiency
+from generator.sizing.mfu import MfuParameters, compute_efficiency, fp8_speedup
 from generator.sizing.moe import (
     DEFAULT_IMBALANCE,
     KNOWN_MOE_NAMES,
@@ -117,6 +116,7 @@ from generator.sizing.schedule import (
     Schedule,
     Tier,
     alltoall_ratio,
+    attention_share,
     data_parallel_ratio,
     executed_flops,
     flops_per_token,
@@ -132,7 +132,6 @@ __all__ = [
     "DEFAULT_MFU",
     "DEFAULT_NODE_MTBF_HOURS",
     "DEFAULT_PCIE_GBYTES",
-    "FP8_SPEEDUP",
     "FRAMEWORKS",
     "FRAMEWORK_CHOICES",
     "HOST_USABLE_SHARE",
@@ -162,6 +161,7 @@ __all__ = [
     "alltoall_bytes_per_token",
     "alltoall_ratio",
     "architecture_for",
+    "attention_share",
     "check_framework",
     "check_offload",
     "checkpoint_plan",
@@ -172,6 +172,7 @@ __all__ = [
     "derive_architecture",
     "executed_flops",
     "flops_per_token",
+    "fp8_speedup",
     "host_fits",
     "layout_mfu",
     "lora_trainable_parameters",

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from generator.sizing.common import SizingError, _positive_int, _positive_number
+from generator.sizing.mfu import fp8_speedup
 
 # Executed FLOPs per parameter per token.  6 = forward 2 + backward 4 ([Kaplan] Sec. 2.1).
 # Full recompute runs the forward twice: 8 (+33%).  Selective recompute only recomputes the
@@ -50,27 +51,30 @@ def training_hours(
     return flops / (gpus * peak_tflops * 1e12 * mfu) / 3600.0
 
 
-# FP8 (Transformer Engine) runs the GEMMs at up to twice the BF16 tensor peak, but attention, norms, the casts and
-# their scaling overhead stay where they were, so the end-to-end gain is far below 2x. trainstack takes 1.3x from
-# published BF16/FP8 pairs on one layout (read 2026-12-02): torchtitan's Llama 3.1 8B (FSDP, torch.compile) on 8 and
-# 128 H100, 6,667 -> 8,532 and 6,514 -> 8,380 tokens/s per GPU with Float8, 1.28x and 1.29x (pytorch/torchtitan
-# docs/performance.md at eaea6f6, Tables 1 and 3); MosaicML's MPT 1B-3B on 8 H100, 1.00-1.35x, lower at long
-# sequences (mosaicml/llm-foundry scripts/train/benchmarking/README.md at 061f2c7); DeepSeek-V3 on 256 GB300 with
-# MXFP8, 1.13x (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, 25.11); a 13B GPT with Megatron-LM on H100,
-# 1.42x (NVIDIA/Megatron-LM issue #396, where NVIDIA answers that the 2x holds for the GEMMs alone). Not fitted:
-# NVIDIA's tuned FP8 recipes run 1.2-1.4x faster than this predicts, with no BF16 twin to split FP8 from their other
-# tuning (docs/sizing.md, sections 4b and 7). The MFU against the FP8 peak is the GPU's BF16 MFU x 1.3 x
-# bf16_peak / fp8_peak.
-FP8_SPEEDUP = 1.3
+# FP8 (Transformer Engine) runs the linear layers' GEMMs at up to twice the BF16 tensor peak, but the attention core
+# (FlashAttention / cuDNN in BF16), norms, the casts and their scaling stay where they were, so the end-to-end gain is
+# far below 2x and falls as attention's share of the step grows (MPT 1B on 8 H100: 1.35x at 512 tokens, 1.05x at 32K;
+# mosaicml/llm-foundry scripts/train/benchmarking/README.md at 061f2c7). trainstack applies a GEMM speed-up to the
+# non-attention share of the executed FLOPs (generator.sizing.mfu.fp8_speedup), fitted by benchmarks/calibrate_mfu.py
+# on the same-recipe BF16/FP8 pairs of benchmarks/published_runs.csv (NVIDIA DGX Cloud Benchmarking's NeMo 24.09
+# Llama 3.1 8B / 70B / 405B, 1.34-1.53x; MPT 3B at 8K, 1.15x); torchtitan's Llama 3.1 8B Float8 pairs (1.28-1.29x,
+# pytorch/torchtitan docs/performance.md at eaea6f6) are the check (docs/sizing.md, sections 4b and 7). The MFU
+# against the FP8 peak is the GPU's BF16 MFU x that speed-up x bf16_peak / fp8_peak.
 
 
 def precision_peak(
-    bf16_tflops: float, fp8_tflops: float | None, mfu: float, precision: str
+    bf16_tflops: float,
+    fp8_tflops: float | None,
+    mfu: float,
+    precision: str,
+    attention_share: float = 0.0,
 ) -> tuple[float, float]:
     """(peak TFLOPS, MFU against that peak) for the run's precision: the FP8 peak at the MFU that gives
-    :data:`FP8_SPEEDUP` over BF16 for ``fp8``, else the 16-bit peak at the GPU's MFU."""
+    :func:`generator.sizing.mfu.fp8_speedup` over BF16 for ``fp8`` (``attention_share`` the attention core's share
+    of the executed FLOPs, :func:`generator.sizing.schedule.attention_share`), else the 16-bit peak at the GPU's
+    MFU."""
     if precision != "fp8":
         return bf16_tflops, mfu
     if not fp8_tflops:
         raise SizingError("precision fp8 needs a GPU with FP8 tensor cores (Ada, Hopper or Blackwell).")
-    return fp8_tflops, min(1.0, mfu * FP8_SPEEDUP * bf16_tflops / fp8_tflops)
+    return fp8_tflops, min(1.0, mfu * fp8_speedup(attention_share) * bf16_tflops / fp8_tflops)

@@ -1,7 +1,7 @@
 """The expected MFU of a layout, calibrated on published runs.
 
-Owns the compute efficiency a GPU reaches at a model's width (its two global parameters are fitted by
-benchmarks/calibrate_mfu.py to the published runs of benchmarks/published_runs.csv and kept in
+Owns the compute efficiency a GPU reaches at a model's width and FP8's speed-up over it (three global parameters,
+fitted by benchmarks/calibrate_mfu.py to the published runs of benchmarks/published_runs.csv and kept in
 ``data/mfu_fit.json`` with the fit's residuals), and the conversion to MFU in the papers' sense.
 
 Two FLOP counts, as [PaLM] App. B separates them:
@@ -17,7 +17,7 @@ fit divides each run's end-to-end figure by its bubble, and the schedule adds th
 efficiency x model/executed FLOPs x the network's factors (:func:`generator.sizing.schedule.layout_mfu`).
 
 The fit has no network or tensor-parallel parameter because the published runs do not support one: the planner's
-data-parallel exchange is fully hidden on every one of them, and the residuals change by under 4% per doubling of
+data-parallel exchange is fully hidden on every one of them, and the residuals change by under 5% per doubling of
 tp, dp or pp (``network_check`` in ``data/mfu_fit.json``). The network enters through the planner's charges only;
 the calibration charges the expert all-to-all of its cross-node MoE runs as the planner does, which those runs
 need (1.5-1.8x off without it).
@@ -45,15 +45,28 @@ class MfuParameters:
 
     peak_efficiency: float
     half_width: float
+    # FP8 (Transformer Engine, torchtitan Float8) runs the linear layers' GEMMs in FP8 and leaves the attention core
+    # (FlashAttention / cuDNN, QK^T and AV) in BF16: this is the GEMMs' speed-up, fitted on the same-recipe
+    # BF16/FP8 pairs of the table (1.0: FP8 gains nothing)
+    fp8_gemm_speedup: float = 1.0
 
 
 @lru_cache(maxsize=1)
 def fitted() -> MfuParameters:
     """The parameters benchmarks/calibrate_mfu.py fitted (``data/mfu_fit.json``)."""
-    data = json.loads(FIT_PATH.read_text(encoding="utf-8"))
+    data = json.loads(FIT_PATH.read_text(encoding="utf-8"))["parameters"]
     return MfuParameters(
-        float(data["parameters"]["peak_efficiency"]), float(data["parameters"]["half_width"])
+        float(data["peak_efficiency"]), float(data["half_width"]), float(data["fp8_gemm_speedup"])
     )
+
+
+def fp8_speedup(attention_share: float, params: MfuParameters | None = None) -> float:
+    """FP8's end-to-end speed-up over BF16 for a step whose executed FLOPs are ``attention_share`` attention core
+    (:func:`generator.sizing.schedule.attention_share`): the rest, the linear layers' GEMMs, runs
+    ``fp8_gemm_speedup`` faster, the attention core at its BF16 speed (BF16 time split by FLOPs, Amdahl)."""
+    k = (params or fitted()).fp8_gemm_speedup
+    share = min(1.0, max(0.0, attention_share))
+    return 1.0 / (share + (1.0 - share) / k)
 
 
 def compute_efficiency(

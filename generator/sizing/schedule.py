@@ -87,6 +87,15 @@ def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str
     raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, full.")
 
 
+def attention_share(arch: Architecture, seq_len: int, recompute: str) -> float:
+    """The attention core's share (QK^T and AV, with selective recompute their forward again) of the executed
+    FLOPs: what FP8 leaves in BF16 (:func:`generator.sizing.mfu.fp8_speedup`). Full recompute repeats every
+    forward, so it keeps the share."""
+    f = flops_per_token(arch, seq_len)
+    attention = f.attention * (4 / 3 if recompute == "selective" else 1.0)
+    return attention / (executed_flops(arch, seq_len, 1, recompute) * (6 / 8 if recompute == "full" else 1.0))
+
+
 def _capacity_padding_flops(arch: Architecture) -> float:
     """FLOPs per token a capacity factor adds by padding the routed experts' batches (GShard/Switch-style token
     dropping: every expert runs capacity = cf x tokens x top_k / experts rows); 0 for a dropless router."""
