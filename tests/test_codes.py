@@ -363,7 +363,7 @@ def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
     ]
     classes = [*refusals.codes(), *unfit_refusals.codes()]
     assert {type(s) for s in samples} == set(classes)
-    assert [c.code for c in classes] == [f"TSP{i:03d}" for i in range(1, len(classes) + 1)]
+    assert len({c.code for c in classes}) == len(classes)
     assert all(c.code.startswith("TSP") and len(c.code) == 6 and c.summary and c.path for c in classes)
     for s in samples:
         p = s.problem()

@@ -134,7 +134,7 @@ def test_a_run_that_never_finishes_is_an_error_naming_the_spot_fields():
     assert "1,000,000,000" not in problem.message + problem.hint
     # at the rate the hint names, the run plans, with figures that add up
     rate = fields["finishing_rate"]
-    assert isinstance(rate, float)
+    assert rate is not None
     ok = plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": rate})
     s = ok.schedule
     assert s.wall_hours < 10 * s.compute_hours

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
@@ -421,8 +422,18 @@ def deadline_nodes(
     return None if at is None else options[at]
 
 
-# The fields every never-finishes refusal starts with, in order (generator/plan/unfit_refusals.py: NeverFinishes)
-Interruptions = tuple[int, str, float, float, int, float, float, float, float]
+class Interruptions(TypedDict):
+    """The fields every never-finishes refusal starts with (:class:`generator.plan.unfit_refusals.NeverFinishes`)."""
+
+    nodes: int
+    instance_type: str
+    interruptions_per_hour: float
+    node_mtbf_hours: float
+    spot_nodes: int
+    spot_interruptions_per_node_day: float
+    interval_hours: float
+    restore_seconds: float
+    relaunch_hours: float
 
 
 def never_finishes(
@@ -442,28 +453,28 @@ def never_finishes(
     fixes are values that let the run finish within twice its uninterrupted time."""
     k = spec.checkpoints
     _, spot_nodes = spot_split(spec, nodes)
-    facts: Interruptions = (
-        nodes,
-        t.name,
-        interruptions_per_hour(spec, nodes),
-        NODE_MTBF_HOURS,
-        spot_nodes,
-        spec.spot.interruptions_per_node_day,
-        s.interval_hours,
-        s.restore_seconds,
-        sizing.RELAUNCH_HOURS,
+    facts = Interruptions(
+        nodes=nodes,
+        instance_type=t.name,
+        interruptions_per_hour=interruptions_per_hour(spec, nodes),
+        node_mtbf_hours=NODE_MTBF_HOURS,
+        spot_nodes=spot_nodes,
+        spot_interruptions_per_node_day=spec.spot.interruptions_per_node_day,
+        interval_hours=s.interval_hours,
+        restore_seconds=s.restore_seconds,
+        relaunch_hours=sizing.RELAUNCH_HOURS,
     )
     finishes = _finishes_with(spec, catalog, arch, lora_rank, t, nodes, tp, pp)
     fixed = k.interval if k.enabled and isinstance(k.interval, int) else None
     if fixed is not None and finishes(checkpoints={"interval": "auto"}):
-        return u.NeverFinishesAtInterval(*facts, fixed).problem()
+        return u.NeverFinishesAtInterval(**facts, interval_seconds=fixed).problem()
     if not k.enabled:
-        return u.NeverFinishesUncheckpointed(*facts).problem()
+        return u.NeverFinishesUncheckpointed(**facts).problem()
     oss_only = spec.storage.shared == "none"
     if spot_nodes:
         return _spot_never_finishes(spec, facts, fixed, oss_only, finishes).problem()
     nodes_cls = u.NeverFinishesFixedNodes if isinstance(spec.compute.nodes, int) else u.NeverFinishesAutoNodes
-    return nodes_cls(*facts, fixed, oss_only).problem()
+    return nodes_cls(**facts, fixed_interval_seconds=fixed, oss_only=oss_only).problem()
 
 
 def _finishes_with(
@@ -498,12 +509,20 @@ def _spot_never_finishes(
     finishes: Callable[..., bool],
 ) -> u.NeverFinishesOnSpot:
     """The spot refusal: the highest of a few lower reclaim rates at which the run finishes, and the fewest more
-    on-demand nodes (an eighth, a quarter or half of the spot nodes, or all) that let it."""
-    spot, nodes = spec.spot, facts[0]
+    on-demand nodes (an eighth, a quarter or half of the spot nodes more) with which it does."""
+    spot, nodes = spec.spot, facts["nodes"]
     on_demand, spot_nodes = spot_split(spec, nodes)
     rates = [x for x in (2, 1, 0.5, 0.25, 0.1, 0.05, 0.01) if x < spot.interruptions_per_node_day]
     rate = next((x for x in rates if finishes(spot={"interruptions_per_node_day": x})), None)
     bases = sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
     base = next((b for b in bases if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
     mixed = platform_for(spec).has(Capability.MIXED_SPOT)  # a DLC job's workers are all spot or all on demand
-    return u.NeverFinishesOnSpot(*facts, fixed, oss_only, rate, mixed, spot.on_demand_base, base)
+    return u.NeverFinishesOnSpot(
+        **facts,
+        fixed_interval_seconds=fixed,
+        oss_only=oss_only,
+        finishing_rate=rate,
+        mixed_spot=mixed,
+        on_demand_base=spot.on_demand_base,
+        finishing_base=base,
+    )

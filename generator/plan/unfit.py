@@ -1,6 +1,7 @@
 """Why no layout fits: the one constraint that binds for an instance type the fit search found nothing on (memory,
-the deadline, the global batch, a layout that cannot split the GPUs), as a typed rejection, and the problem that
-lists the rejections and the fixes that would help when no type fits at all.
+the deadline, the global batch, a layout that cannot split the GPUs), as a typed rejection, and, when no type fits
+at all, the refusal (:mod:`generator.plan.unfit_refusals`) that carries the rejections and the settings its fixes
+depend on.
 
 It exists apart from :mod:`generator.plan.layout` because it runs only on failure and reads the search's
 constraints back, one by one, to name the one that bound.
@@ -182,18 +183,18 @@ def nothing_fits(
     elif "deadline" in kinds and not kinds & {"layout", "batch"}:
         cls = u.NoTypeMeetsDeadline
     return cls(
-        platform_for(spec).machine_noun,
-        arch.parameters,
-        tuple(shown),
-        isinstance(c.nodes, int),
-        c.max_nodes,
-        spec.budget.max_days,
-        c.gpu,
-        spec.spot.enabled,
-        memory_savings(spec, arch, catalog),
-        p.framework == "megatron",
-        bool(c.instance_types),
-        isinstance(p.tensor, int) or isinstance(p.pipeline, int),
+        machine=platform_for(spec).machine_noun,
+        parameters=arch.parameters,
+        rejected=tuple(shown),
+        fixed_nodes=isinstance(c.nodes, int),
+        max_nodes=c.max_nodes,
+        max_days=spec.budget.max_days,
+        gpu=c.gpu,
+        spot=spec.spot.enabled,
+        memory_savings=memory_savings(spec, arch, catalog),
+        megatron=p.framework == "megatron",
+        type_filter=bool(c.instance_types),
+        fixed_degrees=isinstance(p.tensor, int) or isinstance(p.pipeline, int),
     ).problem()
 
 
