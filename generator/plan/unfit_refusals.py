@@ -185,9 +185,8 @@ class NothingFits(Refusal):
     max_days: float | None
     gpu: str  # compute.gpu ("auto" or one GPU)
     spot: bool  # spot.enabled
-    memory_savings: tuple[
-        str, ...
-    ]  # the fields whose memory saving can help: zero_stage, recompute, micro_batch_size
+    # the fields whose memory saving can help (parallelism.zero_stage, parallelism.recompute, model.micro_batch_size)
+    memory_savings: tuple[str, ...]
     megatron: bool  # parallelism.framework: megatron (its distributed optimizer is ZeRO-1)
     type_filter: bool  # compute.instance_types is set
     fixed_degrees: bool  # parallelism.tensor or pipeline is a number
