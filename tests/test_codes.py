@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from generator.catalog import load_catalog
-from generator.plan import refusals, rejections, shape_refusals, spec_refusals, warns
+from generator.plan import refusals, rejections, shape_refusals, spec_refusals, unfit_refusals, warns
 from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.platforms.dlc import refusals as dlc_refusals
@@ -48,7 +48,7 @@ def refusal_table() -> str:
     """The planning-problems table docs/codes.md must hold, from the classes themselves."""
     rows = ["| code | field | event | when | fields |", "|---|---|---|---|---|"]
     rows += [f"| `{c.code}` | `{'.'.join(c.path)}` | `{c.__name__}` | {c.summary} | {_fields(c)} |"
-             for c in refusals.codes()]
+             for c in [*refusals.codes(), *unfit_refusals.codes()]]
     return "\n".join(rows) + "\n"
 
 
@@ -350,14 +350,29 @@ def test_every_refusal_renders_as_a_problem_with_its_code_and_fields() -> None:
         refusals.NoStorageVSwitch("cpfs"),
         refusals.MilestoneWindowShort(1.0, 7200),
     ]
-    assert {type(s) for s in samples} == set(refusals.codes())
-    assert len({c.code for c in refusals.codes()}) == len(refusals.codes())
-    assert all(c.code.startswith("TSP") and len(c.code) == 6 and c.summary and c.path for c in refusals.codes())
+    u = unfit_refusals
+    interrupted = (64, "ecs.x", 0.25, 6300.0, 64, 5.0, 0.25, 780.0, 5 / 60)
+    oom = rejections.OutOfMemory(2.0**40, 1, 8, 1, "A100-80G", 80.0, 76 * 2**30, 0.05, 8, None)
+    unfit = ("instance type", 10**12, (("ecs.a", oom), ("ecs.b", rejections.NotOffered("cn-x")), ("ecs.c", oom)),
+             True, 1, 10.0, "auto", False, ("parallelism.zero_stage",), True, True, True)
+    samples += [
+        u.NeverFinishesAtInterval(*interrupted, 30 * 86400), u.NeverFinishesUncheckpointed(*interrupted),
+        u.NeverFinishesOnSpot(*interrupted, None, True, 0.25, True, 0, 8),
+        u.NeverFinishesFixedNodes(*interrupted, 86400, True), u.NeverFinishesAutoNodes(*interrupted, None, True),
+        u.NoTypeFitsNodes(*unfit), u.NoTypeMeetsDeadline(*unfit), u.NoTypeFits(*unfit),
+    ]
+    classes = [*refusals.codes(), *unfit_refusals.codes()]
+    assert {type(s) for s in samples} == set(classes)
+    assert len({c.code for c in classes}) == len(classes)
+    assert all(c.code.startswith("TSP") and len(c.code) == 6 and c.summary and c.path for c in classes)
     for s in samples:
         p = s.problem()
         assert (p.code, p.path, p.message, p.hint) == (s.code, s.path, s.text(), s.hint()) and p.message
         assert dict(p.fields) == s.fields()
         assert p.located("spec.yaml", 3, 1).fields == p.fields  # the loader's placing keeps them
+        assert json.loads(json.dumps(s.fields())).keys() == s.fields().keys()  # data a script reads (JSON)
+    [first, *_] = u.NoTypeFits(*unfit).fields()["rejected"]
+    assert first == {"instance_type": "ecs.a", **oom.to_dict()}
 
 
 def test_a_planning_error_carries_its_code_and_fields() -> None:

@@ -13,6 +13,7 @@ from generator import sizing
 from generator.catalog import load_catalog
 from generator.cli import main
 from generator.estimate import EstimateError, data_parallel_degree, estimate
+from generator.plan import rejections, unfit_refusals
 from generator.plan.fit import data_parallel, replica_gpus
 from generator.plan.planner import PlanningError, make_plan
 from generator.sizing.activations import stage_sizes
@@ -194,8 +195,9 @@ def test_planner_checks_host_memory_and_charges_pcie() -> None:
     assert p.schedule is not None and any("over PCIe" in n for n in p.schedule.notes)
     with pytest.raises(PlanningError) as e:
         plan(model=model, compute={"gpu": "A100-80G", "nodes": 2}, parallelism=par)
-    assert "of host memory per node" in e.value.problems[0].message
-    assert "more host memory" in e.value.problems[0].hint
+    [problem] = e.value.problems
+    assert problem.code == unfit_refusals.NoTypeFitsNodes.code  # the hint names more host memory first
+    assert rejections.HostMemoryShort.code in {r["code"] for r in dict(problem.fields)["rejected"]}
     with pytest.raises(Exception) as bad:
         plan(model=model, parallelism={"framework": "megatron", "offload": "optimizer"})
     assert "offload" in str(bad.value)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from generator.catalog import load_catalog
 from generator.errors import ECHO_WIDTH, Problem, SpecErrors, clip_line, render_problem
 from generator.plan import check as validate
-from generator.plan import planner, warns
+from generator.plan import planner, unfit_refusals, warns
 from generator.plan.planner import PlanningError
 from generator.spec import codes, limits
 from generator.spec.fieldtypes import accepts as _accepts
@@ -357,7 +357,9 @@ def test_a_checkpoint_interval_longer_than_the_cluster_mtbf_is_a_warning() -> No
     # longer still, each failure loses more than the run makes between failures: an error, not a 1e9 h plan
     with pytest.raises(PlanningError) as e:
         plan_of(BASE + "  tokens: 2T\ncompute: {nodes: 256, gpu: A100-80G}\ncheckpoints: {interval: 3d}\n")
-    assert e.value.problems[0].dotted == "checkpoints.interval" and "never finishes" in e.value.problems[0].message
+    [problem] = e.value.problems
+    assert problem.code == unfit_refusals.NeverFinishesAtInterval.code and problem.dotted == "checkpoints.interval"
+    assert dict(problem.fields)["interval_seconds"] == 3 * 86400
 
 
 def test_a_global_batch_holds_at_least_one_sequence() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.catalog import load_catalog
-from generator.plan import refusals, warns
+from generator.plan import refusals, rejections, unfit_refusals, warns
 from generator.plan.planner import PlanningError, make_plan
 from generator.spec.model import Spec
 
@@ -74,12 +74,13 @@ def test_auto_storage_with_an_off_step_capacity_is_refused():
 def test_impossible_model_says_what_would_fit():
     with pytest.raises(PlanningError) as e:
         plan(model={"parameters": "1T"}, compute={"nodes": 1})
-    hint = e.value.problems[0].hint
+    (problem,) = e.value.problems
     # ZeRO-3 cannot fit 1T parameters' 16 bytes each into 8 GPUs: only more nodes help, so only that is said
-    assert "compute.nodes" in hint and "zero_stage" not in hint
+    assert problem.code == unfit_refusals.NoTypeFitsNodes.code and problem.dotted == "compute.nodes"
+    assert dict(problem.fields)["memory_savings"] == ()
     with pytest.raises(PlanningError) as e:
         plan(model={"parameters": "50B"}, compute={"nodes": 1, "gpus_per_node": 8}, parallelism={"zero_stage": 0})
-    assert "zero_stage: 3" in e.value.problems[0].hint
+    assert "parallelism.zero_stage" in dict(e.value.problems[0].fields)["memory_savings"]
 
 
 def test_tb_scale_dataset_gets_cpfs_and_a_data_flow():
@@ -126,11 +127,14 @@ def test_a_run_that_never_finishes_is_an_error_naming_the_spot_fields():
     with pytest.raises(PlanningError) as e:
         plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": 5})
     (problem,) = e.value.problems
-    assert problem.dotted == "spot.interruptions_per_node_day" and "never finishes" in problem.message
-    assert "spot.on_demand_base" in problem.hint and "spot.enabled: false" in problem.hint
+    assert problem.code == unfit_refusals.NeverFinishesOnSpot.code
+    assert problem.dotted == "spot.interruptions_per_node_day"
+    fields = dict(problem.fields)
+    assert fields["mixed_spot"] and fields["spot_nodes"] == 64  # the hint names spot.on_demand_base
     assert "1,000,000,000" not in problem.message + problem.hint
     # at the rate the hint names, the run plans, with figures that add up
-    rate = float(problem.hint.split("at ")[1].split(" ")[0])
+    rate = fields["finishing_rate"]
+    assert rate is not None
     ok = plan(**doc, spot={"enabled": True, "on_demand_base": 0, "interruptions_per_node_day": rate})
     s = ok.schedule
     assert s.wall_hours < 10 * s.compute_hours
@@ -150,6 +154,11 @@ def test_spot_rationale_with_no_on_demand_base_says_rank_0_can_be_reclaimed():
     assert warns.SpotRankZero() not in p.warnings
 
 
+def _reason(problem, name):
+    """The rejection of type ``name`` a no-type-fits problem carries (plan.json's reason: code, kind, fields)."""
+    return next(r for r in dict(problem.fields)["rejected"] if r["instance_type"] == name)
+
+
 def _rejected(p, name):
     return next(c.verdict for c in p.candidates if c.instance_type == name)
 
@@ -160,10 +169,11 @@ def test_rejections_name_the_constraint_that_binds():
         plan(zones=["cn-wulanchabu-c"], model={"preset": "llama-3-405b", "tokens": "100B", "sequence_length": 8192,
                                                "global_batch_tokens": "16Mi"},
              parallelism={"tensor": 8, "pipeline": 16}, compute={"max_nodes": 1000, "gpu": "A100-80G"})
-    message = e.value.problems[0].message
+    why = _reason(e.value.problems[0], "ecs.ebmgn7ex.32xlarge")
     # Megatron's fp32 gradient buffer (ZeRO-1, framework auto) does not fit 80 GiB; Llama 3 ran FSDP-style sharding
-    assert "ecs.ebmgn7ex.32xlarge: needs 87.53 GiB per GPU even at 992 node(s) with tp=8 pp=16" in message
-    assert "does not divide the 8000 GPUs" not in message
+    assert why["code"] == rejections.OutOfMemory.code  # memory binds, not the batch's divisibility at 1000 nodes
+    assert (why["fields"]["nodes"], why["fields"]["tp"], why["fields"]["pp"]) == (992, 8, 16)
+    assert round(why["fields"]["need_bytes"] / 2**30, 2) == 87.53
     # a type without RDMA is kept to one node: that, not divisibility, is why tp x pp = 32 cannot run on it
     p = plan(zones=["cn-wulanchabu-c"], model={"architecture": {"layers": 32, "hidden": 8192, "heads": 64,
                                                                 "kv_heads": 8}, "tokens": "10B"},
@@ -179,9 +189,11 @@ def test_rejections_name_the_constraint_that_binds():
         plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
              compute={"gpu": "A100-80G", "max_nodes": 16}, budget={"max_days": 60})
     (problem,) = e.value.problems
-    assert "needs 32 nodes with tp=8 pp=1, over compute.max_nodes (16)" in problem.message
-    assert "interruptions allow" not in problem.message
-    assert problem.hint.startswith("to fix: raise compute.max_nodes (now 16) to at least 32")
+    assert problem.code == unfit_refusals.NoTypeMeetsDeadline.code and dict(problem.fields)["max_nodes"] == 16
+    reasons = [r for r in dict(problem.fields)["rejected"] if r["kind"] == "deadline"]
+    assert reasons and {r["code"] for r in reasons} == {rejections.DeadlineNodes.code}  # a count, not "never"
+    assert min(r["fields"]["nodes"] for r in reasons) == 32
+    assert (32, 8, 1, 16) in {(f["nodes"], f["tp"], f["pp"], f["max_nodes"]) for f in (r["fields"] for r in reasons)}
     assert plan(model={"preset": "llama-2-70b", "tokens": "300B", "global_batch_tokens": "4Mi"},
                 compute={"gpu": "A100-80G", "max_nodes": 32}, budget={"max_days": 60}).compute.nodes <= 32
 
@@ -193,9 +205,10 @@ def test_deadline_failures_get_deadline_hints_not_memory_hints():
              parallelism={"zero_stage": 3}, compute={"gpu": "A100-80G"}, storage={"shared": "none"},
              budget={"max_days": 0.5})
     (problem,) = e.value.problems
-    assert problem.dotted == "budget.max_days"
-    assert "budget.max_days, now 0.5" in problem.hint and "model.tokens" in problem.hint
-    assert "recompute" not in problem.hint and "more memory" not in problem.hint
+    assert problem.code == unfit_refusals.NoTypeMeetsDeadline.code and problem.dotted == "budget.max_days"
+    fields = dict(problem.fields)
+    # every type that fits memory misses the deadline: the hint gives the deadline's fixes (tests/test_unfit.py)
+    assert fields["max_days"] == 0.5 and "deadline" in {r["kind"] for r in fields["rejected"]}
 
 
 def test_budget_hints_do_not_say_enable_spot_when_spot_is_on():

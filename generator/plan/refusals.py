@@ -7,7 +7,9 @@ with a code and a message built from its fields). A part raises ``PlanningError(
 :class:`~generator.errors.Problem` it makes carries ``code`` and ``fields`` beside the rendered words, so the CLI
 prints the same ``FILE:LINE:COL: field: message`` and ``hint:`` lines as ever while tests and scripts read the
 code. ``docs/codes.md`` lists every code (``tests/test_codes.py`` checks it against :func:`codes`). The
-spec-against-catalog checks raise theirs from :mod:`generator.plan.check_refusals` (``TSC...``).
+spec-against-catalog checks raise theirs from :mod:`generator.plan.check_refusals` (``TSC...``), and a search that
+ends with nothing to plan (no type fits, the run never finishes) from :mod:`generator.plan.unfit_refusals`
+(``TSP024``-``TSP031``, listed by its own :func:`~generator.plan.unfit_refusals.codes`).
 """
 
 from __future__ import annotations

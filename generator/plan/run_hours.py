@@ -9,13 +9,15 @@ The ranking (:mod:`generator.plan.compute`), the deadline (:mod:`generator.plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import TypedDict
 
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.errors import Problem
 from generator.plan import search
+from generator.plan import unfit_refusals as u
 from generator.plan.fit import context_degree, data_parallel, expert_degree, replica_gpus, training_setup
 from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
@@ -25,7 +27,6 @@ from generator.platforms.registry import platform_for
 from generator.sizing.context import context_ratio
 from generator.sizing.offload import DEFAULT_VCPUS_PER_GPU
 from generator.spec.model import Spec
-from generator.spec.units import human_seconds
 
 NODE_MTBF_HOURS = sizing.DEFAULT_NODE_MTBF_HOURS  # the assumption of generator/sizing/checkpoint.py
 # Checkpoints go to the shared file system only when it holds two of them beside the dataset (the one being written
@@ -166,16 +167,7 @@ def fit_schedule(
     gpu = catalog.gpu(t.gpu)
     assert region is not None and gpu is not None
     gpus = nodes * t.gpus
-    cp = context_degree(spec)
-    dp = max(1, data_parallel(gpus, tp, pp, cp))
-    rdma = rdma_between_nodes(spec, t)
-    ep = expert_degree(arch, spec.parallelism.expert, tp, dp)
-    stated = internode_gbps(spec, catalog, t, rdma)
-    # over TCP the network charges see the share of the line rate NCCL's socket transport reaches (not the MFU)
-    nic = (stated or ASSUMED_NIC_GBPS) * (1.0 if rdma else sizing.TCP_BANDWIDTH_FACTOR)
-    assumed = "" if stated else " (not stated for this type: an assumption)"
-    if not rdma:
-        assumed += f" over TCP (x{sizing.TCP_BANDWIDTH_FACTOR:g} of the line rate, an assumption)"
+    dp = max(1, data_parallel(gpus, tp, pp, context_degree(spec)))
     micro = sizing.microbatches(batch_sequences(spec), dp, m.micro_batch_size, pp)
     model = sizing.model_flops(arch, m.sequence_length, m.tokens)
     executed = sizing.executed_flops(arch, m.sequence_length, m.tokens, spec.parallelism.recompute)
@@ -188,56 +180,14 @@ def fit_schedule(
         sizing.attention_share(arch, m.sequence_length, spec.parallelism.recompute),
     )
     base_mfu = efficiency * model / executed
-    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, tp, t.gpus, nodes, nic, peak, base_mfu)
-    cpx = context_ratio(arch, m.sequence_length, cp, tp, t.gpus, nodes, nic, peak, base_mfu)
     # one optimizer step: dp x micro-batch x m sequences, at the fitted efficiency
     step_tokens = dp * m.micro_batch_size * micro * m.sequence_length
     step_s = executed / m.tokens * step_tokens / (gpus * peak * 1e12 * efficiency)
-    experts = arch.expert_parameters
-    per_gpu = ((arch.parameters - experts) + experts / ep) / (tp * pp)
-    trainable = (
-        sizing.lora_trainable_parameters(arch, lora_rank) / (tp * pp) if lora_rank is not None else per_gpu
-    )
-    # the cp ranks of a replica reduce gradients together with the dp ranks (Megatron-Core's dp x cp group)
-    dpx = sizing.data_parallel_ratio(
-        trainable, dp * cp, spec.parallelism.zero_stage, t.gpus, nodes, nic, step_s, tp=tp
-    )
-    comm = (
-        (
-            (
-                f"expert all-to-all of ep={ep} x tp={tp} crosses nodes over {nic:g} Gbit/s per node{assumed}, "
-                f"{a2a:.0%} of compute, not overlapped"
-            ),
-            a2a,
-        ),
-        (
-            (
-                f"data-parallel gradient exchange (dp={dp}, ZeRO-{spec.parallelism.zero_stage}) over {nic:g} Gbit/s per "
-                f"node{assumed} outlasts the {'step' if spec.parallelism.zero_stage >= 3 else 'backward pass'} by "
-                f"{dpx:.0%} of compute"
-            ),
-            dpx,
-        ),
-        (
-            (
-                f"context-parallel KV exchange of cp={cp} x tp={tp} crosses nodes over {nic:g} Gbit/s per node"
-                f"{assumed}, {cpx:.0%} of compute, not overlapped"
-            ),
-            cpx,
-        ),
-        offload_term(spec, arch, lora_rank, t, tp, pp, dp, step_s),
+    comm = communication_terms(
+        spec, catalog, arch, lora_rank, t, Degrees(nodes, tp, pp, dp), peak, base_mfu, step_s
     )
     mfu = sizing.layout_mfu(base_mfu, tp, t.gpus, gpu.interconnect, nodes, comm)
-    k = spec.checkpoints
-    size = checkpoint_size(spec, arch, lora_rank) if k.enabled else 0
-    tier = (
-        checkpoint_tier(spec, catalog, region, t, nodes, size).tier
-        if k.enabled
-        else sizing.Tier("none", 1.0, 1.0)
-    )
-    interval = k.interval if k.enabled and isinstance(k.interval, int) else None
-    if not k.enabled:  # no checkpoints: an interruption restarts the run; charge half of it per interruption
-        interval = None
+    size, tier, interval = checkpoint_terms(spec, catalog, arch, lora_rank, region, t, nodes)
     return sizing.schedule(
         model,
         gpus,
@@ -251,6 +201,91 @@ def fit_schedule(
         interval,
         virtual_degree(spec, pp),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Degrees:
+    """A candidate layout's node count and its tensor, pipeline and data-parallel degrees."""
+
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+
+
+def network_rate(spec: Spec, catalog: Catalog, t: InstanceType) -> tuple[float, str]:
+    """The Gbit/s per node the network charges see (the stated inter-node rate, or ASSUMED_NIC_GBPS; over TCP the
+    share of the line rate NCCL's socket transport reaches, not the MFU) and the words saying what is assumed."""
+    rdma = rdma_between_nodes(spec, t)
+    stated = internode_gbps(spec, catalog, t, rdma)
+    nic = (stated or ASSUMED_NIC_GBPS) * (1.0 if rdma else sizing.TCP_BANDWIDTH_FACTOR)
+    assumed = "" if stated else " (not stated for this type: an assumption)"
+    if not rdma:
+        assumed += f" over TCP (x{sizing.TCP_BANDWIDTH_FACTOR:g} of the line rate, an assumption)"
+    return nic, assumed
+
+
+def communication_terms(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    d: Degrees,
+    peak: float,
+    base_mfu: float,
+    step_s: float,
+) -> tuple[tuple[str, float], ...]:
+    """What the layout spends beside compute, as layout-MFU entries (why, share of compute): the expert all-to-all,
+    the data-parallel gradient exchange, the context-parallel KV exchange and the CPU offload."""
+    m, zero, cp = spec.model, spec.parallelism.zero_stage, context_degree(spec)
+    nic, assumed = network_rate(spec, catalog, t)
+    ep = expert_degree(arch, spec.parallelism.expert, d.tp, d.dp)
+    a2a = sizing.alltoall_ratio(arch, m.sequence_length, ep, d.tp, t.gpus, d.nodes, nic, peak, base_mfu)
+    cpx = context_ratio(arch, m.sequence_length, cp, d.tp, t.gpus, d.nodes, nic, peak, base_mfu)
+    experts = arch.expert_parameters
+    per_gpu = ((arch.parameters - experts) + experts / ep) / (d.tp * d.pp)
+    trainable = (
+        sizing.lora_trainable_parameters(arch, lora_rank) / (d.tp * d.pp)
+        if lora_rank is not None
+        else per_gpu
+    )
+    # the cp ranks of a replica reduce gradients together with the dp ranks (Megatron-Core's dp x cp group)
+    dpx = sizing.data_parallel_ratio(trainable, d.dp * cp, zero, t.gpus, d.nodes, nic, step_s, tp=d.tp)
+    over = f"over {nic:g} Gbit/s per node{assumed}"
+    experts_words = (
+        f"expert all-to-all of ep={ep} x tp={d.tp} crosses nodes {over}, {a2a:.0%} of compute, not overlapped"
+    )
+    gradients_words = (
+        f"data-parallel gradient exchange (dp={d.dp}, ZeRO-{zero}) {over} outlasts the "
+        f"{'step' if zero >= 3 else 'backward pass'} by {dpx:.0%} of compute"
+    )
+    context_words = f"context-parallel KV exchange of cp={cp} x tp={d.tp} crosses nodes {over}, {cpx:.0%} of compute, not overlapped"
+    return (
+        (experts_words, a2a),
+        (gradients_words, dpx),
+        (context_words, cpx),
+        offload_term(spec, arch, lora_rank, t, d.tp, d.pp, d.dp, step_s),
+    )
+
+
+def checkpoint_terms(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    region: Region,
+    t: InstanceType,
+    nodes: int,
+) -> tuple[int, sizing.Tier, int | None]:
+    """The checkpoint's size, the tier it is written to and the fixed interval (None: auto, or no checkpoints,
+    when an interruption restarts the run and half of it is charged per interruption)."""
+    k = spec.checkpoints
+    if not k.enabled:
+        return 0, sizing.Tier("none", 1.0, 1.0), None
+    size = checkpoint_size(spec, arch, lora_rank)
+    tier = checkpoint_tier(spec, catalog, region, t, nodes, size).tier
+    return size, tier, k.interval if isinstance(k.interval, int) else None
 
 
 def offload_term(
@@ -391,6 +426,20 @@ def deadline_nodes(
     return None if at is None else options[at]
 
 
+class Interruptions(TypedDict):
+    """The fields every never-finishes refusal starts with (:class:`generator.plan.unfit_refusals.NeverFinishes`)."""
+
+    nodes: int
+    instance_type: str
+    interruptions_per_hour: float
+    node_mtbf_hours: float
+    spot_nodes: int
+    spot_interruptions_per_node_day: float
+    interval_hours: float
+    restore_seconds: float
+    relaunch_hours: float
+
+
 def never_finishes(
     spec: Spec,
     catalog: Catalog,
@@ -402,35 +451,50 @@ def never_finishes(
     pp: int,
     s: sizing.Schedule,
 ) -> Problem:
-    """A run whose interruptions cost more time than it makes between them (``s.finishes`` is False): which
-    fields set that, their values, and values that let it finish within twice its uninterrupted time. No figure
-    of the capped schedule is quoted: its wall time is a cap, not an estimate."""
-    k, spot = spec.checkpoints, spec.spot
-    on_demand, spot_nodes = spot_split(spec, nodes)
-    rate = interruptions_per_hour(spec, nodes)
-    per_interrupt = s.interval_hours / 2 + s.restore_seconds / 3600 + sizing.RELAUNCH_HOURS
-    causes = f"{nodes} node(s) failing at an assumed MTBF of {NODE_MTBF_HOURS:,.0f} h each"
+    """A run whose interruptions cost more time than it makes between them (``s.finishes`` is False), as the
+    refusal of the field to change first (:mod:`generator.plan.unfit_refusals`): the fixed checkpoint interval when
+    auto lets it finish, checkpoints when they are off, the spot rate with spot nodes, else the node count. Its
+    fixes are values that let the run finish within twice its uninterrupted time."""
+    k = spec.checkpoints
+    _, spot_nodes = spot_split(spec, nodes)
+    facts = Interruptions(
+        nodes=nodes,
+        instance_type=t.name,
+        interruptions_per_hour=interruptions_per_hour(spec, nodes),
+        node_mtbf_hours=NODE_MTBF_HOURS,
+        spot_nodes=spot_nodes,
+        spot_interruptions_per_node_day=spec.spot.interruptions_per_node_day,
+        interval_hours=s.interval_hours,
+        restore_seconds=s.restore_seconds,
+        relaunch_hours=sizing.RELAUNCH_HOURS,
+    )
+    finishes = _finishes_with(spec, catalog, arch, lora_rank, t, nodes, tp, pp)
+    fixed = k.interval if k.enabled and isinstance(k.interval, int) else None
+    if fixed is not None and finishes(checkpoints={"interval": "auto"}):
+        return u.NeverFinishesAtInterval(**facts, interval_seconds=fixed).problem()
+    if not k.enabled:
+        return u.NeverFinishesUncheckpointed(**facts).problem()
+    oss_only = spec.storage.shared == "none"
     if spot_nodes:
-        causes += (
-            f" and {spot_nodes} spot node(s) reclaimed at an assumed {spot.interruptions_per_node_day:g} per "
-            "node-day"
-        )
-    what = (
-        "a restart from the beginning"
-        if not k.enabled
-        else (
-            f"the work since the last checkpoint (half the {human_seconds(s.interval_hours * 3600)} interval on "
-            f"average), a restore of "
-            f"{human_seconds(s.restore_seconds)} and a {sizing.RELAUNCH_HOURS * 60:.0f}-minute relaunch"
-        )
-    )
-    message = (
-        f"the run never finishes on {nodes} x {t.name}: it is interrupted every "
-        f"{human_seconds(3600 / rate)} on average ({causes}), and each interruption costs {what}, about "
-        f"{human_seconds(per_interrupt * 3600)}: more time is lost than the run makes between interruptions"
-    )
+        return _spot_never_finishes(spec, facts, fixed, oss_only, finishes).problem()
+    nodes_cls = u.NeverFinishesFixedNodes if isinstance(spec.compute.nodes, int) else u.NeverFinishesAutoNodes
+    return nodes_cls(**facts, fixed_interval_seconds=fixed, oss_only=oss_only).problem()
 
-    def finishes(**changes: object) -> bool:
+
+def _finishes_with(
+    spec: Spec,
+    catalog: Catalog,
+    arch: sizing.Architecture,
+    lora_rank: int | None,
+    t: InstanceType,
+    nodes: int,
+    tp: int,
+    pp: int,
+) -> Callable[..., bool]:
+    """Whether the run finishes, within twice its uninterrupted time, with some spec sections' fields changed
+    (``finishes(spot={"on_demand_base": 4})``)."""
+
+    def finishes(**changes: dict[str, object]) -> bool:
         sections = {name: getattr(spec, name).model_copy(update=v) for name, v in changes.items()}
         x = fit_schedule(spec.model_copy(update=sections), catalog, arch, lora_rank, t, nodes, tp, pp)
         return x is None or (
@@ -438,55 +502,31 @@ def never_finishes(
             and x.wall_hours <= 2 * (x.compute_hours + x.pipeline_bubble_hours + x.checkpoint_write_hours)
         )
 
-    fixes = []
-    fixed_interval = k.enabled and isinstance(k.interval, int)
-    if fixed_interval and finishes(checkpoints={"interval": "auto"}):
-        path: tuple[str | int, ...] = ("checkpoints", "interval")
-        fixes.append(
-            f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
-            "loses the least to interruptions)"
-        )
-        fixed_interval = False
-    elif not k.enabled:
-        path = ("checkpoints", "enabled")
-        fixes.append(
-            "set checkpoints.enabled: true so an interruption loses only the work since the last checkpoint"
-        )
-    elif spot_nodes:
-        path = ("spot", "interruptions_per_node_day")
-        rates = [r for r in (2, 1, 0.5, 0.25, 0.1, 0.05, 0.01) if r < spot.interruptions_per_node_day]
-        ok = next((r for r in rates if finishes(spot={"interruptions_per_node_day": r})), None)
-        if ok is not None:
-            fixes.append(
-                f"check spot.interruptions_per_node_day ({spot.interruptions_per_node_day:g}, an assumption):"
-                f" at {ok:g} or less the run finishes"
-            )
-        base = next(
-            (
-                b
-                for b in sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
-                if on_demand < b < nodes and finishes(spot={"on_demand_base": b})
-            ),
-            None,
-        )
-        if platform_for(spec).has(Capability.MIXED_SPOT):  # a DLC job's workers are all spot or all on demand
-            fixes.append(
-                f"keep more nodes on demand (spot.on_demand_base: {base}, now {spot.on_demand_base})"
-                if base is not None
-                else f"keep most nodes on demand (spot.on_demand_base, now {spot.on_demand_base} of {nodes})"
-            )
-        fixes.append("set spot.enabled: false")
-    else:
-        path = ("compute", "nodes") if isinstance(spec.compute.nodes, int) else ("compute", "max_nodes")
-        fixes.append("train on fewer nodes (each one adds failures)")
-    if fixed_interval:
-        fixes.append(
-            f"set checkpoints.interval: auto (now {human_seconds(cast(int, k.interval))}; the Young/Daly interval "
-            "loses the least to interruptions)"
-        )
-    elif k.enabled and path != ("checkpoints", "interval") and spec.storage.shared == "none":
-        fixes.append(
-            "write checkpoints faster: set storage.shared: auto, so they go to a shared file system "
-            "faster than OSS"
-        )
-    return Problem(path, message, "to fix: " + "; or ".join(fixes))
+    return finishes
+
+
+def _spot_never_finishes(
+    spec: Spec,
+    facts: Interruptions,
+    fixed: int | None,
+    oss_only: bool,
+    finishes: Callable[..., bool],
+) -> u.NeverFinishesOnSpot:
+    """The spot refusal: the highest of a few lower reclaim rates at which the run finishes, and the fewest more
+    on-demand nodes (an eighth, a quarter or half of the spot nodes more) with which it does."""
+    spot, nodes = spec.spot, facts["nodes"]
+    on_demand, spot_nodes = spot_split(spec, nodes)
+    rates = [x for x in (2, 1, 0.5, 0.25, 0.1, 0.05, 0.01) if x < spot.interruptions_per_node_day]
+    rate = next((x for x in rates if finishes(spot={"interruptions_per_node_day": x})), None)
+    bases = sorted({on_demand + max(1, spot_nodes // d) for d in (8, 4, 2)} | {nodes})
+    base = next((b for b in bases if on_demand < b < nodes and finishes(spot={"on_demand_base": b})), None)
+    mixed = platform_for(spec).has(Capability.MIXED_SPOT)  # a DLC job's workers are all spot or all on demand
+    return u.NeverFinishesOnSpot(
+        **facts,
+        fixed_interval_seconds=fixed,
+        oss_only=oss_only,
+        finishing_rate=rate,
+        mixed_spot=mixed,
+        on_demand_base=spot.on_demand_base,
+        finishing_base=base,
+    )
