@@ -19,9 +19,6 @@ NOT_YET = {
     "preview/mockrun.py",
     "preview/memo.py",
     # issue 27: each still holds a function over the limit (split it, then remove the module from this list)
-    "plan/cost.py",  # plan_cost, paused_cost
-    "plan/placement.py",  # plan_network, ip_plan
-    "plan/reasons.py",  # nodes_reason, why_parallel
     "plan/weights.py",  # plan_weights, _plan_dlc_weights
 }
 

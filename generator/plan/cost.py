@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from generator.catalog import Catalog
+from generator.catalog import Catalog, InstanceType, StoragePrice
 from generator.errors import Problem
 from generator.plan import milestones, refusals, warns
 from generator.plan.fit import Scored
@@ -135,103 +135,18 @@ def plan_cost(
     ckpt: Checkpoints,
     network: Network | None = None,
 ) -> Cost:
+    """The plan's cost: each line per hour and over the run's wall-clock hours (rework counted), the notes and
+    each price's provenance, and while paused what the kept resources cost (:func:`paused_cost`)."""
     t = best.fit.itype
     on_demand_nodes, spot_nodes = spot_split(spec, best.fit.nodes)
     wall = None if best.run_hours is None else best.run_hours + (best.rework_hours or 0.0)
-    notes = [
-        f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
-        + _basis(t.price.estimated)
-        + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"
-    ]
-    prices = [PriceSource("compute", t.name, _basis(t.price.estimated), t.price.source)]
-    worker = platform_for(spec).worker_price  # PAI-DLC's per-worker price (its declaration)
-    if worker is not None:
-        prices.append(PriceSource(worker.item, t.name, ESTIMATE, worker.source))
-        notes.append(worker.note.format(type=t.name))
-    shared = 0.0
-    if storage.kind != "none":
-        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[
-            storage.kind
-        ]
-        sp = catalog.storage_price(item)
-        if sp is not None:
-            shared = sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
-            notes.append(
-                f"{item}: {sp.price_cny:g} {sp.unit} "
-                + _basis(sp.estimated)
-                + f" ({sp.region}, {sp.date}) [{sp.source}]"
-            )
-            prices.append(PriceSource("shared_storage", item, _basis(sp.estimated), sp.source))
-        else:
-            notes.append(f"{item}: no price in the catalog; not counted")
-            prices.append(PriceSource("shared_storage", item, NOT_PRICED))
-    obj = 0.0
+    notes: list[str] = []
+    prices: list[PriceSource] = []
+    _price_compute(spec, t, notes, prices)
+    shared = _price_shared_storage(catalog, storage, notes, prices)
     kept = checkpoints_written(best, ckpt)
     steps = milestones.total_steps(spec)
-    after_month = None
-    if ckpt.enabled:
-        sp = catalog.storage_price("oss-standard")
-        ia = catalog.storage_price("oss-ia") if ckpt.transition_ia_days else None
-        if sp is not None:
-            per_unit = 10**9 if "/GB" in sp.unit else 2**30  # OSS is billed per GB (10^9 bytes)
-            one = sp.price_cny * ckpt.size_bytes / per_unit  # one checkpoint in Standard, per month
-            one_ia = one if ia is None else ia.price_cny * ckpt.size_bytes / per_unit
-            if kept and wall:
-                # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard
-                # until the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
-                std_h, ia_h = checkpoint_hours(
-                    kept,
-                    wall,
-                    ckpt.transition_ia_days if ia is not None else None,
-                    life_hours(ckpt),
-                    None,
-                    ckpt,
-                    steps,
-                )
-                obj = (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall
-                held = checkpoints_held(kept, wall, ckpt, steps)
-                after_month = (
-                    one_ia * held
-                )  # once every checkpoint is past the IA transition (or all Standard)
-            else:  # no run length: one checkpoint (the cost grows from there)
-                obj = one / HOURS_PER_MONTH
-            prices.append(PriceSource("object_storage", "oss-standard", _basis(sp.estimated), sp.source))
-            notes.append(
-                f"oss-standard: {sp.price_cny:g} {sp.unit} "
-                + _basis(sp.estimated)
-                + f" [{sp.source}]; "
-                + (
-                    f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
-                    f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
-                    "priced over the run"
-                    + (
-                        f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end "
-                        "and after it"
-                        if ckpt.milestone_every
-                        else f"; one per {ckpt.milestone_hours:g} h (checkpoints.milestones) is kept to the end "
-                        "and after it"
-                        if ckpt.milestone_hours
-                        else f"; the checkpoints of {len(ckpt.milestone_steps)} listed step(s) "
-                        "(checkpoints.milestones.at_steps) are kept to the end and after it"
-                        if ckpt.milestone_steps
-                        else ""
-                    )
-                    if kept and ckpt.expire_days
-                    else "every checkpoint the run writes is kept (nothing expires current objects), priced over "
-                    "the run as the bucket grows"
-                    if kept
-                    else "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
-                    "current objects)"
-                )
-            )
-            if ia is not None and kept:
-                prices.append(PriceSource("object_storage_ia", "oss-ia", _basis(ia.estimated), ia.source))
-                notes.append(
-                    f"oss-ia: {ia.price_cny:g} {ia.unit} "
-                    + _basis(ia.estimated)
-                    + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
-                    "(checkpoints.transition_ia_days), retrieval fees not counted"
-                )
+    obj, after_month = _price_checkpoints(catalog, ckpt, kept, wall, steps, notes, prices)
     if spot_nodes:
         notes.append(
             f"spot at {spec.spot.price_ratio:.0%} of list is an assumption (GPU spot prices unverified)"
@@ -240,23 +155,9 @@ def plan_cost(
     od = on_demand_nodes * t.price.cny_per_hour
     sp_h = spot_nodes * best.spot_per_hour
     total = od + sp_h + shared + obj
-    months = None
-    od_run = None if wall is None else od * wall
-    if is_subscription(spec, catalog, t.name):
-        months = subscription_months(wall)
-        od_run = prepaid(best.fit.nodes, t.price.cny_per_hour, months) if wall is not None else None
-        notes.append(
-            f"{t.name} is sold by subscription only: the compute is prepaid for {months} month(s) "
-            f"({months * HOURS_PER_MONTH:,} h) whatever the run's length; the whole run counts the prepaid "
-            "amount"
-        )
-    lines = None
-    if wall is not None and od_run is not None:
-        lines = (od_run, sp_h * wall, shared * wall, obj * wall)
-    run_total = None if lines is None else sum(lines)
-    run_lines: tuple[float | None, float | None, float | None, float | None] = (None, None, None, None)
-    if lines is not None:
-        run_lines = (round(lines[0], 2), round(lines[1], 2), round(lines[2], 2), round(lines[3], 2))
+    months, od_run = _compute_over_run(spec, catalog, best, od, wall, notes)
+    lines = None if wall is None or od_run is None else (od_run, sp_h * wall, shared * wall, obj * wall)
+    run_lines = (None, None, None, None) if lines is None else tuple(round(line, 2) for line in lines)
     paused = None
     if spec.compute.paused:
         paused = paused_cost(spec, catalog, storage, ckpt, network, round(shared, 2), round(obj, 2))
@@ -270,7 +171,7 @@ def plan_cost(
         total_per_day=round(total * 24, 2),
         run_hours=None if best.run_hours is None else round(best.run_hours, 2),
         expected_rework_hours=None if best.rework_hours is None else round(best.rework_hours, 2),
-        run_total=None if run_total is None else round(run_total, 2),
+        run_total=None if lines is None else round(sum(lines), 2),
         price_notes=tuple(notes),
         paused=paused,
         compute_on_demand_run=run_lines[0],
@@ -282,6 +183,166 @@ def plan_cost(
         subscription_months=months,
         prices=tuple(prices),
     )
+
+
+def _price_compute(spec: Spec, t: InstanceType, notes: list[str], prices: list[PriceSource]) -> None:
+    """The node's price note and provenance, and the platform's per-worker price where it declares one
+    (PAI-DLC)."""
+    notes.append(
+        f"{t.name}: {t.price.cny_per_hour:,.2f} CNY/h "
+        + _basis(t.price.estimated)
+        + f" ({t.price.region}, {t.price.date}) [{t.price.source}]"
+    )
+    prices.append(PriceSource("compute", t.name, _basis(t.price.estimated), t.price.source))
+    worker = platform_for(spec).worker_price  # PAI-DLC's per-worker price (its declaration)
+    if worker is not None:
+        prices.append(PriceSource(worker.item, t.name, ESTIMATE, worker.source))
+        notes.append(worker.note.format(type=t.name))
+
+
+def _shared_storage_item(storage: Storage) -> str:
+    """The catalog's storage item of the shared file system (``storage.kind`` is not ``none``)."""
+    return {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[
+        storage.kind
+    ]
+
+
+def _price_shared_storage(
+    catalog: Catalog, storage: Storage, notes: list[str], prices: list[PriceSource]
+) -> float:
+    """The shared file system per hour, billed by provisioned capacity (0 without one, or without a catalog
+    price)."""
+    if storage.kind == "none":
+        return 0.0
+    item = _shared_storage_item(storage)
+    sp = catalog.storage_price(item)
+    if sp is None:
+        notes.append(f"{item}: no price in the catalog; not counted")
+        prices.append(PriceSource("shared_storage", item, NOT_PRICED))
+        return 0.0
+    notes.append(
+        f"{item}: {sp.price_cny:g} {sp.unit} "
+        + _basis(sp.estimated)
+        + f" ({sp.region}, {sp.date}) [{sp.source}]"
+    )
+    prices.append(PriceSource("shared_storage", item, _basis(sp.estimated), sp.source))
+    return sp.price_cny * storage.capacity_gib / HOURS_PER_MONTH
+
+
+def _price_checkpoints(
+    catalog: Catalog,
+    ckpt: Checkpoints,
+    kept: int,
+    wall: float | None,
+    steps: int | None,
+    notes: list[str],
+    prices: list[PriceSource],
+) -> tuple[float, float | None]:
+    """The checkpoint bucket per hour over the run and per month after it (None: no run length, or no bucket),
+    with the OSS Standard and IA price notes; 0 without checkpoints or without a catalog price."""
+    if not ckpt.enabled:
+        return 0.0, None
+    sp = catalog.storage_price("oss-standard")
+    ia = catalog.storage_price("oss-ia") if ckpt.transition_ia_days else None
+    if sp is None:
+        return 0.0, None
+    obj, after_month = _bucket_per_hour(sp, ia, ckpt, kept, wall, steps)
+    prices.append(PriceSource("object_storage", "oss-standard", _basis(sp.estimated), sp.source))
+    notes.append(
+        f"oss-standard: {sp.price_cny:g} {sp.unit} "
+        + _basis(sp.estimated)
+        + f" [{sp.source}]; "
+        + _retention_note(ckpt, kept)
+    )
+    if ia is not None and kept:
+        prices.append(PriceSource("object_storage_ia", "oss-ia", _basis(ia.estimated), ia.source))
+        notes.append(
+            f"oss-ia: {ia.price_cny:g} {ia.unit} "
+            + _basis(ia.estimated)
+            + f" [{ia.source}]; checkpoints older than {ckpt.transition_ia_days} days "
+            "(checkpoints.transition_ia_days), retrieval fees not counted"
+        )
+    return obj, after_month
+
+
+def _bucket_per_hour(
+    sp: StoragePrice,
+    ia: StoragePrice | None,
+    ckpt: Checkpoints,
+    kept: int,
+    wall: float | None,
+    steps: int | None,
+) -> tuple[float, float | None]:
+    """The bucket's average cost per hour over the run and per month after it, from the checkpoint-hours it
+    holds in Standard and in IA (:func:`checkpoint_hours`); without a run length, one checkpoint per hour."""
+    per_unit = 10**9 if "/GB" in sp.unit else 2**30  # OSS is billed per GB (10^9 bytes)
+    one = sp.price_cny * ckpt.size_bytes / per_unit  # one checkpoint in Standard, per month
+    one_ia = one if ia is None else ia.price_cny * ckpt.size_bytes / per_unit
+    if not (kept and wall):  # no run length: one checkpoint (the cost grows from there)
+        return one / HOURS_PER_MONTH, None
+    # The bucket grows by one checkpoint per interval and nothing deletes them; each stays in Standard until
+    # the IA rule moves it (checkpoints.transition_ia_days), then in IA to the end of the run.
+    std_h, ia_h = checkpoint_hours(
+        kept, wall, ckpt.transition_ia_days if ia is not None else None, life_hours(ckpt), None, ckpt, steps
+    )
+    held = checkpoints_held(kept, wall, ckpt, steps)
+    # after the run: once every checkpoint is past the IA transition (or all Standard)
+    return (one * std_h + one_ia * ia_h) / HOURS_PER_MONTH / wall, one_ia * held
+
+
+def _retention_note(ckpt: Checkpoints, kept: int) -> str:
+    """How the checkpoint bucket's price counts what it keeps: keep_last's window and milestones, or
+    everything."""
+    if kept and ckpt.expire_days:
+        return (
+            f"checkpoints.keep_last {ckpt.keep_last}: each checkpoint is billed {ckpt.expire_days} "
+            f"days as the current object and {ckpt.retention_days} days as a noncurrent version, "
+            "priced over the run" + _milestone_note(ckpt)
+        )
+    if kept:
+        return (
+            "every checkpoint the run writes is kept (nothing expires current objects), priced over "
+            "the run as the bucket grows"
+        )
+    return (
+        "one checkpoint priced; the bucket grows by one per checkpoint interval (nothing expires "
+        "current objects)"
+    )
+
+
+def _milestone_note(ckpt: Checkpoints) -> str:
+    """Which checkpoints checkpoints.milestones keeps to the end and after it ("" without milestones)."""
+    if ckpt.milestone_every:
+        return (
+            f"; one in every {ckpt.milestone_every} (checkpoints.milestones) is kept to the end and after it"
+        )
+    if ckpt.milestone_hours:
+        return (
+            f"; one per {ckpt.milestone_hours:g} h (checkpoints.milestones) is kept to the end and after it"
+        )
+    if ckpt.milestone_steps:
+        return (
+            f"; the checkpoints of {len(ckpt.milestone_steps)} listed step(s) "
+            "(checkpoints.milestones.at_steps) are kept to the end and after it"
+        )
+    return ""
+
+
+def _compute_over_run(
+    spec: Spec, catalog: Catalog, best: Scored, od: float, wall: float | None, notes: list[str]
+) -> tuple[int | None, float | None]:
+    """The prepaid months of a Lingjun type sold by subscription only (else None) and the on-demand compute's
+    whole-run amount: the prepaid amount whatever the run's length, else per hour x wall-clock hours."""
+    t = best.fit.itype
+    if not is_subscription(spec, catalog, t.name):
+        return None, None if wall is None else od * wall
+    months = subscription_months(wall)
+    notes.append(
+        f"{t.name} is sold by subscription only: the compute is prepaid for {months} month(s) "
+        f"({months * HOURS_PER_MONTH:,} h) whatever the run's length; the whole run counts the prepaid "
+        "amount"
+    )
+    return months, prepaid(best.fit.nodes, t.price.cny_per_hour, months) if wall is not None else None
 
 
 def bucket_warning(ckpt: Checkpoints, cost: Cost) -> list[PlanWarning]:
@@ -356,61 +417,19 @@ def paused_cost(
     The figures are the same storage lines :func:`plan_cost` prices for the running cluster (nodes excluded); kept
     resources the catalog has no price for are listed with ``per_hour`` None and are not in the total.
     """
-    items: list[CostItem] = []
-    if storage.kind != "none":
-        item = {"cpfs": f"cpfs-{storage.storage_type}", "extreme-nas": f"nas-extreme-{storage.storage_type}"}[
-            storage.kind
-        ]
-        sp = catalog.storage_price(item)
-        items.append(
-            CostItem(
-                "shared_storage",
-                "shared storage",
-                f"{storage.capacity_gib:,} GiB {storage.kind} "
-                f"{storage.storage_type} (billed by provisioned capacity)",
-                shared_per_hour if sp else None,
-                round(shared_per_hour * 24, 2) if sp else None,
-                _basis(sp.estimated) if sp else NOT_PRICED,
-            )
-        )
-    if ckpt.enabled:
-        sp = catalog.storage_price("oss-standard")
-        items.append(
-            CostItem(
-                "object_storage",
-                "checkpoint bucket",
-                "the checkpoints written so far, in OSS "
-                "(priced as the run's average; nothing expires current checkpoints)",
-                object_per_hour if sp else None,
-                round(object_per_hour * 24, 2) if sp else None,
-                ESTIMATE,
-            )
-        )
-    if network is not None and network.egress == "nat":
-        items.append(
-            CostItem(
-                "nat_gateway",
-                "NAT gateway",
-                "1 enhanced Internet NAT gateway (hourly instance fee; "
-                "capacity units follow traffic, about none while paused)",
-                None,
-                None,
-                NOT_PRICED,
-            )
-        )
-        items.append(
-            CostItem(
-                "egress_ip",
-                "EIP",
-                "1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
-                "traffic about none while paused)",
-                None,
-                None,
-                NOT_PRICED,
-            )
-        )
+    items = _paused_storage_items(catalog, storage, ckpt, shared_per_hour, object_per_hour)
+    items += _paused_network_items(network)
     for stays in platform_for(spec).paused_items:
-        items.append(CostItem(stays.key, stays.label, stays.what, None, None, NOT_PRICED))
+        items.append(
+            CostItem(
+                item=stays.key,
+                label=stays.label,
+                quantity=stays.what,
+                per_hour=None,
+                per_day=None,
+                basis=NOT_PRICED,
+            )
+        )
     per_hour = round(sum(i.per_hour or 0.0 for i in items), 2)
     notes = [
         "paused: no GPU node runs and nothing trains; the nodes' cost is what a resume costs per hour",
@@ -419,4 +438,68 @@ def paused_cost(
     unpriced = [i.label for i in items if i.per_hour is None]
     if unpriced:
         notes.append(f"not in the total (no price in the catalog): {', '.join(unpriced)}")
-    return PausedCost(per_hour, round(per_hour * 24, 2), tuple(items), tuple(notes))
+    return PausedCost(
+        per_hour=per_hour, per_day=round(per_hour * 24, 2), items=tuple(items), notes=tuple(notes)
+    )
+
+
+def _paused_storage_items(
+    catalog: Catalog, storage: Storage, ckpt: Checkpoints, shared_per_hour: float, object_per_hour: float
+) -> list[CostItem]:
+    """The storage a paused cluster keeps: the shared file system (billed by provisioned capacity) and the
+    checkpoint bucket, each at the running plan's figure (None where the catalog has no price)."""
+    items: list[CostItem] = []
+    if storage.kind != "none":
+        sp = catalog.storage_price(_shared_storage_item(storage))
+        items.append(
+            CostItem(
+                item="shared_storage",
+                label="shared storage",
+                quantity=f"{storage.capacity_gib:,} GiB {storage.kind} "
+                f"{storage.storage_type} (billed by provisioned capacity)",
+                per_hour=shared_per_hour if sp else None,
+                per_day=round(shared_per_hour * 24, 2) if sp else None,
+                basis=_basis(sp.estimated) if sp else NOT_PRICED,
+            )
+        )
+    if ckpt.enabled:
+        sp = catalog.storage_price("oss-standard")
+        items.append(
+            CostItem(
+                item="object_storage",
+                label="checkpoint bucket",
+                quantity="the checkpoints written so far, in OSS "
+                "(priced as the run's average; nothing expires current checkpoints)",
+                per_hour=object_per_hour if sp else None,
+                per_day=round(object_per_hour * 24, 2) if sp else None,
+                basis=ESTIMATE,
+            )
+        )
+    return items
+
+
+def _paused_network_items(network: Network | None) -> list[CostItem]:
+    """The NAT gateway and its EIP a paused cluster keeps (network.egress: nat), neither priced by the
+    catalog."""
+    if network is None or network.egress != "nat":
+        return []
+    return [
+        CostItem(
+            item="nat_gateway",
+            label="NAT gateway",
+            quantity="1 enhanced Internet NAT gateway (hourly instance fee; "
+            "capacity units follow traffic, about none while paused)",
+            per_hour=None,
+            per_day=None,
+            basis=NOT_PRICED,
+        ),
+        CostItem(
+            item="egress_ip",
+            label="EIP",
+            quantity="1 pay-by-traffic EIP on the NAT gateway (configuration fee; "
+            "traffic about none while paused)",
+            per_hour=None,
+            per_day=None,
+            basis=NOT_PRICED,
+        ),
+    ]

@@ -33,6 +33,15 @@ PROTOCOL_SERVICE_ADDRESSES = (
 )
 # The top /25 of the VPC holds the service vSwitches: egress /27 at its bottom, storage /26 on top.
 SERVICES_PREFIX, STORAGE_PREFIX, EGRESS_PREFIX = 25, 26, 27
+# What takes the addresses of each service vSwitch (the IP plan's consumers, ip_plan).
+STORAGE_CONSUMER = (
+    "the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
+    "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses"
+)
+EGRESS_CONSUMER = (
+    "the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
+    "it takes is not stated in the sources read)"
+)
 
 
 def zone_decision(spec: Spec, region: Region, zone: str) -> Decision:
@@ -120,6 +129,8 @@ def fabric_warnings(spec: Spec, fit: Fit, rdma: str, warnings: list[PlanWarning]
 
 
 def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions: list[Decision]) -> Network:
+    """The ECS cluster's network: the VPC and its IP plan, the MTU and jumbo frames (eRDMA plans), NCCL's
+    variables and egress, with the decisions for the IP plan, the MTU and egress."""
     vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)  # the spec accepts IPv4 networks only
     vswitches, ranges, ip_reason = ip_plan(
         spec.name,
@@ -132,7 +143,26 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
     decisions.append(Decision("ip plan", ", ".join(f"{v.key} {v.cidr}" for v in vswitches), ip_reason))
     jumbo, why = jumbo_support(spec, fit, rdma)
     mtu = ERDMA_MTU_JUMBO if jumbo else ERDMA_MTU_STANDARD
-    env: list[tuple[str, str]] = []
+    if rdma == "erdma":
+        decisions.append(mtu_decision(fit, jumbo, why, mtu))
+    egress = spec.network.egress
+    decisions.append(egress_decision(egress))
+    return Network(
+        vpc_cidr=str(vpc),
+        vswitches=vswitches,
+        admin_cidrs=tuple(spec.network.admin_cidrs),
+        jumbo_frames=jumbo,
+        mtu=mtu if rdma == "erdma" else 1500,
+        nccl_env=nccl_env(fit, rdma),
+        egress=egress,
+        ip_plan=ranges,
+        jumbo_source=fit.itype.jumbo_source if rdma == "erdma" else "",
+    )
+
+
+def nccl_env(fit: Fit, rdma: str) -> tuple[tuple[str, str], ...]:
+    """NCCL's variables for the fabric: the bootstrap NIC whenever nodes talk, and the eRDMA or RoCE
+    settings."""
     # NCCL's bootstrap NIC: every interface but loopback, container and veth ones, whatever the image calls the
     # NIC (eth0 on Alibaba Cloud Linux, ens5 and the like on other images); "^" excludes prefixes (NCCL docs,
     # "NCCL_SOCKET_IFNAME").
@@ -140,58 +170,47 @@ def plan_network(spec: Spec, zone: str, fit: Fit, rdma: str, eri: int, decisions
     if rdma == "erdma":
         # PAI's preset variables for eRDMA training (NCCL >= 2.19) [DOC-PAI-ERDMA]. None of them carries the MTU:
         # node-init.sh sets the MTU below on the NICs, so the two cannot disagree.
-        env = [
+        return (
             ifname,
             ("NCCL_IB_HCA", "erdma"),
             ("NCCL_IB_GID_INDEX", "1"),
             ("NCCL_IB_QPS_PER_CONNECTION", "8"),
             ("NCCL_MIN_NCHANNELS", "16"),
             ("NCCL_NET_PLUGIN", "none"),
-        ]
-        decisions.append(
-            Decision(
-                "mtu",
-                str(mtu),
-                (
-                    f"{fit.itype.name}: {why}. NCCL over eRDMA needs MTU {ERDMA_MTU_JUMBO} with jumbo frames on and "
-                    f"{ERDMA_MTU_STANDARD} with them off; a wrong MTU corrupts data with the LL128 protocol [DOC-ERDMA-GPU]"
-                    + (
-                        ""
-                        if jumbo
-                        else f". Jumbo frames stay off (no enable_jumbo_frame) and the NICs get {mtu}"
-                    )
-                ),
-            )
         )
-    elif rdma == "roce":
-        env = [ifname, ("NCCL_IB_GID_INDEX", "3")]
-    elif fit.nodes > 1:
-        env = [ifname]
-    egress = spec.network.egress
-    decisions.append(
-        Decision(
-            "egress",
-            egress,
-            (
-                "outbound-only internet through an enhanced NAT gateway and one EIP (no public IP on any node, nothing "
-                "inbound), so nodes can fetch drivers, packages and code; the gateway sits in its own egress vSwitch so it "
-                "never takes a node address"
-                if egress == "nat"
-                else "no internet: nodes reach only VPC-internal endpoints (mirrors.cloud.aliyuncs.com, OSS internal); use an "
-                "image that already has the GPU driver"
-            ),
-        )
+    if rdma == "roce":
+        return (ifname, ("NCCL_IB_GID_INDEX", "3"))
+    return (ifname,) if fit.nodes > 1 else ()
+
+
+def mtu_decision(fit: Fit, jumbo: bool, why: str, mtu: int) -> Decision:
+    """Why an eRDMA plan's NICs get ``mtu``: jumbo frames on where the catalog documents them
+    (:func:`jumbo_support`)."""
+    return Decision(
+        "mtu",
+        str(mtu),
+        (
+            f"{fit.itype.name}: {why}. NCCL over eRDMA needs MTU {ERDMA_MTU_JUMBO} with jumbo frames on and "
+            f"{ERDMA_MTU_STANDARD} with them off; a wrong MTU corrupts data with the LL128 protocol "
+            "[DOC-ERDMA-GPU]"
+            + ("" if jumbo else f". Jumbo frames stay off (no enable_jumbo_frame) and the NICs get {mtu}")
+        ),
     )
-    return Network(
-        str(vpc),
-        vswitches,
-        tuple(spec.network.admin_cidrs),
-        jumbo,
-        mtu if rdma == "erdma" else 1500,
-        tuple(env),
+
+
+def egress_decision(egress: str) -> Decision:
+    """Why the nodes reach the internet through a NAT gateway (``nat``) or not at all (``none``)."""
+    return Decision(
+        "egress",
         egress,
-        ranges,
-        fit.itype.jumbo_source if rdma == "erdma" else "",
+        (
+            "outbound-only internet through an enhanced NAT gateway and one EIP (no public IP on any node, "
+            "nothing inbound), so nodes can fetch drivers, packages and code; the gateway sits in its own "
+            "egress vSwitch so it never takes a node address"
+            if egress == "nat"
+            else "no internet: nodes reach only VPC-internal endpoints (mirrors.cloud.aliyuncs.com, OSS "
+            "internal); use an image that already has the GPU driver"
+        ),
     )
 
 
@@ -233,9 +252,34 @@ def ip_plan(
     the storage vSwitch; the NAT gateway in the egress vSwitch. All are in the cluster's zone. Raises
     PlanningError when the nodes do not fit."""
     compute = next(vpc.subnets(new_prefix=compute_prefix(vpc, nodes)))
+    _check_nodes_fit(vpc, compute, nodes)
+    top = ipaddress.IPv4Network(
+        f"{ipaddress.IPv4Address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}"
+    )
+    egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
+    storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]
+    vswitches = [VSwitch("compute", f"{name}-{zone}", zone, str(compute))]
+    ranges = _compute_ranges(compute, nodes)
+    parts = [f"compute {compute}: nodes {ranges[2].first}-{ranges[2].last} ({nodes}), fixed per rank"]
+    services = (
+        ("storage", storage_net, storage, STORAGE_CONSUMER),
+        ("egress", egress_net, egress, EGRESS_CONSUMER),
+    )
+    for key, net, on, consumer in services:
+        if not on:
+            continue
+        vswitches.append(VSwitch(key, f"{name}-{zone}-{key}", zone, str(net)))
+        ranges += _service_ranges(key, net, consumer)
+        parts.append(f"{key} {net}: {consumer}")
+    _check_disjoint(vpc, vswitches, storage_net)
+    return tuple(vswitches), tuple(ranges), _ip_plan_reason(parts, storage)
+
+
+def _check_nodes_fit(vpc: ipaddress.IPv4Network, compute: ipaddress.IPv4Network, nodes: int) -> None:
+    """Refuse (VpcTooSmall) when the compute vSwitch has fewer addresses from ``.10`` up than there are
+    nodes."""
     lo, hi = int(compute.network_address), int(compute.broadcast_address)
-    first, last = lo + NODE_OFFSET, lo + NODE_OFFSET + nodes - 1
-    room = hi - RESERVED_LAST - first + 1
+    room = hi - RESERVED_LAST - (lo + NODE_OFFSET) + 1
     if nodes > room:
         largest = 2 ** (32 - (vpc.prefixlen + 1)) - NODE_OFFSET - RESERVED_LAST
         raise PlanningError(
@@ -245,12 +289,13 @@ def ip_plan(
                 ).problem()
             ]
         )
-    top = ipaddress.IPv4Network(
-        f"{ipaddress.IPv4Address(int(vpc.broadcast_address) - 127)}/{SERVICES_PREFIX}"
-    )
-    egress_net = next(top.subnets(new_prefix=EGRESS_PREFIX))
-    storage_net = list(top.subnets(new_prefix=STORAGE_PREFIX))[-1]
-    vswitches = [VSwitch("compute", f"{name}-{zone}", zone, str(compute))]
+
+
+def _compute_ranges(compute: ipaddress.IPv4Network, nodes: int) -> list[IpRange]:
+    """The compute vSwitch's blocks, bottom to top: reserved, kept free below ``.10``, the nodes (the third
+    block, one fixed address per rank), free room for more nodes, reserved."""
+    lo, hi = int(compute.network_address), int(compute.broadcast_address)
+    first, last = lo + NODE_OFFSET, lo + NODE_OFFSET + nodes - 1
     r_first, r_last = _reserved("compute", compute)
     ranges = [
         r_first,
@@ -267,44 +312,22 @@ def ip_plan(
     if last + 1 <= hi - RESERVED_LAST:
         ranges.append(_block("compute", last + 1, hi - RESERVED_LAST, "free: room for more nodes"))
     ranges.append(r_last)
-    parts = [f"compute {compute}: nodes {ranges[2].first}-{ranges[2].last} ({nodes}), fixed per rank"]
-    for key, net, on, consumer in (
-        (
-            "storage",
-            storage_net,
-            storage,
-            (
-                "the CPFS NFS protocol service (up to 32 addresses [DOC-CPFS-PS]) and "
-                "its export, or the Extreme NAS mount target; Alibaba Cloud picks the addresses"
-            ),
-        ),
-        (
-            "egress",
-            egress_net,
-            egress,
-            (
-                "the enhanced NAT gateway; Alibaba Cloud picks its address (how many "
-                "it takes is not stated in the sources read)"
-            ),
-        ),
-    ):
-        if not on:
-            continue
-        vswitches.append(VSwitch(key, f"{name}-{zone}-{key}", zone, str(net)))
-        a, b = _reserved(key, net)
-        ranges += [
-            a,
-            _block(
-                key,
-                int(net.network_address) + RESERVED_FIRST,
-                int(net.broadcast_address) - RESERVED_LAST,
-                consumer,
-            ),
-            b,
-        ]
-        parts.append(f"{key} {net}: {consumer}")
-    _check_disjoint(vpc, vswitches, storage_net)
-    reason = (
+    return ranges
+
+
+def _service_ranges(key: str, net: ipaddress.IPv4Network, consumer: str) -> list[IpRange]:
+    """A service vSwitch's blocks: reserved, everything between for ``consumer``, reserved."""
+    a, b = _reserved(key, net)
+    usable = _block(
+        key, int(net.network_address) + RESERVED_FIRST, int(net.broadcast_address) - RESERVED_LAST, consumer
+    )
+    return [a, usable, b]
+
+
+def _ip_plan_reason(parts: list[str], storage: bool) -> str:
+    """The IP plan's decision: each vSwitch and its consumers, why none can take a node's address, and what is
+    reserved (and, with shared storage, what is not known of the CPFS file system's own addresses)."""
+    return (
         "; ".join(parts)
         + ". The vSwitches do not overlap, so an address Alibaba Cloud hands out dynamically "
         "can never be a node's. Alibaba Cloud reserves the first address and the last three of every vSwitch "
@@ -317,7 +340,6 @@ def ip_plan(
             else ""
         )
     )
-    return tuple(vswitches), tuple(ranges), reason
 
 
 def _check_disjoint(

@@ -9,7 +9,9 @@ disagree; tests/test_reasons.py checks this over generated specs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from generator import sizing
 from generator.catalog import Catalog
@@ -35,6 +37,8 @@ def _days(hours: float) -> str:
 def nodes_reason(
     spec: Spec, catalog: Catalog, arch: sizing.Architecture, lora_rank: int | None, fit: Fit
 ) -> NodesReason:
+    """Why the plan has ``fit.nodes`` nodes: the constraints that set the count (:func:`_binding`) and the
+    floors behind them, each recomputed for the chosen layout."""
     t, n = fit.itype, fit.nodes
     spec = with_context(spec, fit.cp)
     layout = f"tp={fit.tp} pp={fit.pp}" + (f" cp={fit.cp}" if fit.cp > 1 else "")
@@ -51,52 +55,21 @@ def nodes_reason(
             ),
         )
     counts = [k for k in range(1, n + 1) if data_parallel(k * t.gpus, fit.tp, fit.pp, fit.cp)]
-    days = spec.budget.max_days
     deadline: int | None = None
-    if days is not None and spec.model.tokens:
+    if spec.budget.max_days is not None and spec.model.tokens:
         at = first_meeting_deadline(spec, catalog, arch, lora_rank, t, counts, 0, fit.tp, fit.pp)
         deadline = n if at is None else counts[at]
     batch = batch_sequences(spec)
-    low = max(floor, deadline or 0)
-    binding: list[str] = []
+    binding = _binding(spec, n, floor, deadline, batch)
+    wall = partial(_wall, spec, catalog, arch, lora_rank, fit)
     parts: list[str] = []
     if isinstance(spec.parallelism.data, int):
-        binding.append("data")
         parts.append(
             f"parallelism.data is {spec.parallelism.data}, so {n} nodes x {t.gpus} GPUs = "
             f"{spec.parallelism.data} x tp {fit.tp} x pp {fit.pp}"
         )
-    else:
-        if deadline is not None and deadline > floor:
-            binding.append("deadline")
-        elif floor == low:
-            binding.append("memory")
-        if n > low and batch is not None:
-            binding.append("batch")
-        elif n > low:  # the deadline is not monotone in the node count (the bubble grows with dp)
-            binding = ["deadline"]
     if deadline is not None:
-        wall = _wall(spec, catalog, arch, lora_rank, fit, deadline)
-        if "deadline" in binding:
-            prev = [k for k in counts if k < deadline]
-            text = (
-                f"set by the deadline: at least {deadline} nodes finish {human_count(spec.model.tokens or 0)} "
-                f"tokens within budget.max_days ({days:g}) with checkpoint writes, rework and restores counted "
-                f"({deadline} take {_days(wall)}"
-                + (
-                    f", {prev[-1]} would take {_days(_wall(spec, catalog, arch, lora_rank, fit, prev[-1]))}"
-                    if prev
-                    else ""
-                )
-                + ")"
-            )
-        else:
-            text = (
-                f"{n} nodes finish {human_count(spec.model.tokens or 0)} tokens in "
-                f"{_days(_wall(spec, catalog, arch, lora_rank, fit, n))} with checkpoint writes, rework and "
-                f"restores counted, within budget.max_days ({days:g})"
-            )
-        parts.append(text)
+        parts.append(_deadline_text(spec, n, deadline, counts, "deadline" in binding, wall))
     if "memory" in binding:
         parts.append(
             f"set by memory: the fewest nodes whose GPUs hold the training state, {need} with {layout} "
@@ -105,17 +78,63 @@ def nodes_reason(
     else:
         parts.append(f"memory alone needs only {floor} node(s) with {layout} (now {need})")
     if "batch" in binding:
-        parts.append(
-            f"rounded up for the global batch: {batch} sequences must split evenly over dp x micro-batch "
-            f"{spec.model.micro_batch_size}; {low} node(s) would give dp={data_parallel(low * t.gpus, fit.tp, fit.pp, fit.cp)}, "
-            f"and the next count that divides it is {n} (dp={fit.dp})"
-            + (
-                f", finishing in {_days(_wall(spec, catalog, arch, lora_rank, fit, n))}"
-                if deadline is not None
-                else ""
-            )
-        )
+        low = max(floor, deadline or 0)
+        parts.append(_batch_text(spec, fit, batch, low, None if deadline is None else wall(n)))
     return NodesReason(tuple(binding), floor, deadline, "; ".join(parts))
+
+
+def _binding(spec: Spec, n: int, floor: int, deadline: int | None, batch: int | None) -> list[str]:
+    """The constraints that set ``n`` nodes (NodesReason.binding): the data-parallel degree the spec fixes,
+    else the higher of the memory and deadline floors, and the global batch when it rounds the count up past
+    both."""
+    if isinstance(spec.parallelism.data, int):
+        return ["data"]
+    low = max(floor, deadline or 0)
+    binding: list[str] = []
+    if deadline is not None and deadline > floor:
+        binding.append("deadline")
+    elif floor == low:
+        binding.append("memory")
+    if n > low and batch is not None:
+        binding.append("batch")
+    elif n > low:  # the deadline is not monotone in the node count (the bubble grows with dp)
+        binding = ["deadline"]
+    return binding
+
+
+def _deadline_text(
+    spec: Spec, n: int, deadline: int, counts: list[int], binds: bool, wall: Callable[[int], float]
+) -> str:
+    """The deadline's part of the reason: the fewest nodes that meet budget.max_days (and how long one count
+    fewer would take) when it sets the count, else how long ``n`` nodes take within it."""
+    tokens = human_count(spec.model.tokens or 0)
+    days = spec.budget.max_days
+    if not binds:
+        return (
+            f"{n} nodes finish {tokens} tokens in {_days(wall(n))} with checkpoint writes, rework and "
+            f"restores counted, within budget.max_days ({days:g})"
+        )
+    prev = [k for k in counts if k < deadline]
+    return (
+        f"set by the deadline: at least {deadline} nodes finish {tokens} "
+        f"tokens within budget.max_days ({days:g}) with checkpoint writes, rework and restores counted "
+        f"({deadline} take {_days(wall(deadline))}"
+        + (f", {prev[-1]} would take {_days(wall(prev[-1]))}" if prev else "")
+        + ")"
+    )
+
+
+def _batch_text(spec: Spec, fit: Fit, batch: int | None, low: int, wall_hours: float | None) -> str:
+    """The global batch's part of the reason: ``low`` nodes would give a data-parallel degree the batch does
+    not split evenly over, so the count rounds up to ``fit.nodes`` (finishing in ``wall_hours`` under a
+    deadline)."""
+    low_dp = data_parallel(low * fit.itype.gpus, fit.tp, fit.pp, fit.cp)
+    return (
+        f"rounded up for the global batch: {batch} sequences must split evenly over dp x micro-batch "
+        f"{spec.model.micro_batch_size}; {low} node(s) would give dp={low_dp}, "
+        f"and the next count that divides it is {fit.nodes} (dp={fit.dp})"
+        + (f", finishing in {_days(wall_hours)}" if wall_hours is not None else "")
+    )
 
 
 def _wall(
@@ -208,6 +227,8 @@ def why_chosen(spec: Spec, best: Scored, ranked: list[Scored]) -> str:
 def why_parallel(
     spec: Spec, fit: Fit, arch: sizing.Architecture, sched: sizing.Schedule | None, interconnect: str
 ) -> str:
+    """Why the plan's parallel layout: each degree (tensor, pipeline, data, and context and expert where they
+    are used), how the layout was chosen, how memory was sized, and the pipeline bubble it costs."""
     link = (
         "NVLink"
         if interconnect == "nvlink"
@@ -223,75 +244,101 @@ def why_parallel(
         + ("*cp)" if fit.cp > 1 else ")"),
     ]
     if fit.cp > 1:
-        inside = fit.cp * fit.tp <= fit.itype.gpus
-        parts.append(
-            f"context parallel {fit.cp} splits each {spec.model.sequence_length}-token sequence into "
-            f"{spec.model.sequence_length // fit.cp}-token shares ("
-            + (
-                "as the spec asks"
-                if isinstance(spec.parallelism.context, int)
-                else f"no layout without it fits at {spec.model.sequence_length} tokens"
-            )
-            + (
-                "; cp x tp stays inside one node's NVLink)"
-                if inside
-                else "; cp x tp spans nodes: the KV ring crosses the network, counted in the MFU)"
-            )
-        )
+        parts.append(_context_text(spec, fit))
     if arch.moe is not None:
-        inside = fit.ep * fit.tp <= fit.itype.gpus
-        parts.append(
-            f"expert parallel {fit.ep} of the data-parallel ranks holds {arch.moe.experts // fit.ep} of the "
-            f"{arch.moe.experts} experts each ("
-            + (
-                "as the spec asks"
-                if isinstance(spec.parallelism.expert, int)
-                else "the largest degree dividing the experts and dp"
-            )
-            + (
-                "; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
-                if inside
-                else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"
-            )
-        )
+        parts.append(_expert_text(spec, fit, arch.moe.experts))
     if spec.parallelism.zero_stage:
         parts.append(
             f"ZeRO stage {spec.parallelism.zero_stage} shards state over the {fit.dp} data-parallel ranks"
         )
+    parts.append(_layout_choice_text(spec, fit, arch.layers))
+    parts.append(_memory_model_text(spec))
+    if sched is not None and fit.pp > 1:
+        parts.append(_bubble_text(spec, sched))
+    return "; ".join(parts)
+
+
+def _context_text(spec: Spec, fit: Fit) -> str:
+    """Context parallelism: how it splits each sequence, why it is used, and whether cp x tp stays in one
+    node."""
+    seq = spec.model.sequence_length
+    return (
+        f"context parallel {fit.cp} splits each {seq}-token sequence into {seq // fit.cp}-token shares ("
+        + (
+            "as the spec asks"
+            if isinstance(spec.parallelism.context, int)
+            else f"no layout without it fits at {seq} tokens"
+        )
+        + (
+            "; cp x tp stays inside one node's NVLink)"
+            if fit.cp * fit.tp <= fit.itype.gpus
+            else "; cp x tp spans nodes: the KV ring crosses the network, counted in the MFU)"
+        )
+    )
+
+
+def _expert_text(spec: Spec, fit: Fit, experts: int) -> str:
+    """Expert parallelism: the experts each rank holds, why this degree, and whether the all-to-all stays in
+    a node."""
+    return (
+        f"expert parallel {fit.ep} of the data-parallel ranks holds {experts // fit.ep} of the "
+        f"{experts} experts each ("
+        + (
+            "as the spec asks"
+            if isinstance(spec.parallelism.expert, int)
+            else "the largest degree dividing the experts and dp"
+        )
+        + (
+            "; ep x tp stays inside one node's NVLink, so the all-to-all never crosses the network)"
+            if fit.ep * fit.tp <= fit.itype.gpus
+            else "; ep x tp spans nodes: the all-to-all crosses the network, counted in the MFU)"
+        )
+    )
+
+
+def _layout_choice_text(spec: Spec, fit: Fit, layers: int) -> str:
+    """How tp and pp were chosen: as the spec asks, or the search's rule (docs/sizing.md)."""
     p = spec.parallelism
-    parts.append(
-        "tp and pp as the spec asks"
-        if isinstance(p.tensor, int) and isinstance(p.pipeline, int)
-        else "at the fewest nodes, the layout that leaves 10% of usable memory free, "
+    if isinstance(p.tensor, int) and isinstance(p.pipeline, int):
+        return "tp and pp as the spec asks"
+    return (
+        "at the fewest nodes, the layout that leaves 10% of usable memory free, "
         + (
             "splits the layers evenly"
-            if arch.layers % fit.pp == 0
+            if layers % fit.pp == 0
             else "splits the layers as evenly as it can (no pipeline degree dividing them fit)"
         )
         + " and uses the least pipeline, then tensor, parallelism (docs/sizing.md)"
     )
-    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
+
+
+def _memory_model_text(spec: Spec) -> str:
+    """Whose allocation the memory is sized as (the framework's, or PEFT adapters') and the headroom kept
+    free."""
     keep = f", with {spec.parallelism.memory_headroom:.0%} of each GPU kept free"
     if spec.model.finetune.method != "full":
-        parts.append(f"{spec.model.finetune.method} adapters sized as PEFT-based trainers hold them{keep}")
-    else:
-        parts.append(
-            f"memory sized as {framework} allocates it"
-            + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "")
-            + keep
-        )
+        return f"{spec.model.finetune.method} adapters sized as PEFT-based trainers hold them{keep}"
+    framework = sizing.resolve_framework(spec.parallelism.framework, spec.parallelism.zero_stage)
+    return (
+        f"memory sized as {framework} allocates it"
+        + (" (parallelism.framework: auto)" if spec.parallelism.framework == "auto" else "")
+        + keep
+    )
+
+
+def _bubble_text(spec: Spec, sched: sizing.Schedule) -> str:
+    """The pipeline bubble's formula (interleaved with virtual stages or not) and its share of the pipelined
+    time."""
     v = spec.parallelism.virtual_stages
-    if sched is not None and fit.pp > 1:
-        parts.append(
-            (
-                f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
-                if v > 1
-                else "the pipeline bubble (pp-1)/(m+pp-1)"
-            )
-            + f" with m={sched.microbatches} micro-batches per step is "
-            f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)"
+    return (
+        (
+            f"the interleaved pipeline bubble (pp-1)/(v*m+pp-1) with v={v} chunks per stage"
+            if v > 1
+            else "the pipeline bubble (pp-1)/(m+pp-1)"
         )
-    return "; ".join(parts)
+        + f" with m={sched.microbatches} micro-batches per step is "
+        f"{sched.bubble_fraction:.1%} of the pipelined time ({sched.pipeline_bubble_hours:,.0f} h)"
+    )
 
 
 def pipeline_text(pp: int, layers: int) -> str:
