@@ -20,6 +20,7 @@ from generator.preview.diff.values import _short
 
 if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
+    from generator.preview.diff.notes import DiffNote
 
 Action = Literal["create", "update", "replace", "delete"]
 Impact = Literal[
@@ -109,7 +110,7 @@ class WhatChanged:
     facts: tuple[Fact, ...]
     new_warnings: tuple[str, ...] = ()
     resolved_warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()  # what a reviewer must know about a new or deleted stack
+    notes: tuple[DiffNote, ...] = ()  # what a reviewer must know about a new or deleted stack
     gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
 
     def changed_facts(self) -> list[Fact]:
@@ -228,7 +229,7 @@ class DiffResult:
     unchanged: int
     base: SideInfo = field(default_factory=SideInfo)
     head: SideInfo = field(default_factory=SideInfo)
-    notes: tuple[str, ...] = ()
+    notes: tuple[DiffNote, ...] = ()  # another stack or region (generator/preview/diff/notes.py)
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
     picture: str = ""  # the change as one Mermaid diagram, boxes coloured by impact ("" without plans)
     what: WhatChanged | None = (
