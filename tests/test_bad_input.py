@@ -309,7 +309,7 @@ def test_bad_spec(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sn
     first = err.splitlines()[0]
     assert re.match(rf"^{re.escape(rel)}:\d+:\d+: ", first), first
     n = len(re.findall(rf"^{re.escape(rel)}:\d+:\d+: ", err, flags=re.MULTILINE))
-    assert err.rstrip("\n").endswith(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")
+    assert err.rstrip("\n").endswith(f"{n} problem{'s' if n != 1 else ''} found; nothing was written.")  # wording: the trailer of every error report
     for fragment in MUST_SAY.get(name, ()):
         assert fragment in err, f"{fragment!r} missing from:\n{err}"
     snapshot(EXPECTED / f"{name}.txt", err)
