@@ -33,7 +33,71 @@ _TEXT_METHODS = {"startswith", "endswith", "count", "find", "index", "search", "
 WORDING = "# wording"
 
 # Each test file's prose asserts today (issue 27): a file may hold at most this many; one not listed, none.
-CAP: dict[str, int] = {}
+CAP: dict[str, int] = {
+    "boot/test_boot.py": 18,
+    "boot/test_boot_container.py": 2,
+    "boot/test_boot_lingjun.py": 4,
+    "e2e/test_cluster.py": 2,
+    "live/test_failures.py": 8,
+    "live/test_sdk_calls.py": 2,
+    "test_bad_input.py": 3,
+    "test_catalog.py": 1,
+    "test_ci_workflow.py": 8,
+    "test_cli.py": 9,
+    "test_cluster.py": 4,
+    "test_codes.py": 1,
+    "test_container_image.py": 2,
+    "test_context_parallel.py": 5,
+    "test_cost.py": 8,
+    "test_decision_texts.py": 10,
+    "test_derive.py": 1,
+    "test_diagram.py": 6,
+    "test_diff.py": 15,
+    "test_diff_cost.py": 2,
+    "test_diff_grow.py": 2,
+    "test_diff_picture.py": 2,
+    "test_diff_summary.py": 4,
+    "test_dlc.py": 2,
+    "test_dlc_jobs.py": 14,
+    "test_ecs_bisect.py": 1,
+    "test_ecs_cure.py": 5,
+    "test_ecs_jobs.py": 8,
+    "test_escaping.py": 1,
+    "test_estimate.py": 5,
+    "test_estimated_prices.py": 3,
+    "test_facts.py": 2,
+    "test_fp8.py": 4,
+    "test_frameworks.py": 2,
+    "test_heal.py": 10,
+    "test_hostile_input.py": 11,
+    "test_interleaved.py": 3,
+    "test_keep_last.py": 5,
+    "test_keypair.py": 3,
+    "test_limits.py": 2,
+    "test_lingjun.py": 1,
+    "test_lingjun_jobs.py": 9,
+    "test_lint.py": 9,
+    "test_live.py": 29,
+    "test_milestones.py": 5,
+    "test_moe.py": 6,
+    "test_mountaddr.py": 12,
+    "test_network_plan.py": 5,
+    "test_network_time.py": 1,
+    "test_pause.py": 6,
+    "test_plan_markdown.py": 3,
+    "test_planner.py": 8,
+    "test_readme.py": 2,
+    "test_reasons.py": 1,
+    "test_schedule.py": 2,
+    "test_sizing.py": 2,
+    "test_spec_docs.py": 2,
+    "test_stackdir.py": 6,
+    "test_stock.py": 3,
+    "test_unavailable.py": 4,
+    "test_userdata.py": 4,
+    "test_weights.py": 9,
+    "test_weights_dlc.py": 15,
+}
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -63,9 +127,9 @@ def _matches_prose(test: ast.AST) -> bool:
                     is_prose(s, _SENTENCE_WORDS) for side in (left, right) for s in _strings(side)
                 ):
                     return True
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _TEXT_METHODS:
-            if any(is_prose(s) for a in n.args for s in _strings(a)):
-                return True
+        method = n.func.attr if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) else ""
+        if method in _TEXT_METHODS and any(is_prose(s) for a in n.args for s in _strings(a)):
+            return True
     return False
 
 
