@@ -23,11 +23,11 @@ from click.testing import CliRunner
 
 from generator import api
 from generator.cli import main
+from generator.errors import SpecErrors
+from generator.plan.pipeline import load
 from generator.plan.stable_json import dumps
 from generator.present import diagram, md
 from generator.render import escape, stackdir
-from generator.errors import SpecErrors
-from generator.plan.pipeline import load
 from generator.spec import codes, source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def test_reads_stop_at_the_limit_plus_one_byte(tmp_path: Path, monkeypatch: pyte
     read = []
     real_read = os.read
     monkeypatch.setattr(source.os, "read", lambda fd, n: (read.append(n), real_read(fd, n))[1])
-    code, out = _run(["validate", str(huge)])
+    code, _ = _run(["validate", str(huge)])
     assert code == 2 and sum(read) == source.MAX_SPEC_BYTES + 1
     assert _problems(huge) == [(codes.TOO_LARGE.code, {"max_bytes": source.MAX_SPEC_BYTES})]
 

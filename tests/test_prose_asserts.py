@@ -66,12 +66,12 @@ CAP: dict[str, int] = {
     "test_estimate.py": 5,
     "test_estimated_prices.py": 3,
     "test_facts.py": 2,
-    "test_fp8.py": 4,
+    "test_fp8.py": 2,
     "test_frameworks.py": 2,
     "test_heal.py": 10,
     "test_hostile_input.py": 11,
     "test_interleaved.py": 3,
-    "test_keep_last.py": 5,
+    "test_keep_last.py": 4,
     "test_keypair.py": 3,
     "test_limits.py": 2,
     "test_lingjun.py": 1,
@@ -79,7 +79,7 @@ CAP: dict[str, int] = {
     "test_lint.py": 9,
     "test_live.py": 29,
     "test_milestones.py": 5,
-    "test_moe.py": 6,
+    "test_moe.py": 4,
     "test_mountaddr.py": 12,
     "test_network_plan.py": 5,
     "test_network_time.py": 1,
@@ -96,7 +96,7 @@ CAP: dict[str, int] = {
     "test_unavailable.py": 4,
     "test_userdata.py": 4,
     "test_weights.py": 9,
-    "test_weights_dlc.py": 15,
+    "test_weights_dlc.py": 13,
 }
 
 
