@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.plan import warns
 from generator.preview import diff as d
 from generator.preview.diff import notes
 from generator.preview.diff import reasons as why
@@ -46,7 +47,8 @@ def test_a_scale_up_is_headed_grow_with_the_layout_change_and_new_warnings(tmp_p
     (reshard,) = [n for n in result.what.notes if n.code == notes.Reshard.code]
     assert (reshard.base_tp, reshard.base_pp) != (reshard.head_tp, reshard.head_pp)
     assert (reshard.base_layout, reshard.head_layout) == facts["layout"]
-    assert any("96 nodes may want" in w for w in result.what.new_warnings)
+    throughput = [w.fields() for w in result.what.new_warnings if w.code == warns.CpfsThroughputShort.code]
+    assert [f["nodes"] for f in throughput] == [96]
     assert not result.what.gates
     md = d.format_markdown(result)
     assert md.index("| what changed | base | head |") < md.index("```mermaid") < md.index("replaces-nodes (32)")

@@ -56,7 +56,7 @@ CAP: dict[str, int] = {
     "test_diff_cost.py": 2,
     "test_diff_grow.py": 2,
     "test_diff_picture.py": 2,
-    "test_diff_summary.py": 4,
+    "test_diff_summary.py": 3,
     "test_dlc.py": 2,
     "test_dlc_jobs.py": 14,
     "test_ecs_bisect.py": 1,

@@ -108,8 +108,8 @@ class WhatChanged:
     kind: Kind
     headline: str
     facts: tuple[Fact, ...]
-    new_warnings: tuple[str, ...] = ()
-    resolved_warnings: tuple[str, ...] = ()
+    new_warnings: tuple[Event, ...] = ()  # the head plan's warnings the base's lacks (generator/plan/warns/)
+    resolved_warnings: tuple[Event, ...] = ()  # the base plan's the head's lacks
     notes: tuple[DiffNote, ...] = ()  # what a reviewer must know about a new or deleted stack
     gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
 

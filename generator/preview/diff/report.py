@@ -44,7 +44,8 @@ from generator.preview.diff.values import LONG_VALUE, digest
 # (why the impact, as {code, impact, fields, text}: docs/codes.md lists the codes) and "properties[].note" and
 # "properties[].replaced" (what "summary" and "cause" say, as data).
 # 5: each of "notes" and "what_changed.notes" is {code, fields, text} (generator/preview/diff/notes.py, TSD019...),
-# not a sentence; the words are the same and read from "text".
+# and each of "what_changed.new_warnings" and "resolved_warnings" the plan warning's {code, fields, text} (as in
+# plan.json), not a sentence; the words are the same and read from "text".
 SCHEMA_VERSION = 5
 
 _IMPACT_MARKS: Mapping[Impact, str] = {
@@ -178,8 +179,8 @@ def format_text(result: DiffResult) -> str:
     if result.what is not None and result.has_changes:
         out.append(f"{result.what.kind}: {result.what.headline}")
         out += [f"  {f.label}: {f.base} -> {f.head}" for f in result.what.changed_facts()]
-        out += [f"  new warning: {w}" for w in result.what.new_warnings]
-        out += [f"  resolved warning: {w}" for w in result.what.resolved_warnings]
+        out += [f"  new warning: {w.text()}" for w in result.what.new_warnings]
+        out += [f"  resolved warning: {w.text()}" for w in result.what.resolved_warnings]
         out += [f"  note: {n.text()}" for n in result.what.notes]
     if not result.has_changes:
         out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
@@ -345,14 +346,14 @@ def _what_changed_markdown(what: Any) -> list[str]:
         out += [
             f"**New warnings ({len(what.new_warnings)})**",
             "",
-            *(f"- {_md_text(w)}" for w in what.new_warnings),
+            *(f"- {_md_text(w.text())}" for w in what.new_warnings),
             "",
         ]
     if what.resolved_warnings:
         out += [
             f"<details><summary>Resolved warnings ({len(what.resolved_warnings)})</summary>",
             "",
-            *(f"- {_md_text(w)}" for w in what.resolved_warnings),
+            *(f"- {_md_text(w.text())}" for w in what.resolved_warnings),
             "",
             "</details>",
             "",

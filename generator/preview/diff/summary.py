@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from generator.events import Event
 from generator.preview.diff.model import KINDS, NODE_TYPES, DiffResult, Fact, Kind, WhatChanged
 from generator.preview.diff.notes import DiffNote, NewStackEmpty, OldStackKept, Reshard, StackNotDestroyed
 
@@ -125,10 +126,13 @@ def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
     return {k: out.get(k, "n/a") for k in labels}
 
 
-def _warnings(base: Plan | None, head: Plan | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    old = tuple(w.text() for w in base.warnings) if base is not None else ()
-    new = tuple(w.text() for w in head.warnings) if head is not None else ()
-    return tuple(w for w in new if w not in old), tuple(w for w in old if w not in new)
+def _warnings(base: Plan | None, head: Plan | None) -> tuple[tuple[Event, ...], tuple[Event, ...]]:
+    """The warnings of one side whose words the other side's lack (new, resolved)."""
+    old = tuple(base.warnings) if base is not None else ()
+    new = tuple(head.warnings) if head is not None else ()
+    old_texts, new_texts = {w.text() for w in old}, {w.text() for w in new}
+    added = tuple(w for w in new if w.text() not in old_texts)
+    return added, tuple(w for w in old if w.text() not in new_texts)
 
 
 def _node_actions(result: DiffResult) -> set[str]:
@@ -252,6 +256,6 @@ def to_dict(w: WhatChanged) -> dict[str, Any]:
         "gates": list(w.gates),
         "notes": [n.to_dict() for n in w.notes],
         "facts": [{"label": f.label, "base": f.base, "head": f.head, "changed": f.changed} for f in w.facts],
-        "new_warnings": list(w.new_warnings),
-        "resolved_warnings": list(w.resolved_warnings),
+        "new_warnings": [n.to_dict() for n in w.new_warnings],
+        "resolved_warnings": [n.to_dict() for n in w.resolved_warnings],
     }
