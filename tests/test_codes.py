@@ -14,6 +14,7 @@ from generator.plan.model import ASSUMPTION, ESTIMATE, LIST_PRICE, PRICE_BASES
 from generator.plan.pipeline import plan_file
 from generator.platforms.dlc import refusals as dlc_refusals
 from generator.platforms.lingjun import refusals as lingjun_refusals
+from generator.preview.diff import notes as diff_notes
 from generator.preview.diff import reasons
 from generator.spec import codes as spec_codes
 from generator.spec.model import Spec
@@ -82,6 +83,13 @@ def diff_reason_table() -> str:
     """The diff reasons table docs/codes.md must hold, from the classes themselves."""
     rows = ["| code | impact | event | when | fields |", "|---|---|---|---|---|"]
     rows += [f"| `{c.code}` | {c.impact} | `{c.__name__}` | {c.summary} | {_fields(c)} |" for c in reasons.codes()]
+    return "\n".join(rows) + "\n"
+
+
+def diff_note_table() -> str:
+    """The diff notes table docs/codes.md must hold, from the classes themselves."""
+    rows = ["| code | event | when | fields |", "|---|---|---|---|"]
+    rows += [f"| `{c.code}` | `{c.__name__}` | {c.summary} | {_fields(c)} |" for c in diff_notes.codes()]
     return "\n".join(rows) + "\n"
 
 
@@ -222,6 +230,8 @@ def test_docs_list_every_code() -> None:
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the warnings table with\n{expected}"
     expected = diff_reason_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the diff reasons table with\n{expected}"
+    expected = diff_note_table()
+    assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the diff notes table with\n{expected}"
     expected = platform_rule_table()
     assert expected in DOC.read_text(encoding="utf-8"), f"docs/codes.md: replace the platform rules table with\n{expected}"
     expected = spec_problem_table()
@@ -410,3 +420,18 @@ def test_every_diff_reason_renders_and_serialises() -> None:
     for s in samples:
         row = json.loads(json.dumps(s.to_dict()))
         assert s.text() and row["code"] == s.code and row["impact"] == s.impact and row["text"] == s.text()
+
+
+def test_every_diff_note_renders_and_serialises() -> None:
+    samples = [
+        diff_notes.OtherStack("run/dev", "run2/dev", 11), diff_notes.RegionChanged("cn-hangzhou", "cn-beijing"),
+        diff_notes.StackNotDestroyed("run/dev"), diff_notes.OldStackKept("run/dev"),
+        diff_notes.NewStackEmpty("run2/dev"), diff_notes.Reshard(8, 1, 4, 2, "tp=8 pp=1 dp=8", "tp=4 pp=2 dp=8"),
+    ]
+    assert {type(s) for s in samples} == set(diff_notes.codes())
+    every = [c.code for c in (*reasons.codes(), *diff_notes.codes())]
+    assert len(set(every)) == len(every)  # one family, TSD: a note's code is never a reason's
+    assert all(c.code.startswith("TSD") and len(c.code) == 6 and c.summary for c in diff_notes.codes())
+    for s in samples:
+        row = json.loads(json.dumps(s.to_dict()))
+        assert s.text() and row == {"code": s.code, "fields": s.fields(), "text": s.text()}

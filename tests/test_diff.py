@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from generator import api
 from generator.cli import main
 from generator.preview import diff as d
+from generator.preview.diff import notes
 from generator.preview.diff import reasons as why
 from generator.preview.mockrun import Graph, Resource
 
@@ -258,7 +259,8 @@ def test_region_change_replaces_every_resource_and_says_why() -> None:
                            head_info=d.SideInfo("b", "run", "dev", "cn-beijing"))
     assert {c.action for c in result.changes} == {"replace"}
     assert len(result.changes) == len(cluster().resources)
-    assert any("region changes" in n for n in result.notes)
+    assert [n.to_dict()["fields"] for n in result.notes if n.code == notes.RegionChanged.code] == [
+        {"base_region": "cn-hangzhou", "head_region": "cn-beijing"}]
 
 
 def test_renamed_project_is_a_new_stack_not_a_deletion() -> None:
@@ -267,7 +269,8 @@ def test_renamed_project_is_a_new_stack_not_a_deletion() -> None:
     assert {c.action for c in result.changes} == {"create"}  # nothing of the old stack is deleted
     assert not any(c.impact == "data-at-risk" for c in result.changes)
     (note,) = result.notes
-    assert "run/dev -> run2/dev" in note and "keep running" in note
+    assert (note.code, note.fields()) == (notes.OtherStack.code, {"base_stack": "run/dev", "head_stack": "run2/dev",
+                                                                  "resources": 11})
 
 
 def test_markdown_groups_identical_node_changes_and_folds_the_safe_section() -> None:
@@ -290,7 +293,7 @@ def test_json_is_stable_and_versioned() -> None:
     first, second = d.format_json(result), d.format_json(d.diff_graphs(cluster(nodes=2), cluster(nodes=3)))
     assert first == second
     payload = json.loads(first)
-    assert payload["schema_version"] == d.SCHEMA_VERSION == 4
+    assert payload["schema_version"] == d.SCHEMA_VERSION == 5
     assert set(payload) == {"schema_version", "base", "head", "summary", "notes", "impacts", "cost", "changes",
                             "what_changed"}
     assert payload["cost"] is None  # graphs given directly: no plans to price

@@ -102,7 +102,7 @@ def test_doubling_the_nodes_in_all_three_formats(doubled: dict) -> None:
 
     payload = json.loads(d.format_json(result))
     c = payload["cost"]
-    assert payload["schema_version"] == 4  # 4: what_changed, and a new stack's cost counts both stacks
+    assert payload["schema_version"] == 5  # 4: what_changed, and a new stack's cost counts both stacks; 5: coded notes
     assert (c["base"]["per_hour"], c["head"]["per_hour"]) == (old.total_per_hour, new.total_per_hour)
     assert (c["base"]["run"], c["head"]["run"]) == (old.run_total, new.run_total)
     total = {p: c["periods"][p][-1] for p in ("hour", "month", "run")}

@@ -48,7 +48,7 @@ def test_a_smaller_cpfs_capacity_fails_at_apply_in_every_format() -> None:
     assert "### trainstack diff: ⛔ fails-at-apply" in markdown
     assert f"| ⛔ fails-at-apply | 1 | {d.IMPACT_TITLES['fails-at-apply']} |" in markdown
     payload = json.loads(d.format_json(result))
-    assert payload["schema_version"] == 4
+    assert payload["schema_version"] == 5
     assert payload["summary"]["worst_impact"] == "fails-at-apply"
     assert payload["summary"]["by_impact"]["fails-at-apply"] == 1
     assert payload["changes"][0]["properties"][0]["effect"] == "fails-at-apply"

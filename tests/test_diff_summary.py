@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from generator.plan import warns
 from generator.preview import diff as d
+from generator.preview.diff import notes
 from generator.preview.diff import reasons as why
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +44,11 @@ def test_a_scale_up_is_headed_grow_with_the_layout_change_and_new_warnings(tmp_p
     facts = _facts(result)
     assert facts["nodes"] == ("64", "96") and facts["GPUs"] == ("512 x A100-80G", "768 x A100-80G")
     assert facts["layout"][0] != facts["layout"][1] and "layout" in result.what.headline
-    assert any("resharded" in n for n in result.what.notes)
-    assert any("96 nodes may want" in w for w in result.what.new_warnings)
+    (reshard,) = [n for n in result.what.notes if n.code == notes.Reshard.code]
+    assert (reshard.base_tp, reshard.base_pp) != (reshard.head_tp, reshard.head_pp)
+    assert (reshard.base_layout, reshard.head_layout) == facts["layout"]
+    throughput = [w.fields() for w in result.what.new_warnings if w.code == warns.CpfsThroughputShort.code]
+    assert [f["nodes"] for f in throughput] == [96]
     assert not result.what.gates
     md = d.format_markdown(result)
     assert md.index("| what changed | base | head |") < md.index("```mermaid") < md.index("replaces-nodes (32)")
@@ -68,7 +73,10 @@ def test_a_rename_is_a_new_stack_that_bills_beside_the_old_one_and_is_gated(tmp_
                                                        "name: pretrain-70b-v2\n")))
     assert result.what is not None and result.what.kind == "new stack"
     assert result.what.gates == ("new-stack",)
-    assert any("starts without checkpoints" in n for n in result.what.notes)
+    assert [(n.code, n.fields()) for n in result.what.notes] == [
+        (notes.OldStackKept.code, {"old_stack": "pretrain-70b/dev"}),
+        (notes.NewStackEmpty.code, {"stack": "pretrain-70b-v2/dev"}),
+    ]
     cost = result.cost
     assert cost is not None and cost.changed and cost.base_stack_kept == "pretrain-70b/dev"
     old, new = cost.total("hour").old, cost.total("hour").new

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import sizing
+from generator import api, sizing
 from generator.catalog import load_catalog
+from generator.errors import SpecErrors
+from generator.plan import catalog_refusals
 from generator.plan.pipeline import load, plan_located
 from generator.sizing.fp8 import activation_saving as fp8_activation_saving
 from generator.sizing.memory import TrainingSetup, per_gpu_memory
@@ -187,8 +189,12 @@ def test_a_spec_with_fp8_on_a_gpu_without_it_is_refused_on_the_field(tmp_path: P
     spec = _spec(tmp_path, "A100-80G")
     out = _cli("plan", str(spec))
     assert out.returncode == 2
-    assert f"{spec}:8:3: model.precision: fp8 needs a GPU with FP8 tensor cores" in out.stderr
-    assert "A100-80G (from compute.gpu)" in out.stderr and "model.precision: bf16" in out.stderr
+    assert f"{spec}:8:3: model.precision: fp8 needs a GPU with FP8 tensor cores" in out.stderr  # wording
+    with pytest.raises(SpecErrors) as e:
+        api.plan(spec)
+    (p,) = e.value.problems
+    assert (p.code, p.dotted) == (catalog_refusals.NoFp8.code, "model.precision")
+    assert {k: v for k, v in p.fields if k in ("gpu", "source")} == {"gpu": "A100-80G", "source": "compute.gpu"}
     assert "fp8" in json.dumps(
         json.loads(_cli("schema").stdout)["$defs"]["ModelSpec"]["properties"]["precision"]
     )

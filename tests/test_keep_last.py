@@ -12,11 +12,13 @@ import pytest
 
 from generator import api
 from generator.catalog import load_catalog
+from generator.errors import SpecErrors
 from generator.plan import warns
 from generator.plan.checkpoints import JOBS_SUBPREFIX, MIN_EXPIRE_DAYS, expire_days
 from generator.plan.cost import HOURS_PER_MONTH, checkpoint_hours, checkpoints_held, life_hours
 from generator.plan.pipeline import load, plan_located
 from generator.preview.mockrun import run_program
+from generator.spec import codes
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = load_catalog()
@@ -124,15 +126,18 @@ def test_without_keep_last_no_rule_expires_current_checkpoints() -> None:
 
 
 @pytest.mark.parametrize(
-    "value, text",
+    "value, code",
     [
-        ("0", "greater than or equal to 1"),
-        ("true", "checkpoints.keep_last"),
-        ("three", "checkpoints.keep_last"),
+        ("0", codes.OUT_OF_RANGE.code),
+        ("true", codes.REFUSED_VALUE.code),
+        ("three", codes.WRONG_TYPE.code),
     ],
 )
-def test_a_bad_keep_last_is_refused_with_its_field(tmp_path: Path, value: str, text: str) -> None:
+def test_a_bad_keep_last_is_refused_with_its_field(tmp_path: Path, value: str, code: str) -> None:
     spec = _spec(tmp_path, f"  keep_last: {value}\n")
+    with pytest.raises(SpecErrors) as e:
+        api.plan(spec)
+    assert [(p.code, p.dotted) for p in e.value.problems] == [(code, "checkpoints.keep_last")]
     run = subprocess.run(
         [sys.executable, "-m", "generator.cli", "plan", str(spec)],
         check=False,
@@ -141,8 +146,7 @@ def test_a_bad_keep_last_is_refused_with_its_field(tmp_path: Path, value: str, t
         cwd=ROOT,
     )
     assert run.returncode == 2, run.stderr
-    assert "keep_last" in run.stderr and text in run.stderr
-    assert f"{spec.name}:" in run.stderr
+    assert f"{spec}:" in run.stderr and ": checkpoints.keep_last: " in run.stderr
 
 
 def test_the_schema_and_the_docs_name_keep_last() -> None:

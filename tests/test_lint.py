@@ -471,7 +471,7 @@ def test_cli_fails_on_a_hand_broken_stack_folder() -> None:
         ["ERROR", "TS001"], ["WARNING", "TS002"], ["ERROR", "TS004"], ["ERROR", "TS012"], ["ERROR", "TS013"]]
     assert "[waived: the fixture bucket is deliberately left without a public access block]" in lines[2]
     assert lines[-1].endswith("3 errors, 1 warning, 1 waived")
-    assert "lint failed: 3 unwaived error(s)" in result.stderr
+    assert "lint failed: 3 unwaived error(s)" in result.stderr  # wording: the failure line
 
     as_json = CliRunner().invoke(main, ["lint", "--json", str(FIXTURE_STACK)])
     assert as_json.exit_code == 1
@@ -494,7 +494,7 @@ def test_cli_lists_the_rules() -> None:
     result = CliRunner().invoke(main, ["lint", "--rules"])
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.output.splitlines()] == sorted(RULES)
-    assert "TS002  warning  network      SSH ingress only from named administrator networks" in result.output
+    assert "TS002  warning  network      SSH ingress only from named administrator networks" in result.output  # wording: the rules listing (--json has the ids)
     as_json = CliRunner().invoke(main, ["lint", "--rules", "--json"])
     assert [r["id"] for r in json.loads(as_json.output)] == sorted(RULES)
 

@@ -5,6 +5,7 @@ tagger (trainstack-ckpt-sync), whose passes under a simulated lifecycle keep eve
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from generator import api
 from generator.errors import SpecErrors
-from generator.plan import milestones, refusals
+from generator.plan import milestones, refusals, spec_refusals
 from generator.plan.cost import checkpoints_held, checkpoints_written, is_milestone, life_hours
 from generator.plan.fit import PlanningError
 from generator.plan.milestones import MILESTONE, RETENTION_TAG, ROLLING
@@ -55,24 +56,31 @@ def _plan_cli(spec: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    ("extra", "text"),
+    ("extra", "code", "field"),
     [
-        ("  milestones: {every: 10}\n", "checkpoints.milestones: milestones are checkpoints kept beside"),
-        ("  keep_last: 3\n  milestones: {every: 1}\n", "checkpoints.milestones.every"),
-        ("  keep_last: 3\n  milestones: {}\n", "checkpoints.milestones: give milestones one way"),
-        ("  keep_last: 3\n  milestones: {every: 4, at_steps: [10]}\n", "not every and at_steps"),
-        ("  keep_last: 3\n  milestones: {every_hours: 0}\n", "checkpoints.milestones.every_hours"),
-        ("  keep_last: 3\n  milestones: {at_steps: [20, 10, 20]}\n", "checkpoints.milestones.at_steps"),
-        ("  keep_last: 3\n  milestones: 10\n", "checkpoints.milestones"),
+        ("  milestones: {every: 10}\n", spec_refusals.MilestonesWithoutKeepLast.code, "checkpoints.milestones"),
+        ("  keep_last: 3\n  milestones: {every: 1}\n", codes.OUT_OF_RANGE.code, "checkpoints.milestones.every"),
+        ("  keep_last: 3\n  milestones: {}\n", codes.MILESTONE_FORM.code, "checkpoints.milestones"),
+        ("  keep_last: 3\n  milestones: {every: 4, at_steps: [10]}\n", codes.MILESTONE_FORM.code,
+         "checkpoints.milestones"),
+        ("  keep_last: 3\n  milestones: {every_hours: 0}\n", codes.OUT_OF_RANGE.code,
+         "checkpoints.milestones.every_hours"),
+        ("  keep_last: 3\n  milestones: {at_steps: [20, 10, 20]}\n", codes.REFUSED_VALUE.code,
+         "checkpoints.milestones.at_steps"),
+        ("  keep_last: 3\n  milestones: 10\n", codes.EXPECTED_MAPPING.code, "checkpoints.milestones"),
     ],
 )
-def test_a_bad_milestones_is_refused_with_file_line_and_field(tmp_path: Path, extra: str, text: str) -> None:
+def test_a_bad_milestones_is_refused_with_file_line_and_field(
+    tmp_path: Path, extra: str, code: str, field: str
+) -> None:
     spec = _spec(tmp_path, extra)
+    with pytest.raises(SpecErrors) as e:
+        api.plan(spec)
+    assert [(p.code, p.dotted) for p in e.value.problems] == [(code, field)]
     run = _plan_cli(spec)
     assert run.returncode == 2, run.stderr
-    assert text in run.stderr and f"{spec.name}:" in run.stderr
     line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if "milestones" in t)
-    assert f"{spec.name}:{line}:" in run.stderr
+    assert re.search(rf"^{re.escape(str(spec))}:{line}:\d+: {re.escape(field)}: ", run.stderr, re.MULTILINE)
 
 
 @pytest.mark.parametrize(
@@ -105,11 +113,18 @@ def test_milestones_take_exactly_one_form(
 
 
 @pytest.mark.parametrize("form", ["{every: 4}", "{every_hours: 24}", "{at_steps: [100, 2000]}"])
-@pytest.mark.parametrize(("name", "platform"), [("finetune-dlc", ""), ("pretrain-70b", "lingjun")])
-def test_platforms_without_the_tagger_refuse_milestones(tmp_path: Path, name: str, platform: str, form: str) -> None:
-    run = _plan_cli(_spec(tmp_path, f"  keep_last: 3\n  milestones: {form}\n", name, platform))
-    assert run.returncode == 2, run.stderr
-    assert "checkpoints.milestones is not honoured on" in run.stderr
+@pytest.mark.parametrize(
+    ("name", "platform", "title"), [("finetune-dlc", "", "PAI-DLC"), ("pretrain-70b", "lingjun", "Lingjun")]
+)
+def test_platforms_without_the_tagger_refuse_milestones(
+    tmp_path: Path, name: str, platform: str, title: str, form: str
+) -> None:
+    spec = _spec(tmp_path, f"  keep_last: 3\n  milestones: {form}\n", name, platform)
+    with pytest.raises(SpecErrors) as e:
+        api.plan(spec)
+    refused = [dict(p.fields) for p in e.value.problems if p.code == spec_refusals.FieldNotHonoured.code]
+    assert [(f["field"], f["platform"]) for f in refused] == [("checkpoints.milestones", title)]
+    assert _plan_cli(spec).returncode == 2
 
 
 def test_the_schema_and_the_docs_name_milestones() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.plan import warns
+from generator.plan import shape_refusals, warns
 from generator.sizing import (
     PRESETS,
     MoE,
@@ -296,10 +296,14 @@ def test_fixed_expert_degree_is_kept_and_checked() -> None:
 
     p = _plan({"preset": "mixtral-8x7b"}, parallelism={"expert": 4, "tensor": 2})
     assert p.compute.ep == 4 and p.compute.dp % 4 == 0
-    with pytest.raises(PlanningError, match="does not divide the model's 8 experts"):
+    with pytest.raises(PlanningError) as e:
         _plan({"preset": "mixtral-8x7b"}, parallelism={"expert": 3})
-    with pytest.raises(PlanningError, match="needs a mixture-of-experts model"):
+    assert [(p.code, p.dotted, dict(p.fields)) for p in e.value.problems] == [
+        (shape_refusals.ExpertNotDividing.code, "parallelism.expert", {"expert": 3, "experts": 8})]
+    with pytest.raises(PlanningError) as e:
         _plan({"preset": "llama-2-7b"}, parallelism={"expert": 2})
+    assert [(p.code, p.dotted, dict(p.fields)) for p in e.value.problems] == [
+        (shape_refusals.ExpertWithoutMoe.code, "parallelism.expert", {"expert": 2})]
 
 
 def test_a_moe_name_with_only_a_parameter_count_warns() -> None:

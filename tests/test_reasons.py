@@ -46,16 +46,16 @@ def _check(spec: Spec) -> str | None:
     assert r.binding, r
     assert fits(n) and r.memory_floor <= n
     if "spec" in r.binding:
-        assert isinstance(spec.compute.nodes, int) and r.text.startswith("as the spec asks")
+        assert isinstance(spec.compute.nodes, int) and r.text.startswith("as the spec asks")  # wording: the sentence of binding "spec"
         return "spec"
     if "memory" in r.binding:
         assert r.memory_floor == (n if "batch" not in r.binding else r.memory_floor)
-        assert "set by memory" in r.text
+        assert "set by memory" in r.text  # wording: the sentence of binding "memory"
         lower = [k for k in counts if k < r.memory_floor]
         assert not lower or not fits(lower[-1])  # one fewer node-step would not hold the training state
     if "deadline" in r.binding:
         assert r.deadline_floor is not None and r.memory_floor < r.deadline_floor <= n
-        assert "set by the deadline" in r.text and "memory alone needs only" in r.text
+        assert "set by the deadline" in r.text and "memory alone needs only" in r.text  # wording: the sentence of binding "deadline"
         assert meets_deadline(spec, CATALOG, arch, lora, t, r.deadline_floor, fit.tp, fit.pp)
         earlier = [k for k in counts if k < r.deadline_floor]
         assert not earlier or not meets_deadline(spec, CATALOG, arch, lora, t, earlier[-1], fit.tp, fit.pp)
@@ -66,9 +66,9 @@ def _check(spec: Spec) -> str | None:
         for k in (k for k in below if k >= low):  # none of the counts in between splits the batch
             if meets_deadline(spec, CATALOG, arch, lora, t, k, fit.tp, fit.pp) and fits(k):
                 assert batch % ((k * t.gpus // (fit.tp * fit.pp)) * spec.model.micro_batch_size) != 0
-        assert "rounded up for the global batch" in r.text
+        assert "rounded up for the global batch" in r.text  # wording: the sentence of binding "batch"
     if "memory" not in r.binding and "data" not in r.binding:
-        assert f"memory alone needs only {r.memory_floor} node(s)" in r.text
+        assert f"memory alone needs only {r.memory_floor} node(s)" in r.text  # wording: the memory floor beside another binding
     return r.binding[0]
 
 

@@ -20,7 +20,7 @@ import pytest
 from generator import api
 from generator.catalog import runtime
 from generator.errors import SpecErrors
-from generator.plan import warns
+from generator.plan import refusals, warns
 from generator.platforms.dlc import weights as dlc_weights
 from generator.render import files as render_files
 
@@ -145,8 +145,8 @@ def test_modelscope_on_several_workers_without_shared_storage_is_refused(tmp_pat
     with pytest.raises(SpecErrors) as e:
         _plan(tmp_path, MODELSCOPE, replace=nas)
     (p,) = e.value.problems
-    assert p.path == ("storage", "shared") and "PAI-DLC workers need a shared file system" in p.message
-    assert "storage.shared: auto or extreme-nas" in p.hint and "oss://BUCKET/PREFIX/" in p.hint
+    assert (p.code, p.path, dict(p.fields)["nodes"]) == (refusals.DlcWeightsNeedShared.code, ("storage", "shared"), 2)
+    assert "storage.shared: auto or extreme-nas" in p.hint and "oss://BUCKET/PREFIX/" in p.hint  # wording: the hint
     # OSS weights are mounted in every worker: no shared file system needed
     plan = _plan(tmp_path, OSS, replace=nas)
     assert plan.storage.kind == "none" and plan.weights.fetches == 0

@@ -24,7 +24,7 @@ capacity or a system disk size, gets smaller: ``pulumi up`` fails part-way), ``n
 not apply it), ``unknown`` (an update of an input without data: a possible replacement), ``restarts-nodes``
 (an in-place node update that reboots it, e.g. ``userData``), ``safe`` (everything else).
 :func:`format_text`, :func:`format_markdown` (a pull-request comment) and :func:`format_json`
-(``schema_version`` 4) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
+(``schema_version`` 5) render a :class:`DiffResult`. :func:`diff_sides` also prices both sides from their plans
 (:attr:`DiffResult.cost`, a :class:`CostDelta`): per hour, per month and for the whole run, old -> new, broken
 down into on demand and spot, compute and storage, with the price notes and ESTIMATE flags.
 
@@ -42,6 +42,8 @@ The stage is split by what each part owns; this package re-exports their public 
 * :mod:`~generator.preview.diff.classify`: each change's impact class and its reasons;
 * :mod:`~generator.preview.diff.reasons`: the reasons as events (a code ``TSDnnn``, an impact, fields) and their
   words, rendered in one place;
+* :mod:`~generator.preview.diff.notes`: what the whole change means beside the reasons (another stack or region,
+  a deleted, renamed or new stack, a layout to reshard), as events with a code ``TSDnnn`` and fields;
 * :mod:`~generator.preview.diff.cost`: the cost delta between the two sides' plans (a new stack bills beside
   the old one);
 * :mod:`~generator.preview.diff.summary`: what changed in spec terms, the headline by what happens (grow,

@@ -28,6 +28,7 @@ from generator.preview.diff.model import (
     SideInfo,
     natural_key,
 )
+from generator.preview.diff.notes import DiffNote, OtherStack, RegionChanged
 from generator.preview.diff.properties import created_with, property_changes, value_effect
 from generator.preview.diff.replacement import UNKNOWN_RULE, Rule, load_rules, load_unset
 from generator.preview.diff.values import _decode_user_data
@@ -202,17 +203,12 @@ def _other_stack(base: SideInfo, head: SideInfo) -> bool:
     )
 
 
-def _notes(base: SideInfo, head: SideInfo) -> list[str]:
-    notes = []
+def _notes(base: SideInfo, head: SideInfo) -> list[DiffNote]:
+    notes: list[DiffNote] = []
     if _other_stack(base, head):
         notes.append(
-            f"HEAD deploys to another Pulumi stack ({base.project}/{base.stack} -> "
-            f"{head.project}/{head.stack}), so every resource is created there; the {base.resources} "
-            "resources of the old stack are not changed and keep running (and billing) until it is "
-            "destroyed."
+            OtherStack(f"{base.project}/{base.stack}", f"{head.project}/{head.stack}", base.resources)
         )
     elif base.region and head.region and base.region != head.region:
-        notes.append(
-            f"The region changes ({base.region} -> {head.region}): every resource is replaced, data included."
-        )
+        notes.append(RegionChanged(base.region, head.region))
     return notes

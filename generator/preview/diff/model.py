@@ -20,6 +20,7 @@ from generator.preview.diff.values import _short
 
 if TYPE_CHECKING:
     from generator.preview.diff.cost import CostDelta
+    from generator.preview.diff.notes import DiffNote
 
 Action = Literal["create", "update", "replace", "delete"]
 Impact = Literal[
@@ -107,9 +108,9 @@ class WhatChanged:
     kind: Kind
     headline: str
     facts: tuple[Fact, ...]
-    new_warnings: tuple[str, ...] = ()
-    resolved_warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()  # what a reviewer must know about a new or deleted stack
+    new_warnings: tuple[Event, ...] = ()  # the head plan's warnings the base's lacks (generator/plan/warns/)
+    resolved_warnings: tuple[Event, ...] = ()  # the base plan's the head's lacks
+    notes: tuple[DiffNote, ...] = ()  # what a reviewer must know about a new or deleted stack
     gates: tuple[str, ...] = ()  # "new-stack", "deleted-stack": need the same approval as data at risk
 
     def changed_facts(self) -> list[Fact]:
@@ -228,7 +229,7 @@ class DiffResult:
     unchanged: int
     base: SideInfo = field(default_factory=SideInfo)
     head: SideInfo = field(default_factory=SideInfo)
-    notes: tuple[str, ...] = ()
+    notes: tuple[DiffNote, ...] = ()  # another stack or region (generator/preview/diff/notes.py)
     cost: CostDelta | None = None  # both sides' cost and the change; None when the graphs were given directly
     picture: str = ""  # the change as one Mermaid diagram, boxes coloured by impact ("" without plans)
     what: WhatChanged | None = (

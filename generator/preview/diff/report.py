@@ -43,7 +43,10 @@ from generator.preview.diff.values import LONG_VALUE, digest
 # a deleted spec is a diff whose head is "(deleted)", every resource deleted. Added within 4: "changes[].reasons"
 # (why the impact, as {code, impact, fields, text}: docs/codes.md lists the codes) and "properties[].note" and
 # "properties[].replaced" (what "summary" and "cause" say, as data).
-SCHEMA_VERSION = 4
+# 5: each of "notes" and "what_changed.notes" is {code, fields, text} (generator/preview/diff/notes.py, TSD019...),
+# and each of "what_changed.new_warnings" and "resolved_warnings" the plan warning's {code, fields, text} (as in
+# plan.json), not a sentence; the words are the same and read from "text".
+SCHEMA_VERSION = 5
 
 _IMPACT_MARKS: Mapping[Impact, str] = {
     "data-at-risk": "🔴",
@@ -176,14 +179,14 @@ def format_text(result: DiffResult) -> str:
     if result.what is not None and result.has_changes:
         out.append(f"{result.what.kind}: {result.what.headline}")
         out += [f"  {f.label}: {f.base} -> {f.head}" for f in result.what.changed_facts()]
-        out += [f"  new warning: {w}" for w in result.what.new_warnings]
-        out += [f"  resolved warning: {w}" for w in result.what.resolved_warnings]
-        out += [f"  note: {n}" for n in result.what.notes]
+        out += [f"  new warning: {w.text()}" for w in result.what.new_warnings]
+        out += [f"  resolved warning: {w.text()}" for w in result.what.resolved_warnings]
+        out += [f"  note: {n.text()}" for n in result.what.notes]
     if not result.has_changes:
         out.append(f"No changes: both sides declare the same {result.unchanged} resources.")
         if result.cost is not None:
             out += ["", *cost_text(result.cost)]
-        out.extend(f"note: {n}" for n in result.notes)
+        out.extend(f"note: {n.text()}" for n in result.notes)
         return "\n".join(out) + "\n"
     out.append(_headline(result))
     out.append(f"Worst impact: {result.worst_impact}")
@@ -202,7 +205,7 @@ def format_text(result: DiffResult) -> str:
         out += ["", *cost_text(result.cost)]
     if result.notes:
         out.append("")
-        out.extend(f"note: {n}" for n in result.notes)
+        out.extend(f"note: {n.text()}" for n in result.notes)
     return "\n".join(out) + "\n"
 
 
@@ -269,7 +272,7 @@ def format_markdown(result: DiffResult, *, title: str = "") -> str:
             if n
         ]
     for note in result.notes:
-        out += ["", f"> **Note:** {_md_text(note)}"]
+        out += ["", f"> **Note:** {_md_text(note.text())}"]
     if result.picture and worst is not None:
         out += ["", *_picture_markdown(result.picture, result)]
     for impact in IMPACTS:
@@ -338,19 +341,19 @@ def _what_changed_markdown(what: Any) -> list[str]:
     if same:
         out += [f"<sub>unchanged: {_md_text(' · '.join(same))}</sub>", ""]
     for n in what.notes:
-        out += [f"> ⚠️ {_md_text(n)}", ""]
+        out += [f"> ⚠️ {_md_text(n.text())}", ""]
     if what.new_warnings:
         out += [
             f"**New warnings ({len(what.new_warnings)})**",
             "",
-            *(f"- {_md_text(w)}" for w in what.new_warnings),
+            *(f"- {_md_text(w.text())}" for w in what.new_warnings),
             "",
         ]
     if what.resolved_warnings:
         out += [
             f"<details><summary>Resolved warnings ({len(what.resolved_warnings)})</summary>",
             "",
-            *(f"- {_md_text(w)}" for w in what.resolved_warnings),
+            *(f"- {_md_text(w.text())}" for w in what.resolved_warnings),
             "",
             "</details>",
             "",
@@ -443,7 +446,7 @@ def to_dict(result: DiffResult) -> dict[str, Any]:
             {"impact": impact, "title": IMPACT_TITLES[impact], "changes": n}
             for impact, n in result.impact_counts().items()
         ],  # every class, worst first
-        "notes": list(result.notes),
+        "notes": [n.to_dict() for n in result.notes],
         "cost": None if result.cost is None else cost_dict(result.cost),
         "changes": [
             {

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from generator.events import Event
 from generator.preview.diff.model import KINDS, NODE_TYPES, DiffResult, Fact, Kind, WhatChanged
+from generator.preview.diff.notes import DiffNote, NewStackEmpty, OldStackKept, Reshard, StackNotDestroyed
 
 if TYPE_CHECKING:
     from generator.plan.model import Plan
@@ -124,10 +126,13 @@ def plan_facts(plan: Plan | None, cost: Any = None) -> dict[str, str]:
     return {k: out.get(k, "n/a") for k in labels}
 
 
-def _warnings(base: Plan | None, head: Plan | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    old = tuple(w.text() for w in base.warnings) if base is not None else ()
-    new = tuple(w.text() for w in head.warnings) if head is not None else ()
-    return tuple(w for w in new if w not in old), tuple(w for w in old if w not in new)
+def _warnings(base: Plan | None, head: Plan | None) -> tuple[tuple[Event, ...], tuple[Event, ...]]:
+    """The warnings of one side whose words the other side's lack (new, resolved)."""
+    old = tuple(base.warnings) if base is not None else ()
+    new = tuple(head.warnings) if head is not None else ()
+    old_texts, new_texts = {w.text() for w in old}, {w.text() for w in new}
+    added = tuple(w for w in new if w.text() not in old_texts)
+    return added, tuple(w for w in old if w.text() not in new_texts)
 
 
 def _node_actions(result: DiffResult) -> set[str]:
@@ -149,7 +154,7 @@ def what_changed(
         facts.append(Fact(label, base_values[label], head_values[label]))
     new_w, resolved_w = _warnings(base, head)
     cur = cost.currency if cost is not None else "CNY"
-    notes: list[str] = []
+    notes: list[DiffNote] = []
     gates: list[str] = []
     other_stack = base is not None and head is not None and (base.name, base.stack) != (head.name, head.stack)
     if head is None or deleted:
@@ -160,11 +165,7 @@ def what_changed(
             f"deleted stack: the spec is gone, but nothing destroys stack `{base.name}/{base.stack}`; "
             f"it keeps billing {_money(per_day)} {cur}/day until `trainstack destroy` runs"
         )
-        notes.append(
-            f"Merging this does not remove the cluster: the deploy job only deploys specs that exist. Run "
-            f"`trainstack destroy` on `{base.name}/{base.stack}` first (its checkpoints and data are deleted "
-            "with it unless they are kept), or keep the spec."
-        )
+        notes.append(StackNotDestroyed(f"{base.name}/{base.stack}"))
         gates.append("deleted-stack")
     elif base is None or other_stack:
         kind = "new stack"
@@ -177,14 +178,8 @@ def what_changed(
                 f"new stack {what} beside `{base.name}/{base.stack}`: while both run the bill is base + head, "
                 f"{_money(both)} {cur}/month"
             )
-            notes.append(
-                f"This is a rename or a new stack, not an update: the old stack `{base.name}/{base.stack}` "
-                "is not changed and keeps running and billing until someone destroys it."
-            )
-        notes.append(
-            f"The new stack {what} starts without checkpoints: a new, empty bucket and file system; the run "
-            "starts from step 0 unless its checkpoints are copied over."
-        )
+            notes.append(OldStackKept(f"{base.name}/{base.stack}"))
+        notes.append(NewStackEmpty(f"{head.name}/{head.stack}"))
         gates.append("new-stack")
     elif not base.compute.paused and head.compute.paused:
         kind = "pause"
@@ -225,8 +220,14 @@ def what_changed(
             headline += "; " + ", ".join(changed) + " change"
         if base.compute.tp != head.compute.tp or base.compute.pp != head.compute.pp:
             notes.append(
-                f"The layout changes ({_layout(base)} -> {_layout(head)}): the running job's checkpoints "
-                "must be resharded for the new tensor/pipeline degrees before it resumes."
+                Reshard(
+                    base.compute.tp,
+                    base.compute.pp,
+                    head.compute.tp,
+                    head.compute.pp,
+                    _layout(base),
+                    _layout(head),
+                )
             )
     lost = [c for c in result.changes if c.impact == "data-at-risk" and c.action in ("replace", "delete")]
     if lost and kind != "deleted stack":
@@ -253,8 +254,8 @@ def to_dict(w: WhatChanged) -> dict[str, Any]:
         "kind": w.kind,
         "headline": w.headline,
         "gates": list(w.gates),
-        "notes": list(w.notes),
+        "notes": [n.to_dict() for n in w.notes],
         "facts": [{"label": f.label, "base": f.base, "head": f.head, "changed": f.changed} for f in w.facts],
-        "new_warnings": list(w.new_warnings),
-        "resolved_warnings": list(w.resolved_warnings),
+        "new_warnings": [n.to_dict() for n in w.new_warnings],
+        "resolved_warnings": [n.to_dict() for n in w.resolved_warnings],
     }
