@@ -375,10 +375,6 @@ def _picture_markdown(picture: str, result: DiffResult) -> list[str]:
     ]
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 def _markdown_group(g: Group) -> list[str]:
     head = f"- **{g.action}** {_code(g.label)}"
     props = list(g.properties)
