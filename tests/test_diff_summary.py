@@ -136,3 +136,14 @@ def test_money_reads_in_thousands_and_millions() -> None:
     assert money_change(6_787_153.10, 10_032_083.40, "CNY/month") == "+3.24 M CNY/month (+47.8%)"
     assert money_change(0.0, 203_180.0) == "+203.18 k (new)"
     assert money_change(100.0, 100.0) == "unchanged" and money_change(None, 1.0) == "n/a"
+
+
+def test_the_text_report_gives_the_headline_once_with_its_kind(tmp_path: Path) -> None:
+    # the headline starts with its kind (grow:, replace:, new stack ...): the text report printed the kind again
+    head = tmp_path / "pretrain-70b.yaml"
+    head.write_text(PRETRAIN.read_text().replace("max_days: 35 ", "max_days: 22 "))
+    result = d.diff_sides(str(PRETRAIN), str(head))
+    assert result.what is not None and result.what.kind == "grow"
+    line = d.format_text(result).splitlines()[1]
+    assert line == result.what.headline and line.startswith("grow: ")
+    assert not line.startswith("grow: grow")

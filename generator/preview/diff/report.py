@@ -177,7 +177,7 @@ def format_text(result: DiffResult) -> str:
     base, head = result.base.label or "base", result.head.label or "head"
     out = [f"trainstack diff: {base} -> {head}"]
     if result.what is not None and result.has_changes:
-        out.append(f"{result.what.kind}: {result.what.headline}")
+        out.append(result.what.headline)  # it starts with its kind (grow:, replace:, new stack ...)
         out += [f"  {f.label}: {f.base} -> {f.head}" for f in result.what.changed_facts()]
         out += [f"  new warning: {w.text()}" for w in result.what.new_warnings]
         out += [f"  resolved warning: {w.text()}" for w in result.what.resolved_warnings]
