@@ -24,7 +24,6 @@ NOT_YET = {
     "plan/reasons.py",  # nodes_reason, why_parallel
     "plan/run_hours.py",  # fit_schedule, never_finishes
     "plan/unfit.py",  # why_not_fit, nothing_fits
-    "plan/weights.py",  # plan_weights, _plan_dlc_weights
 }
 
 

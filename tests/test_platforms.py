@@ -82,7 +82,7 @@ def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
     assert {m for m in dir(ViewParts) if not m.startswith("_")} == VIEW_METHODS
 
 
-PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "part"}
+PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "weights", "part"}
 VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 
