@@ -218,8 +218,6 @@ def test_jumbo_frames_warn_on_lingjun_and_dlc_and_stay_a_decision_on_ecs(tmp_pat
 # Outside generator/platforms/, code that reads a platform's own part of the plan (``plan.lingjun``, ``plan.dlc``).
 # Each is listed with why; anything else asks the platform (registry.parts_for: contract.ViewParts / PlanParts).
 READS_A_PLATFORMS_PART = {
-    "generator.cli.dlc": "the PAI-DLC commands' shell prints the job's workers before it asks (its live operations are "
-    "generator/platforms/dlc/live/)",
     "generator.catalog.checks": "Region.lingjun is the catalog's list of a region's Lingjun zones, not the plan's part",
     "generator.plan.check": "Region.lingjun, as above",
     "generator.catalog.listing": "Region.lingjun, as above (trainstack catalog --regions)",
