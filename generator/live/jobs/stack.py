@@ -2,7 +2,7 @@
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
 (the reads, the action table of :mod:`~generator.live.jobs.cure`, or on Lingjun of
 :mod:`~generator.platforms.lingjun.live.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
-:func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.live.jobs.eflo`).
+:func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.platforms.lingjun.live.eflo`, through the registry).
 """
 
 from __future__ import annotations
@@ -71,19 +71,10 @@ def jobs_api(
     warn: Callable[[str], None] | None = None,
 ) -> EcsApi:
     """The Cloud Assistant of the stack's nodes: ECS (``ecs``, default :class:`SdkEcsApi`) or, on Lingjun, the EFLO
-    controller's (``eflo``, default :class:`SdkEfloApi`) behind the same port, its invocations indexed in the
+    controller's (``eflo``, default its SDK client: ``live_for(...).jobs_api``) behind the same port, its invocations indexed in the
     checkpoint bucket through ``store`` (a :class:`~generator.live.jobs.logstore.LogStore`) when the stack has one."""
-    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
-        from generator.live.jobs.eflo import BucketIndex, EfloJobsApi, SdkEfloApi
-
-        index = (
-            BucketIndex(store, cluster.bucket, cluster.prefix)
-            if store is not None and cluster.bucket
-            else None
-        )
-        return EfloJobsApi(
-            eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn
-        )
+    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):  # the platform's own port (Lingjun's live)
+        return cast(EcsApi, live_for(cluster.platform).jobs_api(cluster, stack_dir, eflo, store, warn))
     if ecs is not None:
         return cast(EcsApi, ecs)
     from generator.live.jobs.client import SdkEcsApi

@@ -2,7 +2,8 @@
 RDMA network. The declaration below is data; the plan parts are in :mod:`generator.platforms.lingjun.plan`, the
 rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`. The live job
 commands (submit, jobs, logs, cancel, check) run over the EFLO controller's Cloud Assistant (EFLO_JOBS,
-generator.live.jobs.eflo); heal --health, which reads ECS instance health, refuses Lingjun stacks.
+:mod:`generator.platforms.lingjun.live.eflo`), and heal --health over its node list and fault reports
+(:mod:`generator.platforms.lingjun.live.eflo_cure`): the declaration's ``live``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ PLATFORM = Platform(
         {C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}
     ),
     parts="generator.platforms.lingjun.parts:LingjunParts",
-    live="generator.platforms.lingjun.live.eflo_cure",  # heal --health's action table over the EFLO controller
+    live="generator.platforms.lingjun.live",  # the job commands' and heal --health's calls to the EFLO controller
     program_parts=(
         "network",
         "network_lingjun",
