@@ -89,7 +89,7 @@ def heal(
     engine = _engine()
     t = live.locate(target, backend)
     live.preflight(t)
-    if health and not platform_for(t.platform or "ecs").has(Capability.ECS_INSTANCES):
+    if health and not platform_for(t.platform).has(Capability.ECS_INSTANCES):
         return _heal_health_only(engine, target, backend, yes, grace_minutes, watch, dry_run)
     if dry_run:
         return _heal_dry_run(engine, target, backend, grace_minutes)

@@ -28,7 +28,7 @@ from generator.live.jobs.cure import Action, apply, instance_status, plan_action
 from generator.live.target import default_backend, has_state, planned_target, stack_outputs
 from generator.plan import pipeline
 from generator.platforms.base import Capability
-from generator.platforms.registry import live_for, platform_for
+from generator.platforms.registry import DEFAULT_PLATFORM, live_for, platform_for
 
 
 def platform_of(target: str) -> str:
@@ -37,7 +37,7 @@ def platform_of(target: str) -> str:
     if p.is_dir():
         try:
             data = json.loads((p / "plan.json").read_text(encoding="utf-8"))
-            return str(data["compute"].get("platform") or "ecs")
+            return str(data["compute"].get("platform") or DEFAULT_PLATFORM)
         except (OSError, ValueError, KeyError, TypeError):
             raise BadTarget(f"{target}: not a stack folder (no plan.json)") from None
     return str(pipeline.plan_file(p).compute.platform)
