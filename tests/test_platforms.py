@@ -119,7 +119,7 @@ def _own_parts() -> set[str]:
 
 
 # A template tag that branches on which platform the plan is for: the platform's own part of the plan (plan.lingjun,
-# plan.dlc, and the short names __main__.py.j2 gives them), its name, or compute.platform.
+# plan.dlc, and the short names their views give them: lj, dl), its name, or compute.platform.
 PLATFORM_BRANCH = re.compile(r"{%-?\s*(?:if|elif)\b[^%]*(?:plan\.(?:lingjun|dlc)\b|\b(?:lj|dl)\b|platform\b|"
                              + "|".join(re.escape(f'"{n}"') for n in PLATFORMS) + ")")
 
@@ -224,6 +224,9 @@ READS_A_PLATFORMS_PART = {
 }
 
 
+PLATFORM_PART = re.compile(r"\bplan\.(?:lingjun|dlc)\b|\b(?:lj|dl)\.")  # in a template: a platform's part of the plan
+
+
 def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan() -> None:
     """The claim "adding a platform touches its own folder plus one registry line", checked on the code and the
     templates: no module outside generator/platforms/ reads a platform's own part of the plan (but the listed ones),
@@ -243,6 +246,8 @@ def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan()
     folders = {home.name for home in HOMES.values()}
     for path in sorted((ROOT / "templates").rglob("*.j2")):  # the shared templates name no platform in their file name
         assert not any(path.name.split(".")[0].endswith(f"_{f}") for f in folders), path.relative_to(ROOT)
+        # nor read a platform's part of the plan (a platform's view gives its own parts theirs: template_vars)
+        assert not PLATFORM_PART.search(path.read_text()), path.relative_to(ROOT)
     shared = {p.name for p in (ROOT / "templates" / "stack" / "parts").glob("*.j2")}
     for p in PLATFORMS.values():
         others = {n for q in PLATFORMS.values() if q is not p for n in q.program_parts}
