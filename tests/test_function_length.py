@@ -18,8 +18,6 @@ HELD = ("spec", "sizing", "catalog", "render", "preview", "plan", "cli", "live/j
 NOT_YET = {
     "preview/mockrun.py",
     "preview/memo.py",
-    # issue 27: each still holds a function over the limit (split it, then remove the module from this list)
-    "plan/weights.py",  # plan_weights, _plan_dlc_weights
 }
 
 

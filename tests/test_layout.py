@@ -161,8 +161,6 @@ def test_parts_have_one_name_across_planner_templates_program_and_lint() -> None
 # (registry.parts_for, contract), never by importing its own modules; the exceptions say why.
 PLATFORM_DOORS = {"generator.platforms.base", "generator.platforms.registry", "generator.platforms.contract"}
 PLATFORM_EXCEPTIONS = {  # module -> the platform module it may import, and why
-    ("generator.plan.weights", "generator.platforms.dlc.weights"): "base weights on PAI-DLC are planned beside the "
-    "others, so `model.weights` has one planning module",
 }
 
 

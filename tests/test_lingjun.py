@@ -143,7 +143,7 @@ def test_lingjun_spec_renders_vpd_subnet_cluster_nodes_and_bucket(tmp_path: Path
     script = base64.b64decode(group.get("user_data"))
     assert len(script) <= lj["user_data_max_bytes"] == 16 * 1024
     assert script.decode().startswith("#!/bin/bash\n# trainstack node bootstrap (Lingjun)")  # the unpacking wrapper
-    text = userdata.lingjun_script(script.decode())
+    text = userdata.wrapped_script("lingjun", script.decode())
     assert text.startswith("#!/bin/bash") and 'NODE_SUFFIX="${NODE_NAME#lj-run-node-}"' in text
     assert "__TRAINSTACK_NODE_RANK__" not in text
     # written through an unquoted heredoc: launch.env keeps ${MASTER_ADDR:-...} for the launcher to expand

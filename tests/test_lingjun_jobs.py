@@ -24,8 +24,9 @@ from generator.cli import main
 from generator.live import FakeEngine, OutputValue
 from generator.live.jobs import request as rq
 from generator.live.jobs.cluster import cluster_from_plan, read_quarantine, select
-from generator.live.jobs.eflo import JOURNAL_FILE, EfloJobsApi, eflo_request_map, to_eflo
-from generator.live.jobs.fake import RecordedEcsApi, RecordedEfloApi, RecordedLogStore
+from generator.live.jobs.fake import RecordedEcsApi, RecordedLogStore
+from generator.platforms.lingjun.live.eflo import JOURNAL_FILE, EfloJobsApi, eflo_request_map, to_eflo
+from generator.platforms.lingjun.live.fake import RecordedEfloApi
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "live_fixtures" / "eflo"

@@ -82,7 +82,7 @@ def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
     assert {m for m in dir(ViewParts) if not m.startswith("_")} == VIEW_METHODS
 
 
-PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "part"}
+PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "weights", "part"}
 VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 
@@ -119,7 +119,7 @@ def _own_parts() -> set[str]:
 
 
 # A template tag that branches on which platform the plan is for: the platform's own part of the plan (plan.lingjun,
-# plan.dlc, and the short names __main__.py.j2 gives them), its name, or compute.platform.
+# plan.dlc, and the short names their views give them: lj, dl), its name, or compute.platform.
 PLATFORM_BRANCH = re.compile(r"{%-?\s*(?:if|elif)\b[^%]*(?:plan\.(?:lingjun|dlc)\b|\b(?:lj|dl)\b|platform\b|"
                              + "|".join(re.escape(f'"{n}"') for n in PLATFORMS) + ")")
 
@@ -218,12 +218,13 @@ def test_jumbo_frames_warn_on_lingjun_and_dlc_and_stay_a_decision_on_ecs(tmp_pat
 # Outside generator/platforms/, code that reads a platform's own part of the plan (``plan.lingjun``, ``plan.dlc``).
 # Each is listed with why; anything else asks the platform (registry.parts_for: contract.ViewParts / PlanParts).
 READS_A_PLATFORMS_PART = {
-    "generator.cli.dlc": "the PAI-DLC commands' shell prints the job's workers before it asks (its live operations are "
-    "generator/platforms/dlc/live/)",
     "generator.catalog.checks": "Region.lingjun is the catalog's list of a region's Lingjun zones, not the plan's part",
     "generator.plan.check": "Region.lingjun, as above",
     "generator.catalog.listing": "Region.lingjun, as above (trainstack catalog --regions)",
 }
+
+
+PLATFORM_PART = re.compile(r"\bplan\.(?:lingjun|dlc)\b|\b(?:lj|dl)\.")  # in a template: a platform's part of the plan
 
 
 def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan() -> None:
@@ -245,6 +246,8 @@ def test_shared_code_asks_the_platform_instead_of_reading_its_part_of_the_plan()
     folders = {home.name for home in HOMES.values()}
     for path in sorted((ROOT / "templates").rglob("*.j2")):  # the shared templates name no platform in their file name
         assert not any(path.name.split(".")[0].endswith(f"_{f}") for f in folders), path.relative_to(ROOT)
+        # nor read a platform's part of the plan (a platform's view gives its own parts theirs: template_vars)
+        assert not PLATFORM_PART.search(path.read_text()), path.relative_to(ROOT)
     shared = {p.name for p in (ROOT / "templates" / "stack" / "parts").glob("*.j2")}
     for p in PLATFORMS.values():
         others = {n for q in PLATFORMS.values() if q is not p for n in q.program_parts}

@@ -102,7 +102,7 @@ def test_render_refuses_a_lingjun_bootstrap_over_the_limit(tmp_path: Path) -> No
     spec.write_text(LINGJUN_SPEC)
     plan = api.plan(spec)
     script = api.render_files(plan, "lj.yaml")["node-init.sh"]
-    wrapped = userdata.lingjun_user_data(script)
+    wrapped = userdata.wrapped_user_data("lingjun", script)
     assert userdata.user_data_size(plan, script) == (len(wrapped.encode()), 16 * 1024)
     # the wrapper leaves room (the inline sha256 of the PyTorch wheels hardly compress, so this is no ratio)
     assert wrapped.startswith("#!/bin/bash\n") and len(wrapped) < 16 * 1024 * 3 // 4

@@ -217,7 +217,7 @@ def test_lingjun_oss_weights_policy_goes_to_the_ram_user_and_the_script_into_use
     script = (result.dest / "node-init.sh").read_text()
     assert "cat > /usr/local/bin/trainstack-weights <<'WEIGHTS'" in script and 'ROLE=""' in script
     assert "TRAINSTACK_WEIGHTS_DIR=/mnt/local/weights/oss/my-models/llama-2-70b" in script
-    assert len(userdata.lingjun_user_data(script).encode()) <= 16 * 1024
+    assert len(userdata.wrapped_user_data("lingjun", script).encode()) <= 16 * 1024
     subprocess.run(["bash", "-n", str(result.dest / "node-init.sh")], check=True)
 
 

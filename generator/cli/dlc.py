@@ -139,7 +139,7 @@ def submit(
         if not yes:
             _confirm_submit(dlc, plan, outputs, command, job_name, as_json)
     result = dlc.submit(plan, outputs, command, job_name, client, dry_run=dry_run)
-    _report_submit(spec, plan, result, job_name, dry_run, as_json)
+    _report_submit(dlc, spec, plan, result, job_name, dry_run, as_json)
 
 
 def _confirm_submit(
@@ -152,14 +152,13 @@ def _confirm_submit(
     except ValueError:
         request = None  # dlc.submit says why, in one sentence
     if request is not None and not request.unresolved:  # with --json, stdout stays JSON: ask on stderr
-        _summary(plan, request.body, err=as_json)
-        _confirm(
-            f"Submit {job_name} ({plan.dlc.worker_count} x {plan.dlc.worker_instance_type}) to PAI-DLC?",
-            err=as_json,
-        )
+        _summary(dlc, plan, request.body, err=as_json)
+        _confirm(dlc.submit_question(plan, job_name), err=as_json)
 
 
-def _report_submit(spec: str, plan: Any, result: Any, job_name: str, dry_run: bool, as_json: bool) -> None:
+def _report_submit(
+    dlc: Any, spec: str, plan: Any, result: Any, job_name: str, dry_run: bool, as_json: bool
+) -> None:
     """What ``submit`` prints for a PAI-DLC job: the JSON answer, the dry run's request, or the job's id."""
     if as_json:
         data: dict[str, Any] = {"action": "CreateJob", "region": plan.region, "request": result.sdk_map}
@@ -170,7 +169,7 @@ def _report_submit(spec: str, plan: Any, result: Any, job_name: str, dry_run: bo
         _say(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
         return
     if dry_run:
-        _summary(plan, result.request.body)
+        _summary(dlc, plan, result.request.body)
         _say(json.dumps(result.sdk_map, indent=2, sort_keys=True, ensure_ascii=False))
         if result.request.unresolved:
             _say(
@@ -182,20 +181,9 @@ def _report_submit(spec: str, plan: Any, result: Any, job_name: str, dry_run: bo
     _say(f"submitted {result.job_id} ({job_name}); follow it with: trainstack logs {spec} {result.job_id}")
 
 
-def _summary(plan: Any, body: dict[str, Any], err: bool = False) -> None:
-    d = plan.dlc
-    spot = f", spot {d.spot.spot_strategy}" if d.spot else ""
-    _say(
-        f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
-        err=err,
-    )
-    _say(
-        f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
-        f"tp={d.tp} pp={d.pp} dp={d.dp}",
-        err=err,
-    )
-    _say(f"image:     {d.image}", err=err)
-    _say(f"command:   {body['UserCommand']}", err=err)
+def _summary(dlc: Any, plan: Any, body: dict[str, Any], err: bool = False) -> None:
+    for line in dlc.job_summary(plan, body):
+        _say(line, err=err)
 
 
 def _confirm(question: str, err: bool = False) -> None:

@@ -89,7 +89,7 @@ def heal(
     engine = _engine()
     t = live.locate(target, backend)
     live.preflight(t)
-    if health and not platform_for(t.platform or "ecs").has(Capability.ECS_INSTANCES):
+    if health and not platform_for(t.platform).has(Capability.ECS_INSTANCES):
         return _heal_health_only(engine, target, backend, yes, grace_minutes, watch, dry_run)
     if dry_run:
         return _heal_dry_run(engine, target, backend, grace_minutes)
@@ -198,12 +198,10 @@ def _health_api(cluster: Any, t: Any) -> Any:
     context object's ``"ecs_api"`` / ``"eflo_api"``)."""
     from generator.live.jobs.client import SdkEcsApi
     from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
+    from generator.platforms.registry import live_for, platform_for
 
-    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
-        from generator.live.jobs.eflo import SdkEfloApi
-
-        return _obj_get("eflo_api") or SdkEfloApi(cluster.region)
+    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):  # Lingjun's own client (registry.live_for)
+        return _obj_get("eflo_api") or live_for(cluster.platform).SdkEfloApi(cluster.region)
     return _obj_get("ecs_api") or SdkEcsApi(cluster.region)
 
 
@@ -223,11 +221,11 @@ def _heal_dry_run(engine: Any, target: str, backend: str | None, grace_minutes: 
     for a in actions:
         if a.kind != "none":
             _say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}", err=True)
-    from generator.live.jobs.eflo import API
     from generator.platforms.base import Capability
-    from generator.platforms.registry import platform_for
+    from generator.platforms.registry import live_for, platform_for
 
-    product = {"api": API} if platform_for(cluster.platform).has(Capability.EFLO_JOBS) else {}
+    eflo = platform_for(cluster.platform).has(Capability.EFLO_JOBS)
+    product = {"api": live_for(cluster.platform).API} if eflo else {}
     items = [
         {"action": a, "region": cluster.region, "request": api.request_map(a, b), "dry_run": True, **product}
         for a, b in writes

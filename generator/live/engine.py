@@ -176,7 +176,7 @@ class Target:
     secrets_provider: str = DEFAULT_SECRETS_PROVIDER
     spec_digest: str = ""
     shared_fs: str = ""  # the plan's shared file system: "cpfs", "extreme-nas" or "none" ("" when unknown)
-    platform: str = ""  # the plan's compute.platform: "ecs", "lingjun" or "pai-dlc" ("" when unknown)
+    platform: str = ""  # the plan's compute.platform ("" when unknown: registry.DEFAULT_PLATFORM)
 
     @property
     def config_file(self) -> Path:

@@ -30,7 +30,7 @@ from generator.live.engine import StateResource
 from generator.live.errors import BadTarget, EcsSdkMissing, EngineFailed, LiveError, NoStock, StackNotDeployed
 from generator.live.mountaddr import INSTALL_LIVE, sdk_config
 from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import DEFAULT_PLATFORM, platform_for
 
 API_DOC = "https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeavailableresource"
 ECS_SDK_MODULES = ("alibabacloud_ecs20140526", "alibabacloud_tea_openapi", "alibabacloud_credentials")
@@ -121,7 +121,7 @@ class Fleet:
     region: str
     zones: tuple[str, ...]  # the spec's ``zones`` list, in its order
     instance_type: str
-    platform: str  # "ecs" or "lingjun"
+    platform: str  # its compute.platform
     spot_strategy: str  # for the spot nodes, e.g. SpotAsPriceGo
     nodes: tuple[PlannedNode, ...]  # empty when the plan is paused: the program declares no node
     paused: bool = False
@@ -148,7 +148,7 @@ def fleet_of(stack_dir: Path) -> Fleet:
             region=str(data["region"]),
             zones=tuple(data.get("zones") or ()),
             instance_type=str(compute.get("instance_type") or ""),
-            platform=str(compute.get("platform") or "ecs"),
+            platform=str(compute.get("platform") or DEFAULT_PLATFORM),
             spot_strategy=str(spot.get("strategy") or "SpotAsPriceGo"),
             nodes=() if paused else nodes,
             paused=paused,

@@ -139,6 +139,9 @@ class Platform:
     # what the size refusal calls that user data
     user_data: str = ""
     user_data_where: str = ""
+    # with user_data "wrapper": the bash script around node-init.sh, whose "{body}" the gzip-compressed,
+    # base64-encoded script replaces (generator/render/userdata.py wrapped_user_data; the program builds the same)
+    user_data_wrapper: str = ""
     machine_noun: str = "instance type"  # what messages call a node's type
     default_key_pair: str = (
         ""  # the key pair the nodes get without compute.admin_key_pair ("{name}": the spec's)

@@ -27,6 +27,7 @@ from generator.plan.model import (
 )
 from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
+from generator.spec.weights import WeightsSource
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,23 @@ class PlanParts(ViewParts, Protocol):
         warnings: list[PlanWarning],
     ) -> tuple[Spot, DlcSpot | None]:
         """The spot plan (and PAI-DLC's SpotSpec)."""
+        ...
+
+    def weights(
+        self,
+        spec: Spec,
+        region: Region,
+        storage: Storage,
+        network: Network,
+        nodes: int,
+        parameters: int,
+        src: WeightsSource,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Weights:
+        """The base weights' plan (``model.weights``, parsed as ``src``): how they reach the nodes, where they land
+        and how often they are fetched (:func:`generator.plan.weights.fetched_weights` where the nodes' bootstrap
+        fetches them)."""
         ...
 
     def part(

@@ -36,6 +36,9 @@ _DECLARATIONS: tuple[ModuleType, ...] = (
     dlc,
 )
 PLATFORMS: dict[str, Platform] = {m.PLATFORM.name: m.PLATFORM for m in _DECLARATIONS}
+# what a spec without compute.platform gets (ComputeSpec.platform's default), and a plan.json written before the
+# field existed: the first line
+DEFAULT_PLATFORM: str = _DECLARATIONS[0].PLATFORM.name
 HOMES: dict[str, Path] = {m.PLATFORM.name: Path(str(m.__file__)).parent for m in _DECLARATIONS}
 
 
@@ -48,9 +51,10 @@ def template_dirs() -> list[Path]:
 
 def platform_for(subject: Any) -> Platform:
     """The platform of a :class:`Spec`, a :class:`~generator.plan.model.Plan` (or anything with
-    ``compute.platform``) or a ``compute.platform`` value; an unknown name is a ``KeyError``."""
-    name = subject if isinstance(subject, str) else subject.compute.platform
-    return PLATFORMS[name or "ecs"]
+    ``compute.platform``) or a ``compute.platform`` value (``""`` or None: :data:`DEFAULT_PLATFORM`); an unknown
+    name is a ``KeyError``."""
+    name = subject if subject is None or isinstance(subject, str) else subject.compute.platform
+    return PLATFORMS[name or DEFAULT_PLATFORM]
 
 
 def parts_for(subject: Any) -> PlanParts:

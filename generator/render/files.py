@@ -114,13 +114,14 @@ def template_vars(plan: Plan, spec_path: str) -> dict[str, Any]:
         "weights_script": escape.quoted_heredoc_body(weights_script(plan), "WEIGHTS") if plan.weights else "",
         "user_data_max": userdata.limit(plan),
         "gzip_level": userdata.GZIP_LEVEL,
-        "lingjun_wrapper": userdata.LINGJUN_WRAPPER,
         "runtime": {key: escape.Escaped(value) for key, value in NODE_RUNTIME.items()},  # constants
         # catalog data (node_wheels.csv: names, versions and sha256 checked by its loader), in a quoted heredoc
         "torch_requirements": escape.quoted_heredoc_body(node_runtime.hashed_requirements(), "REQUIREMENTS"),
         "erdma": node_runtime.downloads()["erdma-installer"],  # its url and sha256 are checked by the loader
         "registry_login": registry_login(plan),
-        **parts_for(plan).template_vars(plan),  # the platform's own values (PAI-DLC's datasets and outputs)
+        **parts_for(plan).template_vars(
+            plan
+        ),  # the platform's own values (its part of the plan, PAI-DLC's datasets)
     }
 
 

@@ -5,7 +5,8 @@ same script gives the same bytes) and base64-encodes it. Linux user data on ECS 
 gzip-compressed content and runs what it unpacks; the limit applies to the bytes before base64, so here to the
 compressed bytes (docs/bootstrap.md, "How the bootstrap is delivered"). Lingjun: the node group takes a plain
 script (no documented cloud-init; see :data:`generator.platforms.lingjun.plan.LINGJUN_USER_DATA_MAX`), so node-init.sh goes
-inside a short bash wrapper that unpacks it (base64, gzip) and runs it: :func:`lingjun_user_data`.
+inside a short bash wrapper that unpacks it (base64, gzip) and runs it: :func:`wrapped_user_data`, around the
+platform's ``Platform.user_data_wrapper`` (``generator/platforms/lingjun/__init__.py``).
 
 :func:`check` runs at render time, on the largest user data any node of the plan can get; the generated program
 checks again, node by node, with the same limit.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from typing import Any
 
 from generator.errors import TrainstackError
 from generator.plan.model import Plan
@@ -44,29 +46,19 @@ def ecs_user_data(script: str) -> str:
     return base64.b64encode(ecs_user_data_bytes(script)).decode()
 
 
-# The Lingjun node group's user data: a plain bash script that writes node-init.sh (gzip, base64 in a quoted heredoc:
-# only base64 characters, so nothing in it can end the heredoc) to /var/lib/trainstack and runs it. The generated
-# program builds the same bytes (compute_lingjun.py.j2).
-LINGJUN_WRAPPER = (
-    "#!/bin/bash\n# trainstack node bootstrap (Lingjun): node-init.sh, gzip-compressed and base64-encoded;\n"
-    "# unpacked to /var/lib/trainstack/node-init.sh and run (docs/bootstrap.md).\nset -e\n"
-    "mkdir -p /var/lib/trainstack\n"
-    "base64 -d <<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n{body}NODE_INIT\n"
-    "exec bash /var/lib/trainstack/node-init.sh\n"
-)
+def wrapped_user_data(subject: Any, script: str) -> str:
+    """The plain user data of a node group of ``subject``'s platform (a plan, a spec or a ``compute.platform``
+    value; ``Platform.user_data`` "wrapper", Lingjun): its ``user_data_wrapper`` around the compressed script."""
+    body = base64.encodebytes(ecs_user_data_bytes(script)).decode()
+    return platform_for(subject).user_data_wrapper.format(body=body)
 
 
-def lingjun_user_data(script: str) -> str:
-    """The plain user data of a Lingjun node group: :data:`LINGJUN_WRAPPER` around the compressed script."""
-    return LINGJUN_WRAPPER.format(body=base64.encodebytes(ecs_user_data_bytes(script)).decode())
-
-
-def lingjun_script(user_data: str) -> str:
-    """node-init.sh back from a Lingjun node group's user data (the inverse of :func:`lingjun_user_data`)."""
-    body = user_data.split("<<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n", 1)[1].split(
-        "NODE_INIT\n", 1
-    )[0]
-    return gzip.decompress(base64.b64decode(body)).decode()
+def wrapped_script(subject: Any, user_data: str) -> str:
+    """node-init.sh back from a node group's wrapped user data (the inverse of :func:`wrapped_user_data`)."""
+    head, tail = platform_for(subject).user_data_wrapper.split("{body}")
+    if not (user_data.startswith(head) and user_data.endswith(tail)):
+        raise ValueError("not the platform's wrapped user data")
+    return gzip.decompress(base64.b64decode(user_data[len(head) : len(user_data) - len(tail)])).decode()
 
 
 def largest_ecs_script(plan: Plan, node_init: str) -> str:
@@ -94,7 +86,7 @@ def user_data_size(plan: Plan, node_init: str) -> tuple[int, int]:
     """(bytes before base64 of the largest user data a node of ``plan`` gets, the platform's limit), in the
     platform's form of user data (``Platform.user_data``)."""
     if platform_for(plan).user_data == "wrapper":
-        return len(lingjun_user_data(node_init).encode()), limit(plan)
+        return len(wrapped_user_data(plan, node_init).encode()), limit(plan)
     return len(ecs_user_data_bytes(largest_ecs_script(plan, node_init))), limit(plan)
 
 
@@ -111,14 +103,13 @@ def check(plan: Plan, node_init: str) -> None:
 
 __all__ = [
     "GZIP_LEVEL",
-    "LINGJUN_WRAPPER",
     "UserDataTooLarge",
     "check",
     "ecs_user_data",
     "ecs_user_data_bytes",
     "largest_ecs_script",
     "limit",
-    "lingjun_script",
-    "lingjun_user_data",
     "user_data_size",
+    "wrapped_script",
+    "wrapped_user_data",
 ]

@@ -1,5 +1,5 @@
 """Booted Lingjun nodes: the user data of a Lingjun node group (the small wrapper that unpacks the gzip+base64
-node-init.sh, userdata.lingjun_user_data, the bytes the program gives the node group) run unchanged on a simulated
+node-init.sh, userdata.wrapped_user_data, the bytes the program gives the node group) run unchanged on a simulated
 fresh node (tests/boot/sandbox.py). What differs from ECS: the rank comes from the host name the node group sets
 (NAME-node-NNN), the hostfile lists host names, there are no cluster facts, no RAM role and no eRDMA install, and OSS
 is reached with the RAM user's AccessKey that the operator installs in /etc/trainstack/oss-credentials (the fake OSS
@@ -39,7 +39,7 @@ def plan_and_user_data(tmp_path_factory: pytest.TempPathFactory):
     spec.write_text(textwrap.dedent(SPEC))
     plan = api.plan(spec)
     script = api.render_files(plan, str(spec))["node-init.sh"]
-    return plan, userdata.lingjun_user_data(script)
+    return plan, userdata.wrapped_user_data("lingjun", script)
 
 
 def make_node(tmp_path: Path, plan_and_user_data, hostname: str = "lj-boot-node-002", key: bool = True) -> Node:
@@ -136,7 +136,7 @@ def test_a_lingjun_job_copies_its_log_with_the_client_it_carries_signed_with_the
     spec.write_text(textwrap.dedent(CKPT_SPEC))
     plan = api.plan(spec)
     k = plan.checkpoints
-    user_data = userdata.lingjun_user_data(api.render_files(plan, str(spec))["node-init.sh"])
+    user_data = userdata.wrapped_user_data("lingjun", api.render_files(plan, str(spec))["node-init.sh"])
     node = Node(tmp_path / "n", user_data, role="none", bucket_host=f"{k.bucket}.{k.internal_endpoint}",
                 node_ip="10.8.0.13", hostname="lj-jobs-node-001")
     (node.state / "access-key").write_text(KEY)

@@ -16,8 +16,9 @@ bastion: ``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for
   ``registry.live_for``): the Lingjun action table of ``heal --health`` (RebootNodes, ReportNodeStatus)
   over the EFLO controller's node list and fault reports;
 * :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
-* :mod:`~generator.live.jobs.eflo`: the same port over the EFLO controller's Cloud Assistant (Lingjun nodes are not
-  ECS instances): RunCommand, DescribeInvocations and StopInvocation of API version 2022-12-15;
+* :mod:`~generator.platforms.lingjun.live.eflo` (Lingjun's own, reached through ``registry.live_for``): the same
+  port over the EFLO controller's Cloud Assistant (Lingjun nodes are not ECS instances): RunCommand,
+  DescribeInvocations and StopInvocation of API version 2022-12-15;
 * :mod:`~generator.live.jobs.fake`: recorded API answers for tests.
 
 ``heal --health`` reads ECS health and events, or on Lingjun the EFLO controller's node list and fault reports.

@@ -19,7 +19,7 @@ from typing import Any
 from generator.errors import BadInput
 from generator.live.errors import BadTarget, StackNotDeployed
 from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import DEFAULT_PLATFORM, platform_for
 
 QUARANTINE_FILE = ".trainstack/quarantine.json"
 _RANKS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -40,7 +40,7 @@ class Cluster:
     name: str  # the plan's name (Pulumi project)
     stack: str
     region: str
-    platform: str  # "ecs" or "lingjun"
+    platform: str  # its compute.platform
     instance_type: str
     gpus_per_node: int
     rdma: str  # "erdma", "roce" or "" (plain TCP between nodes)
@@ -85,7 +85,7 @@ def cluster_from_plan(
     try:
         compute = data["compute"]
         ranks = sorted(compute["ranks"], key=lambda r: int(r["rank"]))
-        platform = str(compute.get("platform") or "ecs")
+        platform = str(compute.get("platform") or DEFAULT_PLATFORM)
     except (ValueError, KeyError, TypeError):
         raise BadTarget(
             f"{where} lists no compute.ranks: re-render the folder with this trainstack."

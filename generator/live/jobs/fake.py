@@ -1,6 +1,6 @@
-"""Recorded answers for tests and demos: :class:`RecordedEcsApi` (ECS / Cloud Assistant), :class:`RecordedEfloApi`
-(the EFLO controller's Cloud Assistant, Lingjun; the transport of :class:`~generator.live.jobs.eflo.EfloJobsApi`)
-and :class:`RecordedLogStore` (the checkpoint bucket's objects in a folder: the job logs, the Lingjun invocation
+"""Recorded answers for tests and demos: :class:`RecordedEcsApi` (ECS / Cloud Assistant; Lingjun's EFLO controller
+answers are :class:`generator.platforms.lingjun.live.fake.RecordedEfloApi`, on the same base) and
+:class:`RecordedLogStore` (the checkpoint bucket's objects in a folder: the job logs, the Lingjun invocation
 index).
 
 ECS answers are JSON files named after the action (``RunCommand.json``, ``DescribeInvocations.json``, ...) in a folder
@@ -21,7 +21,6 @@ from typing import Any
 
 from generator.live.errors import EcsSdkMissing
 from generator.live.jobs.client import EcsApiError, sdk_request_map
-from generator.live.jobs.eflo import eflo_request_map
 
 
 class RecordedEcsApi:
@@ -66,16 +65,6 @@ class RecordedEcsApi:
                 )
             return copy.deepcopy(data[key])
         return data
-
-
-class RecordedEfloApi(RecordedEcsApi):
-    """EFLO controller answers (``RunCommand.json``, ``DescribeInvocations.json``, ``StopInvocation.json``), each
-    request passed through ``alibabacloud_eflo_controller20221215``'s request model."""
-
-    product = "EFLO controller"
-
-    def request_map(self, action: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return eflo_request_map(action, body)
 
 
 class RecordedLogStore:

@@ -2,7 +2,7 @@
 gone: the :class:`LogStore` port and :class:`OssLogStore` over Alibaba Cloud's OSS SDK V2 (``alibabacloud-oss-v2``,
 in ``trainstack[live]``, imported only when a command reads a log).
 
-The Lingjun invocation index (:mod:`~generator.live.jobs.eflo`) is written here too, one object per invocation
+The Lingjun invocation index (:mod:`~generator.platforms.lingjun.live.eflo`) is written here too, one object per invocation
 (``put``: OSS replaces an object whole, so a reader sees the old object or the new one, never half of it).
 
 Each node's job script (``scripts/job.sh``) writes ``<checkpoint prefix>_trainstack/jobs/JOB/rank-N.log`` and

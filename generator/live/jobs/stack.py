@@ -2,7 +2,7 @@
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
 (the reads, the action table of :mod:`~generator.live.jobs.cure`, or on Lingjun of
 :mod:`~generator.platforms.lingjun.live.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
-:func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.live.jobs.eflo`).
+:func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.platforms.lingjun.live.eflo`, through the registry).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from generator.live.jobs.cure import Action, apply, instance_status, plan_action
 from generator.live.target import default_backend, has_state, planned_target, stack_outputs
 from generator.plan import pipeline
 from generator.platforms.base import Capability
-from generator.platforms.registry import live_for, platform_for
+from generator.platforms.registry import DEFAULT_PLATFORM, live_for, platform_for
 
 
 def platform_of(target: str) -> str:
@@ -37,7 +37,7 @@ def platform_of(target: str) -> str:
     if p.is_dir():
         try:
             data = json.loads((p / "plan.json").read_text(encoding="utf-8"))
-            return str(data["compute"].get("platform") or "ecs")
+            return str(data["compute"].get("platform") or DEFAULT_PLATFORM)
         except (OSError, ValueError, KeyError, TypeError):
             raise BadTarget(f"{target}: not a stack folder (no plan.json)") from None
     return str(pipeline.plan_file(p).compute.platform)
@@ -71,19 +71,10 @@ def jobs_api(
     warn: Callable[[str], None] | None = None,
 ) -> EcsApi:
     """The Cloud Assistant of the stack's nodes: ECS (``ecs``, default :class:`SdkEcsApi`) or, on Lingjun, the EFLO
-    controller's (``eflo``, default :class:`SdkEfloApi`) behind the same port, its invocations indexed in the
+    controller's (``eflo``, default its SDK client: ``live_for(...).jobs_api``) behind the same port, its invocations indexed in the
     checkpoint bucket through ``store`` (a :class:`~generator.live.jobs.logstore.LogStore`) when the stack has one."""
-    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):
-        from generator.live.jobs.eflo import BucketIndex, EfloJobsApi, SdkEfloApi
-
-        index = (
-            BucketIndex(store, cluster.bucket, cluster.prefix)
-            if store is not None and cluster.bucket
-            else None
-        )
-        return EfloJobsApi(
-            eflo if eflo is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn
-        )
+    if platform_for(cluster.platform).has(Capability.EFLO_JOBS):  # the platform's own port (Lingjun's live)
+        return cast(EcsApi, live_for(cluster.platform).jobs_api(cluster, stack_dir, eflo, store, warn))
     if ecs is not None:
         return cast(EcsApi, ecs)
     from generator.live.jobs.client import SdkEcsApi

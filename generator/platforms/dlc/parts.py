@@ -10,7 +10,7 @@ from typing import Any
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
-from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
@@ -23,7 +23,9 @@ from generator.platforms.dlc.plan import (
 )
 from generator.platforms.dlc.rules import dlc_rules
 from generator.platforms.dlc.view import DlcView
+from generator.platforms.dlc.weights_plan import plan_dlc_weights
 from generator.spec.model import Spec
+from generator.spec.weights import WeightsSource
 
 
 class DlcParts(DlcView):
@@ -56,6 +58,20 @@ class DlcParts(DlcView):
         warnings: list[PlanWarning],
     ) -> tuple[Spot, DlcSpot | None]:
         return dlc_spot(spec, fit, ranks, decisions, warnings)
+
+    def weights(
+        self,
+        spec: Spec,
+        region: Region,
+        storage: Storage,
+        network: Network,
+        nodes: int,
+        parameters: int,
+        src: WeightsSource,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Weights:
+        return plan_dlc_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
 
     def part(
         self,

@@ -105,7 +105,8 @@ class DlcView:
         return {"workspace"}
 
     def template_vars(self, plan: Plan) -> dict[str, Any]:
-        return {"dlc_datasets": datasets(plan), "outputs": dict(_dlc(plan).outputs)}
+        """``dl``: its part of the plan, which its template parts read; its datasets and stack outputs."""
+        return {"dl": _dlc(plan), "dlc_datasets": datasets(plan), "outputs": dict(_dlc(plan).outputs)}
 
     def stack_files(self, plan: Plan) -> dict[str, str]:
         """The weights script the job's prelude runs (the program publishes it: compute_dlc.py.j2)."""

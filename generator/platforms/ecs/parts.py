@@ -10,13 +10,15 @@ from typing import Any
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
-from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
+from generator.plan.weights import fetched_weights
 from generator.platforms.contract import Placement
 from generator.platforms.ecs.view import EcsView
 from generator.spec.model import Spec
+from generator.spec.weights import WeightsSource
 
 
 class EcsParts(EcsView):
@@ -50,6 +52,20 @@ class EcsParts(EcsView):
         warnings: list[PlanWarning],
     ) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
+
+    def weights(
+        self,
+        spec: Spec,
+        region: Region,
+        storage: Storage,
+        network: Network,
+        nodes: int,
+        parameters: int,
+        src: WeightsSource,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Weights:
+        return fetched_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
 
     def part(
         self,

@@ -2,7 +2,8 @@
 RDMA network. The declaration below is data; the plan parts are in :mod:`generator.platforms.lingjun.plan`, the
 rules in :mod:`generator.platforms.lingjun.rules`, composed by :mod:`generator.platforms.lingjun.parts`. The live job
 commands (submit, jobs, logs, cancel, check) run over the EFLO controller's Cloud Assistant (EFLO_JOBS,
-generator.live.jobs.eflo); heal --health, which reads ECS instance health, refuses Lingjun stacks.
+:mod:`generator.platforms.lingjun.live.eflo`), and heal --health over its node list and fault reports
+(:mod:`generator.platforms.lingjun.live.eflo_cure`): the declaration's ``live``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ NO_SHARED = Unhonoured(
     "remove it",
 )
 
+# The node group's user data: a plain bash script that writes node-init.sh (gzip, base64 in a quoted heredoc: only
+# base64 characters, so nothing in it can end the heredoc) to /var/lib/trainstack and runs it. The generated program
+# builds the same bytes (compute_lingjun.py.j2, from the view's template values).
+USER_DATA_WRAPPER = (
+    "#!/bin/bash\n# trainstack node bootstrap (Lingjun): node-init.sh, gzip-compressed and base64-encoded;\n"
+    "# unpacked to /var/lib/trainstack/node-init.sh and run (docs/bootstrap.md).\nset -e\n"
+    "mkdir -p /var/lib/trainstack\n"
+    "base64 -d <<'NODE_INIT' | gunzip > /var/lib/trainstack/node-init.sh\n{body}NODE_INIT\n"
+    "exec bash /var/lib/trainstack/node-init.sh\n"
+)
+
 PLATFORM = Platform(
     name="lingjun",
     title="Lingjun",
@@ -28,7 +40,7 @@ PLATFORM = Platform(
         {C.NODES, C.NODE_BOOTSTRAP, C.RDMA, C.HPN, C.ELASTIC, C.PAUSE, C.SSH, C.EFLO_JOBS}
     ),
     parts="generator.platforms.lingjun.parts:LingjunParts",
-    live="generator.platforms.lingjun.live.eflo_cure",  # heal --health's action table over the EFLO controller
+    live="generator.platforms.lingjun.live",  # the job commands' and heal --health's calls to the EFLO controller
     program_parts=(
         "network",
         "network_lingjun",
@@ -87,6 +99,7 @@ PLATFORM = Platform(
     user_data_max_bytes=16 * 1024,  # node group user data: base64 of at most 16 KB [PU-EFLO]
     user_data="wrapper",
     user_data_where="a Lingjun node group's user data (the unpacking wrapper)",
+    user_data_wrapper=USER_DATA_WRAPPER,
     machine_noun="Lingjun machine type",
     default_key_pair="{name}-admin",  # the node group logs in with a key pair (compute_lingjun.py.j2 KEY_PAIR)
     pause_leaves_out="no eflo.Node and no node group; the eflo cluster, VPD and subnets stay",

@@ -11,9 +11,10 @@ from typing import Any
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
-from generator.plan.model import Checkpoints, Decision, DlcSpot, Node, Spot, Storage, Weights
+from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
+from generator.plan.weights import fetched_weights
 from generator.platforms.contract import Placement
 from generator.platforms.lingjun.plan import (
     lingjun_fabric,
@@ -25,6 +26,7 @@ from generator.platforms.lingjun.plan import (
 from generator.platforms.lingjun.rules import lingjun_rules
 from generator.platforms.lingjun.view import LingjunView
 from generator.spec.model import Spec
+from generator.spec.weights import WeightsSource
 
 
 class LingjunParts(LingjunView):
@@ -61,6 +63,20 @@ class LingjunParts(LingjunView):
         warnings: list[PlanWarning],
     ) -> tuple[Spot, DlcSpot | None]:
         return plan_spot(spec, fit, ranks, decisions, warnings), None
+
+    def weights(
+        self,
+        spec: Spec,
+        region: Region,
+        storage: Storage,
+        network: Network,
+        nodes: int,
+        parameters: int,
+        src: WeightsSource,
+        decisions: list[Decision],
+        warnings: list[PlanWarning],
+    ) -> Weights:
+        return fetched_weights(spec, region, storage, network, nodes, parameters, src, decisions, warnings)
 
     def part(
         self,

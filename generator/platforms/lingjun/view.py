@@ -1,7 +1,7 @@
 """How Lingjun's part of a plan is shown and rendered (:class:`~generator.platforms.contract.ViewParts`): in the
 flowchart, the VPD with its subnets and one node group box per subnet (the nodes sit in no vSwitch of the VPC), and
-the RAM user that writes checkpoints (Lingjun nodes take no RAM role). No summary line, template value or stack file
-of its own: the template parts read ``plan.lingjun`` themselves."""
+the RAM user that writes checkpoints (Lingjun nodes take no RAM role). No summary line or stack file of its own; its
+template values are its part of the plan (``lj``) and the user data wrapper its program part builds."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from generator.plan.model import Plan
 from generator.platforms.contract import Box, GroupLines, Picture
+from generator.platforms.lingjun import PLATFORM
 
 
 class LingjunView:
@@ -50,7 +51,9 @@ class LingjunView:
         return {"nodes"}
 
     def template_vars(self, plan: Plan) -> dict[str, Any]:
-        return {}
+        """``lj``: its part of the plan, which its template parts read; ``user_data_wrapper``: the node group's
+        user data around node-init.sh (the declaration's, which the renderer's size check uses too)."""
+        return {"lj": plan.lingjun, "user_data_wrapper": PLATFORM.user_data_wrapper}
 
     def stack_files(self, plan: Plan) -> dict[str, str]:
         return {}

@@ -36,6 +36,7 @@ from generator.platforms.dlc.live.jobs import (
     follow_logs,
     job_logs,
     job_row,
+    job_summary,
     new_lines,
     read_outputs,
     spec_drift,
@@ -44,6 +45,7 @@ from generator.platforms.dlc.live.jobs import (
     stack_outputs,
     stack_target,
     submit,
+    submit_question,
     workspace_id,
 )
 from generator.platforms.dlc.live.request import (
@@ -87,6 +89,7 @@ __all__ = [
     "is_stack_job",
     "job_logs",
     "job_row",
+    "job_summary",
     "list_jobs_request",
     "new_lines",
     "read_outputs",
@@ -100,6 +103,7 @@ __all__ = [
     "stack_tags",
     "stack_target",
     "submit",
+    "submit_question",
     "user_command",
     "workspace_id",
 ]

@@ -146,6 +146,28 @@ def submit(
     return Submission(request, sdk_map, job_id)
 
 
+def submit_question(plan: Plan, job_name: str) -> str:
+    """What ``submit`` asks before it sends the job (without ``--yes``): the job's name and workers."""
+    d = require_dlc(plan)
+    return f"Submit {job_name} ({d.worker_count} x {d.worker_instance_type}) to PAI-DLC?"
+
+
+def job_summary(plan: Plan, body: Mapping[str, Any]) -> list[str]:
+    """The lines ``submit`` prints about a CreateJob request ``body`` (before it asks, and on a dry run): the job,
+    its workers and parallelism, its image and its command."""
+    d = require_dlc(plan)
+    spot = f", spot {d.spot.spot_strategy}" if d.spot else ""
+    return [
+        f"job:       {body['DisplayName']} ({body['JobType']}) in {plan.region}, workspace {body['WorkspaceId']}",
+        (
+            f"workers:   {d.worker_count} x {d.worker_instance_type} ({d.gpus_per_worker} x {d.gpu}){spot}; "
+            f"tp={d.tp} pp={d.pp} dp={d.dp}"
+        ),
+        f"image:     {d.image}",
+        f"command:   {body['UserCommand']}",
+    ]
+
+
 def stack_jobs(
     plan: Plan, outputs: Mapping[str, Any], client: DlcClient, *, limit: int = 50
 ) -> list[Mapping[str, Any]]:

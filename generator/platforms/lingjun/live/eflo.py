@@ -350,6 +350,24 @@ class EfloJobsApi:
         return {"Invocations": {"Invocation": out}, "TotalCount": len(matching), "PageNumber": page}
 
 
+def jobs_api(
+    cluster: Any,
+    stack_dir: Path | str,
+    transport: Any = None,
+    store: LogStore | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> EfloJobsApi:
+    """The Cloud Assistant of a Lingjun stack's nodes (``generator.live.jobs.stack.jobs_api`` asks it through the
+    registry): :class:`EfloJobsApi` over ``transport`` (default :class:`SdkEfloApi` in the cluster's region), its
+    invocations indexed in the checkpoint bucket through ``store`` when the stack has one."""
+    index = (
+        BucketIndex(store, cluster.bucket, cluster.prefix) if store is not None and cluster.bucket else None
+    )
+    return EfloJobsApi(
+        transport if transport is not None else SdkEfloApi(cluster.region), stack_dir, index, warn=warn
+    )
+
+
 class SdkEfloApi:
     """EFLO calls by action name over ``alibabacloud-eflo-controller20221215`` (one client, built on first use,
     through :func:`~generator.live.mountaddr.sdk_config` and so ``TRAINSTACK_ALIBABA_ENDPOINT``)."""
