@@ -4,7 +4,7 @@
 out, each warning's words beside its fields. It cannot be read back into the Plan it came from. This module writes
 every field as it is (floats as ``repr`` gives them, ints as ints, tuples as lists, a warning or a rejection as its
 code and fields) and reads the document back by the dataclasses' own annotations, so a Plan can be stored in a
-cache shared between machines (``diff``'s side cache, :mod:`generator.preview.diff.side_cache`) without pickle: a
+cache shared between machines (``diff``'s side cache, :mod:`generator.preview.side_cache`) without pickle: a
 pickle restored from a shared CI cache would run whatever code it names, while this reader only builds the plan's
 own frozen dataclasses and the warning and rejection classes their registries list (``warns.codes()``,
 ``rejections.codes()``), checking every value's type on the way. A document that does not match, in any field,
