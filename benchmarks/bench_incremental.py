@@ -22,6 +22,8 @@ round to round (paired runs: each variant sees the same machine load, which canc
   ``whole-sdk``: whole SDK packages) and with all of them off (``pulumi``: Pulumi's own defaults).
 * ``preview-head``: ``trainstack preview HEAD`` with a cache that holds only BASE's graph (copied in before each run).
 * ``diff``: ``trainstack diff BASE HEAD`` with that cache: a pull request adding ADD nodes, BASE cached.
+* ``diff-side``: the same diff with a cache that holds BASE's graph and its side entry (primed by ``diff - BASE``,
+  as the run that made BASE leaves it): BASE is not planned, rendered or run (generator/preview/side_cache.py).
 * ``diff-cold``: the same diff with an empty cache (BASE runs, then HEAD reuses BASE's registrations).
 
 Reported: min and median wall time, min CPU time (user + system), median peak resident memory (``ru_maxrss``) and the
@@ -114,12 +116,15 @@ def bench(
     cli = [sys.executable, "-m", "generator.cli"]
     primed = tmp / "primed"  # a cache holding BASE's graph only
     measure([*cli, "preview", str(base)], {**env, "XDG_CACHE_HOME": str(primed)})
+    sided = tmp / "sided"  # a cache holding BASE's graph and side entry (`diff - BASE` made it)
+    measure([*cli, "diff", "-", str(base)], {**env, "XDG_CACHE_HOME": str(sided)}, (0, 2))
+    primes = {"primed": primed, "sided": sided}
 
     def fresh(kind: str) -> str:
         target = Path(tempfile.mkdtemp(prefix=f"cache-{kind}-", dir=tmp))
-        if kind == "primed":
+        if kind in primes:
             shutil.rmtree(target)
-            shutil.copytree(primed, target)
+            shutil.copytree(primes[kind], target)
         return str(target)
 
     variants: dict[str, tuple[list[str], dict[str, str], str, tuple[int, ...]]] = {}
@@ -138,6 +143,7 @@ def bench(
         variants["cold/pulumi"] = ([*cli, "preview", str(base)], {**env, **everything}, "empty", (0,))
     variants["preview-head"] = ([*cli, "preview", str(head)], env, "primed", (0,))
     variants["diff"] = ([*cli, "diff", str(base), str(head)], env, "primed", (0, 2))
+    variants["diff-side"] = ([*cli, "diff", str(base), str(head)], env, "sided", (0, 2))
     variants["diff-cold"] = ([*cli, "diff", str(base), str(head)], env, "empty", (0, 2))
     variants = {name: v for name, v in variants.items() if name not in skip or name == "cold"}
     samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in variants}

@@ -266,15 +266,14 @@ def run_program(
 ) -> Graph:
     """:func:`generator.preview.mockrun.run_program`, answered from the cache when this exact run was made before."""
     program_dir = Path(program_dir).resolve()
+    _LAST_KEY.clear()
     if not enabled() or not (program_dir / "__main__.py").is_file():
         return mockrun.run_program(program_dir, project=project, stack=stack, config=config)
     effective = mockrun.effective_config(config)
     digest = key(program_files(program_dir), project, stack, effective)
-    graph = load(digest)
+    graph = hit(digest)
     if graph is not None:
-        with _ignored():
-            os.utime(_entry(digest))  # most recently used
-        _LAST_HIT[:] = [(digest, graph)]
+        _LAST_KEY.append(digest)
         return graph
     run_salt = memo.salt(environment(), project, stack)
     reuse = incremental()
@@ -293,7 +292,25 @@ def run_program(
             deflate.prune(cache_dir(), MEMO_FILES)
     if stored:
         _remember(run_salt, digest)
+        _LAST_KEY.append(digest)
     return graph
+
+
+def hit(digest: str) -> Graph | None:
+    """The graph stored under ``digest`` (checked, as :func:`load`), marked most recently used and kept as this
+    process's last hit (a later run of the same stack reuses its registrations without reading it again)."""
+    graph = load(digest)
+    if graph is not None:
+        with _ignored():
+            os.utime(_entry(digest))  # most recently used
+        _LAST_HIT[:] = [(digest, graph)]
+    return graph
+
+
+def last_key() -> str | None:
+    """The key of the graph the last :func:`run_program` call of this process answered from or stored in the cache
+    (None when it was not cached): ``diff``'s side cache (:mod:`generator.preview.side_cache`) records it."""
+    return _LAST_KEY[-1] if _LAST_KEY else None
 
 
 def run_files(
@@ -319,6 +336,7 @@ def run_files(
 # The graph this process last answered from the cache: `diff` reads BASE's entry, then HEAD's run reuses it; a large
 # cluster's entry is not read and checked twice.
 _LAST_HIT: list[tuple[str, Graph]] = []
+_LAST_KEY: list[str] = []  # the key of the last run_program's graph, if it is in the cache (last_key)
 
 
 def _memo_index(run_salt: str) -> Path:
@@ -381,9 +399,11 @@ __all__ = [
     "MEMO_ENTRIES",
     "cache_dir",
     "enabled",
+    "hit",
     "incremental",
     "key",
     "known_keys",
+    "last_key",
     "load",
     "program_files",
     "reusable",

@@ -122,30 +122,47 @@ def _check_blob(ref: str, candidate: str, what: str, cwd: Path) -> None:
 
 @dataclass(frozen=True)
 class _Planned:
-    """A side checked, planned and rendered to files, ready to run (the slow part)."""
+    """A side checked, planned and rendered to files, ready to run (the slow part); or, when its inputs were seen
+    before (:mod:`generator.preview.side_cache`), its stored plan and graph, and nothing to run."""
 
     side: Side
     plan: Plan
-    files: Mapping[str, str]
+    files: Mapping[str, str] | None  # None: answered from the side cache
+    key: str | None = None  # the side cache's key (None: not cached)
+    graph: Graph | None = None  # the stored graph of a side cache hit
 
 
 def _plan_side(side: Side, catalog: Catalog) -> _Planned:
-    """Load, check, plan and render one side; a bad spec raises SpecErrors with the side's label as FILE."""
+    """Load, check, plan and render one side; a bad spec raises SpecErrors with the side's label as FILE. A side
+    the side cache holds is answered from it: no loading, planning, rendering or Pulumi import."""
     from generator.plan import pipeline
+    from generator.preview import side_cache
     from generator.render import files
     from generator.spec import loader
 
+    key = side_cache.key(side.text, side.path, catalog)
+    stored = side_cache.load(key) if key is not None else None
+    if stored is not None:
+        return _Planned(side, stored[0], None, key, stored[1])
     located = pipeline.checked(loader.load_text(side.text, file=side.label), catalog)
     plan = pipeline.plan_located(located, catalog)
-    return _Planned(side, plan, files.render(plan, side.path))
+    return _Planned(side, plan, files.render(plan, side.path), key)
 
 
 def _run_side(planned: _Planned) -> tuple[Graph, SideInfo]:
-    """Run the rendered program under the mock runtime (:func:`generator.preview.cache.run_files`)."""
-    from generator.preview import cache
+    """Run the rendered program under the mock runtime (:func:`generator.preview.cache.run_files`) and record the
+    side in the side cache; a side answered from that cache is not run."""
+    from generator.preview import cache, side_cache
 
     plan = planned.plan
-    graph, _ = cache.run_files(planned.files, project=plan.name, stack=plan.stack, region=plan.region)
+    if planned.graph is not None:
+        graph = planned.graph
+    else:
+        assert planned.files is not None
+        graph, _ = cache.run_files(planned.files, project=plan.name, stack=plan.stack, region=plan.region)
+        graph_key = cache.last_key()
+        if planned.key is not None and graph_key is not None:
+            side_cache.store(planned.key, plan, graph_key)
     return graph, SideInfo(planned.side.label, plan.name, plan.stack, plan.region, len(graph.resources))
 
 

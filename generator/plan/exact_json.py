@@ -1,0 +1,227 @@
+"""A Plan as JSON that reads back to the same object: ``read(write(plan)) == plan``.
+
+``plan.json`` (:meth:`Plan.to_dict`) is written for people and tools: floats rounded to 6 places, empty fields left
+out, each warning's words beside its fields. It cannot be read back into the Plan it came from. This module writes
+every field as it is (floats as ``repr`` gives them, ints as ints, tuples as lists, a warning or a rejection as its
+code and fields) and reads the document back by the dataclasses' own annotations, so a Plan can be stored in a
+cache shared between machines (``diff``'s side cache, :mod:`generator.preview.side_cache`) without pickle: a
+pickle restored from a shared CI cache would run whatever code it names, while this reader only builds the plan's
+own frozen dataclasses and the warning and rejection classes their registries list (``warns.codes()``,
+``rejections.codes()``), checking every value's type on the way. A document that does not match, in any field,
+raises :class:`PlanReadError` naming the field.
+
+Both directions are strict: :func:`write` refuses a value its annotation does not allow (a list where a tuple is
+declared, a float in an ``int`` field, NaN), since it would not read back equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from generator.plan.model import PLAN_SCHEMA_VERSION, Plan
+
+FORMAT = "trainstack-plan-exact"
+CODEC_VERSION = 1  # bump when the encoding below changes
+
+Decoder = Callable[[Any, str], Any]
+
+
+class PlanReadError(ValueError):
+    """The document is not an exact plan: the message names the field (``plan.compute.ranks[3].zone``)."""
+
+
+def write(plan: Plan) -> str:
+    """The exact JSON text of ``plan``; ValueError if a field holds a value its annotation does not allow."""
+    body = _encode(Plan, plan, "plan")
+    doc = {"format": FORMAT, "codec": CODEC_VERSION, "schema": PLAN_SCHEMA_VERSION, "plan": body}
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+
+
+def read(text: str | bytes) -> Plan:
+    """The Plan :func:`write` wrote; :class:`PlanReadError` for anything else."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise PlanReadError(f"not JSON: {e}") from None
+    if not isinstance(doc, dict) or set(doc) != {"format", "codec", "schema", "plan"}:
+        raise PlanReadError("not an exact plan document (format, codec, schema, plan)")
+    if doc["format"] != FORMAT or doc["codec"] != CODEC_VERSION or doc["schema"] != PLAN_SCHEMA_VERSION:
+        raise PlanReadError(
+            f"format {doc['format']!r} codec {doc['codec']!r} schema {doc['schema']!r}: this trainstack reads "
+            f"{FORMAT!r} codec {CODEC_VERSION} schema {PLAN_SCHEMA_VERSION}"
+        )
+    plan = _decoder(Plan)(doc["plan"], "plan")
+    assert isinstance(plan, Plan)
+    return plan
+
+
+# -- the polymorphic fields: an abstract event base and the classes its registry lists
+
+
+@functools.cache
+def _registries() -> dict[type, dict[str, type]]:
+    from generator.plan import rejections, warns
+
+    return {
+        warns.PlanWarning: {c.code: c for c in warns.codes()},
+        rejections.Rejection: {c.code: c for c in rejections.codes()},
+    }
+
+
+@functools.cache
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
+# -- writing
+
+
+def _encode(kind: Any, value: Any, where: str) -> Any:
+    """``value`` as JSON data, checked against its annotation ``kind``."""
+    origin = typing.get_origin(kind)
+    if origin in (types.UnionType, typing.Union):
+        for option in typing.get_args(kind):
+            if option is type(None) and value is None:
+                return None
+            if option is not type(None) and _matches(option, value):
+                return _encode(option, value, where)
+        raise ValueError(f"{where}: {type(value).__name__} is not {kind}")
+    if origin is tuple:
+        if type(value) is not tuple:
+            raise ValueError(f"{where}: {type(value).__name__}, not a tuple")
+        args = typing.get_args(kind)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return [_encode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if len(args) != len(value):
+            raise ValueError(f"{where}: {len(value)} items, not {len(args)}")
+        return [_encode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))]
+    registry = _registries().get(kind)
+    if registry is not None:
+        code: Any = getattr(value, "code", None)
+        if type(code) is not str or registry.get(code) is not type(value):
+            raise ValueError(f"{where}: {type(value).__name__} is not a listed {kind}")
+        return {"code": code, "fields": _encode(type(value), value, where)}
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        if type(value) is not kind:
+            raise ValueError(f"{where}: {type(value).__name__}, not {kind.__name__}")
+        return {name: _encode(t, getattr(value, name), f"{where}.{name}") for name, t in _hints(kind)}  # type: ignore[arg-type]
+    if not _scalar_ok(kind, value):
+        raise ValueError(f"{where}: {value!r} is not {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _matches(kind: Any, value: Any) -> bool:
+    """Whether ``value`` is of ``kind`` at its top level (how a union picks its member)."""
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        return type(value) is tuple
+    registry = _registries().get(kind)
+    if registry is not None:
+        return type(value) in registry.values()
+    if dataclasses.is_dataclass(kind):
+        return type(value) is kind
+    return _scalar_ok(kind, value)
+
+
+def _scalar_ok(kind: Any, value: Any) -> bool:
+    if kind is float:  # an int in a float field stays an int (0 and 0.0 print differently)
+        return type(value) in (int, float) and (type(value) is int or math.isfinite(value))
+    return kind in (int, str, bool) and type(value) is kind
+
+
+# -- reading: one decoder per annotation, built once
+
+
+@functools.cache
+def _decoder(kind: Any) -> Decoder:
+    origin = typing.get_origin(kind)
+    if origin in (types.UnionType, typing.Union):
+        return _union(typing.get_args(kind))
+    if origin is tuple:
+        return _tuple(typing.get_args(kind))
+    if kind in _registries():
+        return _event(kind)
+    if dataclasses.is_dataclass(kind):
+        return _dataclass(kind)  # type: ignore[arg-type]
+    if kind in (int, str, bool, float):
+        return _scalar(kind)
+    raise TypeError(f"no exact JSON reader for {kind!r}")
+
+
+def _scalar(kind: type) -> Decoder:
+    def decode(value: Any, where: str) -> Any:
+        if not _scalar_ok(kind, value):
+            raise PlanReadError(f"{where}: {value!r} is not {kind.__name__}")
+        return value
+
+    return decode
+
+
+def _union(options: tuple[Any, ...]) -> Decoder:
+    optional = type(None) in options
+    members = [o for o in options if o is not type(None)]
+    if len(members) != 1:
+        raise TypeError(f"no exact JSON reader for a union of {members!r}")
+    inner = _decoder(members[0])
+
+    def decode(value: Any, where: str) -> Any:
+        if value is None and optional:
+            return None
+        return inner(value, where)
+
+    return decode
+
+
+def _tuple(args: tuple[Any, ...]) -> Decoder:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = _decoder(args[0])
+
+        def repeated(value: Any, where: str) -> Any:
+            if type(value) is not list:
+                raise PlanReadError(f"{where}: not a list")
+            return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+        return repeated
+    items = [_decoder(a) for a in args]
+
+    def fixed(value: Any, where: str) -> Any:
+        if type(value) is not list or len(value) != len(items):
+            raise PlanReadError(f"{where}: not a list of {len(items)}")
+        return tuple(d(v, f"{where}[{i}]") for i, (d, v) in enumerate(zip(items, value, strict=True)))
+
+    return fixed
+
+
+def _dataclass(cls: type) -> Decoder:
+    fields = tuple((name, _decoder(t)) for name, t in _hints(cls))
+    names = {name for name, _ in fields}
+
+    def decode(value: Any, where: str) -> Any:
+        if type(value) is not dict or value.keys() != names:
+            raise PlanReadError(f"{where}: not an object with exactly the fields of {cls.__name__}")
+        return cls(**{name: d(value[name], f"{where}.{name}") for name, d in fields})
+
+    return decode
+
+
+def _event(base: type) -> Decoder:
+    def decode(value: Any, where: str) -> Any:
+        if type(value) is not dict or value.keys() != {"code", "fields"}:
+            raise PlanReadError(f"{where}: not a {base.__name__} (code, fields)")
+        cls = _registries()[base].get(value["code"]) if type(value["code"]) is str else None
+        if cls is None:
+            raise PlanReadError(f"{where}: {value['code']!r} is not a {base.__name__} code")
+        return _decoder(cls)(value["fields"], where)
+
+    return decode
+
+
+__all__ = ["CODEC_VERSION", "FORMAT", "PlanReadError", "read", "write"]
