@@ -35,6 +35,7 @@ from generator.plan.model import (
     Node,
     Spot,
     Storage,
+    VSwitch,
     Weights,
 )
 from generator.plan.placement import ip_plan
@@ -118,6 +119,18 @@ def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> N
         egress=spec.network.egress == "nat",
     )
     compute = ipaddress.ip_network(vswitches[0].cidr)
+    ranges = _dlc_ranges(compute, ecs_ranges)
+    decisions.append(_ip_plan_decision(compute, vswitches))
+    egress = spec.network.egress
+    decisions.append(_egress_decision(egress))
+    return Network(str(vpc), vswitches, (), False, 1500, (), egress, tuple(ranges), "")
+
+
+def _dlc_ranges(
+    compute: ipaddress.IPv4Network | ipaddress.IPv6Network, ecs_ranges: Iterable[IpRange]
+) -> list[IpRange]:
+    """The ECS IP plan's ranges with the per-rank ones replaced by one range DLC hands out to its workers."""
+    ecs_ranges = tuple(ecs_ranges)
     lo, hi = int(compute.network_address), int(compute.broadcast_address)
     ranges = [r for r in ecs_ranges if r.vswitch == "compute" and "reserved" in r.consumer]
     ranges.insert(
@@ -132,42 +145,48 @@ def dlc_network(spec: Spec, zone: str, fit: Fit, decisions: list[Decision]) -> N
         ),
     )
     ranges += [r for r in ecs_ranges if r.vswitch != "compute"]
+    return ranges
+
+
+def _ip_plan_decision(
+    compute: ipaddress.IPv4Network | ipaddress.IPv6Network, vswitches: Iterable[VSwitch]
+) -> Decision:
+    """Why the vSwitches sit where they do: the workers' compute vSwitch, the others at the top of the VPC."""
+    vswitches = tuple(vswitches)
     above = [
         (key, what)
         for key, what in (("storage", "the file system's mount target"), ("egress", "the NAT gateway"))
         if any(v.key == key for v in vswitches)
     ]
-    decisions.append(
-        Decision(
-            "ip plan",
-            ", ".join(f"{v.key} {v.cidr}" for v in vswitches),
-            (
-                f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
-                "the security group)"
-                + (
-                    f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
-                    f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
-                    "a worker's address"
-                    if above
-                    else "; no other vSwitch: no shared file system and no NAT gateway"
-                )
-            ),
-        )
+    return Decision(
+        "ip plan",
+        ", ".join(f"{v.key} {v.cidr}" for v in vswitches),
+        (
+            f"compute {compute}: the workers' addresses, chosen by DLC per job (CreateJob UserVpc names this vSwitch and "
+            "the security group)"
+            + (
+                f"; the {' and '.join(k for k, _ in above)} vSwitch{'es sit' if len(above) > 1 else ' sits'} at the top "
+                f"of the VPC as on ECS, so {' and '.join(w for _, w in above)} never take{'' if len(above) > 1 else 's'} "
+                "a worker's address"
+                if above
+                else "; no other vSwitch: no shared file system and no NAT gateway"
+            )
+        ),
     )
-    egress = spec.network.egress
-    decisions.append(
-        Decision(
-            "egress",
-            egress,
-            (
-                "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
-                "(the official image comes from the region's VPC registry); nothing inbound"
-                if egress == "nat"
-                else "no internet: the job reaches only VPC-internal endpoints (the VPC image registry, OSS internal)"
-            ),
-        )
+
+
+def _egress_decision(egress: str) -> Decision:
+    """Why the job reaches the internet through a NAT gateway, or not at all."""
+    return Decision(
+        "egress",
+        egress,
+        (
+            "outbound-only internet through an enhanced NAT gateway in the job's VPC, for pip installs and code "
+            "(the official image comes from the region's VPC registry); nothing inbound"
+            if egress == "nat"
+            else "no internet: the job reaches only VPC-internal endpoints (the VPC image registry, OSS internal)"
+        ),
     )
-    return Network(str(vpc), vswitches, (), False, 1500, (), egress, tuple(ranges), "")
 
 
 def dlc_workers(spec: Spec, zone: str, fit: Fit) -> tuple[Node, ...]:
@@ -275,7 +294,39 @@ def plan_dlc(
     """``Plan.dlc``: the workspace, datasets, image, worker spec and launch environment, with their decisions; with
     base weights, their dataset, environment and prelude (:mod:`generator.platforms.dlc.weights`)."""
     fit, t = best.fit, best.fit.itype
-    row = catalog.dlc_spec(t.name)
+    ws = _workspace(spec, decisions)
+    sources = _data_sources(spec, storage, ckpt, weights, decisions)
+    image, image_source = _image(spec, region, decisions)
+    env = _environment(spec, best, storage, ckpt, sources, weights)
+    _workers_decision(fit, catalog, decisions)
+    max_hours = _max_running_hours(best, decisions)
+    _job_warnings(fit, region, sources, warnings)
+    modelscope = weights is not None and weights.source_kind == "modelscope"
+    return Dlc(
+        workspace_name=ws,
+        job_type=JOB_TYPE,
+        worker_count=fit.nodes,
+        worker_instance_type=t.name,
+        gpus_per_worker=t.gpus,
+        gpu=t.gpu,
+        image=image,
+        image_source=image_source,
+        tp=fit.tp,
+        pp=fit.pp,
+        dp=fit.dp,
+        data_sources=tuple(sources),
+        environment=env,
+        spot=spot,
+        resource="public",
+        outputs=DLC_OUTPUTS,
+        max_running_hours=max_hours,
+        prelude=dlc_weights.PRELUDE if modelscope else "",
+        weights_script_key=dlc_weights.script_key(ckpt.prefix) if modelscope else "",
+    )
+
+
+def _workspace(spec: Spec, decisions: list[Decision]) -> str:
+    """The job's own PAI workspace name, with the decision saying why it has one."""
     ws = workspace_name(spec)
     decisions.append(
         Decision(
@@ -288,6 +339,13 @@ def plan_dlc(
             ),
         )
     )
+    return ws
+
+
+def _data_sources(
+    spec: Spec, storage: Storage, ckpt: Checkpoints, weights: Weights | None, decisions: list[Decision]
+) -> list[DlcDataSource]:
+    """The datasets the job mounts (shared file system, OSS data, checkpoints, base weights), with their decision."""
     sources: list[DlcDataSource] = []
     if storage.kind != "none":
         kind = "cpfs" if storage.kind == "cpfs" else "nas"
@@ -322,35 +380,35 @@ def plan_dlc(
             _datasets_reason(sources),
         )
     )
-    image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
-    image_source = "UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]"
+    return sources
+
+
+def _image(spec: Spec, region: Region, decisions: list[Decision]) -> tuple[str, str]:
+    """The job's image and where it comes from: compute.container_image when given, else the official PAI image."""
     own = limits.container_image_parts(spec.compute.container_image) if spec.compute.container_image else None
     if own is not None:  # compute.container_image is the job's image (CreateJob JobSpecs[].Image)
         image, image_source = own[1], "compute.container_image (the spec), pinned by digest"
-        decisions.append(
-            Decision(
-                "image",
-                image,
-                (
-                    "compute.container_image, pinned by its digest, through the registry's VPC endpoint: DLC pulls it for "
-                    "every worker (CreateJob JobSpecs Image [DOC-DLC-JOB]); it must bring PyTorch and torchrun, and its "
-                    "repository must be one DLC may pull (the same account's ACR, or public)"
-                ),
-            )
+        reason = (
+            "compute.container_image, pinned by its digest, through the registry's VPC endpoint: DLC pulls it for "
+            "every worker (CreateJob JobSpecs Image [DOC-DLC-JOB]); it must bring PyTorch and torchrun, and its "
+            "repository must be one DLC may pull (the same account's ACR, or public)"
         )
     else:
-        decisions.append(
-            Decision(
-                "image",
-                image,
-                (
-                    "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
-                    "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
-                    "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list"
-                ),
-            )
+        image = f"{IMAGE_REPOSITORY.format(region=region.id)}:{IMAGE_TAG}"
+        image_source = "UNVERIFIED tag [3P-DLC-IMAGE]; registry and repository per [DOC-DLC-JOB]"
+        reason = (
+            "the official PAI PyTorch training image from the region's VPC registry (PyTorch, DeepSpeed and Megatron "
+            "tooling, drivers managed by DLC): registry and repository as in Alibaba's CreateJob samples "
+            "[DOC-DLC-JOB]; the tag is unverified [3P-DLC-IMAGE]: check the PAI console's image list"
         )
-    env = _environment(spec, best, storage, ckpt, sources, weights)
+    decisions.append(Decision("image", image, reason))
+    return image, image_source
+
+
+def _workers_decision(fit: Fit, catalog: Catalog, decisions: list[Decision]) -> None:
+    """Why the job runs ``fit.nodes`` workers of its type, and whether the catalog's DLC row for it is verified."""
+    t = fit.itype
+    row = catalog.dlc_spec(t.name)
     decisions.append(
         Decision(
             "workers",
@@ -367,49 +425,37 @@ def plan_dlc(
             ),
         )
     )
-    max_hours = None
-    if best.run_hours is not None:
-        expected = best.run_hours + (best.rework_hours or 0.0)
-        max_hours = min(DLC_DEFAULT_MAX_HOURS, math.ceil(expected * MAX_RUNNING_MARGIN) + 1)
-        decisions.append(
-            Decision(
-                "max running time",
-                f"{max_hours} h",
-                (
-                    f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
-                    f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
-                    "(CreateJob JobMaxRunningTimeMinutes)"
-                ),
-            )
+
+
+def _max_running_hours(best: Scored, decisions: list[Decision]) -> int | None:
+    """The job's running-time limit (CreateJob JobMaxRunningTimeMinutes, in hours), or None without a run estimate."""
+    if best.run_hours is None:
+        return None
+    expected = best.run_hours + (best.rework_hours or 0.0)
+    max_hours = min(DLC_DEFAULT_MAX_HOURS, math.ceil(expected * MAX_RUNNING_MARGIN) + 1)
+    decisions.append(
+        Decision(
+            "max running time",
+            f"{max_hours} h",
+            (
+                f"{MAX_RUNNING_MARGIN:g} x the expected {expected:,.1f} h (training plus expected rework) plus an hour, at "
+                f"most DLC's default of 30 days [DOC-DLC-JOB]: a job that hangs stops being billed "
+                "(CreateJob JobMaxRunningTimeMinutes)"
+            ),
         )
-    warning = quota_warning(fit.nodes, t.gpus, t.vcpu)
+    )
+    return max_hours
+
+
+def _job_warnings(
+    fit: Fit, region: Region, sources: list[DlcDataSource], warnings: list[PlanWarning]
+) -> None:
+    """The public-resource quota warning (when over it) and the DLC activation warning naming the read-only buckets."""
+    warning = quota_warning(fit.nodes, fit.itype.gpus, fit.itype.vcpu)
     if warning is not None:
         warnings.append(warning)
     oss = sorted({d.uri.split("/")[2] for d in sources if d.kind == "oss" and d.read_only and d.uri})
     warnings.append(warns.DlcActivation(region.id, tuple(oss)))
-    return Dlc(
-        workspace_name=ws,
-        job_type=JOB_TYPE,
-        worker_count=fit.nodes,
-        worker_instance_type=t.name,
-        gpus_per_worker=t.gpus,
-        gpu=t.gpu,
-        image=image,
-        image_source=image_source,
-        tp=fit.tp,
-        pp=fit.pp,
-        dp=fit.dp,
-        data_sources=tuple(sources),
-        environment=env,
-        spot=spot,
-        resource="public",
-        outputs=DLC_OUTPUTS,
-        max_running_hours=max_hours,
-        prelude=dlc_weights.PRELUDE if weights is not None and weights.source_kind == "modelscope" else "",
-        weights_script_key=dlc_weights.script_key(ckpt.prefix)
-        if weights is not None and weights.source_kind == "modelscope"
-        else "",
-    )
 
 
 def _datasets_reason(sources: list[DlcDataSource]) -> str:

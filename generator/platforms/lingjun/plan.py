@@ -201,58 +201,8 @@ def plan_lingjun(
 ) -> Lingjun:
     """Billing, cluster type, credentials and the limits of Lingjun, as decisions and warnings."""
     nodes = best.fit.nodes
-    decisions.append(
-        Decision(
-            "lingjun cluster",
-            f"eflo.Cluster type {LINGJUN_CLUSTER_TYPE}, one node group",
-            (
-                f"cluster_type {LINGJUN_CLUSTER_TYPE} (the basic Lingjun cluster) is the type the provider's acceptance test "
-                "and docs create with a VPD subnet, a VPC vSwitch and a security group [TF-eflo-cluster, PU-EFLO]; "
-                "AckEdgePro would add a managed ACK Edge control plane and ExclusiveBareCluster has no example in the "
-                "provider. Nodes join through one eflo.NodeGroup, which sets the image, the SSH key pair and the bootstrap "
-                "script (eflo.Node itself takes no key pair)"
-            ),
-        )
-    )
-    if "PayAsYouGo" in lj.payment_types:
-        payment, period = "PayAsYouGo", None
-        decisions.append(
-            Decision(
-                "billing",
-                "PayAsYouGo",
-                (
-                    f"Lingjun is sold subscription first, but the sources show {lj.name} pay-as-you-go too [{lj.source}]; "
-                    "a training run is finite and Pulumi can release PayAsYouGo nodes on destroy, whereas Subscription "
-                    "nodes are only removed from the Pulumi state, never destroyed"
-                ),
-            )
-        )
-    else:
-        payment = "Subscription"
-        if spec.compute.paused:
-            raise PlanningError([refusals.PausedSubscription(lj.name).problem()])
-        hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
-        period = subscription_months(hours if best.run_hours is not None else None)
-        amount = prepaid(
-            nodes, lj.price.cny_per_hour, period
-        )  # the cost part prices the run at this amount too
-        decisions.append(
-            Decision(
-                "billing",
-                f"Subscription, {period} month(s)",
-                (
-                    f"the sources show {lj.name} by subscription only [{lj.source}]; the period covers "
-                    + (
-                        f"the expected {hours:,.0f} h of training"
-                        if best.run_hours is not None
-                        else "one month (give model.tokens to size it to the run)"
-                    )
-                    + ", renewal is manual"
-                ),
-            )
-        )
-        warnings.append(warns.SubscriptionPrepaid(nodes, lj.name, period, amount))
-        warnings.append(warns.SubscriptionNotDestroyed())
+    decisions.append(_cluster_decision())
+    payment, period = _billing(spec, lj, best, decisions, warnings)
     warnings.append(warns.LingjunStock(nodes, lj.name, zone, hpn_zone))
     if not lj.gpu_verified:
         warnings.append(warns.LingjunGpusUndocumented(lj.name, lj.gpus, lj.gpu))
@@ -267,20 +217,7 @@ def plan_lingjun(
         )
     )
     if ckpt.enabled:
-        decisions.append(
-            Decision(
-                "node credentials",
-                f"RAM user {spec.name}-checkpoints, no AccessKey",
-                (
-                    "eflo.Node and eflo.NodeGroup take no RAM role in pulumi-alicloud 4.0.0, so the ECS way (a role through "
-                    "the metadata service) is not available; the same one-bucket policy is attached to a RAM user instead. "
-                    "trainstack creates no AccessKey for it, because a key created by Pulumi would be stored in its state: "
-                    "create one (console or `aliyun ram CreateAccessKey`) and install it on the nodes, or give them "
-                    "credentials through PAI"
-                ),
-            )
-        )
-        warnings.append(warns.LingjunNoOssCredentials(f"{spec.name}-checkpoints"))
+        _credentials(spec, decisions, warnings)
     if "system_disk_gib" in spec.compute.model_fields_set:
         warnings.append(
             warns.FieldIgnored(
@@ -302,3 +239,80 @@ def plan_lingjun(
         node_group=f"{spec.name}-nodes",
         user_data_max_bytes=LINGJUN_USER_DATA_MAX,
     )
+
+
+def _cluster_decision() -> Decision:
+    """Why the cluster is an eflo.Cluster of type Lite with one node group."""
+    return Decision(
+        "lingjun cluster",
+        f"eflo.Cluster type {LINGJUN_CLUSTER_TYPE}, one node group",
+        (
+            f"cluster_type {LINGJUN_CLUSTER_TYPE} (the basic Lingjun cluster) is the type the provider's acceptance test "
+            "and docs create with a VPD subnet, a VPC vSwitch and a security group [TF-eflo-cluster, PU-EFLO]; "
+            "AckEdgePro would add a managed ACK Edge control plane and ExclusiveBareCluster has no example in the "
+            "provider. Nodes join through one eflo.NodeGroup, which sets the image, the SSH key pair and the bootstrap "
+            "script (eflo.Node itself takes no key pair)"
+        ),
+    )
+
+
+def _billing(
+    spec: Spec, lj: LingjunMachineType, best: Scored, decisions: list[Decision], warnings: list[PlanWarning]
+) -> tuple[str, int | None]:
+    """The payment type and subscription period (None for PayAsYouGo): PayAsYouGo when the machine type is sold so,
+    else a subscription sized to the expected run, refused for a paused spec and warned about as prepaid."""
+    if "PayAsYouGo" in lj.payment_types:
+        decisions.append(
+            Decision(
+                "billing",
+                "PayAsYouGo",
+                (
+                    f"Lingjun is sold subscription first, but the sources show {lj.name} pay-as-you-go too [{lj.source}]; "
+                    "a training run is finite and Pulumi can release PayAsYouGo nodes on destroy, whereas Subscription "
+                    "nodes are only removed from the Pulumi state, never destroyed"
+                ),
+            )
+        )
+        return "PayAsYouGo", None
+    if spec.compute.paused:
+        raise PlanningError([refusals.PausedSubscription(lj.name).problem()])
+    nodes = best.fit.nodes
+    hours = (best.run_hours or 0.0) + (best.rework_hours or 0.0)
+    period = subscription_months(hours if best.run_hours is not None else None)
+    amount = prepaid(nodes, lj.price.cny_per_hour, period)  # the cost part prices the run at this amount too
+    decisions.append(
+        Decision(
+            "billing",
+            f"Subscription, {period} month(s)",
+            (
+                f"the sources show {lj.name} by subscription only [{lj.source}]; the period covers "
+                + (
+                    f"the expected {hours:,.0f} h of training"
+                    if best.run_hours is not None
+                    else "one month (give model.tokens to size it to the run)"
+                )
+                + ", renewal is manual"
+            ),
+        )
+    )
+    warnings.append(warns.SubscriptionPrepaid(nodes, lj.name, period, amount))
+    warnings.append(warns.SubscriptionNotDestroyed())
+    return "Subscription", period
+
+
+def _credentials(spec: Spec, decisions: list[Decision], warnings: list[PlanWarning]) -> None:
+    """How the nodes reach the checkpoint bucket: a RAM user with the bucket's policy and no AccessKey."""
+    decisions.append(
+        Decision(
+            "node credentials",
+            f"RAM user {spec.name}-checkpoints, no AccessKey",
+            (
+                "eflo.Node and eflo.NodeGroup take no RAM role in pulumi-alicloud 4.0.0, so the ECS way (a role through "
+                "the metadata service) is not available; the same one-bucket policy is attached to a RAM user instead. "
+                "trainstack creates no AccessKey for it, because a key created by Pulumi would be stored in its state: "
+                "create one (console or `aliyun ram CreateAccessKey`) and install it on the nodes, or give them "
+                "credentials through PAI"
+            ),
+        )
+    )
+    warnings.append(warns.LingjunNoOssCredentials(f"{spec.name}-checkpoints"))
