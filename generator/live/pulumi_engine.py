@@ -32,7 +32,6 @@ from generator.live.errors import (
 )
 from generator.live.redaction import display_backend
 
-
 OPENED = False  # whether this process opened a stack with the Pulumi engine (set by PulumiEngine._open)
 
 
