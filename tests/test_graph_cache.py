@@ -143,6 +143,22 @@ def test_values_json_cannot_keep_are_not_cached() -> None:
     assert cache.load("ef" * 32) is None
 
 
+def test_a_write_walks_only_resources_not_read_back_from_an_entry() -> None:
+    """``store(decoded=...)``: resources an entry gave (what ``reusable`` returns) are JSON's own; a fresh one is
+    still checked, and a non-finite float (which JSON's reader accepts) is refused wherever it is."""
+    ok = mockrun.Resource("t:m:T", "a", {"x": [1, "s", None, True, 1.5]})
+    tuple_in = mockrun.Resource("t:m:T", "b", {"x": (1, 2)})
+    nan_in = mockrun.Resource("t:m:T", "c", {"x": float("nan")})
+    assert cache.store("ab" * 32, mockrun.Graph([ok]), decoded={id(ok): ok})
+    assert cache.load("ab" * 32) == mockrun.Graph([ok])
+    assert not cache.store("cd" * 32, mockrun.Graph([ok, tuple_in]), decoded={id(ok): ok})
+    decoded = {id(nan_in): nan_in}
+    assert not cache.store("ef" * 32, mockrun.Graph([nan_in]), decoded=decoded)
+    other = mockrun.Resource("t:m:T", "b", {"x": (1, 2)})  # an equal resource is not the decoded one
+    assert not cache.store("ef" * 32, mockrun.Graph([other]), decoded={id(tuple_in): tuple_in})
+    assert cache.load("cd" * 32) is None and cache.load("ef" * 32) is None
+
+
 def test_the_cache_can_be_turned_off(runs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAINSTACK_GRAPH_CACHE", "off")
     api.preview(FINETUNE)

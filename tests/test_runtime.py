@@ -163,3 +163,28 @@ def test_skipping_teardown_keeps_output_and_exit_code(args: list[str], tmp_path:
         seen.append((proc.returncode, proc.stdout, proc.stderr))
     assert seen[0] == seen[1]
     assert (seen[0][0] == 0) == ("no-such" not in args[1])  # a failure still fails
+
+
+_ENTRY = """
+import atexit, sys
+atexit.register(lambda: print("teardown", file=sys.stderr))
+if sys.argv[1] == "opened":
+    import generator.live.pulumi_engine as engine
+    engine.OPENED = True  # as PulumiEngine._open sets it
+sys.argv = ["trainstack", "validate", "examples/finetune-7b.yaml"]
+from generator.cli import entry
+entry()
+"""
+
+
+@pytest.mark.parametrize("case", ["mock", "opened", "off"])
+def test_teardown_is_skipped_after_a_mock_run_only(case: str, tmp_path: Path) -> None:
+    """The fast exit happens (`import pulumi` loads pulumi.automation, so its presence cannot be the test): after a
+    mock run no atexit handler runs, and the exit code is the command's; a process that opened a stack with the live
+    engine, or TRAINSTACK_FAST_EXIT=off, tears down normally."""
+    env = {**os.environ, "TRAINSTACK_FAST_EXIT": "off" if case == "off" else "on", "TRAINSTACK_GRAPH_CACHE": "off",
+           "XDG_CACHE_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", _ENTRY, case], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert ("teardown" in proc.stderr.splitlines()) == (case != "mock")

@@ -28,7 +28,8 @@ def entry() -> None:
     """The ``trainstack`` command as a process: :func:`main`, then the exit. After a mock run the interpreter's
     teardown (freeing every object of a heap of up to gigabytes, one at a time) is skipped: output is flushed and the
     process ends with ``os._exit``, so the exit code and everything printed or written are the same. Commands that
-    did not run the mock runtime (or ran the live engine) exit normally; ``TRAINSTACK_FAST_EXIT=off`` always does."""
+    did not run the mock runtime (or opened a stack with the live engine: ``pulumi_engine.OPENED``) exit normally;
+    ``TRAINSTACK_FAST_EXIT=off`` always does."""
     import os
 
     try:
@@ -37,8 +38,9 @@ def entry() -> None:
     except SystemExit as e:
         code = e.code
     preview = sys.modules.get("generator.preview.mockrun")
+    engine = sys.modules.get("generator.live.pulumi_engine")  # `import pulumi` loads pulumi.automation: ask the engine
     fast = os.environ.get(FAST_EXIT_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
-    if not (fast and getattr(preview, "RAN", False) and "pulumi.automation" not in sys.modules):
+    if not (fast and getattr(preview, "RAN", False) and not getattr(engine, "OPENED", False)):
         sys.exit(code)
     if code is None:
         status = 0

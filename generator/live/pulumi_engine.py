@@ -32,6 +32,8 @@ from generator.live.errors import (
 )
 from generator.live.redaction import display_backend
 
+OPENED = False  # whether this process opened a stack with the Pulumi engine (set by PulumiEngine._open)
+
 
 def engine_env(target: Target) -> dict[str, str]:
     """Environment for every pulumi CLI run: the chosen backend and no surprises.
@@ -209,6 +211,8 @@ class PulumiEngine:
     def _open(self, target: Target, create: bool) -> Any:
         from pulumi import automation as auto
 
+        global OPENED
+        OPENED = True  # the process exits normally after this (generator.cli.entry skips teardown otherwise)
         if target.backend.startswith("file://"):
             Path(target.backend[len("file://") :]).mkdir(parents=True, exist_ok=True)
         opts = auto.LocalWorkspaceOptions(

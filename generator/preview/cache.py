@@ -198,29 +198,29 @@ def load(digest: str) -> Graph | None:
         return None
 
 
-def store(digest: str, graph: Graph) -> bool:
-    """Write ``graph`` under ``digest`` atomically; False (and nothing written) if it does not survive JSON exactly."""
+def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = None) -> bool:
+    """Write ``graph`` under ``digest`` atomically; False (and nothing written) if it does not survive JSON exactly.
+
+    ``decoded`` (id -> resource) holds resources read back from entries (what :func:`reusable` gives a run): JSON
+    made them, so only the others are walked for exactness; a non-finite float, which JSON's reader accepts, is
+    refused by the writer (``allow_nan=False``) wherever it is."""
     data = _to_json(graph)
-    if not _json_exact(data):
+    fresh = [row for r, row in zip(graph.resources, data["resources"]) if (decoded or {}).get(id(r)) is not r]
+    if not _json_exact([fresh, data["outputs"], data["warnings"], data["keys"]]):
         return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
-    body = json.dumps(
-        data, separators=(",", ":")
-    ).encode()  # insertion order kept: a hit prints what a run does
+    try:  # insertion order kept: a hit prints what a run does
+        body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:
+        return False
+    del data, fresh
     path = _entry(digest)
     with _ignored():  # a read-only or full cache folder only costs the next run its time
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(
-                    HEADER
-                    + b" "
-                    + str(GRAPH_SCHEMA).encode()
-                    + b" "
-                    + hashlib.sha256(body).hexdigest().encode()
-                    + b"\n"
-                    + body
-                )
+            with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
+                f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
+                f.write(body)
             os.replace(tmp, path)
         except BaseException:
             with _ignored():
@@ -277,6 +277,7 @@ def run_program(
         return graph
     run_salt = memo.salt(environment(), project, stack)
     reuse = incremental()
+    known = reusable(run_salt) if reuse else {}
     with deflate.Memo(deflate.load(cache_dir(), run_salt) if reuse else None) as compressed:
         graph = mockrun.run_program(
             program_dir,
@@ -284,10 +285,10 @@ def run_program(
             stack=stack,
             config=config,
             memo_salt=run_salt,
-            reuse=reusable(run_salt) if reuse else None,
+            reuse=known if reuse else None,
         )
     with lean.tuned_gc(lean.gc_mode()):  # writing a large graph allocates much; nothing of it is garbage
-        stored = store(digest, graph)
+        stored = store(digest, graph, decoded={id(r): r for r in known.values()})
         if stored and compressed.changed() and deflate.store(cache_dir(), run_salt, compressed.used):
             deflate.prune(cache_dir(), MEMO_FILES)
     if stored:

@@ -327,8 +327,7 @@ def _run_once(
     read: set[str],
     derive: bool,
 ) -> Graph:
-    import pulumi
-    from pulumi.runtime import mocks, settings
+    from pulumi.runtime import settings
     from pulumi.runtime import stack as stack_mod
     from pulumi.runtime.sync_await import _sync_await
 
@@ -341,16 +340,8 @@ def _run_once(
     recorder = recorder_cls()
     monitor = monitor_cls(recorder)
     log_stream = io.StringIO()
-    logger = logging.getLogger("trainstack.mockrun")
-    logger.handlers[:] = [logging.StreamHandler(log_stream)]
-    logger.propagate = False
-    asyncio.set_event_loop(_event_loop())
     values = effective_config(config)
-    pulumi.runtime.set_all_config(values)
-    settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
-    mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
+    _install_runtime(recorder, monitor, project, stack, values, log_stream)
     root = settings.get_root_resource()
     graph = Graph()
     memo = Memo(memo_salt, known, skip, derive, log_stream.tell) if memo_salt or derive else None
@@ -383,6 +374,27 @@ def _run_once(
     ):
         graph.warnings.append(PLACEHOLDER_NOTE)
     return graph
+
+
+def _install_runtime(
+    recorder: Any, monitor: Any, project: str, stack: str, values: dict[str, str], log_stream: io.StringIO
+) -> None:
+    """Point Pulumi's process-wide runtime at this run's mocks: a fresh event loop, the config, a new root stack,
+    empty bookkeeping, and a logger whose lines (the SDK's warnings) go to ``log_stream`` for
+    :attr:`Graph.warnings`. Everything here is global state the previous run left, reset so runs in one process
+    are independent."""
+    import pulumi
+    from pulumi.runtime import mocks, settings
+
+    logger = logging.getLogger("trainstack.mockrun")
+    logger.handlers[:] = [logging.StreamHandler(log_stream)]
+    logger.propagate = False
+    asyncio.set_event_loop(_event_loop())
+    pulumi.runtime.set_all_config(values)
+    settings.ROOT.set(None)  # a new root stack per run: else the last run's outputs (and its URN) carry over
+    mocks.set_mocks(recorder, project=project, stack=stack, preview=True, logger=logger, monitor=monitor)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
 
 
 def _retrieve_failed_futures() -> None:
