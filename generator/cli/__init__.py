@@ -38,7 +38,8 @@ def entry() -> None:
     except SystemExit as e:
         code = e.code
     preview = sys.modules.get("generator.preview.mockrun")
-    engine = sys.modules.get("generator.live.pulumi_engine")  # `import pulumi` loads pulumi.automation: ask the engine
+    # `import pulumi` loads pulumi.automation: ask the engine whether it opened a stack
+    engine = sys.modules.get("generator.live.pulumi_engine")
     fast = os.environ.get(FAST_EXIT_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
     if not (fast and getattr(preview, "RAN", False) and not getattr(engine, "OPENED", False)):
         sys.exit(code)
