@@ -13,6 +13,7 @@ from generator.errors import Problem
 from generator.plan import shape_refusals as r
 from generator.plan.fit import PlanningError
 from generator.plan.refusals import Refusal
+from generator.spec.conflicts import training_conflicts
 from generator.spec.model import Spec
 
 # Pipeline degrees ``pipeline: auto`` tries: every degree up to 8, then the ones practitioners run (BLOOM pp=12,
@@ -48,7 +49,11 @@ def architecture(spec: Spec) -> sizing.Architecture:
 def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     """A fixed tensor or pipeline degree that cannot split the model, whatever the instance type."""
     found = _tensor_expert_offload(spec, arch) + _context(spec) + _pipeline(spec, arch)
-    return [x.problem() for x in found]
+    m = spec.model
+    # the planner is total without validate.check: a precision the optimizer cannot keep is refused here too, before
+    # every candidate's memory raises on it
+    conflicts = training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer)
+    return [x.problem() for x in found] + [c.problem() for c in conflicts]
 
 
 def _tensor_expert_offload(spec: Spec, arch: sizing.Architecture) -> list[Refusal]:
