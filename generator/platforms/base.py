@@ -159,7 +159,3 @@ class Platform:
 
     def has(self, capability: Capability) -> bool:
         return capability in self.capabilities
-
-    def honours(self, path: str) -> bool:
-        """Whether the platform honours the spec field at ``path`` (or every field under a section ``path``)."""
-        return path not in self.unhonoured

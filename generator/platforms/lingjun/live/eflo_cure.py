@@ -48,7 +48,6 @@ from typing import Any
 from generator.live.jobs.cluster import Cluster, Node
 from generator.live.jobs.cure import GRACE_MINUTES, Action, _when
 
-HEAL_ACTIONS = ("ListClusterNodes", "ListFaultReports", "RebootNodes", "ReportNodeStatus")
 # trainstack's bound on node ids per call: the EFLO API reference names none for RebootNodes or ListFaultReports
 # (checked 2026-12), so the ECS Cloud Assistant bound of 100 is kept
 PER_CALL = 100
