@@ -142,7 +142,6 @@ AutoInterval = Annotated[
     ),
     WithJsonSchema({"anyOf": [{"const": "auto"}, *_SECONDS_SCHEMA["anyOf"]]}),
 ]
-PositiveInt = Annotated[int, Field(gt=0)]
 AutoInt = Annotated[int, Field(gt=0, le=100_000)] | Literal["auto"]
 
 
