@@ -14,16 +14,10 @@ from typing import Any
 
 import generator.estimate.events as ev
 from generator import sizing
-from generator.catalog import Catalog, GpuModel, InstanceType
+from generator.catalog import GpuModel, InstanceType
 from generator.estimate import hardware
 from generator.estimate.events import EstimateError
-from generator.estimate.inputs import (
-    check_model_size,
-    check_sized_once,
-    check_training_flags,
-    data_parallel_degree,
-    moe_from_flags,
-)
+from generator.estimate.inputs import Options, checked_dp, data_parallel_degree, moe_from_flags
 from generator.estimate.text import estimate_text
 from generator.plan.fit import replica_gpus
 from generator.present.cost_report import cost_report, cost_text
@@ -42,258 +36,257 @@ __all__ = [
 GiB = 2**30
 
 # The spec's defaults, from their one home (generator/spec/defaults.py, which the spec model reads too), so
-# `estimate` and a spec with the same fields left out agree.
+# `estimate` and a spec with the same fields left out agree; Options takes the others from there as well.
 DEFAULT_SEQ_LEN = defaults.SEQUENCE_LENGTH
-DEFAULT_ZERO_STAGE = defaults.ZERO_STAGE
-DEFAULT_RECOMPUTE = defaults.RECOMPUTE
-DEFAULT_FRAMEWORK = defaults.FRAMEWORK
-DEFAULT_HEADROOM = defaults.MEMORY_HEADROOM
 
 
-def estimate(
-    *,
-    params: int | None = None,
-    preset: str | None = None,
-    layers: int | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    kv_heads: int | None = None,
-    vocab: int | None = None,
-    ffn_hidden: int | None = None,
-    mlp_matrices: int | None = None,
-    tied_embeddings: bool | None = None,
-    head_dim: int | None = None,
-    experts: int | None = None,
-    top_k: int | None = None,
-    expert_ffn_hidden: int | None = None,
-    shared_experts: int = 0,
-    dense_layers: int = 0,
-    capacity_factor: float | None = None,
-    ep: int = 1,
-    vpp: int = 1,
-    cp: int = 1,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int = defaults.MICRO_BATCH_SIZE,
-    precision: str = defaults.PRECISION,
-    optimizer: str = defaults.OPTIMIZER,
-    zero: int = DEFAULT_ZERO_STAGE,
-    gpus: int | None = None,
-    tp: int = 1,
-    pp: int = 1,
-    recompute: str = DEFAULT_RECOMPUTE,
-    sp: bool = defaults.SEQUENCE_PARALLEL,
-    lora_rank: int | None = None,
-    qlora: bool = False,
-    paged_optimizer: bool = False,
-    offload: str = defaults.OFFLOAD,
-    framework: str = DEFAULT_FRAMEWORK,
-    headroom: float = DEFAULT_HEADROOM,
-    gpu: str | None = None,
-    tokens: int | None = None,
-    catalog: Catalog | None = None,
-    instance_type: str | None = None,
-) -> dict[str, Any]:
+def estimate(**options: Any) -> dict[str, Any]:
     """Per-GPU training memory for a model and parallel layout, as a JSON-ready dict.
 
-    The model is resolved like a spec's ``model`` section (explicit shape > preset > derived from
-    ``params``; see ``sizing.architecture_for``) and sized with ``sizing.per_gpu_memory`` exactly as the
-    planner sizes a candidate layout, so ``estimate`` and ``trainstack plan`` agree for the same inputs.
-    ``sp`` only takes effect with tp > 1 (as in the planner): sequence parallelism splits along the
-    tensor-parallel group.
-
-    ``gpu`` (a catalog name or alias) adds ``fits`` and a ``gpu`` block; ``tokens`` adds
-    ``training_flops`` (6ND) and, with a GPU, ``gpu_hours`` and wall-clock ``hours`` at the catalog's MFU.
-    ``framework`` picks whose accounting of the model states to use (``auto``: megatron for ZeRO 0/1, deepspeed
-    for 2/3; ``zero-paper`` reproduces the ZeRO paper), and ``headroom`` is the share of the GPU's memory a fit
-    must leave free, as ``parallelism.memory_headroom`` in a spec.
-    ``experts``, ``top_k``, ``expert_ffn_hidden``, ``shared_experts``, ``dense_layers`` and ``capacity_factor``
-    make the model a mixture of experts (as ``model.moe``), ``ep`` its expert-parallel degree (it must divide dp);
-    ``vpp`` interleaved pipeline stages per GPU (as ``parallelism.virtual_stages``); ``cp`` the context-parallel
-    degree (as ``parallelism.context``): each sequence split over cp ranks, dp = gpus / (tp x pp x cp).
-    ``instance_type`` (an ECS type or a Lingjun machine type) is the node: its GPU (``gpu`` may be left out, or
-    must be the same) and, under CPU offload, its vCPUs for the optimizer step and its host memory for the offloaded
-    states; without it the step assumes the planner's vCPUs per GPU and ``warnings`` says so (TSE106).
-    ``catalog`` is only read when ``gpu`` or ``instance_type`` is given. Raises :class:`EstimateError` with the
+    ``options`` are :class:`~generator.estimate.inputs.Options`' fields, by name (what each means is said there). The
+    model is resolved like a spec's ``model`` section (explicit shape > preset > derived from ``params``; see
+    ``sizing.architecture_for``) and sized with ``sizing.per_gpu_memory`` exactly as the planner sizes a candidate
+    layout, so ``estimate`` and ``trainstack plan`` agree for the same inputs. Raises :class:`EstimateError` with the
     refusal's code and fields (:mod:`generator.estimate.events`) for any input the sizing model cannot use;
     ``warnings`` holds the notes as ``{"code", "fields", "text"}``.
     """
-    check_model_size(params, preset, layers, hidden, heads)
-    counts = {
-        "--seq-len": seq_len,
-        "--micro-batch": micro_batch,
-        "--tokens": tokens,
-        "--lora-rank": lora_rank,
+    o = Options(**options)
+    dp = checked_dp(o)
+    arch, setup, memory = _sized(o, dp)
+    warnings = _layout_warnings(arch, o.pp, o.zero, dp)
+    node, gpu_model, offered = _hardware(o)
+    gpu_name = gpu_model.name if gpu_model is not None else None
+    result: dict[str, Any] = {
+        "architecture": _architecture(arch),
+        "setup": _setup(o, setup, dp),
+        "per_gpu_bytes": memory.to_dict(),
+        # CPU offload: host memory per GPU for the offloaded states, their PCIe bytes and the CPU's optimizer step
+        "offload": None
+        if o.offload == "none"
+        else hardware.offload_step(setup, memory, node, gpu_name, warnings),
+        "model_states": _model_states(arch, setup, memory),
+        "notes": list(memory.notes),
+        "warnings": warnings,
     }
-    check_training_flags(lora_rank, qlora, precision, optimizer, paged_optimizer, headroom, counts)
-    check_sized_once(params, preset, layers, hidden, heads)
-    dp = data_parallel_degree(gpus, tp, pp, cp)
-    warnings: list[dict[str, Any]] = []
-    shape = {
-        "layers": layers,
-        "hidden": hidden,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "vocab": vocab,
-        "ffn_hidden": ffn_hidden,
-        "mlp_matrices": mlp_matrices,
-        "tied_embeddings": tied_embeddings,
-        "head_dim": head_dim,
-    }
-    moe = moe_from_flags(experts, top_k, expert_ffn_hidden, shared_experts, dense_layers, capacity_factor)
+    rate = None
+    if gpu_model is not None:
+        rate = _rate(gpu_model, arch, o)
+        result.update(_fit(gpu_model, setup, memory, o.headroom, rate))
+        warnings += _gpu_warnings(gpu_model, offered, o.precision)
+        if result["offload"] is not None:
+            _offload_share(result["offload"], setup, rate)
+    if o.tokens is not None:
+        result.update(_compute(o, arch, dp, o.tokens, gpu_name, rate))
+        if o.lora_rank is not None:
+            warnings.append(ev.LoraComputeUpperBound().to_dict())
+    return result
+
+
+def _sized(o: Options, dp: int) -> tuple[sizing.Architecture, sizing.TrainingSetup, sizing.MemoryBreakdown]:
+    """The model, the layout and the per-GPU memory, as the planner sizes them; the sizing model's own refusals
+    (a shape or a layout it cannot use) become :class:`~generator.estimate.events.SizingFailed`."""
+    moe = moe_from_flags(
+        o.experts, o.top_k, o.expert_ffn_hidden, o.shared_experts, o.dense_layers, o.capacity_factor
+    )
     try:
-        arch = sizing.architecture_for(params, preset, moe, **shape)
+        arch = sizing.architecture_for(o.params, o.preset, moe, **o.shape)
         setup = sizing.TrainingSetup(
             arch=arch,
-            seq_len=seq_len,
-            micro_batch=micro_batch,
-            precision=precision,
-            optimizer=optimizer,
-            zero_stage=zero,
-            tp=tp,
-            pp=pp,
+            seq_len=o.seq_len,
+            micro_batch=o.micro_batch,
+            precision=o.precision,
+            optimizer=o.optimizer,
+            zero_stage=o.zero,
+            tp=o.tp,
+            pp=o.pp,
             dp=dp,
-            sequence_parallel=sp and tp > 1,
-            recompute=recompute,
-            lora_rank=lora_rank,
-            qlora=qlora,
-            framework=framework,
-            paged_optimizer=paged_optimizer,
-            ep=ep,
-            vpp=vpp,
-            offload=offload,
-            cp=cp,
+            sequence_parallel=o.sp and o.tp > 1,
+            recompute=o.recompute,
+            lora_rank=o.lora_rank,
+            qlora=o.qlora,
+            framework=o.framework,
+            paged_optimizer=o.paged_optimizer,
+            ep=o.ep,
+            vpp=o.vpp,
+            offload=o.offload,
+            cp=o.cp,
         )
-        memory = sizing.per_gpu_memory(setup)
-        resolved = sizing.resolve_framework(framework, zero)
+        return arch, setup, sizing.per_gpu_memory(setup)
     except sizing.SizingError as e:
         raise EstimateError.of(ev.SizingFailed(str(e))) from None
+
+
+def _layout_warnings(arch: sizing.Architecture, pp: int, zero: int, dp: int) -> list[dict[str, Any]]:
+    """The notes on a layout that sizes but is not what the user likely meant: an uneven pipeline, ZeRO with dp 1."""
+    warnings = []
     if arch.layers % pp:
         m = sizing.stage_layers(arch.layers, pp)
         ends = arch.layers - (pp - 2) * m
         warnings.append(ev.UnevenPipeline(pp, arch.layers, m, ends // 2, ends - ends // 2).to_dict())
     if zero and dp == 1:
         warnings.append(ev.ZeroWithoutDataParallel(zero).to_dict())
-    node: InstanceType | None = None
-    if instance_type is not None:
-        catalog = hardware.load(catalog)
-        node = hardware.instance_type(instance_type, gpu, catalog)
-        gpu = gpu if gpu is not None else node.gpu
+    return warnings
 
-    gpu_model: GpuModel | None = None
-    offered = True
-    if gpu is not None:
-        gpu_model, offered = hardware.gpu_model(gpu, hardware.load(catalog))
-        if precision == "fp8" and not gpu_model.fp8_tflops:
-            raise EstimateError.of(ev.NoFp8(gpu_model.name))
-    gpu_name = gpu_model.name if gpu_model is not None else None
-    result: dict[str, Any] = {
-        "architecture": {
-            "parameters": arch.parameters,
-            "layers": arch.layers,
-            "hidden": arch.hidden,
-            "heads": arch.heads,
-            "kv_heads": arch.kv_heads,
-            "vocab": arch.vocab,
-            "ffn_hidden": arch.ffn_hidden,
-            "tied_embeddings": arch.tied_embeddings,
-            "mlp_matrices": arch.mlp_matrices,
-            "source": arch.source,
-            "counted_parameters": arch.counted_parameters,
-            "active_parameters": arch.active_parameters,
-            "head_dim": arch.d_head,
-            "expert_parameters": arch.expert_parameters,
-            "moe": None
-            if arch.moe is None
-            else {
-                "experts": arch.moe.experts,
-                "top_k": arch.moe.top_k,
-                "expert_ffn_hidden": arch.moe.expert_ffn_hidden,
-                "shared_experts": arch.moe.shared_experts,
-                "dense_layers": arch.moe.dense_layers,
-                "capacity_factor": arch.moe.capacity_factor,
-            },
+
+def _hardware(o: Options) -> tuple[InstanceType | None, GpuModel | None, bool]:
+    """The node and the GPU from the catalog (the node's GPU when only the node is given), and whether an Alibaba
+    Cloud product offers that GPU; refuses fp8 on a GPU without it."""
+    gpu, catalog = o.gpu, o.catalog
+    node: InstanceType | None = None
+    if o.instance_type is not None:
+        catalog = hardware.load(catalog)
+        node = hardware.instance_type(o.instance_type, gpu, catalog)
+        gpu = gpu if gpu is not None else node.gpu
+    if gpu is None:
+        return node, None, True
+    gpu_model, offered = hardware.gpu_model(gpu, hardware.load(catalog))
+    if o.precision == "fp8" and not gpu_model.fp8_tflops:
+        raise EstimateError.of(ev.NoFp8(gpu_model.name))
+    return node, gpu_model, offered
+
+
+def _architecture(arch: sizing.Architecture) -> dict[str, Any]:
+    """The model as resolved: its shape, where it came from, and its parameters (counted, active, in experts)."""
+    return {
+        "parameters": arch.parameters,
+        "layers": arch.layers,
+        "hidden": arch.hidden,
+        "heads": arch.heads,
+        "kv_heads": arch.kv_heads,
+        "vocab": arch.vocab,
+        "ffn_hidden": arch.ffn_hidden,
+        "tied_embeddings": arch.tied_embeddings,
+        "mlp_matrices": arch.mlp_matrices,
+        "source": arch.source,
+        "counted_parameters": arch.counted_parameters,
+        "active_parameters": arch.active_parameters,
+        "head_dim": arch.d_head,
+        "expert_parameters": arch.expert_parameters,
+        "moe": None
+        if arch.moe is None
+        else {
+            "experts": arch.moe.experts,
+            "top_k": arch.moe.top_k,
+            "expert_ffn_hidden": arch.moe.expert_ffn_hidden,
+            "shared_experts": arch.moe.shared_experts,
+            "dense_layers": arch.moe.dense_layers,
+            "capacity_factor": arch.moe.capacity_factor,
         },
-        "setup": {
-            "gpus": tp * pp * cp * dp,
-            "tp": tp,
-            "pp": pp,
-            "dp": dp,
-            "ep": ep,
-            "vpp": vpp,
-            "cp": cp,
-            "zero_stage": zero,
-            "precision": precision,
-            "optimizer": optimizer,
-            "seq_len": seq_len,
-            "micro_batch": micro_batch,
-            "sequence_parallel": setup.sequence_parallel,
-            "recompute": recompute,
-            "finetune": "qlora" if qlora else "lora" if lora_rank is not None else "full",
-            "lora_rank": lora_rank,
-            "paged_optimizer": paged_optimizer,
-            "framework": resolved,
-            "headroom": headroom,
-            "offload": offload,
-        },
-        "per_gpu_bytes": memory.to_dict(),
-        # CPU offload: host memory per GPU for the offloaded states, their PCIe bytes and the CPU's optimizer step
-        "offload": None
-        if offload == "none"
-        else hardware.offload_step(setup, memory, node, gpu_name, warnings),
-        "model_states": _model_states(arch, setup, memory),
-        "notes": list(memory.notes),
-        "warnings": warnings,
     }
-    if gpu_model is not None:
-        # the efficiency fitted to published runs at this model's width (generator/sizing/mfu.py), on executed FLOPs
-        peak, rated_mfu = sizing.precision_peak(
-            gpu_model.bf16_tflops,
-            gpu_model.fp8_tflops,
-            sizing.compute_efficiency(arch.hidden, gpu_model.mfu),
-            precision,
-            sizing.attention_share(arch, seq_len, recompute),
-        )
-        capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
-        usable = int(capacity * (1 - headroom))  # the planner's usable_bytes
-        result["fits"] = memory.total <= usable
-        result["gpu"] = {
+
+
+def _setup(o: Options, setup: sizing.TrainingSetup, dp: int) -> dict[str, Any]:
+    """The layout and the training as sized, with the framework ``auto`` resolved to."""
+    return {
+        "gpus": o.tp * o.pp * o.cp * dp,
+        "tp": o.tp,
+        "pp": o.pp,
+        "dp": dp,
+        "ep": o.ep,
+        "vpp": o.vpp,
+        "cp": o.cp,
+        "zero_stage": o.zero,
+        "precision": o.precision,
+        "optimizer": o.optimizer,
+        "seq_len": o.seq_len,
+        "micro_batch": o.micro_batch,
+        "sequence_parallel": setup.sequence_parallel,
+        "recompute": o.recompute,
+        "finetune": "qlora" if o.qlora else "lora" if o.lora_rank is not None else "full",
+        "lora_rank": o.lora_rank,
+        "paged_optimizer": o.paged_optimizer,
+        "framework": sizing.resolve_framework(o.framework, o.zero),
+        "headroom": o.headroom,
+        "offload": o.offload,
+    }
+
+
+def _rate(gpu_model: GpuModel, arch: sizing.Architecture, o: Options) -> tuple[float, float]:
+    """The GPU's peak TFLOP/s at this precision and the efficiency fitted to published runs at this model's width
+    (generator/sizing/mfu.py), on executed FLOPs."""
+    return sizing.precision_peak(
+        gpu_model.bf16_tflops,
+        gpu_model.fp8_tflops,
+        sizing.compute_efficiency(arch.hidden, gpu_model.mfu),
+        o.precision,
+        sizing.attention_share(arch, o.seq_len, o.recompute),
+    )
+
+
+def _fit(
+    gpu_model: GpuModel,
+    setup: sizing.TrainingSetup,
+    memory: sizing.MemoryBreakdown,
+    headroom: float,
+    rate: tuple[float, float],
+) -> dict[str, Any]:
+    """Whether the worst GPU's memory fits the GPU with the headroom kept free, the GPU's figures, and when it does
+    not fit, the levers that shrink it."""
+    peak, rated_mfu = rate
+    capacity = int(gpu_model.memory_gib * GiB)  # the planner's conversion of the catalog figure
+    usable = int(capacity * (1 - headroom))  # the planner's usable_bytes
+    out: dict[str, Any] = {
+        "fits": memory.total <= usable,
+        "gpu": {
             "name": gpu_model.name,
             "memory_bytes": capacity,
             "headroom_bytes": capacity - memory.total,
             "usable_bytes": usable,
             "peak_tflops": peak,
             "mfu": round(rated_mfu, 4),
-        }
-        if not result["fits"]:
-            result["to_fit"] = _ways_to_fit(setup)
-        if not offered:
-            warnings.append(ev.GpuNotOffered(gpu_model.name).to_dict())
-        if precision == "bf16" and not gpu_model.bf16:
-            warnings.append(ev.NoBf16(gpu_model.name).to_dict())
-        if result["offload"] is not None:
-            step_s, m = hardware.step_compute_seconds(setup, peak, rated_mfu)
-            o = result["offload"]
-            o["step_compute_seconds"], o["microbatches"] = step_s, m
-            o["share_of_compute"] = (o["pcie_seconds"] + o["cpu_step_seconds"]) / step_s
-    if tokens is not None:
-        result["tokens"] = tokens
-        result["training_flops"] = sizing.training_flops(arch.active_parameters, tokens)  # 6 x N_active x D
+        },
+    }
+    if not out["fits"]:
+        out["to_fit"] = _ways_to_fit(setup)
+    return out
+
+
+def _gpu_warnings(gpu_model: GpuModel, offered: bool, precision: str) -> list[dict[str, Any]]:
+    """The notes on the GPU: no Alibaba Cloud product offers it, or it lacks bf16 for a bf16 run."""
+    warnings = []
+    if not offered:
+        warnings.append(ev.GpuNotOffered(gpu_model.name).to_dict())
+    if precision == "bf16" and not gpu_model.bf16:
+        warnings.append(ev.NoBf16(gpu_model.name).to_dict())
+    return warnings
+
+
+def _offload_share(offload: dict[str, Any], setup: sizing.TrainingSetup, rate: tuple[float, float]) -> None:
+    """Adds to the offload block the step's compute on the GPU and the share the PCIe and CPU time add to it."""
+    step_s, m = hardware.step_compute_seconds(setup, *rate)
+    offload["step_compute_seconds"], offload["microbatches"] = step_s, m
+    offload["share_of_compute"] = (offload["pcie_seconds"] + offload["cpu_step_seconds"]) / step_s
+
+
+def _compute(
+    o: Options,
+    arch: sizing.Architecture,
+    dp: int,
+    tokens: int,
+    gpu_name: str | None,
+    rate: tuple[float, float] | None,
+) -> dict[str, Any]:
+    """The training's FLOPs for ``tokens`` (6ND, the model FLOPs, the executed FLOPs) and, on a GPU, its GPU-hours
+    and wall-clock hours."""
+    out: dict[str, Any] = {
+        "tokens": tokens,
+        "training_flops": sizing.training_flops(arch.active_parameters, tokens),  # 6 x N_active x D
         # what the GPUs execute: model FLOPs with attention and logits, plus what recompute adds
         # (generator/sizing/schedule.py); the GPU-hours rest on this figure, not on 6ND
-        result["model_flops"] = sizing.flops_per_token(arch, seq_len).total * tokens
-        result["executed_flops"] = sizing.executed_flops(arch, seq_len, tokens, recompute)
-        if gpu_model is not None:
-            try:
-                # executed FLOPs at the fitted efficiency (= model FLOPs at the MFU), as the planner's schedule counts
-                # them before the bubble and the network
-                gpu_hours = result["executed_flops"] / (peak * 1e12 * rated_mfu) / 3600
-            except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
-                raise EstimateError.of(ev.GpuRowUnusable(gpu_model.name, str(e))) from None
-            result["gpu_hours"] = gpu_hours
-            result["hours"] = gpu_hours / (replica_gpus(tp, pp, cp) * dp)
-        if lora_rank is not None:
-            warnings.append(ev.LoraComputeUpperBound().to_dict())
-    return result
+        "model_flops": sizing.flops_per_token(arch, o.seq_len).total * tokens,
+        "executed_flops": sizing.executed_flops(arch, o.seq_len, tokens, o.recompute),
+    }
+    if gpu_name is not None and rate is not None:
+        peak, rated_mfu = rate
+        try:
+            # executed FLOPs at the fitted efficiency (= model FLOPs at the MFU), as the planner's schedule counts
+            # them before the bubble and the network
+            gpu_hours = out["executed_flops"] / (peak * 1e12 * rated_mfu) / 3600
+        except sizing.SizingError as e:  # a catalog row with no usable peak or MFU
+            raise EstimateError.of(ev.GpuRowUnusable(gpu_name, str(e))) from None
+        out["gpu_hours"] = gpu_hours
+        out["hours"] = gpu_hours / (replica_gpus(o.tp, o.pp, o.cp) * dp)
+    return out
 
 
 def _model_states(

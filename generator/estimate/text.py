@@ -26,9 +26,24 @@ def _gb(n: float) -> str:
 def estimate_text(result: dict[str, Any]) -> str:
     """The estimate as a page a person reads: model, layout, memory table, how it relates to the ZeRO
     paper, fit on the GPU, compute, and the formulas with numbers plugged in."""
-    from generator.present.text import table  # text helpers only; keeps this module's import graph tiny
+    a, s = result["architecture"], result["setup"]
+    lines = [*_model_lines(a), _layout_line(a, s), "", *_memory_lines(result["per_gpu_bytes"]), ""]
+    lines += _zero_paper_text(result)
+    if result["offload"]:
+        lines += _offload_text(result)
+    if "fits" in result:
+        lines += _fit_lines(result)
+    if "training_flops" in result:
+        lines += _compute_lines(result)
+    lines.append("Formulas (docs/sizing.md)")
+    lines += [f"  - {n}" for n in result["notes"]]
+    if result["warnings"]:
+        lines += ["", "Notes"] + [f"  ! {w['text']}" for w in result["warnings"]]
+    return "\n".join(lines) + "\n"
 
-    a, s, m = result["architecture"], result["setup"], result["per_gpu_bytes"]
+
+def _model_lines(a: dict[str, Any]) -> list[str]:
+    """The model: its shape, where it came from, the parameters the shape counts, and its experts."""
     lines = [
         (
             f"Model   {human_count(a['parameters'])} parameters: {a['layers']} layers, hidden {a['hidden']}, "
@@ -41,18 +56,22 @@ def estimate_text(result: dict[str, Any]) -> str:
             f"        the shape counts {a['counted_parameters']:,} parameters "
             f"({human_count(a['counted_parameters'])}; sizing uses {a['parameters']:,})"
         ),
-        *(
-            [
-                f"        mixture of experts: {a['moe']['experts']} experts, top-{a['moe']['top_k']} of width "
-                f"{a['moe']['expert_ffn_hidden']}"
-                + (f", {a['moe']['shared_experts']} shared" if a["moe"]["shared_experts"] else "")
-                + (f", {a['moe']['dense_layers']} dense layers first" if a["moe"]["dense_layers"] else "")
-                + f"; {human_count(a['active_parameters'])} active per token ({a['active_parameters']:,}), "
-                f"{human_count(a['expert_parameters'])} in routed experts"
-            ]
-            if a["moe"]
-            else []
-        ),
+    ]
+    if a["moe"]:
+        lines.append(
+            f"        mixture of experts: {a['moe']['experts']} experts, top-{a['moe']['top_k']} of width "
+            f"{a['moe']['expert_ffn_hidden']}"
+            + (f", {a['moe']['shared_experts']} shared" if a["moe"]["shared_experts"] else "")
+            + (f", {a['moe']['dense_layers']} dense layers first" if a["moe"]["dense_layers"] else "")
+            + f"; {human_count(a['active_parameters'])} active per token ({a['active_parameters']:,}), "
+            f"{human_count(a['expert_parameters'])} in routed experts"
+        )
+    return lines
+
+
+def _layout_line(a: dict[str, Any], s: dict[str, Any]) -> str:
+    """The parallel layout and the training, on one line."""
+    return (
         f"Layout  {s['gpus']} GPU(s) = tp {s['tp']} x pp {s['pp']}"
         + (f" x cp {s['cp']}" if s["cp"] > 1 else "")
         + f" x dp {s['dp']}"
@@ -64,83 +83,85 @@ def estimate_text(result: dict[str, Any]) -> str:
         + (", sequence parallel" if s["sequence_parallel"] else "")
         + (f", {s['finetune']} r={s['lora_rank']}" if s["finetune"] != "full" else "")
         + (", paged optimizer" if s["paged_optimizer"] else "")
-        + (f", offload {s['offload']}" if s["offload"] != "none" else ""),
-        "",
-        "Memory per GPU (worst GPU)",
-        table(
-            ["term", "bytes", "GB", "GiB"],
-            [
-                [label, f"{m[key]:,}", f"{m[key] / GB:,.2f}", f"{m[key] / GiB:,.2f}"]
-                for label, key in (
-                    ("weights", "weights"),
-                    ("gradients", "gradients"),
-                    ("optimizer states", "optimizer_states"),
-                    ("activations", "activations"),
-                    ("runtime reserve", "reserve"),
-                    ("total", "total"),
-                )
-            ],
-            right=(1, 2, 3),
-        ),
-        "",
-    ]
-    lines += _zero_paper_text(result)
-    if result["offload"]:
-        lines += _offload_text(result)
-    if "fits" in result:
-        g = result["gpu"]
-        need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB
-        keep = f"{s['headroom']:.0%} headroom"
-        usable = g["usable_bytes"] / GiB
-        if result["fits"]:
-            lines.append(
+        + (f", offload {s['offload']}" if s["offload"] != "none" else "")
+    )
+
+
+def _memory_lines(m: dict[str, Any]) -> list[str]:
+    """The worst GPU's memory, term by term, in bytes, GB and GiB."""
+    from generator.present.text import table  # text helpers only; keeps this module's import graph tiny
+
+    terms = (
+        ("weights", "weights"),
+        ("gradients", "gradients"),
+        ("optimizer states", "optimizer_states"),
+        ("activations", "activations"),
+        ("runtime reserve", "reserve"),
+        ("total", "total"),
+    )
+    rows = [[label, f"{m[key]:,}", f"{m[key] / GB:,.2f}", f"{m[key] / GiB:,.2f}"] for label, key in terms]
+    return ["Memory per GPU (worst GPU)", table(["term", "bytes", "GB", "GiB"], rows, right=(1, 2, 3))]
+
+
+def _fit_lines(result: dict[str, Any]) -> list[str]:
+    """Whether the memory fits the GPU with the headroom kept free, and when it does not, what to try."""
+    g, m, s = result["gpu"], result["per_gpu_bytes"], result["setup"]
+    need, have, room = m["total"] / GiB, g["memory_bytes"] / GiB, g["headroom_bytes"] / GiB
+    keep = f"{s['headroom']:.0%} headroom"
+    usable = g["usable_bytes"] / GiB
+    if result["fits"]:
+        return [
+            (
                 f"Fits on one {g['name']}: needs {need:,.1f} GiB of {have:g} GiB ({usable:,.1f} GiB usable "
                 f"with the {keep}), {room:,.1f} GiB to spare."
-            )
-        elif room >= 0:
-            lines.append(
+            ),
+            "",
+        ]
+    if room >= 0:
+        return [
+            (
                 f"Does NOT fit on one {g['name']} with the {keep}: needs {need:,.1f} GiB of its {have:g} "
                 f"GiB, more than the {usable:,.1f} GiB usable (--headroom 0 to allow it)."
-            )
-        else:
-            lines.append(
-                f"Does NOT fit on one {g['name']}: needs {need:,.1f} GiB, {-room:,.1f} GiB more than its "
-                f"{have:g} GiB."
-            )
-            lines.append("  to fit, try: " + "; or ".join(result["to_fit"]))
-        lines.append("")
-    if "training_flops" in result:
-        lines.append(
+            ),
+            "",
+        ]
+    return [
+        f"Does NOT fit on one {g['name']}: needs {need:,.1f} GiB, {-room:,.1f} GiB more than its {have:g} GiB.",
+        "  to fit, try: " + "; or ".join(result["to_fit"]),
+        "",
+    ]
+
+
+def _compute_lines(result: dict[str, Any]) -> list[str]:
+    """The training's FLOPs (6ND, model, executed) and, on a GPU, the GPU-hours and wall-clock hours."""
+    a, s = result["architecture"], result["setup"]
+    recompute = {
+        "full": "one more forward for full recompute (x8/6)",
+        "selective": "the attention core's forward again for selective recompute",
+        "none": "no recompute",
+    }[s["recompute"]]
+    lines = [
+        (
             f"Compute  6 x N x D = 6 x {a['active_parameters']:,}{' active' if a['moe'] else ''} x "
-            f"{result['tokens']:,} tokens = "
-            f"{result['training_flops']:.3g} FLOPs   [Kaplan et al. 2020]"
-        )
-        recompute = {
-            "full": "one more forward for full recompute (x8/6)",
-            "selective": "the attention core's forward again for selective recompute",
-            "none": "no recompute",
-        }[s["recompute"]]
-        lines.append(
+            f"{result['tokens']:,} tokens = {result['training_flops']:.3g} FLOPs   [Kaplan et al. 2020]"
+        ),
+        (
             f"         with attention and logits {result['model_flops']:.3g} model FLOPs [PaLM App. B]; "
             f"executed {result['executed_flops']:.3g} FLOPs with {recompute}"
+        ),
+    ]
+    if "gpu_hours" in result:
+        g = result["gpu"]
+        lines.append(
+            f"         {result['executed_flops']:.3g} executed FLOPs / ({g['peak_tflops']:g} TFLOP/s x "
+            f"{g['mfu']:.0%} fitted efficiency on {g['name']}) = {result['gpu_hours']:,.0f} GPU-hours = "
+            f"{result['hours']:,.1f} h on {s['gpus']} GPU(s)"
         )
-        if "gpu_hours" in result:
-            g = result["gpu"]
-            lines.append(
-                f"         {result['executed_flops']:.3g} executed FLOPs / ({g['peak_tflops']:g} TFLOP/s x "
-                f"{g['mfu']:.0%} fitted efficiency on {g['name']}) = {result['gpu_hours']:,.0f} GPU-hours = "
-                f"{result['hours']:,.1f} h on {s['gpus']} GPU(s)"
-            )
-        else:
-            lines.append(
-                "         give --gpu to turn this into GPU-hours at the efficiency fitted to published runs"
-            )
-        lines.append("")
-    lines.append("Formulas (docs/sizing.md)")
-    lines += [f"  - {n}" for n in result["notes"]]
-    if result["warnings"]:
-        lines += ["", "Notes"] + [f"  ! {w['text']}" for w in result["warnings"]]
-    return "\n".join(lines) + "\n"
+    else:
+        lines.append(
+            "         give --gpu to turn this into GPU-hours at the efficiency fitted to published runs"
+        )
+    return lines + [""]
 
 
 def _offload_text(result: dict[str, Any]) -> list[str]:
