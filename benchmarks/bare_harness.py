@@ -27,11 +27,11 @@ def main(folder: str) -> int:
     registered = []
 
     class Mocks(pulumi.runtime.Mocks):
-        def new_resource(self, args):  # noqa: ANN001, ANN201
+        def new_resource(self, args):
             registered.append(args.typ)
             return f"{args.name}-id", dict(args.inputs)
 
-        def call(self, args):  # noqa: ANN001, ANN201
+        def call(self, args):
             if args.token == "alicloud:ecs/getImages:getImages":
                 return {"images": [{"id": "m-mock", "name": "aliyun_3_x64_20G_alibase_mock.vhd"}], "ids": ["m-mock"],
                         "id": "images"}

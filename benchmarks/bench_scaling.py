@@ -38,9 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator import api  # noqa: E402
-from generator.preview import lean  # noqa: E402
-from generator.render import stackdir, userdata  # noqa: E402
+from generator import api
+from generator.preview import lean
+from generator.render import stackdir, userdata
 
 BASE_SPEC = ROOT / "examples" / "pretrain-70b.yaml"
 NODES_LINE = "  nodes: auto               # sized from memory and the deadline below\n"
@@ -61,7 +61,7 @@ def write_spec(folder: Path, nodes: int) -> Path:
     return spec
 
 
-def user_data_bytes(plan, script: str) -> tuple[int, int, int, int]:  # noqa: ANN001
+def user_data_bytes(plan, script: str) -> tuple[int, int, int, int]:
     """(min, max) bytes before base64 and (min, max) base64 length of every node's user data."""
     raw, b64 = [], []
     for r in plan.compute.ranks:
