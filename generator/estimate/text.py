@@ -118,6 +118,7 @@ def estimate_text(result: dict[str, Any]) -> str:
         recompute = {
             "full": "one more forward for full recompute (x8/6)",
             "selective": "the attention core's forward again for selective recompute",
+            "selective-op": "the unsaved matmuls' forward again for op-level selective recompute",
             "none": "no recompute",
         }[s["recompute"]]
         lines.append(
