@@ -166,7 +166,12 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     notes.append(
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
         f"recompute={mode}) = s*b*h*{_coeff_text(mode, sp, t)} = {s}*{b}*{h}*{float(coeff):.4g}"
-        f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   [Korthikanti et al. 2022, Table 2]"
+        f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   "
+        + (
+            "[torchtitan's op-level policy]"
+            if mode == "selective-op"
+            else "[Korthikanti et al. 2022, Table 2]"
+        )
         + (f"; s = {setup.seq_len}/cp={c} tokens per context-parallel rank" if c > 1 else "")
     )
     # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight ([SP] Sec. 4.2.3; assumes at least p
@@ -274,5 +279,5 @@ def _coeff_text(mode: str, sp: bool, t: int) -> str:
     if mode == "selective":
         return "34" if t == 1 else "34/t" if sp else "(10 + 24/t)"
     if mode == "selective-op":
-        return "(torchtitan's op-level saved outputs, docs/sizing.md section 3)"
+        return "(the op policy's kept tensors, docs/sizing.md section 3b)"
     return "2/t" if sp and t > 1 else "2"
