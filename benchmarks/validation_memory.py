@@ -220,6 +220,15 @@ TORCHTITAN = ("torchtitan docs/performance.md, LLaMa 13B / 70B on 64 A100 80GB w
               "(train_configs/llama_70b.toml and llama_13b.toml of the same era), table of batch size x activation "
               "checkpointing with OOM entries, read 2026-12-02; "
               "https://github.com/pytorch/torchtitan/blob/main/docs/performance.md")
+TORCHTITAN_OP = ("torchtitan docs/performance.md at 157a12c, 'Llama 2 performance numbers' (64 A100 80GB, FSDP2, seq 4096): "
+                 "13B at batch 2 and 70B at batch 1 with selective op checkpointing ran (1904 and 355 WPS), and its "
+                 "footnote 1: 70B at batch 2 with selective checkpointing is out of memory; the op policy is "
+                 "torchtitan/parallelisms/parallelize_llama.py at the same commit (no_recompute_list, every second "
+                 "mm recomputed), read 2026-12-03; https://github.com/pytorch/torchtitan/blob/"
+                 "157a12c562288b3bccb077003a97f18a4ca657aa/docs/performance.md")
+HF_FSDP_70B = ("Hugging Face blog, 'Fine-tuning Llama 2 70B using PyTorch FSDP' (2 x 8 A100 80GB, FSDP FULL_SHARD, bf16, "
+               "FlashAttention 2, gradient checkpointing, seq 2048, batch 1: launch command), read 2026-12-02; "
+               "https://huggingface.co/blog/ram-efficient-pytorch-fsdp")
 TORCHTITAN_405B = ("torchtitan docs/performance.md, 'Llama 3.1 performance numbers': 405B on 128 H100 (94-96 GB), "
                    "'We do see OOM for 1D parallelism (FSDP2)' at local batch 2, seq 8192, full activation "
                    "checkpointing, read 2026-12-02; https://github.com/pytorch/torchtitan/blob/main/docs/performance.md")
@@ -231,10 +240,10 @@ def _fits(result: dict[str, Any]) -> float:
 
 def _framework_layout_rows() -> list[dict[str, Any]]:
     """Layouts frameworks published as run or as out of memory: Megatron-Core's Mixtral mappings (run) and
-    torchtitan's FSDP table (run and OOM). torchtitan runs PyTorch SDPA (FlashAttention), so its "no activation
-    checkpointing" is trainstack's selective (no attention scores stored); its selective op/layer checkpointing
-    stores less than trainstack's selective (Korthikanti's: every layer's non-score activations), so an OOM there
-    is an OOM with trainstack's selective too, and a run there is not claimed here (docs/sizing.md, section 5)."""
+    torchtitan's FSDP table (run and OOM), and Hugging Face's FSDP fine-tune. torchtitan runs PyTorch SDPA
+    (FlashAttention), so its "no activation checkpointing" is trainstack's selective (no attention scores stored);
+    its op-level selective checkpointing is trainstack's selective-op (docs/sizing.md, section 3), and stores less
+    than trainstack's selective, so an OOM there is an OOM with trainstack's selective too."""
     mcore = {"zero": 1, "framework": "megatron", "seq_len": 4096, "micro_batch": 1, "recompute": "selective",
              "gpu": "H100"}
     m8x7 = estimate(preset="mixtral-8x7b", gpus=64, tp=1, ep=8, pp=4, vpp=8, **mcore)
@@ -244,6 +253,11 @@ def _framework_layout_rows() -> list[dict[str, Any]]:
     t70_full = estimate(preset="llama-2-70b", micro_batch=2, recompute="full", **titan)
     t70_sel = estimate(preset="llama-2-70b", micro_batch=2, recompute="selective", **titan)
     t13_noac = estimate(preset="llama-2-13b", micro_batch=2, recompute="selective", **titan)
+    t70_op1 = estimate(preset="llama-2-70b", micro_batch=1, recompute="selective-op", **titan)
+    t70_op2 = estimate(preset="llama-2-70b", micro_batch=2, recompute="selective-op", **titan)
+    t13_op = estimate(preset="llama-2-13b", micro_batch=2, recompute="selective-op", **titan)
+    hf70 = estimate(preset="llama-2-70b", gpus=16, zero=3, framework="fsdp", seq_len=2048, micro_batch=1,
+                    recompute="full", gpu="A100-80G")
     t405 = estimate(preset="llama-3-405b", gpus=128, zero=3, framework="fsdp", seq_len=8192, micro_batch=2,
                     recompute="full")
     # the 96 GB H100 of the Grand Teton hosts, with the default 5% headroom
@@ -261,6 +275,14 @@ def _framework_layout_rows() -> list[dict[str, Any]]:
              _fits(t70_sel), "fits (1 = yes)", 0.0, TORCHTITAN),
         _row("LLaMa 13B on 64 A100 80GB, FSDP full shard, batch 2, no checkpointing (FlashAttention): fits", 1,
              _fits(t13_noac), "fits (1 = yes)", 0.0, TORCHTITAN),
+        _row("LLaMa 70B on 64 A100 80GB, FSDP full shard, batch 1, op-level selective checkpointing: fits", 1,
+             _fits(t70_op1), "fits (1 = yes)", 0.0, TORCHTITAN_OP),
+        _row("LLaMa 70B on 64 A100 80GB, FSDP full shard, batch 2, op-level selective checkpointing: out of memory",
+             0, _fits(t70_op2), "fits (1 = yes)", 0.0, TORCHTITAN_OP),
+        _row("LLaMa 13B on 64 A100 80GB, FSDP full shard, batch 2, op-level selective checkpointing: fits", 1,
+             _fits(t13_op), "fits (1 = yes)", 0.0, TORCHTITAN_OP),
+        _row("Llama 2 70B fine-tune on 16 A100 80GB, FSDP full shard, seq 2048, batch 1, gradient checkpointing: "
+             "fits", 1, _fits(hf70), "fits (1 = yes)", 0.0, HF_FSDP_70B),
         _row("Llama 3.1 405B on 128 H100 96 GB, FSDP only (1D), batch 2, seq 8192, full checkpointing: out of "
              "memory", 0, t405_fits, "fits (1 = yes)", 0.0, TORCHTITAN_405B),
     ]

@@ -81,12 +81,12 @@ def test_pretrain_plan_as_markdown_has_the_sections_and_tables_parse() -> None:
     assert summary["nodes"] == "64"
     assert summary["GPUs"].startswith("512 x A100-80G")
     assert summary["layout"].startswith("tp=8 pp=1 dp=64 ZeRO-1")
-    assert summary["memory per GPU"].startswith("64.43 GiB of 80.00 GiB")  # Megatron's fp32 main grads (auto)
+    assert summary["memory per GPU"].startswith("64.35 GiB of 80.00 GiB")  # Megatron's fp32 main grads (auto)
     assert summary["cost per hour"] == f"{_PRETRAIN_PER_HOUR} CNY (ESTIMATE)"  # the node price is an estimate
     assert "| compute on demand | 555.86 | ESTIMATE |" in out and "| shared storage | 52.93 | list price |" in out
     assert "- **nodes**: 64  \n  set by the deadline: at least 41 nodes finish" in out
     assert "\n#### Schedule\n" in out and f"| wall-clock | {_PRETRAIN_WALL:.1f} | {_PRETRAIN_WALL / 24:.1f} |" in out
-    assert "| `ecs.ebmgn7ex.32xlarge` | 64 | 512 | 8/1/64 | 64.4 | 9,171.69 | **chosen** |" in out
+    assert "| `ecs.ebmgn7ex.32xlarge` | 64 | 512 | 8/1/64 | 64.3 | 9,171.69 | **chosen** |" in out
     assert "| no eRDMA or RoCE, and network.rdma is true |" in out  # a runner-up and why it lost
     assert "- :warning: before \\`trainstack up\\`, tag the dataset bucket" in out
     assert _assert_tables_parse(out) == 5  # summary, cost, schedule, candidates, tags

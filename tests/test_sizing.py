@@ -297,7 +297,7 @@ def test_breakdown_shape() -> None:
         ({"zero_stage": 4}, r"zero_stage must be 0, 1, 2 or 3"),
         ({"optimizer": "rmsprop"}, r"allowed: adamw, adam, sgd"),
         ({"precision": "fp4"}, r"allowed: bf16, fp16, fp32, fp8"),
-        ({"recompute": "some"}, r"allowed: none, selective, full"),
+        ({"recompute": "some"}, r"allowed: none, selective, selective-op, full"),
         ({"seq_len": 0}, r"seq_len must be a positive integer"),
         ({"dp": -2}, r"dp must be a positive integer"),
         ({"qlora": True}, r"set lora_rank"),

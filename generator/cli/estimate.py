@@ -165,7 +165,8 @@ def _dump(data: Any) -> str:
     type=click.Choice(list(sizing.RECOMPUTE_MODES)),
     default=defaults.RECOMPUTE,
     show_default=True,
-    help="Activation recomputation (selective = FlashAttention-style).",
+    help="Activation recomputation (selective = FlashAttention-style: no attention scores stored; selective-op = "
+    "torchtitan's op-level policy: saves W_q, W_v, W_1, W_2 and attention outputs, recomputes the rest).",
 )
 @click.option(
     "--sp/--no-sp",

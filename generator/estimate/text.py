@@ -138,6 +138,7 @@ def _compute_lines(result: dict[str, Any]) -> list[str]:
     recompute = {
         "full": "one more forward for full recompute (x8/6)",
         "selective": "the attention core's forward again for selective recompute",
+        "selective-op": "the unsaved matmuls' forward again for op-level selective recompute",
         "none": "no recompute",
     }[s["recompute"]]
     lines = [

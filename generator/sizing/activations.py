@@ -13,10 +13,11 @@ from fractions import Fraction
 from generator.sizing.common import SizingError, _ceil, _gb, _positive_int
 from generator.sizing.fp8 import activation_saving as fp8_activation_saving
 from generator.sizing.moe import routed_mlp_activation_delta
+from generator.sizing.op_checkpoint import saved_coefficient as op_saved_coefficient
 from generator.sizing.precision import PRECISION_BYTES
 from generator.sizing.setup import TrainingSetup
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "selective-op", "full")
 
 
 def _activation_coefficient(
@@ -73,6 +74,9 @@ def activation_bytes_per_layer(
         _positive_int(name, v)
     if recompute not in RECOMPUTE_MODES:
         raise SizingError(f"unknown recompute {recompute!r}; allowed: {', '.join(RECOMPUTE_MODES)}.")
+    if recompute == "selective-op":
+        # what the op policy saves depends on the KV heads and the MLP's width, which this signature lacks
+        raise SizingError("recompute='selective-op' needs the layer's shape: size it with per_gpu_memory.")
     coeff = _activation_coefficient(seq_len, hidden, heads, tp, sequence_parallel, recompute)
     return _ceil(seq_len * micro_batch * hidden * coeff)
 
@@ -137,7 +141,12 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     # (over-counts the masks, < 3%).
     scale = Fraction(PRECISION_BYTES[setup.precision], 2)
     sbh = s * b * h
-    coeff = _activation_coefficient(s, h, a, t, sp, mode, keys=setup.seq_len)
+    selective = _activation_coefficient(s, h, a, t, sp, "selective")
+    coeff = (
+        op_saved_coefficient(arch, t, sp, selective)
+        if mode == "selective-op"
+        else _activation_coefficient(s, h, a, t, sp, mode, keys=setup.seq_len)
+    )
     moe_delta = (
         routed_mlp_activation_delta(h, t, sp and t > 1, arch.mlp_matrices, arch.moe)
         if arch.moe is not None
@@ -157,7 +166,12 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     notes.append(
         f"activations/layer/micro-batch ({'TP+SP' if sp and t > 1 else 'TP' if t > 1 else 'no parallelism'}, "
         f"recompute={mode}) = s*b*h*{_coeff_text(mode, sp, t)} = {s}*{b}*{h}*{float(coeff):.4g}"
-        f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   [Korthikanti et al. 2022, Table 2]"
+        f"{' x2 (fp32)' if scale != 1 else ''} = {_gb(per_layer)}   "
+        + (
+            "[torchtitan's op-level policy]"
+            if mode == "selective-op"
+            else "[Korthikanti et al. 2022, Table 2]"
+        )
         + (f"; s = {setup.seq_len}/cp={c} tokens per context-parallel rank" if c > 1 else "")
     )
     # Pipeline, 1F1B schedule: stage i holds (p - i) micro-batches in flight ([SP] Sec. 4.2.3; assumes at least p
@@ -183,10 +197,11 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     # never materialised by FlashAttention); [SP] Table 2 does not count it and neither do we.
     # FlashAttention (what recompute=full runs with in Megatron-LM, DeepSpeed and FSDP trainers) never stores the
     # a*s*s scores, so the working set is the selective-recompute layer (Dao et al. 2022, FlashAttention,
-    # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations.
+    # arXiv:2205.14135, Sec. 3.1: O(N) extra memory), with a MoE layer's routed activations. Op-level selective
+    # re-runs the ops it did not save in the same layer's backward: the same layer, less what it kept.
     working = (
-        sbh * (_activation_coefficient(s, h, a, t, sp, "selective") + moe_delta - coeff) * scale
-        if mode == "full"
+        sbh * max(Fraction(0), selective + moe_delta - coeff) * scale
+        if mode in ("full", "selective-op")
         else Fraction(0)
     )
     if c > 1:
@@ -263,4 +278,6 @@ def _coeff_text(mode: str, sp: bool, t: int) -> str:
         return "(34/t + 5as/(ht))" if sp else "(10 + 24/t + 5as/(ht))"
     if mode == "selective":
         return "34" if t == 1 else "34/t" if sp else "(10 + 24/t)"
+    if mode == "selective-op":
+        return "(the op policy's kept tensors, docs/sizing.md section 3b)"
     return "2/t" if sp and t > 1 else "2"

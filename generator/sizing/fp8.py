@@ -35,8 +35,9 @@ def activation_saving(t: int, sp: bool, recompute: str) -> Fraction:
     """s*b*h units per layer that FP8 saves: Transformer Engine stores the inputs of the four GEMMs of a block
     (QKV 2sbh, attention projection 2sbh, fc1 2sbh, fc2 8sbh in [SP]'s 34sbh count) in FP8 for the backward pass,
     half their 16-bit bytes. Without sequence parallelism the QKV and fc1 inputs are replicated over tp; with full
-    recompute only the block input is stored, which is not a GEMM input."""
-    if recompute == "full":
+    recompute only the block input is stored, which is not a GEMM input; op-level selective recompute saves matmul
+    outputs (BF16), not GEMM inputs, so it is counted as BF16."""
+    if recompute in ("full", "selective-op"):
         return Fraction(0)
     replicated = Fraction(2 + 2, 2) / (t if sp or t == 1 else 1)
     return replicated + Fraction(2 + 8, 2 * t)

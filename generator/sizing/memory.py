@@ -228,7 +228,12 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
         reserve = setup.reserve_bytes
         notes.append(f"reserve = {_gb(reserve)} (given)")
     else:
-        reserve = runtime_reserve(rest, tp=setup.tp, pp=setup.pp, cp=setup.cp, ep=setup.ep, notes=notes)
+        # the optimizer states are allocated once and never freed: they leave no free slices to fragment
+        # (docs/sizing.md section 5, "Fragmentation")
+        fragmenting = weights + gradients + activations
+        reserve = runtime_reserve(
+            fragmenting, tp=setup.tp, pp=setup.pp, cp=setup.cp, ep=setup.ep, notes=notes
+        )
     total = rest + reserve
     notes.append(f"total = {_gb(total)} per GPU ({total / GiB:.1f} GiB)")
     return MemoryBreakdown(

@@ -29,7 +29,12 @@
   "most Slurm launch templates already include" (docs.nvidia.com/nemo/megatron-bridge, perf-memory-tuning).
   For that case 5% of the tensors' peak stays an assumption; with the default 5% headroom a layout keeps ~10%
   over its tensors, under GMLake's average for the irregular cases, which docs/sizing.md section 5 says to cover
-  with ``expandable_segments`` or a larger ``memory_headroom``.
+  with ``expandable_segments`` or a larger ``memory_headroom``. The 5% is charged on the weights, gradients and
+  activations, which the allocator frees and hands out again within a step (ZeRO-3/FSDP gathers, ``zero_grad``
+  freeing the gradients, every activation), not on the optimizer states: allocated once and never freed, they
+  leave no free block to fragment (free memory exists only where a tensor died; the devlog above: live blocks
+  "pin the splits in place" of the freed ones). Charging it on them too overlapped with the headroom, which is
+  kept for what this reserve does not model (docs/sizing.md section 5, "What fragments", and section 2c).
 
 :func:`runtime_reserve` sums them and says so in the notes; :mod:`generator.sizing.memory` adds it to the total.
 """
@@ -53,16 +58,19 @@ def communicators(tp: int, pp: int, cp: int, ep: int) -> int:
     return 1 + sum(1 for d in (tp, pp, cp, ep) if d > 1)
 
 
-def runtime_reserve(tensors: int, *, tp: int, pp: int, cp: int, ep: int, notes: list[str]) -> int:
-    """Bytes beyond the tensors' peak ``tensors``: CUDA context, NCCL buffers and allocator fragmentation."""
+def runtime_reserve(fragmenting: int, *, tp: int, pp: int, cp: int, ep: int, notes: list[str]) -> int:
+    """Bytes beyond the tensors' peak: CUDA context, NCCL buffers and allocator fragmentation, charged on
+    ``fragmenting``, the tensors the caching allocator frees and hands out again during training (weights,
+    gradients, activations; not the optimizer states, allocated once and never freed)."""
     comms = communicators(tp, pp, cp, ep)
     nccl = comms * NCCL_CHANNELS * NCCL_RING_PEERS * NCCL_BUFFSIZE
-    frag = _ceil(FRAGMENTATION * tensors)
+    frag = _ceil(FRAGMENTATION * fragmenting)
     total = CUDA_CONTEXT_BYTES + nccl + frag
     notes.append(
         f"reserve = CUDA context and workspaces {_gb(CUDA_CONTEXT_BYTES)} (assumption) + NCCL buffers "
         f"{comms} communicator(s) x {NCCL_CHANNELS} channels x {NCCL_RING_PEERS} peers x NCCL_BUFFSIZE 4 MiB "
-        f"= {_gb(nccl)} + allocator fragmentation 5% of {_gb(tensors)} = {_gb(frag)} (assumption) "
+        f"= {_gb(nccl)} + allocator fragmentation 5% of weights, gradients and activations {_gb(fragmenting)} "
+        f"= {_gb(frag)} (assumption; the optimizer states, allocated once, leave none) "
         f"= {_gb(total)} (docs/sizing.md, 'The runtime reserve')"
     )
     return total

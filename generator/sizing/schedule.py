@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from generator.sizing.architecture import Architecture
 from generator.sizing.checkpoint import young_daly_interval
 from generator.sizing.common import SizingError, _positive_int, _positive_number
+from generator.sizing.op_checkpoint import recompute_flops_per_token as op_recompute_flops
 
 # Layout factors on the GPU's rated MFU (assumptions; docs/sizing.md section 7 has the sources).
 # Tensor parallelism exchanges activations twice per layer in forward and backward; over PCIe (no NVLink; an A100's
@@ -72,8 +73,9 @@ def model_flops(arch: Architecture, seq_len: int, tokens: int) -> float:
 
 
 def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str) -> float:
-    """FLOPs the GPUs execute: model FLOPs, plus one extra forward with full recompute (x 8/6), or the attention
-    core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute."""
+    """FLOPs the GPUs execute: model FLOPs, plus one extra forward with full recompute (x 8/6), the attention
+    core's forward (4·L·h·s per token, [SP] Sec. 5) with selective recompute, or the forward of the matmuls
+    torchtitan's op-level policy does not save with selective-op (:mod:`generator.sizing.op_checkpoint`)."""
     _positive_int("tokens", tokens)
     f = flops_per_token(arch, seq_len)
     # a capacity factor pads every expert's batch to capacity: the routed experts compute cf x their tokens
@@ -82,15 +84,17 @@ def executed_flops(arch: Architecture, seq_len: int, tokens: int, recompute: str
         return (f.total + padded) * tokens * 8 / 6
     if recompute == "selective":
         return (f.total + padded + f.attention / 3) * tokens
+    if recompute == "selective-op":
+        return (f.total + padded + op_recompute_flops(arch)) * tokens
     if recompute == "none":
         return (f.total + padded) * tokens
-    raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, full.")
+    raise SizingError(f"unknown recompute {recompute!r}; allowed: none, selective, selective-op, full.")
 
 
 def attention_share(arch: Architecture, seq_len: int, recompute: str) -> float:
     """The attention core's share (QK^T and AV, with selective recompute their forward again) of the executed
     FLOPs: what FP8 leaves in BF16 (:func:`generator.sizing.mfu.fp8_speedup`). Full recompute repeats every
-    forward, so it keeps the share."""
+    forward, so it keeps the share; selective-op saves the attention output and re-runs only matmuls."""
     f = flops_per_token(arch, seq_len)
     attention = f.attention * (4 / 3 if recompute == "selective" else 1.0)
     return attention / (executed_flops(arch, seq_len, 1, recompute) * (6 / 8 if recompute == "full" else 1.0))

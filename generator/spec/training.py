@@ -102,7 +102,7 @@ class ParallelismSpec(Strict):
     framework: Literal["auto", "megatron", "deepspeed", "fsdp", "zero-paper"] = defaults.FRAMEWORK
     zero_stage: Annotated[int, Field(ge=0, le=3)] = defaults.ZERO_STAGE
     sequence_parallel: bool = defaults.SEQUENCE_PARALLEL
-    recompute: Literal["none", "selective", "full"] = defaults.RECOMPUTE
+    recompute: Literal["none", "selective", "selective-op", "full"] = defaults.RECOMPUTE
     offload: Literal["none", "optimizer", "optimizer+params"] = (
         defaults.OFFLOAD
     )  # CPU offload (DeepSpeed, FSDP)
