@@ -41,14 +41,17 @@ def test_full_recompute_memory_is_linear_in_the_sequence(preset: str) -> None:
 
 def test_full_recompute_working_set_is_one_selective_layer() -> None:
     """The layer being recomputed holds Korthikanti et al.'s selective activations (34 s b h / t with SP, Table 2)
-    beside the stored layer inputs (2 s b h / t each): no 5 a s^2 b / t scores."""
+    beside the stored layer inputs (2 s b h / t each): no 5 a s^2 b / t scores. It appears in the layers' backward,
+    after the loss (output inputs 4 s b h / t and the paper's fp32 logits 4 s b V / t) is freed: the larger counts."""
     arch = PRESETS["llama-2-7b"]
     s, h, t, L = 4096, arch.hidden, 8, arch.layers
     full, selective = _acts(arch, s, "full"), _acts(arch, s, "selective")
     sbh = s * h
-    # both carry the same embedding and output terms; their difference is the layers' stored activations
-    stored_full = L * Fraction(2 * sbh, t) + Fraction((34 - 2) * sbh, t)
-    stored_selective = L * Fraction(34 * sbh, t)
+    output = Fraction(4 * sbh, t) + Fraction(4 * s * arch.vocab, t)
+    working = Fraction((34 - 2) * sbh, t)
+    # both carry the same embedding term; selective adds the output, full the larger of it and its working set
+    stored_full = L * Fraction(2 * sbh, t) + max(output, working)
+    stored_selective = L * Fraction(34 * sbh, t) + output
     assert abs((selective - full) - (stored_selective - stored_full)) <= 2
 
 
