@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from generator import sizing  # noqa: E402
 from generator.estimate import estimate  # noqa: E402
 from generator.sizing.frameworks import full_model_states  # noqa: E402
-from generator.sizing.reserve import CUDA_CONTEXT_BYTES  # noqa: E402
+from generator.sizing.reserve import CUDA_CONTEXT_BYTES
 
 GB = 10**9
 GiB = 2**30
