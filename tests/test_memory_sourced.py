@@ -111,3 +111,23 @@ def test_fragmentation_is_charged_on_what_the_allocator_frees_not_the_optimizer_
     assert m.reserve == runtime_reserve(fragmenting, tp=1, pp=1, cp=1, ep=1, notes=[])
     assert m.optimizer_states > fragmenting  # two thirds of the tensors, now outside the 5%
     assert m.total <= 0.95 * 80 * 2**30
+
+
+@pytest.mark.parametrize(
+    ("framework", "zero", "tp", "per_logit"),
+    [("fsdp", 3, 1, 12), ("fsdp", 3, 2, 16), ("megatron", 1, 2, 6), ("deepspeed", 2, 1, 12), ("deepspeed", 2, 2, 6),
+     ("zero-paper", 1, 1, 4)],
+)
+def test_the_loss_holds_the_frameworks_bytes_per_logit(framework: str, zero: int, tp: int, per_logit: int) -> None:
+    """docs/sizing.md section 3c, from the frameworks' code: PyTorch's cross_entropy on fp32-upcast logits peaks at
+    three fp32 N x V tensors (torchtitan, the Hugging Face Trainer), loss_parallel at four, Megatron's in-place
+    vocab-parallel loss at its fp32 softmax plus the bf16 gradient, the paper at one fp32 tensor. Without recompute
+    there is no working set, so the activations differ from the paper's by exactly the loss."""
+    arch = PRESETS["llama-3-8b"]
+    s, b = 8192, 2
+
+    def acts(fw: str) -> int:
+        return per_gpu_memory(TrainingSetup(arch=arch, seq_len=s, micro_batch=b, tp=tp, zero_stage=zero, dp=8,
+                                            framework=fw, recompute="selective")).activations
+
+    assert acts(framework) - acts("zero-paper") == Fraction((per_logit - 4) * s * b * arch.vocab, tp)
