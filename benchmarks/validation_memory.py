@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generator import sizing  # noqa: E402
-from generator.estimate import estimate  # noqa: E402
-from generator.sizing.frameworks import full_model_states  # noqa: E402
+from generator import sizing
+from generator.estimate import estimate
+from generator.sizing.frameworks import full_model_states
 from generator.sizing.reserve import CUDA_CONTEXT_BYTES
 
 GB = 10**9
@@ -173,14 +173,14 @@ LLAMA3 = ("Dubey et al. 2024, The Llama 3 Herd of Models, Sec. 3.3.2 and Table 4
 DEEPSEEK_V3 = ("DeepSeek-AI 2024, DeepSeek-V3 Technical Report, Sec. 1, 3.2 and 4.2 (671B total, 37B activated; "
                "2048 H800 80 GB, PP 16, EP 64 over 8 nodes, ZeRO-1 DP); https://arxiv.org/abs/2412.19437")
 MOE_COUNTS = (
-    ("mixtral-8x7b", 46.7e9, 12.9e9, "Jiang et al. 2024, Mixtral of Experts, Sec. 2 (47B total, 13B active); "
-     "https://arxiv.org/abs/2401.04088"),
-    ("mixtral-8x22b", 141e9, 39e9, "Mistral AI 2024, Mixtral 8x22B announcement (141B total, 39B active); "
-     "https://mistral.ai/news/mixtral-8x22b"),
-    ("qwen3-30b-a3b", 30.5e9, 3.3e9, "Qwen Team 2025, Qwen3 Technical Report, Table 2 (30B-A3B); "
-     "https://arxiv.org/abs/2505.09388"),
-    ("qwen3-235b-a22b", 235e9, 22e9, "Qwen Team 2025, Qwen3 Technical Report, Table 2 (235B-A22B); "
-     "https://arxiv.org/abs/2505.09388"),
+    ("mixtral-8x7b", 46.7e9, 12.9e9, ("Jiang et al. 2024, Mixtral of Experts, Sec. 2 (47B total, 13B active); "
+     "https://arxiv.org/abs/2401.04088")),
+    ("mixtral-8x22b", 141e9, 39e9, ("Mistral AI 2024, Mixtral 8x22B announcement (141B total, 39B active); "
+     "https://mistral.ai/news/mixtral-8x22b")),
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9, ("Qwen Team 2025, Qwen3 Technical Report, Table 2 (30B-A3B); "
+     "https://arxiv.org/abs/2505.09388")),
+    ("qwen3-235b-a22b", 235e9, 22e9, ("Qwen Team 2025, Qwen3 Technical Report, Table 2 (235B-A22B); "
+     "https://arxiv.org/abs/2505.09388")),
     ("deepseek-v3", 671e9, 37e9, DEEPSEEK_V3),
 )
 
