@@ -21,8 +21,8 @@ planner's data-parallel exchange (fully hidden on every run) and measures the re
 pp (under 5% per doubling), so the data support no further network or tensor-parallel term; the numbers are in the
 JSON. :func:`kernel_check` tests the software covariate the ``attention`` column names (the kernel each run's
 framework used: ``flash`` for FlashAttention-class kernels, ``unfused`` for the 2021-22 Megatron-family runs): refit
-with the A100 FSDP runs fitted and a factor on unfused runs, then also one on A100 runs; neither holds (the JSON,
-docs/sizing.md section 7), so the fit keeps its three parameters.
+with the A100 FSDP runs fitted and a factor on unfused runs (or a per-FLOP cost on their attention core), then also
+one on A100 runs; none holds (the JSON, docs/sizing.md section 7), so the fit keeps its three parameters.
 
     python benchmarks/calibrate_mfu.py           # print the rows, the parameters and the residuals
     python benchmarks/calibrate_mfu.py --write   # also write generator/sizing/data/mfu_fit.json
@@ -304,35 +304,77 @@ def _fit_factors(rows: list[dict], groups: dict[str, set[str]]) -> tuple[MfuPara
     return MfuParameters(math.exp(scale), width, k), {g: math.exp(v) for g, v in logs.items()}
 
 
-def _variant(rows: list[dict], groups: dict[str, set[str]], a100_flash: set[str]) -> dict:
-    """One refit of :func:`kernel_check`: its parameters and factors, rms, runs within 20%, the A100 FSDP runs'
-    ratios and LLaMA-65B's."""
-    params, factors = _fit_factors(rows, groups)
+def _fit_attention_cost(rows: list[dict], unfused: set[str]) -> tuple[MfuParameters, float]:
+    """:func:`fit` with the unfused runs' attention core slower per FLOP than the rest: their prediction divided by
+    1 + cost x the attention core's share of the executed FLOPs (:func:`generator.sizing.attention_share`), cost
+    fitted (golden section at each half_width)."""
+    k = fit_fp8()
+    target = [math.log(published_mfu(r)) for r in rows]
+    share = [sizing.attention_share(architecture(r), int(r["seq_len"]), r["recompute"]) if r["run"] in unfused
+             else 0.0 for r in rows]
+
+    def best(width: float) -> tuple[float, float, float]:
+        unit = MfuParameters(1.0, width, k)
+        gap = [t - math.log(predicted_mfu(r, unit)) for t, r in zip(target, rows, strict=True)]
+
+        def spread(cost: float) -> tuple[float, float]:
+            res = [g + math.log(1 + cost * a) for g, a in zip(gap, share, strict=True)]
+            scale = sum(res) / len(res)
+            return sum((x - scale) ** 2 for x in res), scale
+
+        cost = _golden(lambda c: spread(c)[0], 0.0, 20.0)
+        return *spread(cost), cost
+
+    width = _golden(lambda w: best(w)[0], 0.0, 20000.0)
+    _, scale, cost = best(width)
+    return MfuParameters(math.exp(scale), width, k), cost
+
+
+def _variant(rows: list[dict], params: MfuParameters, scale, fitted: dict[str, float], a100_flash: set[str]) -> dict:
+    """One refit of :func:`kernel_check`: its parameters and ``fitted`` terms, rms, runs within 20%, the A100 FSDP
+    runs' ratios and LLaMA-65B's; ``scale(row)`` is the refit's factor on the row's predicted MFU."""
 
     def ratio(r: dict) -> float:
-        scale = math.prod(f for g, f in factors.items() if r["run"] in groups[g])
-        return predicted_mfu(r, params) * scale / published_mfu(r)
+        return predicted_mfu(r, params) * scale(r) / published_mfu(r)
 
     logs = [math.log(ratio(r)) for r in rows]
     return {"peak_efficiency": round(params.peak_efficiency, 4), "half_width": round(params.half_width),
-            **{f"{g}_factor": round(f, 3) for g, f in factors.items()},
+            **{name: round(value, 3) for name, value in fitted.items()},
             "rms_log_residual": round(math.sqrt(sum(x * x for x in logs) / len(rows)), 4),
             "within_20": f"{sum(abs(math.exp(x) - 1) <= 0.20 for x in logs)} of {len(rows)}",
             "a100_flash_ratios": [round(ratio(r), 3) for r in rows if r["run"] in a100_flash],
             "llama_65b_ratio": round(ratio(next(r for r in runs() if r["run"] == "llama-65b-2048")), 3)}
 
 
+def _in_groups(factors: dict[str, float], groups: dict[str, set[str]]):
+    """A row's factor: the product of the fitted factors of the groups it is in."""
+    return lambda r: math.prod(f for g, f in factors.items() if r["run"] in groups[g])
+
+
 def kernel_check() -> dict:
     """Whether the attention kernel (the CSV's ``attention``: ``flash`` or ``unfused``) is the covariate that brings
     in the A100 runs with FSDP and FlashAttention: refit with them fitted and one factor on the ``unfused`` runs'
-    efficiency, then with a second factor on every A100 run; each variant's factors, rms, runs within 20% and the
-    ratio of Meta's LLaMA-65B (A100, xformers), which a covariate that explains the A100 group must also carry."""
+    efficiency, or instead a per-FLOP cost on their attention core, then with a factor on every A100 run besides;
+    each variant's terms, rms, runs within 20% and the ratio of Meta's LLaMA-65B (A100, xformers), which a
+    covariate that explains the A100 group must also carry."""
     a100_flash = {run for run, why in NOT_FITTED.items() if why == _A100}
     rows = [r for r in runs() if r["run"] not in NOT_FITTED or r["run"] in a100_flash]
     unfused = {r["run"] for r in runs() if r["attention"] == "unfused"}
     a100 = {r["run"] for r in runs() if r["gpu"] == "A100"}
-    return {"attention": _variant(rows, {"unfused": unfused}, a100_flash),
-            "attention_and_a100": _variant(rows, {"unfused": unfused, "a100": a100}, a100_flash)}
+    out = {}
+    for name, groups in (("attention", {"unfused": unfused}),
+                         ("attention_and_a100", {"unfused": unfused, "a100": a100})):
+        params, factors = _fit_factors(rows, groups)
+        out[name] = _variant(rows, params, _in_groups(factors, groups),
+                             {f"{g}_factor": f for g, f in factors.items()}, a100_flash)
+    params, cost = _fit_attention_cost(rows, unfused)
+
+    def slower(r: dict) -> float:
+        share = sizing.attention_share(architecture(r), int(r["seq_len"]), r["recompute"])
+        return 1 / (1 + cost * share) if r["run"] in unfused else 1.0
+
+    out["attention_cost_per_flop"] = _variant(rows, params, slower, {"unfused_attention_cost": cost}, a100_flash)
+    return out
 
 
 def document(params: MfuParameters) -> dict:
