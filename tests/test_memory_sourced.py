@@ -41,14 +41,17 @@ def test_full_recompute_memory_is_linear_in_the_sequence(preset: str) -> None:
 
 def test_full_recompute_working_set_is_one_selective_layer() -> None:
     """The layer being recomputed holds Korthikanti et al.'s selective activations (34 s b h / t with SP, Table 2)
-    beside the stored layer inputs (2 s b h / t each): no 5 a s^2 b / t scores."""
+    beside the stored layer inputs (2 s b h / t each): no 5 a s^2 b / t scores. It appears in the layers' backward,
+    after the loss (output inputs 4 s b h / t and the paper's fp32 logits 4 s b V / t) is freed: the larger counts."""
     arch = PRESETS["llama-2-7b"]
     s, h, t, L = 4096, arch.hidden, 8, arch.layers
     full, selective = _acts(arch, s, "full"), _acts(arch, s, "selective")
     sbh = s * h
-    # both carry the same embedding and output terms; their difference is the layers' stored activations
-    stored_full = L * Fraction(2 * sbh, t) + Fraction((34 - 2) * sbh, t)
-    stored_selective = L * Fraction(34 * sbh, t)
+    output = Fraction(4 * sbh, t) + Fraction(4 * s * arch.vocab, t)
+    working = Fraction((34 - 2) * sbh, t)
+    # both carry the same embedding term; selective adds the output, full the larger of it and its working set
+    stored_full = L * Fraction(2 * sbh, t) + max(output, working)
+    stored_selective = L * Fraction(34 * sbh, t) + output
     assert abs((selective - full) - (stored_selective - stored_full)) <= 2
 
 
@@ -108,3 +111,23 @@ def test_fragmentation_is_charged_on_what_the_allocator_frees_not_the_optimizer_
     assert m.reserve == runtime_reserve(fragmenting, tp=1, pp=1, cp=1, ep=1, notes=[])
     assert m.optimizer_states > fragmenting  # two thirds of the tensors, now outside the 5%
     assert m.total <= 0.95 * 80 * 2**30
+
+
+@pytest.mark.parametrize(
+    ("framework", "zero", "tp", "per_logit"),
+    [("fsdp", 3, 1, 12), ("fsdp", 3, 2, 16), ("megatron", 1, 2, 6), ("deepspeed", 2, 1, 12), ("deepspeed", 2, 2, 6),
+     ("zero-paper", 1, 1, 4)],
+)
+def test_the_loss_holds_the_frameworks_bytes_per_logit(framework: str, zero: int, tp: int, per_logit: int) -> None:
+    """docs/sizing.md section 3c, from the frameworks' code: PyTorch's cross_entropy on fp32-upcast logits peaks at
+    three fp32 N x V tensors (torchtitan, the Hugging Face Trainer), loss_parallel at four, Megatron's in-place
+    vocab-parallel loss at its fp32 softmax plus the bf16 gradient, the paper at one fp32 tensor. Without recompute
+    there is no working set, so the activations differ from the paper's by exactly the loss."""
+    arch = PRESETS["llama-3-8b"]
+    s, b = 8192, 2
+
+    def acts(fw: str) -> int:
+        return per_gpu_memory(TrainingSetup(arch=arch, seq_len=s, micro_batch=b, tp=tp, zero_stage=zero, dp=8,
+                                            framework=fw, recompute="selective")).activations
+
+    assert acts(framework) - acts("zero-paper") == Fraction((per_logit - 4) * s * b * arch.vocab, tp)

@@ -68,6 +68,7 @@ def _assert_tables_parse(text: str) -> int:
 _PRETRAIN = json.loads((ROOT / "stacks" / "pretrain-70b" / "plan.json").read_text())
 _PRETRAIN_PER_HOUR = f"{_PRETRAIN['cost']['total_per_hour']:,.2f}"
 _PRETRAIN_WALL = _PRETRAIN["schedule"]["wall_hours"]
+_PRETRAIN_GIB = next(c["per_gpu_gib"] for c in _PRETRAIN["candidates"] if c["verdict"] == "chosen")
 
 
 def test_pretrain_plan_as_markdown_has_the_sections_and_tables_parse() -> None:
@@ -81,12 +82,13 @@ def test_pretrain_plan_as_markdown_has_the_sections_and_tables_parse() -> None:
     assert summary["nodes"] == "64"
     assert summary["GPUs"].startswith("512 x A100-80G")
     assert summary["layout"].startswith("tp=8 pp=1 dp=64 ZeRO-1")
-    assert summary["memory per GPU"].startswith("64.35 GiB of 80.00 GiB")  # Megatron's fp32 main grads (auto)
+    # Megatron's fp32 main grads (auto); the committed plan's figure
+    assert summary["memory per GPU"].startswith(f"{_PRETRAIN_GIB:.2f} GiB of 80.00 GiB")
     assert summary["cost per hour"] == f"{_PRETRAIN_PER_HOUR} CNY (ESTIMATE)"  # the node price is an estimate
     assert "| compute on demand | 555.86 | ESTIMATE |" in out and "| shared storage | 52.93 | list price |" in out
     assert "- **nodes**: 64  \n  set by the deadline: at least 41 nodes finish" in out
     assert "\n#### Schedule\n" in out and f"| wall-clock | {_PRETRAIN_WALL:.1f} | {_PRETRAIN_WALL / 24:.1f} |" in out
-    assert "| `ecs.ebmgn7ex.32xlarge` | 64 | 512 | 8/1/64 | 64.3 | 9,171.69 | **chosen** |" in out
+    assert f"| `ecs.ebmgn7ex.32xlarge` | 64 | 512 | 8/1/64 | {_PRETRAIN_GIB:.1f} | 9,171.69 | **chosen** |" in out
     assert "| no eRDMA or RoCE, and network.rdma is true |" in out  # a runner-up and why it lost
     assert "- :warning: before \\`trainstack up\\`, tag the dataset bucket" in out
     assert _assert_tables_parse(out) == 5  # summary, cost, schedule, candidates, tags

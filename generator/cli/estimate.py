@@ -152,8 +152,8 @@ def _dump(data: Any) -> str:
     type=click.Choice(list(sizing.FRAMEWORK_CHOICES)),
     default=defaults.FRAMEWORK,
     show_default=True,
-    help="Whose accounting of the model states: auto = megatron for ZeRO 0/1, deepspeed for 2/3; "
-    "zero-paper = the ZeRO paper's formula.",
+    help="Whose accounting of the model states and of the loss's memory (its cross-entropy): auto = megatron "
+    "for ZeRO 0/1, deepspeed for 2/3; zero-paper = the ZeRO paper's formula.",
 )
 @click.option(
     "--gpus", type=_POSITIVE, help="Total GPUs; dp = gpus / (tp x pp x cp). Default: tp x pp x cp (dp = 1)."

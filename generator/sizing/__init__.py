@@ -44,6 +44,7 @@ The package re-exports the public names of its modules, so ``from generator impo
   memory, PCIe bytes;
 * :mod:`~generator.sizing.reserve`: the runtime reserve (CUDA context, NCCL buffers, allocator fragmentation);
 * :mod:`~generator.sizing.activations`: activations per pipeline stage (Korthikanti et al., context parallelism);
+* :mod:`~generator.sizing.loss`: the loss's bytes per logit at its peak, as each framework's cross-entropy runs;
 * :mod:`~generator.sizing.frameworks`: model states as Megatron-LM, DeepSpeed and FSDP allocate them;
 * :mod:`~generator.sizing.compute`: 6·N·D FLOPs and training hours;
 * :mod:`~generator.sizing.checkpoint`: checkpoint size, cluster MTBF and the Young/Daly interval;

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from generator.sizing.common import SizingError, _ceil, _gb, _positive_int
 from generator.sizing.fp8 import activation_saving as fp8_activation_saving
+from generator.sizing.loss import loss_peak
 from generator.sizing.moe import routed_mlp_activation_delta
 from generator.sizing.op_checkpoint import saved_coefficient as op_saved_coefficient
 from generator.sizing.precision import PRECISION_BYTES
@@ -186,11 +187,13 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     worst_mid = max(range(1, p - 1), key=lambda i: held[i]) if p > 2 else 0  # 0: no middle stage
     stored_first = held[0] * per_layer * interleave
     # Extra terms ([SP] Sec. 4.3): embedding dropout mask s*b*h*p/t on the first stage; on the
-    # last stage the final norm and output projection inputs 4*s*b*h/t and the fp32 logits for
-    # the cross-entropy 4*s*b*v/t (vocab-parallel, so /t even without SP).
+    # last stage the final norm and output projection inputs 4*s*b*h/t and the loss over the logits,
+    # vocab-parallel (/t even without SP), as many bytes per logit as the framework's cross-entropy holds at its
+    # peak (generator.sizing.loss)
     split = t if sp else 1
     embed_mask = Fraction(sbh * p, split)
-    output = Fraction(4 * sbh, split) * scale + Fraction(4 * s * b * v, t)
+    per_logit, loss_who = loss_peak(setup.framework, setup.zero_stage, t, p, setup.lora_rank is not None)
+    output = Fraction(4 * sbh, split) * scale + Fraction(per_logit * s * b * v, t)
     # Full recompute: during a layer's backward pass its recomputed activations are live, so
     # add one layer's non-recomputed activations (minus the input already counted).  Selective
     # recompute only re-materialises one layer's attention scores (5as^2b/t, transient, and
@@ -208,13 +211,15 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
         # ring attention: the K and V chunks of one peer being computed on and the next one arriving, per layer in
         # flight (Megatron-Core context parallelism overlaps the exchange with attention): 2 x 2 x s/cp x b x g*d/t
         working += Fraction(2 * 2 * 2 * s * b * arch.kv_heads * arch.d_head, max(1, t)) * scale
-    first = stored_first + embed_mask + working
+    # the loss's tensors and the output layer's inputs are freed before the first layer's backward, where the
+    # working set appears: the stage with the output layer peaks at the larger of the two
+    tail = max(output, working)
+    first = stored_first + embed_mask + (tail if p == 1 else working)
     mid = held[worst_mid] * per_layer + working if worst_mid else Fraction(0)
     if p == 1:
-        first += output
         activations, where = _ceil(first), "single stage"
     else:
-        last = held[-1] * per_layer + output + working
+        last = held[-1] * per_layer + tail
         activations = _ceil(max(first, last, mid))
         where = (
             "first pipeline stage"
@@ -237,9 +242,7 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
     notes.append(
         f"activations = {stored} = {_gb(stored_first)}"
         f" + embedding dropout mask s*b*h*p{'/t' if sp else ''} = {_gb(embed_mask)}"
-        f" + output (4*s*b*h{'/t' if sp else ''} + fp32 logits 4*s*b*v/t){' [last stage]' if p > 1 else ''}"
-        f" = {_gb(output)}"
-        + (f" + recompute working set (one layer) = {_gb(working)}" if working else "")
+        + _tail_text(sp, p, (per_logit, loss_who, output), working)
         + (f"; stages of {'+'.join(map(str, sizes))} layers" if L % p else "")
         + f"; worst GPU: {where} = {_gb(activations)}"
     )
@@ -268,6 +271,19 @@ def activations(setup: TrainingSetup, notes: list[str]) -> int:
             "r-wide tensors; frozen layers still need their inputs for the adapters)"
         )
     return activations
+
+
+def _tail_text(sp: bool, p: int, loss: tuple[int, str, Fraction], working: Fraction) -> str:
+    """The output layer's term of the activations note: its inputs and the loss (bytes per logit, whose code, total),
+    and the recompute working set it does not coexist with."""
+    per_logit, who, output = loss
+    out = f"output (4*s*b*h{'/t' if sp else ''} + loss {per_logit}*s*b*v/t, {who}) = {_gb(output)}"
+    if not working:
+        return f" + {out}{' [last stage]' if p > 1 else ''}"
+    work = f"recompute working set (one layer) = {_gb(working)}"
+    if p > 1:
+        return f" + {work}; last stage: max({out}, {work})"
+    return f" + max({out}, {work}) (not live together: the loss is freed before the layers' backward)"
 
 
 def _coeff_text(mode: str, sp: bool, t: int) -> str:

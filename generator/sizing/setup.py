@@ -27,8 +27,9 @@ class TrainingSetup:
     lora_rank: int | None = None
     qlora: bool = False
     reserve_bytes: int | None = None  # None -> default runtime reserve
-    # Whose accounting of the model states: "zero-paper" (the library default, [ZeRO] Sec. 5), "megatron",
-    # "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed for 2/3; the spec's and CLI's default).
+    # Whose accounting of the model states and of the loss's memory (generator.sizing.loss): "zero-paper" (the
+    # library default, [ZeRO] Sec. 5), "megatron", "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed
+    # for 2/3; the spec's and CLI's default).
     framework: str = "zero-paper"
     paged_optimizer: bool = (
         False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
