@@ -70,7 +70,9 @@ def rows() -> list[dict]:
                     "trainstack": round(cal.predicted_mfu(run), 4), "unit": "MFU", "tolerance": 0.20,
                     "source": f"{run['taken']} {run['source']}"})
     # Llama 2: 2T tokens at 4,096 context; Meta's layout and recompute setting are not stated: none assumed, no
-    # bubble or network counted (the fitted efficiency at the model's width alone).
+    # bubble or network counted (the fitted efficiency at the model's width alone). Table 2's hours are whole hours
+    # on 2,048 GPUs ("total GPU time"), not a measured rate: no goodput for them is published, so none is applied
+    # and trainstack's compute-only hours are read as a lower bound (docs/sizing.md, section 7).
     for preset, published in (("llama-2-7b", 184_320), ("llama-2-13b", 368_640), ("llama-2-70b", 1_720_320)):
         arch = sizing.PRESETS[preset]
         flops = sizing.model_flops(arch, 4096, 2_000_000_000_000)

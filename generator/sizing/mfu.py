@@ -20,7 +20,9 @@ The fit has no network or tensor-parallel parameter because the published runs d
 data-parallel exchange is fully hidden on every one of them, and the residuals change by under 5% per doubling of
 tp, dp or pp (``network_check`` in ``data/mfu_fit.json``). The network enters through the planner's charges only;
 the calibration charges the expert all-to-all of its cross-node MoE runs as the planner does, which those runs
-need (1.5-1.8x off without it).
+need (1.5-1.8x off without it). Nor has it a term for the attention kernel (FlashAttention-class or unfused): refitted
+with one (``kernel_check`` in ``data/mfu_fit.json``), it does not bring in the A100 FSDP runs, and with an A100 factor
+besides it puts Meta's LLaMA-65B, an A100 run with a FlashAttention-class kernel, at 1.35x (docs/sizing.md, section 7).
 """
 
 from __future__ import annotations
