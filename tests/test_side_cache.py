@@ -215,9 +215,18 @@ def test_another_catalog_or_the_cache_turned_off_caches_no_side(monkeypatch: pyt
     assert side_cache.key("x", "p", catalog) is None
 
 
-def test_the_code_digest_covers_the_templates_and_the_catalog() -> None:
-    import generator
+def test_the_code_digest_covers_the_templates_and_the_catalog(tmp_path: Path) -> None:
+    import shutil
 
-    root = Path(generator.__file__).resolve().parent
-    assert any(root.rglob("*.j2")) and any(root.rglob("*.csv"))
-    assert len(side_cache._code_digest()) == 64
+    from generator.render.files import templates_dir
+
+    roots = side_cache.code_roots()
+    assert any(any(root.rglob("*.csv")) for root in roots)
+    assert any(templates_dir().resolve().is_relative_to(root) for root in roots)  # a checkout's top-level templates/
+    copy = tmp_path / "templates"
+    shutil.copytree(templates_dir(), copy)
+    before = side_cache.code_digest([roots[0], copy])
+    assert before == side_cache.code_digest([roots[0], copy]) and len(before) == 64
+    script = copy / "stack" / "node-init.sh.j2"
+    script.write_bytes(script.read_bytes() + b"#\n")  # a template edited in a checkout plans the same, renders anew
+    assert side_cache.code_digest([roots[0], copy]) != before

@@ -6,7 +6,8 @@ planning and rendering the side, and the first side pays the imports and the tem
 plan and graph depend on is known before any of that: the spec text and the path recorded in the rendered files, the
 catalog, and the code that plans and renders. The key of a side entry is the SHA-256 of the spec text and path, every
 file of the installed ``generator`` package (the planner, the renderer, the templates, the catalog's CSV files, the
-mock runner; not ``__pycache__``), the graph cache's environment (Python, trainstack, pulumi and pulumi_alicloud
+mock runner; not ``__pycache__``) and of the shared templates folder when it lies outside the package (a source
+checkout's ``templates/``), the graph cache's environment (Python, trainstack, pulumi and pulumi_alicloud
 versions, the graph schema, the mock runner's source), the versions of the libraries that load a spec and render it
 (pydantic, ruamel.yaml, jinja2, markupsafe), and :data:`SIDE_SCHEMA` with the exact plan's codec and schema. Only the
 packaged catalog is keyed: a side planned against another catalog is not cached.
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from generator.plan.model import Plan
     from generator.preview.mockrun import Graph
 
-SIDE_SCHEMA = 1  # bump when an entry's layout or what its key covers changes
+SIDE_SCHEMA = 2  # bump when an entry's layout or what its key covers changes
 HEADER = b"trainstack-side"
 MAX_ENTRIES = 64  # the most recently used side entries kept (each a plan: ~35 KB at 8 nodes, ~1 MB at 1,024)
 LIBRARIES = ("pydantic", "pydantic-core", "ruamel.yaml", "jinja2", "markupsafe")  # spec loading and rendering
@@ -51,21 +52,35 @@ def enabled() -> bool:
     return cache.enabled() and not off
 
 
-@functools.cache
-def _code_digest() -> str:
-    """SHA-256 of every file of the installed ``generator`` package (relative path and bytes), sorted."""
+def code_roots() -> list[Path]:
+    """The folders whose files plan and render read: the installed ``generator`` package, and the shared templates
+    when they lie outside it (a source checkout keeps them at the repository's top level, a wheel in the package)."""
     import generator
+    from generator.render.templates import templates_dir
 
     root = Path(generator.__file__).resolve().parent
+    shared = templates_dir().resolve()
+    return [root] if shared.is_relative_to(root) else [root, shared]
+
+
+@functools.cache
+def _code_digest() -> str:
+    return code_digest(code_roots())
+
+
+def code_digest(roots: list[Path]) -> str:
+    """SHA-256 of every file under ``roots`` (each root's index, relative path and bytes), sorted; not
+    ``__pycache__``."""
     h = hashlib.sha256()
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        found.extend(Path(folder) / f for f in files if not f.endswith((".pyc", ".pyo")))
-    for path in sorted(found):
-        data = path.read_bytes()
-        rel = path.relative_to(root).as_posix().encode()
-        h.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
+    for index, root in enumerate(roots):
+        found: list[Path] = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            found.extend(Path(folder) / f for f in files if not f.endswith((".pyc", ".pyo")))
+        for path in sorted(found):
+            data = path.read_bytes()
+            rel = f"{index}/{path.relative_to(root).as_posix()}".encode()
+            h.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
     return h.hexdigest()
 
 

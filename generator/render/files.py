@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from generator.catalog import runtime as node_runtime
@@ -21,6 +20,7 @@ from generator.platforms.registry import parts_for, platform_for, template_dirs
 from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
+from generator.render.templates import templates_dir
 from generator.spec import limits
 
 # A generated stack is a reviewed artifact, so its SDKs are pinned to the versions trainstack itself pins and tests
@@ -30,15 +30,6 @@ from generator.spec import limits
 PULUMI_REQUIREMENT = "pulumi==3.260.0"
 ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
 MARKER = ".trainstack"  # folder inside every generated stack; render refuses to overwrite a folder without it
-
-
-def templates_dir() -> Path:
-    """Templates live at the repository's top level and are shipped in the wheel as ``generator/_templates``."""
-    package = Path(__file__).resolve().parents[1]  # generator/
-    for candidate in (package / "_templates", package.parent / "templates"):
-        if (candidate / "stack" / "__main__.py.j2").is_file():
-            return candidate
-    raise FileNotFoundError("trainstack's templates are missing; reinstall the package")
 
 
 @functools.lru_cache(maxsize=1)
