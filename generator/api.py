@@ -220,8 +220,16 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
             target, project=ident.project, stack=ident.stack, config=_folder_config(target, ident.stack)
         )
         return PreviewResult(None, graph, str(target), live.stack_digest(target, ident.stack))
-    the_plan = plan(target, catalog)
-    graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
+    from generator.preview import side_cache
+    from generator.spec import loader
+
+    catalog = catalog or load_catalog()
+    text = loader.read_text(target)  # read once: the plan and the side cache's key come from the same text
+    the_plan = plan_located(pipeline.checked(loader.load_text(text, str(target)), catalog), catalog)
+    record = spec_record(target)
+    graph, digest = _run_files(the_plan, render_files(the_plan, record))
+    # leave the side for the next `diff` that has this spec on a side (a pull request's BASE is what was previewed)
+    side_cache.remember(text, record, catalog, the_plan, cache.last_key())
     return PreviewResult(the_plan, graph, str(target), digest)
 
 

@@ -230,3 +230,30 @@ def test_the_code_digest_covers_the_templates_and_the_catalog(tmp_path: Path) ->
     script = copy / "stack" / "node-init.sh.j2"
     script.write_bytes(script.read_bytes() + b"#\n")  # a template edited in a checkout plans the same, renders anew
     assert side_cache.code_digest([roots[0], copy]) != before
+
+
+def test_a_preview_leaves_its_side_for_the_next_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planned: list[str]
+) -> None:
+    from generator import api
+
+    base = _spec(tmp_path, PRETRAIN, SMALL, "base")
+    head = _spec(tmp_path, PRETRAIN, SMALL | {"compute.nodes": 5}, "head")
+    uncached = _uncached(monkeypatch, base, head)
+    previewed = api.preview(base)
+    assert len(list((cache.cache_dir() / "sides").glob("*/*.side"))) == 1
+    cache._LAST_HIT.clear()  # a new process
+    planned.clear()
+    assert _outputs(base, head) == uncached  # BASE from the side the preview left, HEAD planned and run
+    assert len(planned) == 1
+    monkeypatch.setenv("TRAINSTACK_GRAPH_CACHE", "off")
+    assert api.preview(base).plan == previewed.plan  # recording the side changed nothing the preview gives
+    assert api.preview(base).graph.resources == previewed.graph.resources
+
+
+def test_a_preview_with_the_side_cache_off_records_no_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from generator import api
+
+    monkeypatch.setenv("TRAINSTACK_SIDE_CACHE", "off")
+    api.preview(_spec(tmp_path, PRETRAIN, SMALL, "base"))
+    assert list(cache.cache_dir().glob("*/*.graph")) and not (cache.cache_dir() / "sides").exists()

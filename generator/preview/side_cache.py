@@ -19,6 +19,10 @@ written to a temporary file and renamed into place, and carries the SHA-256 of i
 one whose plan does not read back, or one whose graph entry is gone or damaged, is removed and the side is planned,
 rendered and run again. ``TRAINSTACK_GRAPH_CACHE=off`` turns this off too; ``TRAINSTACK_SIDE_CACHE=off`` turns off
 only this.
+
+Entries are written by every ``diff`` for the sides it ran and by ``preview`` (so ``validate`` and ``lint``) of a spec
+file (:func:`remember`): the key is made from the same text the plan was made from, and the plan and graph are what
+``diff`` would have made of that text and path, so a previewed spec is a side the next diff need not plan or run.
 """
 
 from __future__ import annotations
@@ -181,6 +185,13 @@ def store(digest: str, plan: Plan, graph_key: str) -> bool:
     return True
 
 
+def remember(text: str, path: str, catalog: Catalog, plan: Plan, graph_key: str | None) -> bool:
+    """Record a side that another command planned and ran (``preview``, ``validate``, ``lint`` of a spec file), so
+    the next ``diff`` with this spec on a side neither plans nor runs it; False when nothing was recorded."""
+    digest = key(text, path, catalog)
+    return digest is not None and graph_key is not None and store(digest, plan, graph_key)
+
+
 def _remove(path: Path) -> None:
     try:
         path.unlink()
@@ -199,4 +210,4 @@ def _prune(root: Path) -> None:
         _remove(old)
 
 
-__all__ = ["SIDE_SCHEMA", "enabled", "key", "load", "store"]
+__all__ = ["SIDE_SCHEMA", "enabled", "key", "load", "remember", "store"]
