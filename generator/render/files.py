@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from generator.catalog import runtime as node_runtime
@@ -34,11 +35,17 @@ MARKER = ".trainstack"  # folder inside every generated stack; render refuses to
 
 @functools.lru_cache(maxsize=1)
 def _env() -> Any:
+    """The templates' environment, which keeps their compiled code between processes (:mod:`generator.render.bytecode`;
+    ``TRAINSTACK_TEMPLATE_BYTECODE=off`` compiles them in every process)."""
     import jinja2
 
+    from generator.render import bytecode
+
+    kept = bytecode.Cache(bytecode.folder(templates_dir(), Path(__file__))) if bytecode.enabled() else None
     env = jinja2.Environment(
         # the shared templates, then each platform's own (generator/platforms/<name>/templates/stack/...)
         loader=jinja2.FileSystemLoader([str(templates_dir()), *map(str, template_dirs())]),
+        bytecode_cache=kept,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
