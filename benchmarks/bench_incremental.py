@@ -20,7 +20,8 @@ round to round (paired runs: each variant sees the same machine load, which canc
   none derived from the SDK's input translation; ``untuned-gc``: CPython's collector; ``stack-traces``: a stack
   trace per registration; ``threaded-monitor``: monitor calls in a worker thread; ``teardown``: interpreter teardown;
   ``whole-sdk``: whole SDK packages) and with all of them off (``pulumi``: Pulumi's own defaults).
-* ``preview-head``: ``trainstack preview HEAD`` with a cache that holds only BASE's graph (copied in before each run).
+* ``preview-head``: ``trainstack preview HEAD`` with a cache that holds only BASE's graph (copied in before each run;
+  primed by ``preview BASE`` with ``TRAINSTACK_SIDE_CACHE=off``, since a preview also leaves the spec's side entry).
 * ``diff``: ``trainstack diff BASE HEAD`` with that cache: a pull request adding ADD nodes, BASE cached.
 * ``diff-side``: the same diff with a cache that holds BASE's graph and its side entry (primed by ``diff - BASE``,
   as the run that made BASE leaves it): BASE is not planned, rendered or run (generator/preview/side_cache.py).
@@ -28,7 +29,9 @@ round to round (paired runs: each variant sees the same machine load, which canc
 
 Children run with compiled bytecode in the benchmark's temporary folder (``PYTHONPYCACHEPREFIX``; an installed
 package has its bytecode, and without it every process compiles trainstack's modules from source, about 0.2 s at
-1,024 nodes); the first, unmeasured runs (BASE's preview, the harness) compile it.
+1,024 nodes); the first, unmeasured runs (BASE's preview, the harness) compile it, and the templates' compiled code
+(generator/render/bytecode.py, kept under the same prefix; about 0.1 s a process), which trainstack's first render
+writes after an install.
 
 Reported: min and median wall time, min CPU time (user + system), median peak resident memory (``ru_maxrss``) and the
 ratios the targets name (cold / harness; diff / cold). Not a test: nothing is asserted.
@@ -117,12 +120,16 @@ def bench(
     for name in (
         "TRAINSTACK_INCREMENTAL",
         "TRAINSTACK_FAST_EXIT",
+        "TRAINSTACK_SIDE_CACHE",
+        "TRAINSTACK_TEMPLATE_BYTECODE",
         *(k for s in SETTINGS.values() for k in s),
     ):
         env.pop(name, None)
     cli = [sys.executable, "-m", "generator.cli"]
     primed = tmp / "primed"  # a cache holding BASE's graph only
-    measure([*cli, "preview", str(base)], {**env, "XDG_CACHE_HOME": str(primed)})  # also compiles the bytecode
+    # also compiles the bytecode (modules and templates); a preview now also leaves BASE's side entry, which
+    # `diff-side` measures: this cache is to hold BASE's graph only
+    measure([*cli, "preview", str(base)], {**env, "XDG_CACHE_HOME": str(primed), "TRAINSTACK_SIDE_CACHE": "off"})
     sided = tmp / "sided"  # a cache holding BASE's graph and side entry (`diff - BASE` made it)
     measure([*cli, "diff", "-", str(base)], {**env, "XDG_CACHE_HOME": str(sided)}, (0, 2))
     primes = {"primed": primed, "sided": sided}

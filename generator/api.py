@@ -83,12 +83,15 @@ def prepare_render(
     catalog: Catalog | None = None,
 ) -> PreparedRender:
     """Plan, render and (unless ``check``) lint one spec; raise on any problem. Writes nothing."""
-    the_plan = plan(spec_path, catalog)
-    files = render_files(the_plan, spec_record(spec_path))
+    catalog = catalog or load_catalog()
+    the_plan, text = _plan_read(Path(spec_path), catalog)
+    record = spec_record(spec_path)
+    files = render_files(the_plan, record)
     dest = Path(out_dir) if out_dir else default_stack_dir(the_plan, spec_path)
     if check:
         return PreparedRender(Path(spec_path), the_plan, files, dest)
     report = lint_files(the_plan, files)
+    _remember_side(text, record, catalog, the_plan)
     if report.failed:
         raise LintFailed(
             f"{spec_path}: the generated program breaks secure-by-default rules; "
@@ -220,9 +223,28 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
             target, project=ident.project, stack=ident.stack, config=_folder_config(target, ident.stack)
         )
         return PreviewResult(None, graph, str(target), live.stack_digest(target, ident.stack))
-    the_plan = plan(target, catalog)
-    graph, digest = _run_files(the_plan, render_files(the_plan, spec_record(target)))
+    catalog = catalog or load_catalog()
+    the_plan, text = _plan_read(target, catalog)
+    record = spec_record(target)
+    graph, digest = _run_files(the_plan, render_files(the_plan, record))
+    _remember_side(text, record, catalog, the_plan)
     return PreviewResult(the_plan, graph, str(target), digest)
+
+
+def _plan_read(spec_path: Path, catalog: Catalog) -> tuple[Plan, str]:
+    """:func:`plan` of a spec file, with the text it was planned from (read once: the side cache keys that text)."""
+    from generator.spec import loader
+
+    text = loader.read_text(spec_path)
+    return plan_located(pipeline.checked(loader.load_text(text, str(spec_path)), catalog), catalog), text
+
+
+def _remember_side(text: str, record: str, catalog: Catalog, the_plan: Plan) -> None:
+    """Leave a spec that was planned and run (``preview``, ``validate``, ``lint``, ``render``'s lint) in ``diff``'s
+    side cache, so the next diff with it on a side (a pull request's BASE) neither plans nor runs it."""
+    from generator.preview import cache, side_cache
+
+    side_cache.remember(text, record, catalog, the_plan, cache.last_key())
 
 
 def lint_target(target: str | Path):  # -> lint.LintReport

@@ -470,3 +470,28 @@ def test_a_hand_made_folder_is_named_only_when_unambiguous(tmp_path: Path) -> No
     (tmp_path / "Pulumi.aaa.yaml").write_text("config: {}\n")
     with pytest.raises(stackdir.StackDirError, match="does not name a project and a stack"):
         stackdir.stack_identity(tmp_path)
+
+
+def _escaped_per_character(text: str) -> str:
+    """The escape as first written, one character at a time: what the line-by-line one must equal."""
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == "\n":
+            out.append(ch)
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            code = ord(ch) - 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "\n", "a\nb\n", "x\u202ey\n\nz", "\r\n\u2028\n", "\t\U000e0041\n\u200b", "é\n\U0001f600\n", "\n\n\x00"],
+)
+def test_the_line_by_line_escape_equals_the_per_character_one(text: str) -> None:
+    from generator.plan.stable_json import json_invisible_escaped
+
+    assert json_invisible_escaped(text) == _escaped_per_character(text)
+    assert json_invisible_escaped(text * 50) == _escaped_per_character(text * 50)

@@ -97,7 +97,9 @@ def test_a_cached_base_gives_the_uncached_diff_on_resizes_renames_and_type_chang
     _check(monkeypatch, planned, base, head)
 
 
-def test_a_cached_side_is_not_planned_rendered_or_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cached_side_is_not_planned_rendered_or_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = _spec(tmp_path, PRETRAIN, SMALL, "base")
     head = _spec(tmp_path, PRETRAIN, SMALL | {"compute.nodes": 5}, "head")
     expected = _outputs(base, head)
@@ -122,7 +124,12 @@ def test_a_cached_diff_imports_no_pulumi_code(tmp_path: Path) -> None:
     )
     runs = [
         subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=dict(os.environ), check=False
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            check=False,
         )
         for _ in range(2)
     ]
@@ -181,7 +188,9 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(
     assert _outputs("-", base) == uncached and planned == []
 
 
-def test_the_key_covers_the_spec_its_path_the_code_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_covers_the_spec_its_path_the_code_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from generator.catalog import load_catalog
 
     catalog = load_catalog()
@@ -215,9 +224,54 @@ def test_another_catalog_or_the_cache_turned_off_caches_no_side(monkeypatch: pyt
     assert side_cache.key("x", "p", catalog) is None
 
 
-def test_the_code_digest_covers_the_templates_and_the_catalog() -> None:
-    import generator
+def test_the_code_digest_covers_the_templates_and_the_catalog(tmp_path: Path) -> None:
+    import shutil
 
-    root = Path(generator.__file__).resolve().parent
-    assert any(root.rglob("*.j2")) and any(root.rglob("*.csv"))
-    assert len(side_cache._code_digest()) == 64
+    from generator.render.files import templates_dir
+
+    roots = side_cache.code_roots()
+    assert any(any(root.rglob("*.csv")) for root in roots)
+    assert any(
+        templates_dir().resolve().is_relative_to(root) for root in roots
+    )  # a checkout's top-level templates/
+    copy = tmp_path / "templates"
+    shutil.copytree(templates_dir(), copy)
+    before = side_cache.code_digest([roots[0], copy])
+    assert before == side_cache.code_digest([roots[0], copy]) and len(before) == 64
+    script = copy / "stack" / "node-init.sh.j2"
+    script.write_bytes(
+        script.read_bytes() + b"#\n"
+    )  # a template edited in a checkout plans the same, renders anew
+    assert side_cache.code_digest([roots[0], copy]) != before
+
+
+@pytest.mark.parametrize("command", ["preview", "render"])
+def test_a_preview_or_a_render_leaves_its_side_for_the_next_diff(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planned: list[str]
+) -> None:
+    from generator import api
+
+    base = _spec(tmp_path, PRETRAIN, SMALL, "base")
+    head = _spec(tmp_path, PRETRAIN, SMALL | {"compute.nodes": 5}, "head")
+    uncached = _uncached(monkeypatch, base, head)
+    if command == "render":  # its lint runs the program
+        rendered = api.render_stack(base, out_dir=tmp_path / "stack")
+        assert rendered.lint is not None and not rendered.lint.failed
+    else:
+        previewed = api.preview(base)
+        assert previewed.plan == api.plan(base)  # planned from the text it read once, as before
+    assert len(list((cache.cache_dir() / "sides").glob("*/*.side"))) == 1
+    cache._LAST_HIT.clear()  # a new process
+    planned.clear()
+    assert _outputs(base, head) == uncached  # BASE from the side left behind, HEAD planned and run
+    assert len(planned) == 1
+
+
+def test_a_preview_with_the_side_cache_off_records_no_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generator import api
+
+    monkeypatch.setenv("TRAINSTACK_SIDE_CACHE", "off")
+    api.preview(_spec(tmp_path, PRETRAIN, SMALL, "base"))
+    assert list(cache.cache_dir().glob("*/*.graph")) and not (cache.cache_dir() / "sides").exists()

@@ -33,9 +33,10 @@ def node_options(
     divides the global batch."""
     p = spec.parallelism
     per = replica_gpus(tp, pp, context_degree(spec))
-    node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % per == 0]
-    if isinstance(spec.compute.nodes, int):
+    if isinstance(spec.compute.nodes, int):  # a fixed count: the range up to max_nodes is not walked
         node_options = [spec.compute.nodes] if (spec.compute.nodes * t.gpus) % per == 0 else []
+    else:
+        node_options = [n for n in range(1, max_nodes + 1) if (n * t.gpus) % per == 0]
     if isinstance(p.data, int):
         node_options = [n for n in node_options if n * t.gpus == p.data * per]
     if isinstance(p.expert, int) and p.expert > 1:  # the expert-parallel group is carved from the dp ranks

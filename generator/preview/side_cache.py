@@ -6,7 +6,8 @@ planning and rendering the side, and the first side pays the imports and the tem
 plan and graph depend on is known before any of that: the spec text and the path recorded in the rendered files, the
 catalog, and the code that plans and renders. The key of a side entry is the SHA-256 of the spec text and path, every
 file of the installed ``generator`` package (the planner, the renderer, the templates, the catalog's CSV files, the
-mock runner; not ``__pycache__``), the graph cache's environment (Python, trainstack, pulumi and pulumi_alicloud
+mock runner; not ``__pycache__``) and of the shared templates folder when it lies outside the package (a source
+checkout's ``templates/``), the graph cache's environment (Python, trainstack, pulumi and pulumi_alicloud
 versions, the graph schema, the mock runner's source), the versions of the libraries that load a spec and render it
 (pydantic, ruamel.yaml, jinja2, markupsafe), and :data:`SIDE_SCHEMA` with the exact plan's codec and schema. Only the
 packaged catalog is keyed: a side planned against another catalog is not cached.
@@ -18,6 +19,10 @@ written to a temporary file and renamed into place, and carries the SHA-256 of i
 one whose plan does not read back, or one whose graph entry is gone or damaged, is removed and the side is planned,
 rendered and run again. ``TRAINSTACK_GRAPH_CACHE=off`` turns this off too; ``TRAINSTACK_SIDE_CACHE=off`` turns off
 only this.
+
+Entries are written by every ``diff`` for the sides it ran and by ``preview`` (so ``validate`` and ``lint``) of a spec
+file (:func:`remember`): the key is made from the same text the plan was made from, and the plan and graph are what
+``diff`` would have made of that text and path, so a previewed spec is a side the next diff need not plan or run.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
     from generator.plan.model import Plan
     from generator.preview.mockrun import Graph
 
-SIDE_SCHEMA = 1  # bump when an entry's layout or what its key covers changes
+SIDE_SCHEMA = 2  # bump when an entry's layout or what its key covers changes
 HEADER = b"trainstack-side"
 MAX_ENTRIES = 64  # the most recently used side entries kept (each a plan: ~35 KB at 8 nodes, ~1 MB at 1,024)
 LIBRARIES = ("pydantic", "pydantic-core", "ruamel.yaml", "jinja2", "markupsafe")  # spec loading and rendering
@@ -51,21 +56,35 @@ def enabled() -> bool:
     return cache.enabled() and not off
 
 
-@functools.cache
-def _code_digest() -> str:
-    """SHA-256 of every file of the installed ``generator`` package (relative path and bytes), sorted."""
+def code_roots() -> list[Path]:
+    """The folders whose files plan and render read: the installed ``generator`` package, and the shared templates
+    when they lie outside it (a source checkout keeps them at the repository's top level, a wheel in the package)."""
     import generator
+    from generator.render.templates import templates_dir
 
     root = Path(generator.__file__).resolve().parent
+    shared = templates_dir().resolve()
+    return [root] if shared.is_relative_to(root) else [root, shared]
+
+
+@functools.cache
+def _code_digest() -> str:
+    return code_digest(code_roots())
+
+
+def code_digest(roots: list[Path]) -> str:
+    """SHA-256 of every file under ``roots`` (each root's index, relative path and bytes), sorted; not
+    ``__pycache__``."""
     h = hashlib.sha256()
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        found.extend(Path(folder) / f for f in files if not f.endswith((".pyc", ".pyo")))
-    for path in sorted(found):
-        data = path.read_bytes()
-        rel = path.relative_to(root).as_posix().encode()
-        h.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
+    for index, root in enumerate(roots):
+        found: list[Path] = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            found.extend(Path(folder) / f for f in files if not f.endswith((".pyc", ".pyo")))
+        for path in sorted(found):
+            data = path.read_bytes()
+            rel = f"{index}/{path.relative_to(root).as_posix()}".encode()
+            h.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
     return h.hexdigest()
 
 
@@ -166,6 +185,13 @@ def store(digest: str, plan: Plan, graph_key: str) -> bool:
     return True
 
 
+def remember(text: str, path: str, catalog: Catalog, plan: Plan, graph_key: str | None) -> bool:
+    """Record a side that another command planned and ran (``preview``, ``validate``, ``lint`` of a spec file), so
+    the next ``diff`` with this spec on a side neither plans nor runs it; False when nothing was recorded."""
+    digest = key(text, path, catalog)
+    return digest is not None and graph_key is not None and store(digest, plan, graph_key)
+
+
 def _remove(path: Path) -> None:
     try:
         path.unlink()
@@ -184,4 +210,4 @@ def _prune(root: Path) -> None:
         _remove(old)
 
 
-__all__ = ["SIDE_SCHEMA", "enabled", "key", "load", "store"]
+__all__ = ["SIDE_SCHEMA", "enabled", "key", "load", "remember", "store"]

@@ -21,6 +21,7 @@ from generator.platforms.registry import parts_for, platform_for, template_dirs
 from generator.present import diagram
 from generator.render import describe, escape, userdata
 from generator.render.escape import py_literal
+from generator.render.templates import templates_dir
 from generator.spec import limits
 
 # A generated stack is a reviewed artifact, so its SDKs are pinned to the versions trainstack itself pins and tests
@@ -32,22 +33,19 @@ ALICLOUD_REQUIREMENT = "pulumi-alicloud==4.0.0"
 MARKER = ".trainstack"  # folder inside every generated stack; render refuses to overwrite a folder without it
 
 
-def templates_dir() -> Path:
-    """Templates live at the repository's top level and are shipped in the wheel as ``generator/_templates``."""
-    package = Path(__file__).resolve().parents[1]  # generator/
-    for candidate in (package / "_templates", package.parent / "templates"):
-        if (candidate / "stack" / "__main__.py.j2").is_file():
-            return candidate
-    raise FileNotFoundError("trainstack's templates are missing; reinstall the package")
-
-
 @functools.lru_cache(maxsize=1)
 def _env() -> Any:
+    """The templates' environment, which keeps their compiled code between processes (:mod:`generator.render.bytecode`;
+    ``TRAINSTACK_TEMPLATE_BYTECODE=off`` compiles them in every process)."""
     import jinja2
 
+    from generator.render import bytecode
+
+    kept = bytecode.Cache(bytecode.folder(templates_dir(), Path(__file__))) if bytecode.enabled() else None
     env = jinja2.Environment(
         # the shared templates, then each platform's own (generator/platforms/<name>/templates/stack/...)
         loader=jinja2.FileSystemLoader([str(templates_dir()), *map(str, template_dirs())]),
+        bytecode_cache=kept,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
