@@ -38,6 +38,23 @@ _FP32 = 4
 FSDP_LIVE_UNITS = 2
 
 
+def fsdp_root_unit(hidden: int, vocab: int, tied: bool, tp: int, pp: int) -> tuple[Fraction, Fraction]:
+    """(parameters, gradient parameters) per GPU of FSDP's root unit beyond the blocks: what is left when every
+    block is its own unit, the embedding, the final norm and the output layer (norm not counted: h parameters).
+
+    The root is not resharded after the forward (FSDP1: ``_post_forward_reshard`` frees the unsharded flat
+    parameter only ``not state._is_root``, torch/distributed/fsdp/_runtime_utils.py; FSDP2: ``_lazy_init`` sets the
+    root's ``post_forward_mesh_info = None``, torch/distributed/fsdp/_fully_shard/_fsdp_state.py), so its 16-bit
+    copy is gathered through the backward; its gradient is reduce-scattered once the whole unit's is ready, after
+    the embedding's at the end of the backward, so the output layer's 16-bit gradient lives through every block's
+    backward. Vocab-parallel under tensor parallelism (/tp). Counted without pipeline parallelism only: with it the
+    embedding and the output layer sit on the end stages, not on the worst one (assumption: not modelled)."""
+    if pp > 1:
+        return Fraction(0), Fraction(0)
+    embedding = Fraction(vocab * hidden, tp)
+    return embedding * (1 if tied else 2), embedding
+
+
 def resolve_framework(framework: str, zero_stage: int) -> str:
     """``auto`` -> ``megatron`` for ZeRO stage 0 or 1 (Megatron's distributed optimizer is ZeRO-1), ``deepspeed``
     for stage 2 or 3 (the framework that runs ZeRO-2/3 with tensor and pipeline parallelism: Megatron-DeepSpeed).
@@ -76,13 +93,15 @@ def full_model_states(
     layer_params: Fraction,
     largest_module: Fraction,
     notes: list[str],
+    root: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)),
 ) -> tuple[int, int, int]:
     """(weights, gradients, optimizer states) bytes per GPU for full training under ``framework``
     (``megatron``, ``deepspeed`` or ``fsdp``; ``zero-paper`` stays in :mod:`generator.sizing.memory`).
 
     ``psi`` is the parameters on this GPU (its tensor shard of its largest pipeline stage), ``k`` the optimizer's
     bytes per parameter as [ZeRO] counts it (fp32 master + moments under mixed precision, moments only in fp32),
-    ``layer_params`` one transformer block's parameters per GPU and ``largest_module`` the largest single module's.
+    ``layer_params`` one transformer block's parameters per GPU, ``largest_module`` the largest single module's and
+    ``root`` FSDP's root unit (:func:`fsdp_root_unit`; zero where it does not apply).
     """
     pb, z, d, mixed = PRECISION_BYTES[precision], zero_stage, dp, precision != "fp32"
     if framework == "megatron":
@@ -90,7 +109,7 @@ def full_model_states(
     if framework == "deepspeed":
         return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision in ("bf16", "fp8"))
     if framework == "fsdp":
-        return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes)
+        return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes, root)
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
 
 
@@ -197,12 +216,22 @@ def _deepspeed(
 
 
 def _fsdp(
-    psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fraction, notes: list[str]
+    psi: Fraction,
+    pb: int,
+    mixed: bool,
+    k: int,
+    z: int,
+    d: int,
+    layer: Fraction,
+    notes: list[str],
+    root: tuple[Fraction, Fraction],
 ) -> tuple[int, int, int]:
     """[FSDP] with MixedPrecision(param_dtype=16-bit): the sharded FlatParameter stays fp32 (it is the optimizer's
     parameter, so K's master copy is it), gradients are reduce-scattered into fp32 shards, and 16-bit copies are
     gathered per unit. FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (also used for 1: FSDP has no optimizer-only
-    sharding), NO_SHARD = stage 0."""
+    sharding), NO_SHARD = stage 0. ``root``: the root unit's parameters and gradient parameters
+    (:func:`fsdp_root_unit`), gathered (FULL_SHARD; the other strategies keep every parameter gathered) and not
+    reduce-scattered until the end of the backward."""
     param32 = 0 if mixed else 4  # fp32 training: the params themselves (K is moments only)
     sharded = k + param32 + 4  # fp32 params (in K when mixed) + moments + fp32 grads
     unit16 = pb if mixed else 0  # the 16-bit compute copy of a gathered unit
@@ -212,19 +241,29 @@ def _fsdp(
     else:
         strategy = "FULL_SHARD" if z == 3 else "SHARD_GRAD_OP"
         o = _ceil(k * psi / d)
-        g = _ceil(4 * psi / d + pb * layer)  # fp32 grad shard + one unit's unsharded 16-bit grads
+        # fp32 grad shard + one unit's unsharded 16-bit grads + the root's output-layer gradient
+        g = _ceil(4 * psi / d + pb * layer + pb * root[1])
         w_sharded = Fraction(param32, 1) * psi / d
         if z == 3:
-            w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer)
+            w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer + pb * root[0])
             how = (
-                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
-                "16-bit gradient (assumption: one unit per transformer block, backward prefetch)"
+                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered {pb * 8}-bit units + one unit's "
+                f"{pb * 8}-bit gradient (assumption: one unit per transformer block, backward prefetch)"
             )
         else:
-            w = _ceil(w_sharded + unit16 * psi)
+            # the gathered compute copy: the 16-bit one, or in fp32 training the unsharded fp32 flat parameter
+            # beside its shard
+            w = _ceil(w_sharded + pb * psi)
             how = (
-                f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {unit16} + "
-                f"{sharded}/d bytes/param (16-bit parameters stay gathered between forward and backward)"
+                f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {pb} + "
+                f"{sharded}/d bytes/param ({pb * 8}-bit parameters stay gathered between forward and backward)"
+            )
+        if root[1]:
+            how += (
+                f"; root unit (embedding and output layer, {float(root[0]):,.0f} params) "
+                f"{'gathered through the backward, ' if z == 3 else ''}its output layer's {pb * 8}-bit gradient "
+                f"({float(root[1]):,.0f} params) held until the root's reduce-scatter at the end of the backward "
+                "(FSDP1 _post_forward_reshard, FSDP2 _lazy_init: the root is not resharded after forward)"
             )
     notes.append(
         f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "

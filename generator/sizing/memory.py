@@ -20,6 +20,7 @@ from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
     FSDP_LIVE_UNITS,
     check_framework,
+    fsdp_root_unit,
     full_model_states,
     largest_module_parameters,
     resolve_framework,
@@ -407,6 +408,12 @@ def _states(
             notes.append(
                 f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)"
             )
+        # the dense part (largest not given) holds the embedding and output layer, FSDP's root unit
+        root = (
+            fsdp_root_unit(arch.hidden, arch.vocab, arch.tied_embeddings, t, setup.pp)
+            if framework == "fsdp" and largest is None
+            else (Fraction(0), Fraction(0))
+        )
         if largest is None:
             largest = Fraction(
                 largest_module_parameters(
@@ -424,6 +431,7 @@ def _states(
             layer_params=layer_params,
             largest_module=largest,
             notes=notes,
+            root=root,
         )
     if setup.lora_rank is None and not pure:
         notes.append(
