@@ -86,12 +86,13 @@ def test_more_data_parallel_ranks_never_need_more_memory(framework: str) -> None
 
 
 def test_fsdp_full_shard_is_16_over_d_plus_the_gathered_units() -> None:
-    """Two gathered blocks and one block's gradient, and the root unit FSDP does not reshard after the forward: the
-    embedding and the output layer gathered in bf16, the output layer's bf16 gradient held to the end."""
+    """Two gathered blocks, two blocks' gradients (its own and the previous block's reduce-scatter input), and the
+    root unit FSDP does not reshard after the forward: the embedding and the output layer gathered in bf16, the
+    output layer's bf16 gradient held to the end."""
     m = memory(framework="fsdp", zero_stage=3, dp=64)
     sharded = Fraction(16 * LLAMA7.parameters, 64)
     embedding = LLAMA7.vocab * LLAMA7.hidden
-    working = 2 * 2 * LLAMA7.layer_parameters + 2 * LLAMA7.layer_parameters + 2 * 2 * embedding + 2 * embedding
+    working = 2 * 2 * LLAMA7.layer_parameters + 2 * 2 * LLAMA7.layer_parameters + 2 * 2 * embedding + 2 * embedding
     assert m.model_states == pytest.approx(float(sharded) + working, rel=1e-6)
 
 
@@ -101,7 +102,7 @@ def test_fsdp_root_unit_is_the_embedding_and_output_layer_without_pipeline() -> 
     assert fsdp_root_unit(4096, 32000, False, 1, 4) == (0, 0)
     # SHARD_GRAD_OP keeps every parameter gathered already; only the root's gradient is added
     z2 = memory(framework="fsdp", zero_stage=2, dp=64)
-    grad = Fraction(4 * LLAMA7.parameters, 64) + 2 * LLAMA7.layer_parameters + 2 * LLAMA7.vocab * LLAMA7.hidden
+    grad = Fraction(4 * LLAMA7.parameters, 64) + 2 * 2 * LLAMA7.layer_parameters + 2 * LLAMA7.vocab * LLAMA7.hidden
     assert z2.gradients == pytest.approx(float(grad), rel=1e-6)
 
 

@@ -36,6 +36,15 @@ _FP32 = 4
 # prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit, and one unit's unsharded
 # 16-bit gradient lives until its reduce-scatter.  Assumption, from [FSDP] Sec. 3.3-3.4.
 FSDP_LIVE_UNITS = 2
+# Unsharded gradients live at a block's backward: its own, being computed in the param dtype, and the previous
+# block's reduce-scatter input, which FSDP2 keeps in ``comm_ctx.reduce_scatter_state`` until the next block's
+# post-backward (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``post_backward``) and FSDP1 frees
+# only when its reduce-scatter on the post-backward stream completes (``_no_dispatch_record_stream`` in
+# torch/distributed/fsdp/_runtime_utils.py ``_reduce_grad``). Counted in the param dtype: Hugging Face Accelerate's
+# reduce dtype (``MixedPrecision(param_dtype=dtype, reduce_dtype=dtype)``); torchtitan reduces in fp32, 2 bytes
+# more per parameter of that block (not counted). Without pipeline parallelism only: with it torchtitan defers the
+# reduce-scatter to the last micro-batch (a flow trainstack does not model), and one unit is counted as before.
+FSDP_LIVE_GRAD_UNITS = 2
 
 
 def fsdp_root_unit(hidden: int, vocab: int, tied: bool, tp: int, pp: int) -> tuple[Fraction, Fraction]:
@@ -94,6 +103,7 @@ def full_model_states(
     largest_module: Fraction,
     notes: list[str],
     root: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)),
+    pp: int = 1,
 ) -> tuple[int, int, int]:
     """(weights, gradients, optimizer states) bytes per GPU for full training under ``framework``
     (``megatron``, ``deepspeed`` or ``fsdp``; ``zero-paper`` stays in :mod:`generator.sizing.memory`).
@@ -101,7 +111,8 @@ def full_model_states(
     ``psi`` is the parameters on this GPU (its tensor shard of its largest pipeline stage), ``k`` the optimizer's
     bytes per parameter as [ZeRO] counts it (fp32 master + moments under mixed precision, moments only in fp32),
     ``layer_params`` one transformer block's parameters per GPU, ``largest_module`` the largest single module's and
-    ``root`` FSDP's root unit (:func:`fsdp_root_unit`; zero where it does not apply).
+    ``root`` FSDP's root unit (:func:`fsdp_root_unit`; zero where it does not apply) and ``pp`` the pipeline degree
+    (FSDP's per-block gradient flow is counted without pipeline parallelism).
     """
     pb, z, d, mixed = PRECISION_BYTES[precision], zero_stage, dp, precision != "fp32"
     if framework == "megatron":
@@ -109,7 +120,9 @@ def full_model_states(
     if framework == "deepspeed":
         return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision in ("bf16", "fp8"))
     if framework == "fsdp":
-        return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes, root)
+        return _fsdp(
+            psi, pb, mixed, k, z, d, layer_params, notes, root, FSDP_LIVE_GRAD_UNITS if pp == 1 else 1
+        )
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
 
 
@@ -225,13 +238,14 @@ def _fsdp(
     layer: Fraction,
     notes: list[str],
     root: tuple[Fraction, Fraction],
+    grad_units: int,
 ) -> tuple[int, int, int]:
     """[FSDP] with MixedPrecision(param_dtype=16-bit): the sharded FlatParameter stays fp32 (it is the optimizer's
     parameter, so K's master copy is it), gradients are reduce-scattered into fp32 shards, and 16-bit copies are
     gathered per unit. FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (also used for 1: FSDP has no optimizer-only
     sharding), NO_SHARD = stage 0. ``root``: the root unit's parameters and gradient parameters
     (:func:`fsdp_root_unit`), gathered (FULL_SHARD; the other strategies keep every parameter gathered) and not
-    reduce-scattered until the end of the backward."""
+    reduce-scattered until the end of the backward; ``grad_units`` the blocks whose unsharded gradients are live."""
     param32 = 0 if mixed else 4  # fp32 training: the params themselves (K is moments only)
     sharded = k + param32 + 4  # fp32 params (in K when mixed) + moments + fp32 grads
     unit16 = pb if mixed else 0  # the 16-bit compute copy of a gathered unit
@@ -241,14 +255,14 @@ def _fsdp(
     else:
         strategy = "FULL_SHARD" if z == 3 else "SHARD_GRAD_OP"
         o = _ceil(k * psi / d)
-        # fp32 grad shard + one unit's unsharded 16-bit grads + the root's output-layer gradient
-        g = _ceil(4 * psi / d + pb * layer + pb * root[1])
+        # fp32 grad shard + the live units' unsharded 16-bit grads + the root's output-layer gradient
+        g = _ceil(4 * psi / d + grad_units * pb * layer + pb * root[1])
         w_sharded = Fraction(param32, 1) * psi / d
         if z == 3:
             w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer + pb * root[0])
             how = (
-                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered {pb * 8}-bit units + one unit's "
-                f"{pb * 8}-bit gradient (assumption: one unit per transformer block, backward prefetch)"
+                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered {pb * 8}-bit units (assumption: "
+                "one unit per transformer block, backward prefetch)"
             )
         else:
             # the gathered compute copy: the 16-bit one, or in fp32 training the unsharded fp32 flat parameter
@@ -258,6 +272,12 @@ def _fsdp(
                 f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {pb} + "
                 f"{sharded}/d bytes/param ({pb * 8}-bit parameters stay gathered between forward and backward)"
             )
+        how += f" + {grad_units} units' {pb * 8}-bit gradients" + (
+            " (the block's own and the previous block's reduce-scatter input: FSDP2 reduce_scatter_state, "
+            "FSDP1 record_stream)"
+            if grad_units > 1
+            else " (with pipeline parallelism: one block's, assumption)"
+        )
         if root[1]:
             how += (
                 f"; root unit (embedding and output layer, {float(root[0]):,.0f} params) "

@@ -432,6 +432,7 @@ def _states(
             largest_module=largest,
             notes=notes,
             root=root,
+            pp=setup.pp,
         )
     if setup.lora_rank is None and not pure:
         notes.append(
