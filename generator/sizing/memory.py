@@ -18,6 +18,7 @@ from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
 from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
+    FSDP_LIVE_GRAD_UNITS,
     FSDP_LIVE_UNITS,
     check_framework,
     fsdp_root_unit,
@@ -278,6 +279,8 @@ def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, i
         largest_module=largest,
         live_units=FSDP_LIVE_UNITS,
         notes=notes,
+        root=fsdp_root_unit(arch.hidden, arch.vocab, arch.tied_embeddings, t, p),
+        grad_units=FSDP_LIVE_GRAD_UNITS if p == 1 else 1,
     )
 
 
