@@ -272,22 +272,28 @@ def _fsdp(
                 f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {pb} + "
                 f"{sharded}/d bytes/param ({pb * 8}-bit parameters stay gathered between forward and backward)"
             )
-        how += f" + {grad_units} units' {pb * 8}-bit gradients" + (
-            " (the block's own and the previous block's reduce-scatter input: FSDP2 reduce_scatter_state, "
-            "FSDP1 record_stream)"
-            if grad_units > 1
-            else " (with pipeline parallelism: one block's, assumption)"
-        )
-        if root[1]:
-            how += (
-                f"; root unit (embedding and output layer, {float(root[0]):,.0f} params) "
-                f"{'gathered through the backward, ' if z == 3 else ''}its output layer's {pb * 8}-bit gradient "
-                f"({float(root[1]):,.0f} params) held until the root's reduce-scatter at the end of the backward "
-                "(FSDP1 _post_forward_reshard, FSDP2 _lazy_init: the root is not resharded after forward)"
-            )
+        how += _fsdp_working_set(z, pb, grad_units, root)
     notes.append(
         f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "
         "https://pytorch.org/docs/stable/fsdp.html]"
     )
     notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; optimizer states (fp32 shard, K={k}) = {_gb(o)}")
     return w, g, o
+
+
+def _fsdp_working_set(z: int, pb: int, grad_units: int, root: tuple[Fraction, Fraction]) -> str:
+    """How :func:`_fsdp` counts the live gradient units and the root unit, for its note."""
+    how = f" + {grad_units} units' {pb * 8}-bit gradients" + (
+        " (the block's own and the previous block's reduce-scatter input: FSDP2 reduce_scatter_state, "
+        "FSDP1 record_stream)"
+        if grad_units > 1
+        else " (with pipeline parallelism: one block's, assumption)"
+    )
+    if root[1]:
+        how += (
+            f"; root unit (embedding and output layer, {float(root[0]):,.0f} params) "
+            f"{'gathered through the backward, ' if z == 3 else ''}its output layer's {pb * 8}-bit gradient "
+            f"({float(root[1]):,.0f} params) held until the root's reduce-scatter at the end of the backward "
+            "(FSDP1 _post_forward_reshard, FSDP2 _lazy_init: the root is not resharded after forward)"
+        )
+    return how
