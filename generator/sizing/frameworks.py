@@ -33,8 +33,8 @@ FRAMEWORK_CHOICES: tuple[str, ...] = ("auto", *FRAMEWORKS)
 _FP32 = 4
 
 # FSDP with one unit per transformer block (transformer_auto_wrap_policy): the unit being computed and the one
-# prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit, and one unit's unsharded
-# 16-bit gradient lives until its reduce-scatter.  Assumption, from [FSDP] Sec. 3.3-3.4.
+# prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit.  Assumption, from [FSDP]
+# Sec. 3.3-3.4 (FSDP1 prefetches one handle, FSDP2's implicit backward prefetch one group).
 FSDP_LIVE_UNITS = 2
 # Unsharded gradients live at a block's backward: its own, being computed in the param dtype, and the previous
 # block's reduce-scatter input, which FSDP2 keeps in ``comm_ctx.reduce_scatter_state`` until the next block's
