@@ -16,7 +16,11 @@ Sources (cited in docs/sizing.md, section 2, and in every note):
   (2*params + 18*params/gpus since PR #5099, June 2024) and stage3.py ``estimate_zero3_model_states_mem_needs``
   (4*largest_layer_params + 18*params/gpus); https://deepspeed.readthedocs.io/en/latest/memory.html.
 * [FSDP] Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel", VLDB 2023
-  (arXiv:2304.11277), Sec. 3-4, and https://pytorch.org/docs/stable/fsdp.html (ShardingStrategy, MixedPrecision).
+  (arXiv:2304.11277), Sec. 3-4, and https://pytorch.org/docs/stable/fsdp.html (ShardingStrategy, MixedPrecision);
+  the working set at a block's backward from the code (docs/sizing.md section 2b, read 2026-12-03): FSDP1
+  torch/distributed/fsdp/_runtime_utils.py (pytorch/pytorch at 3ade90a), FSDP2 torch/distributed/fsdp/_fully_shard/
+  _fsdp_state.py and _fsdp_param_group.py (at 1fd469d and 62a45b6), Hugging Face Accelerate
+  src/accelerate/utils/dataclasses.py (v0.23.0), torchtitan parallelize_llama.py (d4c86e3).
 """
 
 from __future__ import annotations
