@@ -15,7 +15,7 @@ from generator import sizing
 from generator.catalog import load_catalog
 from generator.estimate import EstimateError, estimate
 from generator.plan.planner import PlanningError, make_plan
-from generator.sizing.frameworks import full_model_states
+from generator.sizing.frameworks import fsdp_root_unit, full_model_states
 from generator.spec.model import Spec
 
 CATALOG = load_catalog()
@@ -86,10 +86,24 @@ def test_more_data_parallel_ranks_never_need_more_memory(framework: str) -> None
 
 
 def test_fsdp_full_shard_is_16_over_d_plus_the_gathered_units() -> None:
+    """Two gathered blocks, two blocks' gradients (its own and the previous block's reduce-scatter input), and the
+    root unit FSDP does not reshard after the forward: the embedding and the output layer gathered in bf16, the
+    output layer's bf16 gradient held to the end."""
     m = memory(framework="fsdp", zero_stage=3, dp=64)
     sharded = Fraction(16 * LLAMA7.parameters, 64)
-    working = 2 * 2 * LLAMA7.layer_parameters + 2 * LLAMA7.layer_parameters
+    embedding = LLAMA7.vocab * LLAMA7.hidden
+    working = 2 * 2 * LLAMA7.layer_parameters + 2 * 2 * LLAMA7.layer_parameters + 2 * 2 * embedding + 2 * embedding
     assert m.model_states == pytest.approx(float(sharded) + working, rel=1e-6)
+
+
+def test_fsdp_root_unit_is_the_embedding_and_output_layer_without_pipeline() -> None:
+    assert fsdp_root_unit(4096, 32000, False, 1, 1) == (2 * 4096 * 32000, 4096 * 32000)
+    assert fsdp_root_unit(4096, 32000, True, 2, 1) == (4096 * 16000, 4096 * 16000)
+    assert fsdp_root_unit(4096, 32000, False, 1, 4) == (0, 0)
+    # SHARD_GRAD_OP keeps every parameter gathered already; only the root's gradient is added
+    z2 = memory(framework="fsdp", zero_stage=2, dp=64)
+    grad = Fraction(4 * LLAMA7.parameters, 64) + 2 * 2 * LLAMA7.layer_parameters + 2 * LLAMA7.vocab * LLAMA7.hidden
+    assert z2.gradients == pytest.approx(float(grad), rel=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------ LoRA/QLoRA

@@ -103,14 +103,17 @@ def test_reserve_terms_and_their_sources() -> None:
 def test_fragmentation_is_charged_on_what_the_allocator_frees_not_the_optimizer_states() -> None:
     """The optimizer states are allocated once and never freed, so they leave no free block to fragment: the 5% is
     on weights, gradients and activations (docs/sizing.md section 5, "What fragments"). Hugging Face's Llama 2 70B
-    FSDP fine-tune on 16 A100 80GB (seq 2048, batch 1, gradient checkpointing) then fits the default 95%."""
+    FSDP fine-tune on 16 A100 80GB (seq 2048, batch 1, gradient checkpointing) with FSDP's root unit and in-flight
+    reduce-scatter counted sits above the default 95% with its AdamW moments resident and within 98%; the run
+    paged them (bitsandbytes paged_adamw_32bit), and without them it fits the 95%."""
     setup = TrainingSetup(arch=PRESETS["llama-2-70b"], seq_len=2048, micro_batch=1, zero_stage=3, dp=16,
                           framework="fsdp", recompute="full")
     m = per_gpu_memory(setup)
     fragmenting = m.weights + m.gradients + m.activations
     assert m.reserve == runtime_reserve(fragmenting, tp=1, pp=1, cp=1, ep=1, notes=[])
     assert m.optimizer_states > fragmenting  # two thirds of the tensors, now outside the 5%
-    assert m.total <= 0.95 * 80 * 2**30
+    moments = m.optimizer_states * 8 // 12  # K = 12: 4 fp32 master (FSDP's flat parameter) + 8 paged moments
+    assert m.total - moments <= 0.95 * 80 * 2**30 < m.total <= 0.98 * 80 * 2**30
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,11 @@ Sources (cited in docs/sizing.md, section 2, and in every note):
   (2*params + 18*params/gpus since PR #5099, June 2024) and stage3.py ``estimate_zero3_model_states_mem_needs``
   (4*largest_layer_params + 18*params/gpus); https://deepspeed.readthedocs.io/en/latest/memory.html.
 * [FSDP] Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel", VLDB 2023
-  (arXiv:2304.11277), Sec. 3-4, and https://pytorch.org/docs/stable/fsdp.html (ShardingStrategy, MixedPrecision).
+  (arXiv:2304.11277), Sec. 3-4, and https://pytorch.org/docs/stable/fsdp.html (ShardingStrategy, MixedPrecision);
+  the working set at a block's backward from the code (docs/sizing.md section 2b, read 2026-12-03): FSDP1
+  torch/distributed/fsdp/_runtime_utils.py (pytorch/pytorch at 3ade90a), FSDP2 torch/distributed/fsdp/_fully_shard/
+  _fsdp_state.py and _fsdp_param_group.py (at 1fd469d and 62a45b6), Hugging Face Accelerate
+  src/accelerate/utils/dataclasses.py (v0.23.0), torchtitan parallelize_llama.py (d4c86e3).
 """
 
 from __future__ import annotations
@@ -33,9 +37,35 @@ FRAMEWORK_CHOICES: tuple[str, ...] = ("auto", *FRAMEWORKS)
 _FP32 = 4
 
 # FSDP with one unit per transformer block (transformer_auto_wrap_policy): the unit being computed and the one
-# prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit, and one unit's unsharded
-# 16-bit gradient lives until its reduce-scatter.  Assumption, from [FSDP] Sec. 3.3-3.4.
+# prefetched (BackwardPrefetch.BACKWARD_PRE, the default) are gathered in 16 bit.  Assumption, from [FSDP]
+# Sec. 3.3-3.4 (FSDP1 prefetches one handle, FSDP2's implicit backward prefetch one group).
 FSDP_LIVE_UNITS = 2
+# Unsharded gradients live at a block's backward: its own, being computed in the param dtype, and the previous
+# block's reduce-scatter input, which FSDP2 keeps in ``comm_ctx.reduce_scatter_state`` until the next block's
+# post-backward (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``post_backward``) and FSDP1 frees
+# only when its reduce-scatter on the post-backward stream completes (``_no_dispatch_record_stream`` in
+# torch/distributed/fsdp/_runtime_utils.py ``_reduce_grad``). Counted in the param dtype: Hugging Face Accelerate's
+# reduce dtype (``MixedPrecision(param_dtype=dtype, reduce_dtype=dtype)``); torchtitan reduces in fp32, 2 bytes
+# more per parameter of that block (not counted). Without pipeline parallelism only: with it torchtitan defers the
+# reduce-scatter to the last micro-batch (a flow trainstack does not model), and one unit is counted as before.
+FSDP_LIVE_GRAD_UNITS = 2
+
+
+def fsdp_root_unit(hidden: int, vocab: int, tied: bool, tp: int, pp: int) -> tuple[Fraction, Fraction]:
+    """(parameters, gradient parameters) per GPU of FSDP's root unit beyond the blocks: what is left when every
+    block is its own unit, the embedding, the final norm and the output layer (norm not counted: h parameters).
+
+    The root is not resharded after the forward (FSDP1: ``_post_forward_reshard`` frees the unsharded flat
+    parameter only ``not state._is_root``, torch/distributed/fsdp/_runtime_utils.py; FSDP2: ``_lazy_init`` sets the
+    root's ``post_forward_mesh_info = None``, torch/distributed/fsdp/_fully_shard/_fsdp_state.py), so its 16-bit
+    copy is gathered through the backward; its gradient is reduce-scattered once the whole unit's is ready, after
+    the embedding's at the end of the backward, so the output layer's 16-bit gradient lives through every block's
+    backward. Vocab-parallel under tensor parallelism (/tp). Counted without pipeline parallelism only: with it the
+    embedding and the output layer sit on the end stages, not on the worst one (assumption: not modelled)."""
+    if pp > 1:
+        return Fraction(0), Fraction(0)
+    embedding = Fraction(vocab * hidden, tp)
+    return embedding * (1 if tied else 2), embedding
 
 
 def resolve_framework(framework: str, zero_stage: int) -> str:
@@ -76,13 +106,17 @@ def full_model_states(
     layer_params: Fraction,
     largest_module: Fraction,
     notes: list[str],
+    root: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)),
+    pp: int = 1,
 ) -> tuple[int, int, int]:
     """(weights, gradients, optimizer states) bytes per GPU for full training under ``framework``
     (``megatron``, ``deepspeed`` or ``fsdp``; ``zero-paper`` stays in :mod:`generator.sizing.memory`).
 
     ``psi`` is the parameters on this GPU (its tensor shard of its largest pipeline stage), ``k`` the optimizer's
     bytes per parameter as [ZeRO] counts it (fp32 master + moments under mixed precision, moments only in fp32),
-    ``layer_params`` one transformer block's parameters per GPU and ``largest_module`` the largest single module's.
+    ``layer_params`` one transformer block's parameters per GPU, ``largest_module`` the largest single module's and
+    ``root`` FSDP's root unit (:func:`fsdp_root_unit`; zero where it does not apply) and ``pp`` the pipeline degree
+    (FSDP's per-block gradient flow is counted without pipeline parallelism).
     """
     pb, z, d, mixed = PRECISION_BYTES[precision], zero_stage, dp, precision != "fp32"
     if framework == "megatron":
@@ -90,7 +124,9 @@ def full_model_states(
     if framework == "deepspeed":
         return _deepspeed(psi, pb, mixed, k, z, d, largest_module, notes, bf16=precision in ("bf16", "fp8"))
     if framework == "fsdp":
-        return _fsdp(psi, pb, mixed, k, z, d, layer_params, notes)
+        return _fsdp(
+            psi, pb, mixed, k, z, d, layer_params, notes, root, FSDP_LIVE_GRAD_UNITS if pp == 1 else 1
+        )
     raise SizingError(f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}.")
 
 
@@ -197,12 +233,23 @@ def _deepspeed(
 
 
 def _fsdp(
-    psi: Fraction, pb: int, mixed: bool, k: int, z: int, d: int, layer: Fraction, notes: list[str]
+    psi: Fraction,
+    pb: int,
+    mixed: bool,
+    k: int,
+    z: int,
+    d: int,
+    layer: Fraction,
+    notes: list[str],
+    root: tuple[Fraction, Fraction],
+    grad_units: int,
 ) -> tuple[int, int, int]:
     """[FSDP] with MixedPrecision(param_dtype=16-bit): the sharded FlatParameter stays fp32 (it is the optimizer's
     parameter, so K's master copy is it), gradients are reduce-scattered into fp32 shards, and 16-bit copies are
     gathered per unit. FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (also used for 1: FSDP has no optimizer-only
-    sharding), NO_SHARD = stage 0."""
+    sharding), NO_SHARD = stage 0. ``root``: the root unit's parameters and gradient parameters
+    (:func:`fsdp_root_unit`), gathered (FULL_SHARD; the other strategies keep every parameter gathered) and not
+    reduce-scattered until the end of the backward; ``grad_units`` the blocks whose unsharded gradients are live."""
     param32 = 0 if mixed else 4  # fp32 training: the params themselves (K is moments only)
     sharded = k + param32 + 4  # fp32 params (in K when mixed) + moments + fp32 grads
     unit16 = pb if mixed else 0  # the 16-bit compute copy of a gathered unit
@@ -212,23 +259,45 @@ def _fsdp(
     else:
         strategy = "FULL_SHARD" if z == 3 else "SHARD_GRAD_OP"
         o = _ceil(k * psi / d)
-        g = _ceil(4 * psi / d + pb * layer)  # fp32 grad shard + one unit's unsharded 16-bit grads
+        # fp32 grad shard + the live units' unsharded 16-bit grads + the root's output-layer gradient
+        g = _ceil(4 * psi / d + grad_units * pb * layer + pb * root[1])
         w_sharded = Fraction(param32, 1) * psi / d
         if z == 3:
-            w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer)
+            w = _ceil(w_sharded + FSDP_LIVE_UNITS * pb * layer + pb * root[0])
             how = (
-                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered 16-bit units + one unit's "
-                "16-bit gradient (assumption: one unit per transformer block, backward prefetch)"
+                f"{strategy}: {sharded}/d bytes/param + {FSDP_LIVE_UNITS} gathered {pb * 8}-bit units (assumption: "
+                "one unit per transformer block, backward prefetch)"
             )
         else:
-            w = _ceil(w_sharded + unit16 * psi)
+            # the gathered compute copy: the 16-bit one, or in fp32 training the unsharded fp32 flat parameter
+            # beside its shard
+            w = _ceil(w_sharded + pb * psi)
             how = (
-                f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {unit16} + "
-                f"{sharded}/d bytes/param (16-bit parameters stay gathered between forward and backward)"
+                f"{strategy}{' (ZeRO-1 has no FSDP equivalent; the closest)' if z == 1 else ''}: {pb} + "
+                f"{sharded}/d bytes/param ({pb * 8}-bit parameters stay gathered between forward and backward)"
             )
+        how += _fsdp_working_set(z, pb, grad_units, root)
     notes.append(
         f"framework fsdp, {how} [Zhao et al. 2023, PyTorch FSDP, arXiv:2304.11277; "
         "https://pytorch.org/docs/stable/fsdp.html]"
     )
     notes.append(f"weights = {_gb(w)}; gradients = {_gb(g)}; optimizer states (fp32 shard, K={k}) = {_gb(o)}")
     return w, g, o
+
+
+def _fsdp_working_set(z: int, pb: int, grad_units: int, root: tuple[Fraction, Fraction]) -> str:
+    """How :func:`_fsdp` counts the live gradient units and the root unit, for its note."""
+    how = f" + {grad_units} units' {pb * 8}-bit gradients" + (
+        " (the block's own and the previous block's reduce-scatter input: FSDP2 reduce_scatter_state, "
+        "FSDP1 record_stream)"
+        if grad_units > 1
+        else " (with pipeline parallelism: one block's, assumption)"
+    )
+    if root[1]:
+        how += (
+            f"; root unit (embedding and output layer, {float(root[0]):,.0f} params) "
+            f"{'gathered through the backward, ' if z == 3 else ''}its output layer's {pb * 8}-bit gradient "
+            f"({float(root[1]):,.0f} params) held until the root's reduce-scatter at the end of the backward "
+            "(FSDP1 _post_forward_reshard, FSDP2 _lazy_init: the root is not resharded after forward)"
+        )
+    return how

@@ -18,8 +18,10 @@ from generator.sizing.architecture import Architecture
 from generator.sizing.common import GiB, SizingError, _ceil, _gb, _positive_int
 from generator.sizing.fp8 import weight_cache as fp8_weight_cache
 from generator.sizing.frameworks import (
+    FSDP_LIVE_GRAD_UNITS,
     FSDP_LIVE_UNITS,
     check_framework,
+    fsdp_root_unit,
     full_model_states,
     largest_module_parameters,
     resolve_framework,
@@ -277,6 +279,8 @@ def _offloaded(setup: TrainingSetup, notes: list[str]) -> tuple[int, int, int, i
         largest_module=largest,
         live_units=FSDP_LIVE_UNITS,
         notes=notes,
+        root=fsdp_root_unit(arch.hidden, arch.vocab, arch.tied_embeddings, t, p),
+        grad_units=FSDP_LIVE_GRAD_UNITS if p == 1 else 1,
     )
 
 
@@ -407,6 +411,12 @@ def _states(
             notes.append(
                 f"framework auto -> {framework} (ZeRO stage {z}: megatron for 0 and 1, deepspeed for 2 and 3)"
             )
+        # the dense part (largest not given) holds the embedding and output layer, FSDP's root unit
+        root = (
+            fsdp_root_unit(arch.hidden, arch.vocab, arch.tied_embeddings, t, setup.pp)
+            if framework == "fsdp" and largest is None
+            else (Fraction(0), Fraction(0))
+        )
         if largest is None:
             largest = Fraction(
                 largest_module_parameters(
@@ -424,6 +434,8 @@ def _states(
             layer_params=layer_params,
             largest_module=largest,
             notes=notes,
+            root=root,
+            pp=setup.pp,
         )
     if setup.lora_rank is None and not pure:
         notes.append(

@@ -154,19 +154,28 @@ def _deepspeed_offload(
 
 
 def _fsdp_offload(
-    shard: Fraction, pb: int, k: int, zero_stage: int, layer_params: Fraction, live_units: int
+    shard: Fraction,
+    pb: int,
+    k: int,
+    zero_stage: int,
+    layer_params: Fraction,
+    live_units: int,
+    root: tuple[Fraction, Fraction],
+    grad_units: int,
 ) -> tuple[int, int, int, Fraction, Fraction, str]:
     """FSDP CPUOffload(offload_params=True). (weights, gradients, optimizer states on the GPU, host bytes, PCIe
-    bytes, how)."""
-    w = _ceil(live_units * pb * layer_params)
-    g = _ceil(pb * layer_params)
+    bytes, how). The gathered units, the live gradients and the root unit are those of
+    :func:`generator.sizing.frameworks.fsdp_root_unit` and ``FSDP_LIVE_GRAD_UNITS``: offload moves the shards."""
+    w = _ceil(live_units * pb * layer_params + pb * root[0])
+    g = _ceil(grad_units * pb * layer_params + pb * root[1])
     o = 0
     host = (k + 4) * shard  # the fp32 FlatParameter shard (K's master copy), its fp32 gradient, the moments
     fetches = 2 if zero_stage == 3 else 1  # FULL_SHARD gathers again for backward
     pcie = (4 * fetches + 4) * shard  # fp32 shards up per gather, fp32 gradient shard down
     how = (
-        f"FSDP CPUOffload(offload_params=True): GPU keeps {live_units} gathered 16-bit units and one unit's "
-        f"gradient; the host the fp32 parameter and gradient shards and the moments ({k + 4}*Psi/d)"
+        f"FSDP CPUOffload(offload_params=True): GPU keeps {live_units} gathered 16-bit units, {grad_units} units' "
+        f"gradients and the root unit ({float(root[0]):,.0f} params, its output layer's gradient); the host the fp32 "
+        f"parameter and gradient shards and the moments ({k + 4}*Psi/d)"
     )
     return w, g, o, host, pcie, how
 
@@ -184,17 +193,21 @@ def offload_states(
     largest_module: Fraction,
     live_units: int,
     notes: list[str],
+    root: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0)),
+    grad_units: int = 1,
 ) -> tuple[int, int, int, int, int]:
     """(weights, gradients, optimizer states on the GPU, host bytes, PCIe bytes per step) per GPU.
 
     ``psi`` is this GPU's parameters before ZeRO sharding, ``dp`` the ranks ZeRO shards over, ``k`` the optimizer's
     bytes per parameter (fp32 master + moments), ``layer_params``/``largest_module`` per GPU as the frameworks'
-    gather terms count them."""
+    gather terms count them, ``root`` and ``grad_units`` FSDP's root unit and live gradient units (FSDP only)."""
     shard = psi / dp
     if framework == "deepspeed":
         w, g, o, host, pcie, how = _deepspeed_offload(offload, psi, shard, pb, k, zero_stage, largest_module)
     else:
-        w, g, o, host, pcie, how = _fsdp_offload(shard, pb, k, zero_stage, layer_params, live_units)
+        w, g, o, host, pcie, how = _fsdp_offload(
+            shard, pb, k, zero_stage, layer_params, live_units, root, grad_units
+        )
     host_bytes = _ceil(host * (HOST_BUFFER_FACTOR if framework == "deepspeed" else 1))
     notes.append(
         f"offload {offload}: {how}; host memory per GPU = {_gb(host_bytes)}"
