@@ -33,36 +33,58 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
     no ``model.tokens``.
     """
     c, compute = plan.cost, plan.compute
-    hours = None if c.run_hours is None else c.run_hours + (c.expected_rework_hours or 0.0)
-    itype = catalog.instance(compute.instance_type)
+    fitting = _fitting(plan)
+    return {
+        "name": plan.name,
+        "stack": plan.stack,
+        "region": plan.region,
+        "currency": c.currency,
+        "catalog_version": plan.catalog_version,
+        "compute": {
+            "instance_type": compute.instance_type,
+            "nodes": compute.nodes,
+            "gpu": compute.gpu,
+            "total_gpus": compute.total_gpus,
+        },
+        "lines": [*_compute_lines(plan, catalog), *_storage_lines(plan, catalog)],
+        "total": {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total},
+        "paused": _paused(plan),
+        "run_hours": c.run_hours,
+        "expected_rework_hours": c.expected_rework_hours,
+        "subscription_months": c.subscription_months,
+        "checkpoints_kept": c.checkpoints_kept,
+        "object_storage_after_run_per_month": c.object_storage_after_run_per_month,
+        "checkpoints_ia_days": plan.checkpoints.transition_ia_days if plan.checkpoints.enabled else None,
+        "price_notes": list(c.price_notes),
+        "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
+        "runners_up": [x for x in fitting if x["verdict"] != "chosen"],
+        "not_usable": [
+            {"instance_type": x.instance_type, "reason": x.verdict} for x in plan.candidates if not x.nodes
+        ],
+    }
+
+
+def _line(
+    plan: Plan, key: str, label: str, per_hour: float, quantity: str, price: dict[str, Any] | None
+) -> dict[str, Any]:
+    """One kind of spending; its whole-run figure is the planner's, from unrounded hours (as the runners-up's)."""
+    c = plan.cost
+    return {
+        "item": key,
+        "label": label,
+        "per_hour": per_hour,
+        "per_day": round(per_hour * 24, 2),
+        "run": None if c.run_hours is None else getattr(c, f"{key}_run"),
+        "quantity": quantity,
+        "price": price,
+    }
+
+
+def _compute_lines(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
+    """The nodes on demand and on spot, each at the instance type's price (spot: the assumed share of it)."""
+    c, compute = plan.cost, plan.compute
     on_demand_nodes, spot_nodes = len(plan.spot.on_demand_ranks), len(plan.spot.spot_ranks)
-
-    def line(
-        key: str, label: str, per_hour: float, quantity: str, price: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        run = getattr(c, f"{key}_run")  # the planner's figure, from unrounded hours (as the runners-up's)
-        return {
-            "item": key,
-            "label": label,
-            "per_hour": per_hour,
-            "per_day": round(per_hour * 24, 2),
-            "run": None if hours is None else run,
-            "quantity": quantity,
-            "price": price,
-        }
-
-    node_price: dict[str, Any] | None = None
-    if itype is not None:
-        p = itype.price
-        node_price = {
-            "what": itype.name,
-            "value": p.cny_per_hour,
-            "unit": "CNY/node-hour",
-            "estimated": p.estimated,
-            "date": p.date,
-            "region": p.region,
-            "source": p.source,
-        }
+    node_price = _node_price(catalog, compute.instance_type)
     spot_price = None
     if plan.spot.enabled and node_price is not None:
         # The spot price is the list price times the spec's assumed price ratio: an assumption, never a quote.
@@ -73,8 +95,9 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             source=f"{plan.spot.assumed_price_ratio:.0%} of the list price (spot.price_ratio, an assumption; "
             f"GPU spot prices vary by zone and hour) x {node_price['source']}",
         )
-    lines = [
-        line(
+    return [
+        _line(
+            plan,
             "compute_on_demand",
             "compute on demand",
             c.compute_on_demand_per_hour,
@@ -82,7 +105,8 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             + (f", Subscription prepaid {c.subscription_months} month(s)" if c.subscription_months else ""),
             node_price if on_demand_nodes else None,
         ),
-        line(
+        _line(
+            plan,
             "compute_spot",
             "compute spot",
             c.compute_spot_per_hour,
@@ -90,13 +114,34 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             spot_price if spot_nodes else None,
         ),
     ]
-    storage = plan.storage
+
+
+def _node_price(catalog: Catalog, instance_type: str) -> dict[str, Any] | None:
+    itype = catalog.instance(instance_type)
+    if itype is None:
+        return None
+    p = itype.price
+    return {
+        "what": itype.name,
+        "value": p.cny_per_hour,
+        "unit": "CNY/node-hour",
+        "estimated": p.estimated,
+        "date": p.date,
+        "region": p.region,
+        "source": p.source,
+    }
+
+
+def _storage_lines(plan: Plan, catalog: Catalog) -> list[dict[str, Any]]:
+    """The shared file system and the checkpoints' bucket, each at its storage price."""
+    c, storage, ckpt = plan.cost, plan.storage, plan.checkpoints
     shared_price = None
     if storage.kind in _SHARED_ITEM:
         item = _SHARED_ITEM[storage.kind].format(cls=storage.storage_type)
         shared_price = _storage_price(catalog, item)
-    lines.append(
-        line(
+    return [
+        _line(
+            plan,
             "shared_storage",
             "shared storage",
             c.shared_storage_per_hour,
@@ -104,21 +149,46 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
             if storage.kind != "none"
             else "none",
             shared_price,
-        )
-    )
-    ckpt = plan.checkpoints
-    lines.append(
-        line(
+        ),
+        _line(
+            plan,
             "object_storage",
             "object storage",
             c.object_storage_per_hour,
             _object_quantity(plan) if ckpt.enabled else "checkpoints off",
             _storage_price(catalog, _OBJECT_ITEM) if ckpt.enabled else None,
-        )
-    )
+        ),
+    ]
+
+
+def _paused(plan: Plan) -> dict[str, Any] | None:
+    """What a paused plan still costs, line by line; ``None`` for a running plan."""
+    paused = plan.cost.paused
+    if paused is None:
+        return None
+    return {
+        "per_hour": paused.per_hour,
+        "per_day": paused.per_day,
+        "notes": list(paused.notes),
+        "lines": [
+            {
+                "item": i.item,
+                "label": i.label,
+                "per_hour": i.per_hour,
+                "per_day": i.per_day,
+                "quantity": i.quantity,
+                "basis": i.basis,
+            }
+            for i in paused.items
+        ],
+    }
+
+
+def _fitting(plan: Plan) -> list[dict[str, Any]]:
+    """The instance types that fit (the chosen one and the runners-up), with their compute cost."""
     # Candidates carry compute cost only (the planner ranks instance types on compute); storage does not
     # depend on the instance type, so the chosen type's compute figures are what the runners-up compare to.
-    fitting = [
+    return [
         {
             "instance_type": x.instance_type,
             "nodes": x.nodes,
@@ -136,51 +206,6 @@ def cost_report(plan: Plan, catalog: Catalog) -> dict[str, Any]:
         for x in plan.candidates
         if x.nodes
     ]
-    return {
-        "name": plan.name,
-        "stack": plan.stack,
-        "region": plan.region,
-        "currency": c.currency,
-        "catalog_version": plan.catalog_version,
-        "compute": {
-            "instance_type": compute.instance_type,
-            "nodes": compute.nodes,
-            "gpu": compute.gpu,
-            "total_gpus": compute.total_gpus,
-        },
-        "lines": lines,
-        "total": {"per_hour": c.total_per_hour, "per_day": c.total_per_day, "run": c.run_total},
-        "paused": None
-        if c.paused is None
-        else {
-            "per_hour": c.paused.per_hour,
-            "per_day": c.paused.per_day,
-            "notes": list(c.paused.notes),
-            "lines": [
-                {
-                    "item": i.item,
-                    "label": i.label,
-                    "per_hour": i.per_hour,
-                    "per_day": i.per_day,
-                    "quantity": i.quantity,
-                    "basis": i.basis,
-                }
-                for i in c.paused.items
-            ],
-        },
-        "run_hours": c.run_hours,
-        "expected_rework_hours": c.expected_rework_hours,
-        "subscription_months": c.subscription_months,
-        "checkpoints_kept": c.checkpoints_kept,
-        "object_storage_after_run_per_month": c.object_storage_after_run_per_month,
-        "checkpoints_ia_days": plan.checkpoints.transition_ia_days if plan.checkpoints.enabled else None,
-        "price_notes": list(c.price_notes),
-        "chosen": next((x for x in fitting if x["verdict"] == "chosen"), None),
-        "runners_up": [x for x in fitting if x["verdict"] != "chosen"],
-        "not_usable": [
-            {"instance_type": x.instance_type, "reason": x.verdict} for x in plan.candidates if not x.nodes
-        ],
-    }
 
 
 def _object_quantity(plan: Plan) -> str:
@@ -222,8 +247,6 @@ def _price_line(p: dict[str, Any]) -> str:
 
 def cost_text(report: dict[str, Any]) -> str:
     """The cost report as a page: the cost table, the price data behind each line, and the runners-up."""
-    from generator.present.text import table
-
     cur, comp = report["currency"], report["compute"]
     lines = [
         (
@@ -232,26 +255,47 @@ def cost_text(report: dict[str, Any]) -> str:
             f"{report['catalog_version']}"
         ),
         "",
+        *_paused_text(report),
+        _cost_table(report),
+        *_run_text(report),
+        "",
+        *_price_data_text(report),
+        "",
+        *_runners_up_text(report),
     ]
-    paused = report.get("paused")
-    if paused is not None:
-        lines.append(
+    return "\n".join(lines) + "\n"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    from generator.present.text import table  # imported late: estimate imports this module, not the platforms
+
+    return table(headers, rows, right=right)
+
+
+def _paused_text(report: dict[str, Any]) -> list[str]:
+    """A paused plan's cost while paused, before the figures it has once resumed; nothing for a running plan."""
+    paused, cur = report.get("paused"), report["currency"]
+    if paused is None:
+        return []
+    rows = [
+        [ln["label"], _money(ln["per_hour"]), _money(ln["per_day"]), ln["basis"], ln["quantity"]]
+        for ln in paused["lines"]
+    ]
+    rows.append(["total while paused", _money(paused["per_hour"]), _money(paused["per_day"]), "", ""])
+    return [
+        (
             f"PAUSED (compute.paused): no GPU node runs and nothing trains. While paused: "
             f"{_money(paused['per_hour'])} {cur}/hour, {_money(paused['per_day'])} {cur}/day"
-        )
-        lines.append(
-            table(
-                ["item", "per hour", "per day", "price", "what"],
-                [
-                    [ln["label"], _money(ln["per_hour"]), _money(ln["per_day"]), ln["basis"], ln["quantity"]]
-                    for ln in paused["lines"]
-                ]
-                + [["total while paused", _money(paused["per_hour"]), _money(paused["per_day"]), "", ""]],
-                right=(1, 2),
-            )
-        )
-        lines += [f"  {n}" for n in paused["notes"]]
-        lines += ["", "Once resumed (the same nodes, the same figures as a running plan):"]
+        ),
+        _table(["item", "per hour", "per day", "price", "what"], rows, right=(1, 2)),
+        *(f"  {n}" for n in paused["notes"]),
+        "",
+        "Once resumed (the same nodes, the same figures as a running plan):",
+    ]
+
+
+def _cost_table(report: dict[str, Any]) -> str:
+    """One row per line of spending (per hour, per day, whole run, its price's basis), then the total."""
     rows: list[Sequence[Any]] = []
     for ln in report["lines"]:
         p = ln["price"]
@@ -268,13 +312,22 @@ def cost_text(report: dict[str, Any]) -> str:
         )
     t = report["total"]
     rows.append(["total", _money(t["per_hour"]), _money(t["per_day"]), _money(t["run"]), "", ""])
-    lines.append(table(["item", "per hour", "per day", "whole run", "price", "what"], rows, right=(1, 2, 3)))
+    return _table(["item", "per hour", "per day", "whole run", "price", "what"], rows, right=(1, 2, 3))
+
+
+def _run_text(report: dict[str, Any]) -> list[str]:
+    """The whole run's length and what it rests on, a subscription's prepaid term, the bucket after the run."""
+    lines = []
     if report["run_hours"] is None:
         lines.append("whole run: n/a (give model.tokens in the spec to estimate the run's length)")
     else:
         hours = report["run_hours"] + (report["expected_rework_hours"] or 0.0)
         lines.append(
-            ("whole run once resumed (time paused not counted) = " if paused is not None else "whole run = ")
+            (
+                "whole run once resumed (time paused not counted) = "
+                if report.get("paused") is not None
+                else "whole run = "
+            )
             + f"{report['run_hours']:,.1f} h training + {report['expected_rework_hours'] or 0:,.1f} h "
             f"expected rework and restores after interruptions = {hours:,.1f} h ({hours / 24:,.1f} days)"
         )
@@ -287,7 +340,7 @@ def cost_text(report: dict[str, Any]) -> str:
     if report.get("object_storage_after_run_per_month") is not None:
         lines.append(
             f"after the run the bucket still holds {report['checkpoints_kept']:,} checkpoints, about "
-            f"{report['object_storage_after_run_per_month']:,.2f} {cur}/month"
+            f"{report['object_storage_after_run_per_month']:,.2f} {report['currency']}/month"
             + (
                 f" once in Infrequent Access (after {report['checkpoints_ia_days']} days)"
                 if report.get("checkpoints_ia_days")
@@ -295,7 +348,12 @@ def cost_text(report: dict[str, Any]) -> str:
             )
             + " until you delete them (only noncurrent versions expire)"
         )
-    lines += ["", "Price data"]
+    return lines
+
+
+def _price_data_text(report: dict[str, Any]) -> list[str]:
+    """The price behind each line: value, unit, list price or ESTIMATE, region, date and source."""
+    lines = ["Price data"]
     for ln in report["lines"]:
         p = ln["price"]
         lines.append(f"  {ln['label']}: " + ("not used" if p is None else _price_line(p)))
@@ -303,14 +361,17 @@ def cost_text(report: dict[str, Any]) -> str:
         lines.append(
             "  ESTIMATE = not a published list price; see generator/catalog/data/v1/README.md for the method."
         )
+    return lines
+
+
+def _runners_up_text(report: dict[str, Any]) -> list[str]:
+    """The chosen instance type beside the others that fit, at compute cost; how many could not be used."""
+    cur = report["currency"]
     if report["runners_up"]:
-        lines += [
-            "",
-            "Runners-up (other instance types that fit; compute cost only, storage is the same for all)",
-        ]
         shown = ([report["chosen"]] if report["chosen"] else []) + report["runners_up"]
-        lines.append(
-            table(
+        lines = [
+            "Runners-up (other instance types that fit; compute cost only, storage is the same for all)",
+            _table(
                 [
                     "instance type",
                     "nodes",
@@ -335,13 +396,13 @@ def cost_text(report: dict[str, Any]) -> str:
                     for x in shown
                 ],
                 right=(1, 2, 4, 5, 6),
-            )
-        )
+            ),
+        ]
     else:
-        lines += ["", "Runners-up: none (no other instance type fits this spec)"]
+        lines = ["Runners-up: none (no other instance type fits this spec)"]
     if report["not_usable"]:
         lines.append(
             f"{len(report['not_usable'])} other instance type(s) could not be used; "
             "'trainstack plan' says why."
         )
-    return "\n".join(lines) + "\n"
+    return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 from generator.plan.model import Plan
 from generator.platforms.registry import parts_for
 from generator.present import md
-from generator.present.text import schedule_rows
+from generator.present.text import layout_text, schedule_rows
 from generator.spec.units import human_bytes, human_count, human_seconds
 
 MARKER = "<!-- trainstack-plan -->"  # lets CI find this part of a comment
@@ -57,107 +57,104 @@ def _cost_rows(plan: Plan) -> list[list[str]]:
 
 
 def _summary(plan: Plan) -> list[str]:
-    c, z, m, cost = plan.compute, plan.sizing, plan.model, plan.cost
-    estimated = cost.estimated
+    """The summary table: what trains on what, where its data lives, the cost per hour (and while paused, and for
+    the whole run), with the platform's own rows after the third."""
+    cost = plan.cost
     per_hour = f"{_money(cost.total_per_hour)} {md.text(cost.currency)}" + (
-        " (ESTIMATE)" if estimated else ""
+        " (ESTIMATE)" if cost.estimated else ""
     )
     rows = [
-        [
-            "model",
-            md.text(
-                f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
-                f"{m.optimizer}, seq {m.sequence_length}"
-                + (
-                    f", mixture of experts ({m.moe.experts} experts top-{m.moe.top_k}, "
-                    f"{human_count(m.active_parameters)} active)"
-                    if m.moe
-                    else ""
-                )
-            ),
-        ],
+        *_training_rows(plan),
+        *_data_rows(plan),
+        ["cost per hour" + (" once resumed" if plan.compute.paused else ""), per_hour],
+    ]
+    for label, pieces in reversed(parts_for(plan).summary_rows(plan)):
+        rows.insert(3, [label, "".join(md.text(p) for p in pieces)])
+    return [md.table(["", "plan"], rows + _run_cost_rows(plan))]
+
+
+def _training_rows(plan: Plan) -> list[list[str]]:
+    """The model, the instance type, the nodes, the GPUs, the layout and memory per GPU."""
+    c, z, m = plan.compute, plan.sizing, plan.model
+    model = (
+        f"{human_count(m.parameters)} parameters, {m.layers} layers, {m.precision}, "
+        f"{m.optimizer}, seq {m.sequence_length}"
+        + (
+            f", mixture of experts ({m.moe.experts} experts top-{m.moe.top_k}, "
+            f"{human_count(m.active_parameters)} active)"
+            if m.moe
+            else ""
+        )
+    )
+    return [
+        ["model", md.text(model)],
         ["instance type", md.code(c.instance_type, cell=True) + (" bare metal" if c.bare_metal else "")],
         ["nodes", (f"**PAUSED**: none declared; resumes as {c.nodes}" if c.paused else str(c.nodes))],
         ["GPUs", md.text(f"{c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)")],
-        [
-            "layout",
-            md.text(
-                f"tp={c.tp} pp={c.pp} dp={c.dp}"
-                + (f" ep={c.ep}" if m.moe else "")
-                + (f" vpp={c.vpp}" if c.vpp > 1 else "")
-                + (f" cp={c.cp}" if c.cp > 1 else "")
-                + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
-                + (" sp" if c.sequence_parallel else "")
-            ),
-        ],
+        ["layout", md.text(layout_text(plan))],
         [
             "memory per GPU",
             md.text(
                 f"{human_bytes(z.total)} of {human_bytes(z.gpu_memory)} (headroom {human_bytes(z.headroom)})"
             ),
         ],
-        ["network", md.text(f"RDMA {c.rdma}, VPC {plan.network.vpc_cidr}, egress {plan.network.egress}")],
+    ]
+
+
+def _data_rows(plan: Plan) -> list[list[str]]:
+    """The network, the shared storage, the base weights, the checkpoints and spot."""
+    s, w, k = plan.storage, plan.weights, plan.checkpoints
+    weights = []
+    if w:
+        fetched = (
+            "mounted read-only, not copied"
+            if w.fetches == 0
+            else "fetched once"
+            if w.fetches == 1
+            else f"fetched once per node ({w.fetches} times)"
+        )
+        weights.append(
+            [
+                "base weights",
+                md.code(w.uri, cell=True)
+                + md.text(" at ")
+                + md.code(w.landing_path, cell=True)
+                + md.text(f", about {human_bytes(w.size_bytes)} (ESTIMATE), " + fetched),
+            ]
+        )
+    checkpoints = (
+        f"every {human_seconds(k.interval_seconds)}, {human_bytes(k.size_bytes)} each"
+        + (f", to {k.directory} ({k.tier}), copied to OSS" if k.directory else ", to OSS")
+        if k.enabled
+        else "off"
+    )
+    spot = plan.spot
+    return [
+        [
+            "network",
+            md.text(f"RDMA {plan.compute.rdma}, VPC {plan.network.vpc_cidr}, egress {plan.network.egress}"),
+        ],
         [
             "storage",
-            md.text(
-                plan.storage.kind
-                + (
-                    f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type}"
-                    if plan.storage.kind != "none"
-                    else ""
-                )
-            ),
+            md.text(s.kind + (f" {s.capacity_gib} GiB {s.storage_type}" if s.kind != "none" else "")),
         ],
-        *(
-            [
-                [
-                    "base weights",
-                    md.code(plan.weights.uri, cell=True)
-                    + md.text(" at ")
-                    + md.code(plan.weights.landing_path, cell=True)
-                    + md.text(
-                        f", about {human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
-                        + (
-                            "mounted read-only, not copied"
-                            if plan.weights.fetches == 0
-                            else "fetched once"
-                            if plan.weights.fetches == 1
-                            else f"fetched once per node ({plan.weights.fetches} times)"
-                        )
-                    ),
-                ]
-            ]
-            if plan.weights
-            else []
-        ),
-        [
-            "checkpoints",
-            md.text(
-                f"every {human_seconds(plan.checkpoints.interval_seconds)}, "
-                f"{human_bytes(plan.checkpoints.size_bytes)} each"
-                + (
-                    f", to {plan.checkpoints.directory} ({plan.checkpoints.tier}), copied to OSS"
-                    if plan.checkpoints.directory
-                    else ", to OSS"
-                )
-                if plan.checkpoints.enabled
-                else "off"
-            ),
-        ],
+        *weights,
+        ["checkpoints", md.text(checkpoints)],
         [
             "spot",
             md.text(
-                f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand"
-                if plan.spot.enabled
+                f"{len(spot.spot_ranks)} spot / {len(spot.on_demand_ranks)} on demand"
+                if spot.enabled
                 else "off"
             ),
         ],
-        ["cost per hour" + (" once resumed" if c.paused else ""), per_hour],
     ]
-    for label, pieces in reversed(
-        parts_for(plan).summary_rows(plan)
-    ):  # the platform's own rows, after the third
-        rows.insert(3, [label, "".join(md.text(p) for p in pieces)])
+
+
+def _run_cost_rows(plan: Plan) -> list[list[str]]:
+    """A paused plan's cost per hour while paused, and the whole run's cost when the spec gives tokens."""
+    cost = plan.cost
+    rows = []
     if cost.paused is not None:
         bases = {i.basis for i in cost.paused.items}
         unpriced = [i.label for i in cost.paused.items if i.per_hour is None]
@@ -182,10 +179,10 @@ def _summary(plan: Plan) -> list[str]:
                         else ""
                     )
                 )
-                + (" (ESTIMATE)" if estimated else ""),
+                + (" (ESTIMATE)" if cost.estimated else ""),
             ]
         )
-    return [md.table(["", "plan"], rows)]
+    return rows
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -198,11 +195,26 @@ def plan_markdown(plan: Plan) -> str:
             f"{md.code(plan.region)}, zone {md.code(c.ranks[0].zone if c.ranks else '')}"
         ),
         "",
-    ]
-    out += _summary(plan)
-    out += [
+        *_summary(plan),
+        *_cost_section(plan),
+        *_schedule_section(plan),
+        *_decisions_section(plan),
+        *_candidates_section(plan),
+        *_lists_section(plan),
         "",
-        f"#### Cost per hour{' once resumed' if c.paused else ''} ({md.text(plan.cost.currency)})",
+        (
+            "<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
+            "published list prices, and spot discounts and reclaim rates are assumptions.</sub>"
+        ),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _cost_section(plan: Plan) -> list[str]:
+    """The cost per hour of each kind of spending with its price basis, and the price sources folded."""
+    return [
+        "",
+        f"#### Cost per hour{' once resumed' if plan.compute.paused else ''} ({md.text(plan.cost.currency)})",
         "",
         md.table(["item", "per hour", "price basis"], _cost_rows(plan), right=(1,)),
         "",
@@ -212,18 +224,27 @@ def plan_markdown(plan: Plan) -> str:
         "",
         "</details>",
     ]
-    if plan.schedule is not None:
-        out += [
-            "",
-            "#### Schedule",
-            "",
-            md.table(
-                ["term", "hours", "days", "basis"],
-                [[md.text(x) for x in r] for r in schedule_rows(plan)],
-                right=(1, 2),
-            ),
-        ]
-    out += [
+
+
+def _schedule_section(plan: Plan) -> list[str]:
+    """The schedule's terms in hours and days; nothing when the spec gives no tokens."""
+    if plan.schedule is None:
+        return []
+    return [
+        "",
+        "#### Schedule",
+        "",
+        md.table(
+            ["term", "hours", "days", "basis"],
+            [[md.text(x) for x in r] for r in schedule_rows(plan)],
+            right=(1, 2),
+        ),
+    ]
+
+
+def _decisions_section(plan: Plan) -> list[str]:
+    """Each decision with its reason, folded."""
+    out = [
         "",
         "#### Decisions",
         "",
@@ -233,65 +254,53 @@ def plan_markdown(plan: Plan) -> str:
     for d in plan.decisions:
         out.append(f"- **{md.text(d.topic)}**: {md.text(d.choice)}  ")
         out.append(f"  {md.text(d.reason)}")
-    out += ["", "</details>"]
-    if plan.candidates:
-        rows = [
-            [
-                md.code(x.instance_type, cell=True),
-                x.nodes or "",
-                x.gpus or "",
-                f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
-                f"{x.per_gpu_gib:.1f}" if x.nodes else "",
-                _money(x.cost_per_hour) if x.nodes else "",
-                "**chosen**" if x.verdict == "chosen" else md.text(x.verdict),
-            ]
-            for x in plan.candidates
+    return [*out, "", "</details>"]
+
+
+def _candidates_section(plan: Plan) -> list[str]:
+    """The instance types considered: the chosen one and why each other lost, folded."""
+    if not plan.candidates:
+        return []
+    rows = [
+        [
+            md.code(x.instance_type, cell=True),
+            x.nodes or "",
+            x.gpus or "",
+            f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
+            f"{x.per_gpu_gib:.1f}" if x.nodes else "",
+            _money(x.cost_per_hour) if x.nodes else "",
+            "**chosen**" if x.verdict == "chosen" else md.text(x.verdict),
         ]
-        out += [
-            "",
-            "#### Instance types considered",
-            "",
-            (
-                "<details><summary>"
-                f"{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>"
-            ),
-            "",
-            md.table(
-                ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"],
-                rows,
-                right=(1, 2, 4, 5),
-            ),
-            "",
-            "</details>",
-        ]
+        for x in plan.candidates
+    ]
+    return [
+        "",
+        "#### Instance types considered",
+        "",
+        f"<details><summary>{len(plan.candidates)} instance types: the chosen one and why each other lost</summary>",
+        "",
+        md.table(
+            ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"],
+            rows,
+            right=(1, 2, 4, 5),
+        ),
+        "",
+        "</details>",
+    ]
+
+
+def _lists_section(plan: Plan) -> list[str]:
+    """The warnings, the waived lint rules and the tags, each under its heading when there is any."""
+    out: list[str] = []
     if plan.warnings:
         out += ["", "#### Warnings", "", *(f"- :warning: {md.text(w.text())}" for w in plan.warnings)]
     if plan.waivers:
-        out += [
-            "",
-            "#### Waived lint rules",
-            "",
-            md.table(
-                ["rule", "reason"], [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers]
-            ),
-        ]
+        waivers = [[md.code(w.rule, cell=True), md.text(w.reason)] for w in plan.waivers]
+        out += ["", "#### Waived lint rules", "", md.table(["rule", "reason"], waivers)]
     if plan.tags:
-        out += [
-            "",
-            "#### Tags",
-            "",
-            md.table(
-                ["key", "value"], [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags]
-            ),
-        ]
-    out += [
-        "",
-        (
-            "<sub>Planned offline by trainstack from the spec and its catalog; prices marked ESTIMATE are not "
-            "published list prices, and spot discounts and reclaim rates are assumptions.</sub>"
-        ),
-    ]
-    return "\n".join(out) + "\n"
+        tags = [[md.code(k, cell=True), md.code(v, cell=True)] for k, v in plan.tags]
+        out += ["", "#### Tags", "", md.table(["key", "value"], tags)]
+    return out
 
 
 __all__ = ["MARKER", "plan_markdown"]

@@ -76,10 +76,51 @@ def paused_cost_lines(plan: Plan) -> list[str]:
 
 
 def plan_text(plan: Plan) -> str:
-    c, m, z, cost = plan.compute, plan.model, plan.sizing, plan.cost
+    """The plan for a terminal: the summary, memory per GPU, the cost, the schedule, the decisions with their
+    reasons, the instance types considered, warnings and waived lint rules."""
     lines = [
-        f"Plan for {plan.name} (stack {plan.stack}) in {plan.region}, zone {c.ranks[0].zone}",
+        f"Plan for {plan.name} (stack {plan.stack}) in {plan.region}, zone {plan.compute.ranks[0].zone}",
         "",
+        *_summary_lines(plan),
+        *_data_lines(plan),
+        *parts_for(plan).summary_lines(plan),  # the platform's own lines (PAI-DLC's workspace and workers)
+        "",
+        "Memory per GPU",
+        _memory_table(plan),
+        "",
+        *paused_cost_lines(plan),
+        *_cost_lines(plan),
+    ]
+    if plan.schedule is not None:
+        lines += ["", "Schedule (hours)", schedule_table(plan)]
+    lines += ["price sources: " + "; ".join(plan.cost.price_notes), "", "Decisions"]
+    for d in plan.decisions:
+        lines += [f"  - {d.topic}: {d.choice}", f"      {d.reason}"]
+    lines += _candidate_lines(plan)
+    if plan.warnings:
+        lines += ["", *warning_lines(plan)]
+    if plan.waivers:
+        lines += ["", "Waived lint rules"] + [f"  {w.rule}: {w.reason}" for w in plan.waivers]
+    return "\n".join(lines) + "\n"
+
+
+def layout_text(plan: Plan) -> str:
+    """The parallel layout: ``tp=8 pp=4 dp=16``, the optional degrees in use, ZeRO stage and recompute."""
+    c = plan.compute
+    return (
+        f"tp={c.tp} pp={c.pp} dp={c.dp}"
+        + (f" ep={c.ep}" if plan.model.moe else "")
+        + (f" vpp={c.vpp}" if c.vpp > 1 else "")
+        + (f" cp={c.cp}" if c.cp > 1 else "")
+        + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
+        + (" sp" if c.sequence_parallel else "")
+    )
+
+
+def _summary_lines(plan: Plan) -> list[str]:
+    """What trains on what: the model, the nodes, the layout, the network."""
+    c, m = plan.compute, plan.model
+    return [
         f"  model        {human_count(m.parameters)} parameters ({m.layers} layers, hidden {m.hidden}, {m.heads} heads), "
         f"{m.precision}, {m.optimizer}, seq {m.sequence_length}, micro-batch {m.micro_batch_size}"
         + (f", {m.finetune}" + (f" r={m.lora_rank}" if m.lora_rank else "") if m.finetune != "full" else "")
@@ -96,109 +137,85 @@ def plan_text(plan: Plan) -> str:
         )
         + f"{c.nodes} x {c.instance_type} = {c.total_gpus} x {c.gpu} ({c.gpu_memory_gib:g} GiB each)"
         + (" bare metal" if c.bare_metal else ""),
-        f"  parallelism  tp={c.tp} pp={c.pp} dp={c.dp}"
-        + (f" ep={c.ep}" if m.moe else "")
-        + (f" vpp={c.vpp}" if c.vpp > 1 else "")
-        + (f" cp={c.cp}" if c.cp > 1 else "")
-        + f" ZeRO-{c.zero_stage} recompute={c.recompute}"
-        + (" sp" if c.sequence_parallel else ""),
+        f"  parallelism  {layout_text(plan)}",
         f"  network      RDMA {c.rdma}"
         + (f", {c.eri_per_node} ERI/node, MTU {plan.network.mtu}" if c.eri_per_node else "")
         + f", VPC {plan.network.vpc_cidr}, egress {plan.network.egress}",
-        f"  storage      {plan.storage.kind}"
+    ]
+
+
+def _data_lines(plan: Plan) -> list[str]:
+    """Where the data lives and how the run survives: shared storage, base weights, checkpoints, spot."""
+    s, w, k = plan.storage, plan.weights, plan.checkpoints
+    weights = []
+    if w:
+        fetched = (
+            "mounted read-only, not copied"
+            if w.fetches == 0
+            else "fetched once"
+            if w.fetches == 1
+            else f"fetched {w.fetches} times (once per node)"
+        )
+        weights.append(
+            f"  weights      {w.uri} -> {w.landing_path}, about {human_bytes(w.size_bytes)} (ESTIMATE), {fetched}"
+        )
+    checkpoints = (
+        (f"{k.directory} on {s.kind}, copied to " if k.directory else "")
+        + f"oss://{k.bucket}/{k.prefix} every {human_seconds(k.interval_seconds)} "
+        f"({human_bytes(k.size_bytes)} each)"
+        if k.enabled
+        else "off"
+    )
+    return [
+        f"  storage      {s.kind}"
         + (
-            f" {plan.storage.capacity_gib} GiB {plan.storage.storage_type} "
-            f"~{plan.storage.throughput_mbps:,} MB/s at {plan.storage.mount_path}"
-            if plan.storage.kind != "none"
+            f" {s.capacity_gib} GiB {s.storage_type} ~{s.throughput_mbps:,} MB/s at {s.mount_path}"
+            if s.kind != "none"
             else ""
         ),
-        *(
-            [
-                f"  weights      {plan.weights.uri} -> {plan.weights.landing_path}, about "
-                f"{human_bytes(plan.weights.size_bytes)} (ESTIMATE), "
-                + (
-                    "mounted read-only, not copied"
-                    if plan.weights.fetches == 0
-                    else "fetched once"
-                    if plan.weights.fetches == 1
-                    else f"fetched {plan.weights.fetches} times (once per node)"
-                )
-            ]
-            if plan.weights
-            else []
-        ),
-        "  checkpoints  "
-        + (
-            (
-                f"{plan.checkpoints.directory} on {plan.storage.kind}, copied to "
-                if plan.checkpoints.directory
-                else ""
-            )
-            + f"oss://{plan.checkpoints.bucket}/{plan.checkpoints.prefix} every "
-            f"{human_seconds(plan.checkpoints.interval_seconds)} "
-            f"({human_bytes(plan.checkpoints.size_bytes)} each)"
-            if plan.checkpoints.enabled
-            else "off"
-        ),
+        *weights,
+        f"  checkpoints  {checkpoints}",
         "  spot         "
         + (
-            f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, "
-            f"{plan.spot.strategy}"
+            f"{len(plan.spot.spot_ranks)} spot / {len(plan.spot.on_demand_ranks)} on demand, {plan.spot.strategy}"
             if plan.spot.enabled
             else "off"
         ),
-        *parts_for(plan).summary_lines(plan),  # the platform's own lines (PAI-DLC's workspace and workers)
-        "",
-        "Memory per GPU",
-        table(
-            ["term", "bytes", "size"],
-            [
-                ["weights", z.weights, human_bytes(z.weights)],
-                ["gradients", z.gradients, human_bytes(z.gradients)],
-                ["optimizer states", z.optimizer_states, human_bytes(z.optimizer_states)],
-                ["activations", z.activations, human_bytes(z.activations)],
-                ["runtime reserve", z.reserve, human_bytes(z.reserve)],
-                ["total", z.total, human_bytes(z.total)],
-                ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
-                ["headroom", z.headroom, human_bytes(z.headroom)],
-                *(
-                    [[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]]
-                    if z.host_per_gpu
-                    else []
-                ),
-            ],
-            right=(1, 2),
-        ),
-        "",
-        *paused_cost_lines(plan),
+    ]
+
+
+def _memory_table(plan: Plan) -> str:
+    """Memory per GPU term by term, in bytes and human sizes, against the GPU's memory (and the host's share)."""
+    z = plan.sizing
+    terms = [
+        ("weights", z.weights),
+        ("gradients", z.gradients),
+        ("optimizer states", z.optimizer_states),
+        ("activations", z.activations),
+        ("runtime reserve", z.reserve),
+        ("total", z.total),
+        ("GPU memory", z.gpu_memory),
+        ("headroom", z.headroom),
+    ]
+    if z.host_per_gpu:
+        terms.append((f"host (offload {z.offload})", z.host_per_gpu))
+    return table(["term", "bytes", "size"], [[name, b, human_bytes(b)] for name, b in terms], right=(1, 2))
+
+
+def _cost_lines(plan: Plan) -> list[str]:
+    """The cost per hour and per day of each kind of spending, and the whole run's when the spec gives tokens."""
+    c, cost = plan.compute, plan.cost
+    items = [
+        ("compute on demand", cost.compute_on_demand_per_hour),
+        ("compute spot", cost.compute_spot_per_hour),
+        ("shared storage", cost.shared_storage_per_hour),
+        ("object storage", cost.object_storage_per_hour),
+    ]
+    rows = [[name, f"{x:,.2f}", f"{x * 24:,.2f}"] for name, x in items]
+    rows.append(["total", f"{cost.total_per_hour:,.2f}", f"{cost.total_per_day:,.2f}"])
+    lines = [
         "Cost once resumed (CNY)" if c.paused else "Cost (CNY)",
-        table(
-            ["item", "per hour", "per day"],
-            [
-                [
-                    "compute on demand",
-                    f"{cost.compute_on_demand_per_hour:,.2f}",
-                    f"{cost.compute_on_demand_per_hour * 24:,.2f}",
-                ],
-                [
-                    "compute spot",
-                    f"{cost.compute_spot_per_hour:,.2f}",
-                    f"{cost.compute_spot_per_hour * 24:,.2f}",
-                ],
-                [
-                    "shared storage",
-                    f"{cost.shared_storage_per_hour:,.2f}",
-                    f"{cost.shared_storage_per_hour * 24:,.2f}",
-                ],
-                [
-                    "object storage",
-                    f"{cost.object_storage_per_hour:,.2f}",
-                    f"{cost.object_storage_per_hour * 24:,.2f}",
-                ],
-                ["total", f"{cost.total_per_hour:,.2f}", f"{cost.total_per_day:,.2f}"],
-            ],
-            right=(1, 2),
-        ),
+        table(["item", "per hour", "per day"], rows, right=(1, 2)),
     ]
     if cost.run_total is not None:
         lines.append(
@@ -211,37 +228,27 @@ def plan_text(plan: Plan) -> str:
                 else ""
             )
         )
-    if plan.schedule is not None:
-        lines += ["", "Schedule (hours)", schedule_table(plan)]
-    lines += ["price sources: " + "; ".join(cost.price_notes), "", "Decisions"]
-    for d in plan.decisions:
-        lines.append(f"  - {d.topic}: {d.choice}")
-        lines.append(f"      {d.reason}")
-    if plan.candidates:
-        lines += ["", "Instance types considered"]
-        lines.append(
-            table(
-                ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"],
-                [
-                    [
-                        x.instance_type,
-                        x.nodes or "",
-                        x.gpus or "",
-                        f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
-                        f"{x.per_gpu_gib:.1f}" if x.nodes else "",
-                        f"{x.cost_per_hour:,.2f}" if x.nodes else "",
-                        x.verdict,
-                    ]
-                    for x in plan.candidates
-                ],
-                right=(1, 2, 4, 5),
-            )
-        )
-    if plan.warnings:
-        lines += ["", *warning_lines(plan)]
-    if plan.waivers:
-        lines += ["", "Waived lint rules"] + [f"  {w.rule}: {w.reason}" for w in plan.waivers]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _candidate_lines(plan: Plan) -> list[str]:
+    """The instance types considered: the chosen one, the runners-up, and why each lost or could not be used."""
+    if not plan.candidates:
+        return []
+    rows = [
+        [
+            x.instance_type,
+            x.nodes or "",
+            x.gpus or "",
+            f"{x.tp}/{x.pp}/{x.dp}" if x.nodes else "",
+            f"{x.per_gpu_gib:.1f}" if x.nodes else "",
+            f"{x.cost_per_hour:,.2f}" if x.nodes else "",
+            x.verdict,
+        ]
+        for x in plan.candidates
+    ]
+    headers = ["instance type", "nodes", "GPUs", "tp/pp/dp", "GiB/GPU", "CNY/h", "verdict"]
+    return ["", "Instance types considered", table(headers, rows, right=(1, 2, 4, 5))]
 
 
 KEY_INPUTS = {
