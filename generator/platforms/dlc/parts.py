@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, Region
+from generator.catalog import Catalog, GpuModel, Region
 from generator.errors import Problem
+from generator.plan import type_checks
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
+from generator.plan.refusals import Refusal
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
@@ -31,6 +33,12 @@ from generator.spec.weights import WeightsSource
 class DlcParts(DlcView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return dlc_rules(spec, catalog, region)
+
+    def gpu_refusals(self, catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+        return type_checks.gpu_refusals(catalog, gpu, region)  # the workers are ECS types
+
+    def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
+        return type_checks.type_refusal(spec, catalog, index, name)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return dlc_zone_decision(spec, region, zone)
