@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from generator.catalog import Catalog, GpuModel, LingjunMachineType, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
@@ -26,6 +26,7 @@ from generator.plan.model import (
     Weights,
 )
 from generator.plan.refusals import Refusal
+from generator.plan.rejections import Rejection
 from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
 from generator.spec.weights import WeightsSource
@@ -123,6 +124,13 @@ class PlanParts(ViewParts, Protocol):
 
     def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
         """``compute.instance_types[index]``: one of the types the platform draws its nodes from (validate stage)."""
+        ...
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        """The types of the region the spec allows, which the fit search sizes (Lingjun's machine types as
+        instance types), and why each type the spec names but cannot use is refused."""
         ...
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:

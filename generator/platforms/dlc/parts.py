@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, GpuModel, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
 from generator.plan import type_checks
+from generator.plan.eligible import eligible_types
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.refusals import Refusal
+from generator.plan.rejections import NotOnDlc, Rejection
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
@@ -30,6 +32,11 @@ from generator.spec.model import Spec
 from generator.spec.weights import WeightsSource
 
 
+def dlc_offered(catalog: Catalog, region: Region) -> set[str]:
+    """The ECS types of PAI-DLC's public resource list in the region (dlc_specs.csv): the workers' types."""
+    return {t.name for t in catalog.dlc_types_in_region(region.id)}
+
+
 class DlcParts(DlcView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return dlc_rules(spec, catalog, region)
@@ -39,6 +46,11 @@ class DlcParts(DlcView):
 
     def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
         return type_checks.type_refusal(spec, catalog, index, name)
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        return eligible_types(spec, catalog, region, dlc_offered(catalog, region), NotOnDlc())
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return dlc_zone_decision(spec, region, zone)

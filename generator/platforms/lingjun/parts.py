@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, GpuModel, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.refusals import Refusal
+from generator.plan.rejections import Rejection
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
 from generator.plan.weights import fetched_weights
 from generator.platforms.contract import Placement
+from generator.platforms.lingjun.eligible import eligible_lingjun
 from generator.platforms.lingjun.plan import (
     lingjun_fabric,
     lingjun_network,
@@ -39,6 +41,11 @@ class LingjunParts(LingjunView):
 
     def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
         return type_refusal(catalog, index, name)
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        return eligible_lingjun(spec, catalog, region)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return None  # the zone follows from the machine type's HPN zone (place)

@@ -2,7 +2,8 @@
 of the address range, rank identity, and the cluster, billing, image and credentials, with the limits of Lingjun
 stated as decisions and warnings.
 
-Which Lingjun machine types are eligible is decided with the ECS types, in :mod:`generator.plan.layout`.
+Which Lingjun machine types are eligible is decided in :mod:`generator.platforms.lingjun.eligible` (the fit search
+asks it through ``PlanParts.eligible``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _lingjun_zone(spec: Spec, lj: LingjunMachineType) -> tuple[str, str, str]:
             return z, hpn, why
     z, hpn = lj.hpn_zones[
         0
-    ]  # layout._eligible_lingjun keeps only types with a pair in the spec's zones (or any pair)
+    ]  # eligible_lingjun keeps only types with a pair in the spec's zones (or any pair)
     return (
         z,
         hpn,
