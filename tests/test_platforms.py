@@ -93,7 +93,7 @@ def test_each_platform_with_nodes_gives_heal_its_action_table() -> None:
             assert isinstance(heal.HEAL_VERBS, str) and heal.HEAL_VERBS, name
 
 
-PLAN_METHODS = {"rules", "gpu_refusals", "type_refusal", "eligible", "zone_decision", "place", "spot", "weights", "part"}
+PLAN_METHODS = {"rules", "gpu_refusals", "type_refusal", "eligible", "internode_gbps", "zone_decision", "place", "spot", "weights", "part"}
 VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 

@@ -133,6 +133,11 @@ class PlanParts(ViewParts, Protocol):
         instance types), and why each type the spec names but cannot use is refused."""
         ...
 
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        """The Gbit/s a node of type ``t`` reaches the other nodes with (over RDMA when ``rdma``), as the catalog
+        states it for the platform's types; 0 where it states none (the run time assumes a rate)."""
+        ...
+
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         """Why the cluster goes in ``zone`` (the first zone of the spec's choice); None where the zone follows from
         the machine type chosen instead (Lingjun's HPN zone, decided in :meth:`place`)."""

@@ -15,6 +15,7 @@ from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.refusals import Refusal
 from generator.plan.rejections import NotOnDlc, Rejection
+from generator.plan.run_hours import instance_gbps
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
@@ -51,6 +52,9 @@ class DlcParts(DlcView):
         self, spec: Spec, catalog: Catalog, region: Region
     ) -> tuple[list[InstanceType], dict[str, Rejection]]:
         return eligible_types(spec, catalog, region, dlc_offered(catalog, region), NotOnDlc())
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return instance_gbps(t, rdma)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return dlc_zone_decision(spec, region, zone)

@@ -16,6 +16,7 @@ from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, 
 from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
 from generator.plan.refusals import Refusal
 from generator.plan.rejections import Rejection
+from generator.plan.run_hours import instance_gbps
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
 from generator.plan.weights import fetched_weights
@@ -39,6 +40,9 @@ class EcsParts(EcsView):
         self, spec: Spec, catalog: Catalog, region: Region
     ) -> tuple[list[InstanceType], dict[str, Rejection]]:
         return eligible_types(spec, catalog, region)
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return instance_gbps(t, rdma)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return zone_decision(spec, region, zone)

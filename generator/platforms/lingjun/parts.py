@@ -20,6 +20,7 @@ from generator.plan.weights import fetched_weights
 from generator.platforms.contract import Placement
 from generator.platforms.lingjun.eligible import eligible_lingjun
 from generator.platforms.lingjun.plan import (
+    hpn_gbps,
     lingjun_fabric,
     lingjun_network,
     lingjun_nodes,
@@ -46,6 +47,9 @@ class LingjunParts(LingjunView):
         self, spec: Spec, catalog: Catalog, region: Region
     ) -> tuple[list[InstanceType], dict[str, Rejection]]:
         return eligible_lingjun(spec, catalog, region)
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return hpn_gbps(catalog, t)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return None  # the zone follows from the machine type's HPN zone (place)

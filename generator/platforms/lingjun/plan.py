@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from generator.catalog import LingjunMachineType
+from generator.catalog import Catalog, InstanceType, LingjunMachineType
 from generator.plan import warns
 from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
@@ -28,6 +28,13 @@ LINGJUN_USER_DATA_MAX = (
 LINGJUN_BONDS_ASSUMED = (
     8  # addresses per node to reserve in the VPD subnet when the catalog gives no bond count
 )
+
+
+def hpn_gbps(catalog: Catalog, t: InstanceType) -> float:
+    """The HPN RDMA rate of a Lingjun machine type (every node is on the HPN fabric); 0 where the catalog states
+    none."""
+    lj = catalog.lingjun_type(t.name)
+    return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
 
 
 def lingjun_place(spec: Spec, lj: LingjunMachineType, decisions: list[Decision]) -> tuple[str, str]:
