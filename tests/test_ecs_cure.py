@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from generator import api
-from generator.live.jobs import cure
 from generator.live.jobs.client import EcsApiError
 from generator.live.jobs.cluster import Node, cluster_from_plan
 from generator.live.jobs.fake import RecordedEcsApi
+from generator.platforms.ecs.live import cure
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "live_fixtures" / "cloud_assistant"

@@ -24,6 +24,7 @@ from generator.platforms.registry import (
     HOMES,
     PLATFORMS,
     honour_markdown,
+    live_for,
     parts_for,
     platform_for,
     spec_fields,
@@ -82,7 +83,17 @@ def test_each_platform_names_its_behaviour_in_its_own_folder() -> None:
     assert {m for m in dir(ViewParts) if not m.startswith("_")} == VIEW_METHODS
 
 
-PLAN_METHODS = {"rules", "zone_decision", "place", "spot", "weights", "part"}
+def test_each_platform_with_nodes_gives_heal_its_action_table() -> None:
+    """heal --health asks the platform (generator/live/jobs/stack.py): each whose nodes trainstack creates has a live
+    module with its reads and decisions, their calls and its verbs."""
+    for name, p in PLATFORMS.items():
+        if p.has(Capability.NODES):
+            heal = live_for(name)
+            assert callable(heal.health_actions) and callable(heal.apply), name
+            assert isinstance(heal.HEAL_VERBS, str) and heal.HEAL_VERBS, name
+
+
+PLAN_METHODS = {"rules", "gpu_refusals", "type_refusal", "eligible", "internode_gbps", "zone_decision", "place", "spot", "weights", "part"}
 VIEW_METHODS = {"summary_lines", "summary_rows", "picture", "preview_boxes", "template_vars", "stack_files"}
 
 

@@ -92,12 +92,12 @@ def _places(spec: Spec, catalog: Catalog, region: Region | None) -> list[Refusal
 def _gpu(spec: Spec, catalog: Catalog, region: Region | None) -> list[Refusal]:
     """compute.gpu: known, offered, with the precision's tensor cores, in the region (on the platform's types)."""
     c, m, platform = spec.compute, spec.model, platform_for(spec)
-    lingjun = platform.has(Capability.HPN)  # the types are the catalog's Lingjun machine types
     if c.gpu == "auto":
         return []
     gpu = catalog.gpu(c.gpu)
     unavailable = catalog.unavailable_accelerator(c.gpu) if gpu is None else None
     if unavailable is not None:
+        lingjun = platform.has(Capability.HPN)  # the types are the catalog's Lingjun machine types
         dlc = platform.has(Capability.DLC_WORKERS)
         return [unavailable_event(unavailable, catalog, region, lingjun, dlc, m.precision == "bf16")]
     if gpu is None:
@@ -108,43 +108,18 @@ def _gpu(spec: Spec, catalog: Catalog, region: Region | None) -> list[Refusal]:
         return [no_fp8_event(gpu, catalog, region, ("compute", "gpu"))]
     if region is None:
         return []
-    if lingjun:
-        here = catalog.lingjun_types_in_region(region.id)
-        if region.lingjun and not any(t.gpu == gpu.name for t in here):
-            return [x.NoLingjunGpu(gpu.name, region.id, tuple(sorted({t.gpu for t in here})))]
-        return []
-    if not any(t.gpu == gpu.name for t in catalog.types_in_region(region.id)):
-        offered = tuple(sorted({t.gpu for t in catalog.types_in_region(region.id)}))
-        where = tuple(
-            sorted(
-                r.id for r in catalog.regions if any(t.gpu == gpu.name for t in catalog.types_in_region(r.id))
-            )
-        )
-        return [x.GpuNotInRegion(gpu.name, region.id, offered, where)]
-    return []
+    return parts_for(spec).gpu_refusals(catalog, gpu, region)  # among the platform's types in the region
 
 
 def _instance_types(spec: Spec, catalog: Catalog, region: Region | None) -> list[Refusal]:
     """compute.instance_types: each known, of the platform's kind, with RDMA when the spec asks; and the listed
     GPUs with the precision's tensor cores."""
-    c, m, out = spec.compute, spec.model, list[Refusal]()
-    lingjun = platform_for(spec).has(Capability.HPN)
-    for i, name in enumerate(c.instance_types):
-        lj = catalog.lingjun_type(name)
-        if lingjun and lj is None:
-            lj_names = tuple(t.name for t in catalog.lingjun_types)
-            known = catalog.instance(name) is not None
-            out.append(x.NotLingjunType(i, name, known, "" if known else closest(name, lj_names), lj_names))
-        elif lingjun:
-            continue
-        elif lj is not None:
-            out.append(x.LingjunTypeOffPlatform(i, name))
-        elif (it := catalog.instance(name)) is None:
-            out.append(
-                x.UnknownInstanceType(i, name, closest(name, [t.name for t in catalog.instance_types]))
-            )
-        elif spec.network.rdma is True and not it.rdma:
-            out.append(x.TypeWithoutRdma(i, name))
+    c, m, parts = spec.compute, spec.model, parts_for(spec)
+    out: list[Refusal] = [
+        e
+        for i, name in enumerate(c.instance_types)
+        if (e := parts.type_refusal(spec, catalog, i, name)) is not None
+    ]
     listed = [g for name in c.instance_types if (g := _gpu_of(catalog, name)) is not None]
     picked = (
         catalog.gpu(c.gpu) if c.gpu != "auto" else None

@@ -515,8 +515,7 @@ def _score(spec: Spec, catalog: Catalog, fit: Fit) -> Scored:
         key = (round(per_hour, 2), float(fit.nodes), *_tie(spec, t))
     # Lingjun: a type also sold pay-as-you-go beats a subscription-only one (Subscription nodes are prepaid and
     # cannot be destroyed by Pulumi); always 0 on ECS
-    lj = catalog.lingjun_type(t.name) if platform_for(spec).has(Capability.HPN) else None
-    key = (*key, 0.0 if lj is None or "PayAsYouGo" in lj.payment_types else 1.0)
+    key = (*key, 1.0 if is_subscription(spec, catalog, t.name) else 0.0)
     return Scored(fit, per_hour, spot_price, run_hours, rework, run_cost, key, sched)
 
 

@@ -1,5 +1,8 @@
-"""The instance types a spec allows in its region (ECS and DLC worker types, or Lingjun machine types), and why
-each type it names but cannot use is refused (:mod:`generator.plan.rejections`).
+"""The instance types a spec allows in its region, and why each type it names but cannot use is refused
+(:mod:`generator.plan.rejections`): :func:`eligible_types`, for the platforms whose nodes are the catalog's ECS
+instance types (ECS; PAI-DLC, whose workers are the ECS types on its public resource list), and the filters every
+platform shares (:func:`wanted`, :func:`precision_ok`). The fit search asks the platform
+(``parts_for(spec).eligible``); Lingjun answers with its machine types (:mod:`generator.platforms.lingjun.eligible`).
 
 It exists apart from :mod:`generator.plan.layout` because eligibility is a filter over the catalog that needs no
 sizing: the fit search starts from its answer.
@@ -9,33 +12,33 @@ from __future__ import annotations
 
 from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.plan import rejections as r
-from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
 from generator.spec.model import ComputeSpec, Spec
 
 
-def eligible(
-    spec: Spec, catalog: Catalog, region: Region
+def eligible_types(
+    spec: Spec,
+    catalog: Catalog,
+    region: Region,
+    offered: set[str] | None = None,
+    not_offered: r.Rejection | None = None,
 ) -> tuple[list[InstanceType], dict[str, r.Rejection]]:
+    """The catalog's ECS instance types the spec allows in the region. ``offered``: the names the platform offers
+    there, where it offers fewer than the region has (PAI-DLC's public resource list); ``not_offered``: why a type
+    the region has but the platform does not offer is refused (else, like a type not in the region, NotOffered)."""
     c = spec.compute
-    platform = platform_for(spec)
-    if platform.has(Capability.HPN):
-        return eligible_lingjun(spec, catalog, region)
     rejected: dict[str, r.Rejection] = {}
     wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
     allow = set(c.instance_types)
-    dlc = platform.has(
-        Capability.DLC_WORKERS
-    )  # DLC workers: the ECS types on DLC's public resource list (dlc_specs.csv)
     in_region = {t.name for t in catalog.types_in_region(region.id)}
-    offered = {t.name for t in catalog.dlc_types_in_region(region.id)} if dlc else in_region
+    offered = in_region if offered is None else offered
     out = []
     for t in catalog.instance_types:
         if allow and t.name not in allow:
             continue
         if t.name not in offered:
             if allow:
-                rejected[t.name] = r.NotOnDlc() if dlc and t.name in in_region else r.NotOffered(region.id)
+                why = not_offered if t.name in in_region else None
+                rejected[t.name] = why if why is not None else r.NotOffered(region.id)
             continue
         if not wanted(c, t, wanted_gpu):
             continue
@@ -71,34 +74,3 @@ def precision_ok(spec: Spec, catalog: Catalog, t: InstanceType | LingjunMachineT
     if spec.model.precision == "fp8":  # FP8 tensor cores (gpus.csv fp8_tflops): Ada, Hopper, Blackwell
         return bool(gpu.fp8_tflops)
     return spec.model.precision != "bf16" or gpu.bf16
-
-
-def eligible_lingjun(
-    spec: Spec, catalog: Catalog, region: Region
-) -> tuple[list[InstanceType], dict[str, r.Rejection]]:
-    """Lingjun machine types of the region that pass the spec's filters and have a known HPN zone it allows."""
-    c = spec.compute
-    rejected: dict[str, r.Rejection] = {}
-    wanted_gpu = catalog.gpu(c.gpu) if c.gpu != "auto" else None
-    allow = set(c.instance_types)
-    out = []
-    for t in catalog.lingjun_types:
-        if allow and t.name not in allow:
-            continue
-        if region.id not in t.regions:
-            if allow:
-                rejected[t.name] = r.NotOffered(region.id)
-            continue
-        if not wanted(c, t, wanted_gpu):
-            continue
-        if not precision_ok(spec, catalog, t):
-            rejected[t.name] = r.NoPrecision(spec.model.precision, t.gpu)
-            continue
-        if c.bare_metal == "avoid":
-            rejected[t.name] = r.LingjunBareMetal()
-            continue
-        if spec.zones and not any(t.hpn_zone(z) for z in spec.zones):
-            rejected[t.name] = r.NoHpnZone(tuple(t.hpn_zones))
-            continue
-        out.append(t.as_instance_type())
-    return out, rejected

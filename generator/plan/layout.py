@@ -1,7 +1,8 @@
 """The fits: for each instance type the spec allows (ECS or Lingjun), the fewest nodes and the tensor, pipeline
 and data-parallel layout whose GPUs hold the training state, and why a type has none.
 
-The model's shape is resolved in :mod:`generator.plan.shape`, the eligible types in :mod:`generator.plan.eligible`,
+The model's shape is resolved in :mod:`generator.plan.shape`, the eligible types by the platform
+(``parts_for(spec).eligible``: :mod:`generator.plan.eligible` for ECS types),
 the node counts a layout can use in :mod:`generator.plan.node_counts`, and why a type has no fit in
 :mod:`generator.plan.unfit`. Tensor parallelism stays inside one node; the node count must also
 meet the deadline (``budget.max_days``, in the wall-clock hours of :mod:`generator.plan.run_hours`) and give a
@@ -14,7 +15,6 @@ from __future__ import annotations
 from generator import sizing
 from generator.catalog import Catalog, InstanceType, Region
 from generator.plan import rejections as r
-from generator.plan.eligible import eligible
 from generator.plan.fit import (
     Fit,
     context_degree,
@@ -29,7 +29,7 @@ from generator.plan.search import first_true
 from generator.plan.shape import AUTO_CONTEXT, AUTO_PIPELINE, LONG_CONTEXT
 from generator.plan.unfit import why_not_fit
 from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import parts_for, platform_for
 from generator.spec.model import Spec
 
 MULTI_NODE_GPUS = r.MULTI_NODE_GPUS
@@ -54,7 +54,7 @@ def search(
     spec: Spec, catalog: Catalog, region: Region, arch: sizing.Architecture, lora_rank: int | None
 ) -> tuple[list[Fit], dict[str, r.Rejection]]:
     """For each eligible instance type, the smallest node count (and its parallel layout) that fits in memory."""
-    types, rejected = eligible(spec, catalog, region)
+    types, rejected = parts_for(spec).eligible(spec, catalog, region)  # the types the platform draws from
     p, c = spec.parallelism, spec.compute
     fits: list[Fit] = []
     for t in types:

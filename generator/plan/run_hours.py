@@ -23,7 +23,7 @@ from generator.plan.model import Schedule
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
 from generator.platforms.base import Capability
-from generator.platforms.registry import platform_for
+from generator.platforms.registry import parts_for, platform_for
 from generator.sizing.context import context_ratio
 from generator.sizing.offload import DEFAULT_VCPUS_PER_GPU
 from generator.spec.model import Spec
@@ -138,11 +138,14 @@ ASSUMED_NIC_GBPS = 400.0
 
 
 def internode_gbps(spec: Spec, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
-    """Bandwidth a node reaches other nodes with: its eRDMA or RoCE rate (a Lingjun type's HPN RDMA rate) over
-    RDMA, else its VPC network (0: not stated)."""
-    if platform_for(spec).has(Capability.HPN):
-        lj = catalog.lingjun_type(t.name)
-        return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
+    """Bandwidth a node reaches other nodes with, as its platform states it (0: not stated): an ECS type's by
+    :func:`instance_gbps`, a Lingjun type's HPN RDMA rate (``PlanParts.internode_gbps``)."""
+    return parts_for(spec).internode_gbps(catalog, t, rdma)
+
+
+def instance_gbps(t: InstanceType, rdma: bool) -> float:
+    """Bandwidth an ECS instance type reaches other nodes with: its eRDMA or RoCE rate over RDMA, else its VPC
+    network (0: not stated)."""
     if rdma:
         return float(t.erdma_gbps or t.roce_gbps or t.network_gbps or 0.0)
     return float(t.network_gbps or 0.0)

@@ -152,9 +152,9 @@ class Platform:
     # "module:Class" of its behaviour (a generator.platforms.contract.PlanParts, in its own folder): imported by
     # registry.parts_for on first use, so a declaration stays data that every stage can import without a cycle
     parts: str = ""
-    # the module of its own live operations, under its folder (PAI-DLC's job commands, Lingjun's heal action
-    # table): imported by registry.live_for when a live command of such a stack first asks; "" where the shared live
-    # engine does all (ECS)
+    # the module of its own live operations, under its folder (PAI-DLC's job commands, ECS's and Lingjun's heal
+    # --health action tables): imported by registry.live_for when a live command of such a stack first asks; ""
+    # where the shared live engine does all
     live: str = ""
 
     def has(self, capability: Capability) -> bool:

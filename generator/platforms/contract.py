@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from generator.catalog import Catalog, LingjunMachineType, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, LingjunMachineType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
@@ -25,6 +25,8 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
+from generator.plan.refusals import Refusal
+from generator.plan.rejections import Rejection
 from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec
 from generator.spec.weights import WeightsSource
@@ -113,6 +115,27 @@ class PlanParts(ViewParts, Protocol):
 
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         """What the platform cannot do, as spec errors with hints (validate stage, before planning)."""
+        ...
+
+    def gpu_refusals(self, catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+        """``compute.gpu`` (known, with the precision's tensor cores) among the types the platform draws its nodes
+        from in the region: the catalog's ECS instance types, or Lingjun's machine types (validate stage)."""
+        ...
+
+    def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
+        """``compute.instance_types[index]``: one of the types the platform draws its nodes from (validate stage)."""
+        ...
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        """The types of the region the spec allows, which the fit search sizes (Lingjun's machine types as
+        instance types), and why each type the spec names but cannot use is refused."""
+        ...
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        """The Gbit/s a node of type ``t`` reaches the other nodes with (over RDMA when ``rdma``), as the catalog
+        states it for the platform's types; 0 where it states none (the run time assumes a rate)."""
         ...
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:

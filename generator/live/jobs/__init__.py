@@ -11,10 +11,11 @@ bastion: ``trainstack submit``, ``jobs``, ``logs``, ``cancel`` and ``check`` for
 * :mod:`~generator.live.jobs.logstore`: the job logs and exit codes in the checkpoint bucket (OSS SDK V2);
 * :mod:`~generator.live.jobs.ops`: what submit, jobs, logs and cancel do;
 * :mod:`~generator.live.jobs.health`: the health gate (``check``): its script, the verdicts and the report;
-* :mod:`~generator.live.jobs.cure`: the action table of ``heal --health`` (reboot, redeploy, replace, wait);
-* :mod:`~generator.platforms.lingjun.live.eflo_cure` (Lingjun's own, reached through
-  ``registry.live_for``): the Lingjun action table of ``heal --health`` (RebootNodes, ReportNodeStatus)
-  over the EFLO controller's node list and fault reports;
+* :mod:`~generator.live.jobs.cure`: what ``heal --health`` decides for a node (reboot, redeploy, report, replace,
+  wait) and its grace period; each platform's action table is its own, reached through ``registry.live_for``:
+  ECS's :mod:`~generator.platforms.ecs.live.cure` (RebootInstance, RedeployInstance over ECS health and events)
+  and Lingjun's :mod:`~generator.platforms.lingjun.live.eflo_cure` (RebootNodes, ReportNodeStatus over the EFLO
+  controller's node list and fault reports);
 * :mod:`~generator.live.jobs.stack`: the stack's platform, target and cluster, and ``heal --health``;
 * :mod:`~generator.platforms.lingjun.live.eflo` (Lingjun's own, reached through ``registry.live_for``): the same
   port over the EFLO controller's Cloud Assistant (Lingjun nodes are not ECS instances): RunCommand,

@@ -1,7 +1,8 @@
 """The stack a job, check or ``heal --health`` acts on: its ``compute.platform``, its engine target and its
 :class:`~generator.live.jobs.cluster.Cluster` with the instance ids of its outputs; and ``heal --health`` itself
-(the reads, the action table of :mod:`~generator.live.jobs.cure`, or on Lingjun of
-:mod:`~generator.platforms.lingjun.live.eflo_cure`, the calls, the quarantine update, the dry run's requests); and
+(the platform's action table, reads and calls through :func:`~generator.platforms.registry.live_for`: ECS's
+:mod:`~generator.platforms.ecs.live.cure`, Lingjun's :mod:`~generator.platforms.lingjun.live.eflo_cure`; the
+quarantine update, the dry run's requests); and
 :func:`jobs_api`, which picks ECS Cloud Assistant or, on Lingjun, the EFLO controller's (:mod:`~generator.platforms.lingjun.live.eflo`, through the registry).
 """
 
@@ -24,7 +25,7 @@ from generator.live.jobs.cluster import (
     read_quarantine,
     write_quarantine,
 )
-from generator.live.jobs.cure import Action, apply, instance_status, plan_actions
+from generator.live.jobs.cure import Action
 from generator.live.target import default_backend, has_state, planned_target, stack_outputs
 from generator.plan import pipeline
 from generator.platforms.base import Capability
@@ -82,39 +83,22 @@ def jobs_api(
     return SdkEcsApi(cluster.region)
 
 
-def _is_lingjun(cluster: Cluster) -> bool:
-    return platform_for(cluster.platform).has(Capability.EFLO_JOBS)
-
-
 def health_plan(
     target: Target, cluster: Cluster, api: Any, now: Any, grace_minutes: int
 ) -> tuple[list[Action], list[tuple[str, dict[str, Any]]], dict[str, Any]]:
     """``heal --health``'s reads and decisions: the actions, the write requests they need (reboot, redeploy, fault
-    report) and the quarantine. ECS nodes by ECS health and events (:mod:`~generator.live.jobs.cure`), Lingjun nodes
-    by the EFLO controller's node list and fault reports (:mod:`~generator.platforms.lingjun.live.eflo_cure`)."""
+    report) and the quarantine, by the platform's own action table (``live_for(...).health_actions``: ECS nodes by
+    ECS health and events, Lingjun nodes by the EFLO controller's node list and fault reports)."""
     nodes = [n for n in cluster.nodes if n.instance_id]
     quarantine = read_quarantine(target.stack_dir)
-    ids = [n.instance_id for n in nodes]
-    if _is_lingjun(cluster):
-        eflo_cure = live_for(cluster.platform)  # the platform's own action table
-
-        if not cluster.cluster_id:
-            raise BadTarget(
-                f"{target.stack_dir}: the stack outputs name no Lingjun cluster (cluster_id): run `trainstack up` first."
-            )
-        seen = eflo_cure.node_status(api, cluster, ids)
-        actions = eflo_cure.plan_actions(nodes, seen, quarantine, now, grace_minutes)
-        return actions, eflo_cure.action_requests(cluster, actions, quarantine), quarantine
-    status = instance_status(api, cluster, ids)
-    actions = plan_actions(cluster, nodes, status, quarantine, now, grace_minutes)
-    writes = [
-        (
-            "RebootInstance" if a.kind == "reboot" else "RedeployInstance",
-            {"InstanceId": a.instance_id, "ForceStop": False},
-        )
-        for a in actions
-        if a.kind in ("reboot", "redeploy")
-    ]
+    if not platform_for(cluster.platform).has(
+        Capability.NODES
+    ):  # PAI-DLC: its workers are DLC's, none to heal
+        return [], [], quarantine
+    heal = live_for(cluster.platform)
+    actions, writes = heal.health_actions(
+        target.stack_dir, cluster, api, nodes, quarantine, now, grace_minutes
+    )
     return actions, writes, quarantine
 
 
@@ -142,7 +126,7 @@ def heal_health(
     for a in actions:
         if a.kind != "none":
             say(f"rank {a.rank} ({a.instance_id or 'no instance'}): {a.kind}: {a.why}")
-    verbs = "reboot or report" if _is_lingjun(cluster) else "reboot or redeploy"
+    verbs = live_for(cluster.platform).HEAL_VERBS
     if not writes:
         if not (quiet_when_idle and all(a.kind == "none" for a in actions)):
             say(f"heal --health: nothing to {verbs} among {len(nodes)} node(s)")
@@ -150,10 +134,7 @@ def heal_health(
     todo = len({a.instance_id for a in actions if a.kind in ("reboot", "redeploy", "report")})
     if confirm is not None:
         confirm(f"{verbs.capitalize()} {todo} node(s) of {cluster.name}?")
-    if _is_lingjun(cluster):
-        done = live_for(cluster.platform).apply(api, cluster, actions, quarantine, now, say)
-    else:
-        done = apply(api, cluster, actions, quarantine, now, say)
+    done = live_for(cluster.platform).apply(api, cluster, actions, quarantine, now, say)
     write_quarantine(target.stack_dir, done)
     say("the nodes stay quarantined until `trainstack check` passes on them after the grace period")
     return actions

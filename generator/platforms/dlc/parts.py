@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
+from generator.plan import type_checks
+from generator.plan.eligible import eligible_types
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
+from generator.plan.refusals import Refusal
+from generator.plan.rejections import NotOnDlc, Rejection
+from generator.plan.run_hours import instance_gbps
 from generator.plan.warns import PlanWarning
 from generator.platforms.contract import Placement
 from generator.platforms.dlc.plan import (
@@ -28,9 +33,28 @@ from generator.spec.model import Spec
 from generator.spec.weights import WeightsSource
 
 
+def dlc_offered(catalog: Catalog, region: Region) -> set[str]:
+    """The ECS types of PAI-DLC's public resource list in the region (dlc_specs.csv): the workers' types."""
+    return {t.name for t in catalog.dlc_types_in_region(region.id)}
+
+
 class DlcParts(DlcView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return dlc_rules(spec, catalog, region)
+
+    def gpu_refusals(self, catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+        return type_checks.gpu_refusals(catalog, gpu, region)  # the workers are ECS types
+
+    def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
+        return type_checks.type_refusal(spec, catalog, index, name)
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        return eligible_types(spec, catalog, region, dlc_offered(catalog, region), NotOnDlc())
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return instance_gbps(t, rdma)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return dlc_zone_decision(spec, region, zone)

@@ -1,7 +1,8 @@
 """ECS (``compute.platform: ecs``, the default): GPU instances (gn, ebmgn) that trainstack creates, places and boots.
 
 The declaration below is data; ECS's plan parts are the shared ones in :mod:`generator.plan` (``placement`` for the
-fabric, the VPC and the nodes' places), composed by :mod:`generator.platforms.ecs.parts`.
+fabric, the VPC and the nodes' places), composed by :mod:`generator.platforms.ecs.parts`; its own live operation is
+heal --health's action table (:mod:`generator.platforms.ecs.live`), the rest of its live side is the shared engine's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ PLATFORM = Platform(
         Capability.OSS_MOUNT,
     },
     parts="generator.platforms.ecs.parts:EcsParts",
+    live="generator.platforms.ecs.live",  # heal --health's action table over ECS health and events
     program_parts=(
         "network",
         "identity_ecs",

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
+from generator.plan import type_checks
+from generator.plan.eligible import eligible_types
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
+from generator.plan.refusals import Refusal
+from generator.plan.rejections import Rejection
+from generator.plan.run_hours import instance_gbps
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
 from generator.plan.weights import fetched_weights
@@ -24,6 +29,20 @@ from generator.spec.weights import WeightsSource
 class EcsParts(EcsView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return []
+
+    def gpu_refusals(self, catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+        return type_checks.gpu_refusals(catalog, gpu, region)
+
+    def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
+        return type_checks.type_refusal(spec, catalog, index, name)
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        return eligible_types(spec, catalog, region)
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return instance_gbps(t, rdma)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return zone_decision(spec, region, zone)

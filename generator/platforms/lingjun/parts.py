@@ -8,22 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.catalog import Catalog, Region
+from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
+from generator.plan.refusals import Refusal
+from generator.plan.rejections import Rejection
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning
 from generator.plan.weights import fetched_weights
 from generator.platforms.contract import Placement
+from generator.platforms.lingjun.eligible import eligible_lingjun
 from generator.platforms.lingjun.plan import (
+    hpn_gbps,
     lingjun_fabric,
     lingjun_network,
     lingjun_nodes,
     lingjun_place,
     plan_lingjun,
 )
-from generator.platforms.lingjun.rules import lingjun_rules
+from generator.platforms.lingjun.rules import gpu_refusals, lingjun_rules, type_refusal
 from generator.platforms.lingjun.view import LingjunView
 from generator.spec.model import Spec
 from generator.spec.weights import WeightsSource
@@ -32,6 +36,20 @@ from generator.spec.weights import WeightsSource
 class LingjunParts(LingjunView):
     def rules(self, spec: Spec, catalog: Catalog, region: Region | None) -> list[Problem]:
         return lingjun_rules(spec, catalog, region)
+
+    def gpu_refusals(self, catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+        return gpu_refusals(catalog, gpu, region)
+
+    def type_refusal(self, spec: Spec, catalog: Catalog, index: int, name: str) -> Refusal | None:
+        return type_refusal(catalog, index, name)
+
+    def eligible(
+        self, spec: Spec, catalog: Catalog, region: Region
+    ) -> tuple[list[InstanceType], dict[str, Rejection]]:
+        return eligible_lingjun(spec, catalog, region)
+
+    def internode_gbps(self, catalog: Catalog, t: InstanceType, rdma: bool) -> float:
+        return hpn_gbps(catalog, t)
 
     def zone_decision(self, spec: Spec, region: Region, zone: str) -> Decision | None:
         return None  # the zone follows from the machine type's HPN zone (place)

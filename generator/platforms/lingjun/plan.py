@@ -2,14 +2,15 @@
 of the address range, rank identity, and the cluster, billing, image and credentials, with the limits of Lingjun
 stated as decisions and warnings.
 
-Which Lingjun machine types are eligible is decided with the ECS types, in :mod:`generator.plan.layout`.
+Which Lingjun machine types are eligible is decided in :mod:`generator.platforms.lingjun.eligible` (the fit search
+asks it through ``PlanParts.eligible``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 
-from generator.catalog import LingjunMachineType
+from generator.catalog import Catalog, InstanceType, LingjunMachineType
 from generator.plan import warns
 from generator.plan.cost import prepaid, subscription_months
 from generator.plan.fit import Fit, PlanningError, Scored
@@ -27,6 +28,13 @@ LINGJUN_USER_DATA_MAX = (
 LINGJUN_BONDS_ASSUMED = (
     8  # addresses per node to reserve in the VPD subnet when the catalog gives no bond count
 )
+
+
+def hpn_gbps(catalog: Catalog, t: InstanceType) -> float:
+    """The HPN RDMA rate of a Lingjun machine type (every node is on the HPN fabric); 0 where the catalog states
+    none."""
+    lj = catalog.lingjun_type(t.name)
+    return float((lj.rdma_gbps if lj is not None else 0) or 0.0)
 
 
 def lingjun_place(spec: Spec, lj: LingjunMachineType, decisions: list[Decision]) -> tuple[str, str]:
@@ -83,7 +91,7 @@ def _lingjun_zone(spec: Spec, lj: LingjunMachineType) -> tuple[str, str, str]:
             return z, hpn, why
     z, hpn = lj.hpn_zones[
         0
-    ]  # layout._eligible_lingjun keeps only types with a pair in the spec's zones (or any pair)
+    ]  # eligible_lingjun keeps only types with a pair in the spec's zones (or any pair)
     return (
         z,
         hpn,

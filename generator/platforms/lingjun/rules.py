@@ -6,11 +6,30 @@ conditions only.
 
 from __future__ import annotations
 
-from generator.catalog import Catalog, Region
-from generator.errors import Problem
+from generator.catalog import Catalog, GpuModel, Region
+from generator.errors import Problem, closest
+from generator.plan import catalog_refusals as x
 from generator.plan.refusals import Refusal
 from generator.platforms.lingjun import refusals as r
 from generator.spec.model import Spec
+
+
+def gpu_refusals(catalog: Catalog, gpu: GpuModel, region: Region) -> list[Refusal]:
+    """compute.gpu: a Lingjun machine type of the region has it (a region without Lingjun is refused by
+    :func:`lingjun_rules`)."""
+    here = catalog.lingjun_types_in_region(region.id)
+    if region.lingjun and not any(t.gpu == gpu.name for t in here):
+        return [x.NoLingjunGpu(gpu.name, region.id, tuple(sorted({t.gpu for t in here})))]
+    return []
+
+
+def type_refusal(catalog: Catalog, index: int, name: str) -> Refusal | None:
+    """compute.instance_types[index]: a Lingjun machine type (an ECS type is named as one, with no suggestion)."""
+    if catalog.lingjun_type(name) is not None:
+        return None
+    names = tuple(t.name for t in catalog.lingjun_types)
+    known = catalog.instance(name) is not None
+    return x.NotLingjunType(index, name, known, "" if known else closest(name, names), names)
 
 
 def _region_refusal(spec: Spec, catalog: Catalog, region: Region | None) -> Refusal | None:

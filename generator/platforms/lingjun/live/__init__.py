@@ -21,11 +21,19 @@ from generator.platforms.lingjun.live.eflo import (
     jobs_api,
     to_eflo,
 )
-from generator.platforms.lingjun.live.eflo_cure import action_requests, apply, node_status, plan_actions
+from generator.platforms.lingjun.live.eflo_cure import (
+    HEAL_VERBS,
+    action_requests,
+    apply,
+    health_actions,
+    node_status,
+    plan_actions,
+)
 from generator.platforms.lingjun.live.fake import RecordedEfloApi
 
 __all__ = [
     "API",
+    "HEAL_VERBS",
     "JOURNAL_FILE",
     "BucketIndex",
     "EfloJobsApi",
@@ -34,6 +42,7 @@ __all__ = [
     "action_requests",
     "apply",
     "eflo_request_map",
+    "health_actions",
     "jobs_api",
     "node_status",
     "plan_actions",

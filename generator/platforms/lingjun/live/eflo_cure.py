@@ -43,8 +43,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from generator.live.errors import BadTarget
 from generator.live.jobs.cluster import Cluster, Node
 from generator.live.jobs.cure import GRACE_MINUTES, Action, _when
 
@@ -53,6 +55,7 @@ from generator.live.jobs.cure import GRACE_MINUTES, Action, _when
 PER_CALL = 100
 PAGE = 100
 DIAGNOSIS = "COMPREHENSIVE"
+HEAL_VERBS = "reboot or report"  # what heal --health does to a sick node here (its messages)
 
 
 def _pages(api: Any, action: str, body: Mapping[str, Any], items: str) -> list[dict[str, Any]]:
@@ -177,6 +180,26 @@ def action_requests(
             }
             out.append(("ReportNodeStatus", body))
     return out
+
+
+def health_actions(
+    stack_dir: Path,
+    cluster: Cluster,
+    api: Any,
+    nodes: Sequence[Node],
+    quarantine: Mapping[str, Any],
+    now: datetime.datetime,
+    grace_minutes: int,
+) -> tuple[list[Action], list[tuple[str, dict[str, Any]]]]:
+    """``heal --health``'s reads and decisions on Lingjun: the actions by the EFLO controller's node list and fault
+    reports, and their requests; the stack outputs must name the eflo cluster the node list is read from."""
+    if not cluster.cluster_id:
+        raise BadTarget(
+            f"{stack_dir}: the stack outputs name no Lingjun cluster (cluster_id): run `trainstack up` first."
+        )
+    seen = node_status(api, cluster, [n.instance_id for n in nodes])
+    actions = plan_actions(nodes, seen, quarantine, now, grace_minutes)
+    return actions, action_requests(cluster, actions, quarantine)
 
 
 def apply(
