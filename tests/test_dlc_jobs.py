@@ -486,3 +486,13 @@ def _without_empty_lists(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_empty_lists(v) for v in value]
     return value
+
+
+@pytest.mark.usefixtures("credentials")
+def test_heal_health_on_dlc_says_the_workers_are_dlcs_and_calls_nothing(deployed: FakeEngine) -> None:
+    """PAI-DLC runs and restarts the job's workers: heal --health has no node of the stack to read or act on."""
+    client = RecordedDlcClient(FIXTURES)
+    result = run(["heal", SPEC, "--health", "--yes"], deployed, client)
+    assert result.exit_code == 0, result.output
+    assert "no nodes to check" in result.stdout  # wording: the one sentence of this case
+    assert client.calls == [] and all(c[0] != "up" for c in deployed.calls)

@@ -89,7 +89,13 @@ def heal(
     engine = _engine()
     t = live.locate(target, backend)
     live.preflight(t)
-    if health and not platform_for(t.platform).has(Capability.ECS_INSTANCES):
+    platform = platform_for(t.platform)
+    if health and not platform.has(Capability.NODES):  # PAI-DLC: the job's workers are DLC's, not the stack's
+        _say(
+            f"heal --health: {platform.title} runs and restarts the job's workers itself; the stack has no nodes to check"
+        )
+        return None
+    if health and not platform.has(Capability.ECS_INSTANCES):
         return _heal_health_only(engine, target, backend, yes, grace_minutes, watch, dry_run)
     if dry_run:
         return _heal_dry_run(engine, target, backend, grace_minutes)
@@ -168,8 +174,8 @@ def _heal_health_only(
     if dry_run:
         return _heal_dry_run(engine, target, backend, grace_minutes)
     _say(
-        "heal --health: Lingjun nodes that are gone are restored by `trainstack up`; heal acts on the health of "
-        "the nodes that are there"
+        "heal --health: nodes that are gone are restored by `trainstack up` (they are not ECS instances that heal "
+        "re-creates); heal acts on the health of the nodes that are there"
     )
     with _cloud_work():
         if watch is None:
