@@ -120,8 +120,35 @@ def test_lora_adapters_as_peft_and_qlora_hold_them() -> None:
     assert qlora.gradients == 2 * trainable and qlora.optimizer_states == 8 * trainable
     paged = memory(lora_rank=16, qlora=True, paged_optimizer=True)
     assert paged.optimizer_states == 0 and any("Paged Optimizers" in n for n in paged.notes)
-    with pytest.raises(sizing.SizingError, match="paged_optimizer"):
-        memory(paged_optimizer=True)
+    with pytest.raises(sizing.SizingError, match="Megatron-LM"):
+        memory(paged_optimizer=True, framework="megatron")
+
+
+@pytest.mark.parametrize(
+    ("framework", "zero", "optimizer", "precision", "moments"),
+    [("fsdp", 3, "adamw", "bf16", 8), ("deepspeed", 2, "adamw", "bf16", 8), ("deepspeed", 3, "adamw-8bit", "bf16", 2),
+     ("fsdp", 3, "adamw", "fp32", 8), ("zero-paper", 1, "lion", "bf16", 4)],
+)
+def test_a_paged_optimizer_in_full_training_pages_its_moments_not_the_master_weights(
+    framework: str, zero: int, optimizer: str, precision: str, moments: int
+) -> None:
+    """bitsandbytes pages its state tensors (the moments); the fp32 master copy is the optimizer's parameter (FSDP's
+    flat parameter, DeepSpeed's fp32 partition) and stays resident (generator/sizing/paged.py)."""
+    kw = {"framework": framework, "zero_stage": zero, "dp": 8, "optimizer": optimizer, "precision": precision}
+    resident, paged = memory(**kw), memory(**kw, paged_optimizer=True)
+    k = sizing.optimizer_bytes_per_param(optimizer, precision)
+    assert sizing.moment_bytes(optimizer, precision) == moments
+    assert paged.paged == -(-resident.optimizer_states * moments // k)
+    assert paged.optimizer_states == resident.optimizer_states - paged.paged
+    assert paged.total == resident.total - paged.paged and paged.host == paged.paged
+    assert (paged.weights, paged.gradients, paged.reserve) == (resident.weights, resident.gradients, resident.reserve)
+    with pytest.raises(sizing.SizingError, match="offload"):
+        memory(**{**kw, "framework": "deepspeed", "zero_stage": 2}, offload="optimizer", paged_optimizer=True)
+
+
+def test_paged_moments_cost_pcie_only_when_evicted() -> None:
+    assert sizing.paged_pcie_bytes(resident=50, paged=30, usable=80) == 0
+    assert sizing.paged_pcie_bytes(resident=50, paged=31, usable=80) == 62  # read in and written back every step
 
 
 def test_qlora_65b_fits_one_48_gb_gpu_estimate() -> None:

@@ -162,7 +162,7 @@ def plan_text(plan: Plan) -> str:
                 ["GPU memory", z.gpu_memory, human_bytes(z.gpu_memory)],
                 ["headroom", z.headroom, human_bytes(z.headroom)],
                 *(
-                    [[f"host (offload {z.offload})", z.host_per_gpu, human_bytes(z.host_per_gpu)]]
+                    [[_host_label(z.offload), z.host_per_gpu, human_bytes(z.host_per_gpu)]]
                     if z.host_per_gpu
                     else []
                 ),
@@ -339,3 +339,8 @@ def catalog_text(types: Sequence[Any]) -> str:
         )
         + "\n* estimated price (see generator/catalog/data/v1/README.md)\n"
     )
+
+
+def _host_label(offload: str) -> str:
+    """The memory table's host row: CPU offload's states, or without offload a paged optimizer's moments."""
+    return f"host (offload {offload})" if offload != "none" else "host (paged optimizer moments)"
