@@ -45,7 +45,9 @@ class ArchitectureSpec(Strict):
 class FinetuneSpec(Strict):
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(gt=0, le=4096)] = 16
-    paged_optimizer: bool = False  # LoRA/QLoRA only: generator/spec/conflicts.py, by the spec check
+    paged_optimizer: bool = (
+        False  # bitsandbytes paged states; full training not under Megatron-LM or with offload
+    )
 
 
 class ModelSpec(Strict):
