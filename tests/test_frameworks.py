@@ -299,3 +299,23 @@ def test_pure_bf16_optimizer_states() -> None:
         memory(arch=arch, seq_len=4096, optimizer="adamw-bf16", precision="fp16")
     with pytest.raises(PlanningError, match="adamw-bf16 keeps bf16 weights"):
         plan({"model": {"preset": "llama-2-7b", "optimizer": "adamw-bf16", "precision": "fp16"}})
+
+
+def _paged_plan(nodes: int, paged: bool = True):
+    return plan({"region": "cn-wulanchabu",
+                 "model": {"preset": "llama-2-70b", "tokens": "1B", "sequence_length": 2048, "micro_batch_size": 1,
+                           "finetune": {"method": "full", "paged_optimizer": paged}},
+                 "parallelism": {"framework": "fsdp", "zero_stage": 3, "recompute": "full", "tensor": 1,
+                                 "pipeline": 1},
+                 "compute": {"gpu": "A100-80G", "nodes": nodes}})
+
+
+def test_the_planner_fits_the_hf_70b_run_with_its_paged_moments_on_the_host() -> None:
+    """Hugging Face's Llama 2 70B FSDP fine-tune on 2 x 8 A100 80GB (docs/sizing.md section 5c): refused with the
+    moments resident, planned with the paged optimizer, the moments in host memory and their PCIe paging charged."""
+    with pytest.raises(PlanningError):
+        _paged_plan(2, paged=False)
+    p = _paged_plan(2)
+    assert p.sizing.total <= p.sizing.gpu_memory - p.sizing.min_headroom
+    assert p.sizing.host_per_gpu == 34_500_000_000  # the moments, 8 of K = 12 bytes x 69B / 16
+    assert p.schedule is not None and any("paged optimizer's moments" in n for n in p.schedule.notes)
