@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from generator import sizing
 from generator.catalog import load_catalog
 from generator.estimate import EstimateError, estimate
+from generator.plan import run_hours
 from generator.plan.planner import PlanningError, make_plan
 from generator.sizing.frameworks import fsdp_root_unit, full_model_states
 from generator.spec.model import Spec
@@ -301,13 +302,16 @@ def test_pure_bf16_optimizer_states() -> None:
         plan({"model": {"preset": "llama-2-7b", "optimizer": "adamw-bf16", "precision": "fp16"}})
 
 
+_PAGED_DOC = {"model": {"preset": "llama-2-70b", "tokens": "1B", "sequence_length": 2048, "micro_batch_size": 1,
+                         "finetune": {"method": "full", "paged_optimizer": True}},
+              "parallelism": {"framework": "fsdp", "zero_stage": 3, "recompute": "full", "tensor": 1, "pipeline": 1},
+              "compute": {"gpu": "A100-80G", "nodes": 2}}
+
+
 def _paged_plan(nodes: int, paged: bool = True):
-    return plan({"region": "cn-wulanchabu",
-                 "model": {"preset": "llama-2-70b", "tokens": "1B", "sequence_length": 2048, "micro_batch_size": 1,
-                           "finetune": {"method": "full", "paged_optimizer": paged}},
-                 "parallelism": {"framework": "fsdp", "zero_stage": 3, "recompute": "full", "tensor": 1,
-                                 "pipeline": 1},
-                 "compute": {"gpu": "A100-80G", "nodes": nodes}})
+    doc = {**_PAGED_DOC, "compute": {"gpu": "A100-80G", "nodes": nodes},
+           "model": {**_PAGED_DOC["model"], "finetune": {"method": "full", "paged_optimizer": paged}}}
+    return plan({"region": "cn-wulanchabu", **doc})
 
 
 def test_the_planner_fits_the_hf_70b_run_with_its_paged_moments_on_the_host() -> None:
@@ -318,4 +322,9 @@ def test_the_planner_fits_the_hf_70b_run_with_its_paged_moments_on_the_host() ->
     p = _paged_plan(2)
     assert p.sizing.total <= p.sizing.gpu_memory - p.sizing.min_headroom
     assert p.sizing.host_per_gpu == 34_500_000_000  # the moments, 8 of K = 12 bytes x 69B / 16
-    assert p.schedule is not None and any("paged optimizer's moments" in n for n in p.schedule.notes)
+    # evicted (resident + paged over the usable 76 GiB): each step pages 2 x 34.5 GB over the A100's PCIe Gen4
+    spec = Spec.model_validate({"name": "fw-run", "region": "cn-wulanchabu", **_PAGED_DOC})
+    t = CATALOG.instance(p.compute.instance_type)
+    assert t is not None
+    _, share = run_hours.paged_term(spec, sizing.PRESETS["llama-2-70b"], None, t, run_hours.Degrees(2, 1, 1, 16), 1.0)
+    assert share == pytest.approx(sizing.pcie_seconds(69_000_000_000, "A100-80G"))
