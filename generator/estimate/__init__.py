@@ -376,6 +376,14 @@ def _ways_to_fit(setup: sizing.TrainingSetup) -> list[str]:
     ways.append("a larger --pp (splits the layers across stages)")
     if setup.micro_batch > 1:
         ways.append("a smaller --micro-batch")
+    full_megatron = sizing.resolve_framework(setup.framework, setup.zero_stage) == "megatron"
+    if (
+        setup.lora_rank is None
+        and not setup.paged_optimizer
+        and setup.offload == "none"
+        and not full_megatron
+    ):
+        ways.append("--paged-optimizer (bitsandbytes pages the optimizer's moments to CPU RAM)")
     if setup.lora_rank is None:
         ways.append("--lora-rank 16 (LoRA) or --qlora for fine-tuning")
     elif not setup.paged_optimizer:
