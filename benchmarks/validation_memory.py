@@ -232,10 +232,6 @@ HF_FSDP_70B = ("Hugging Face blog, 'Fine-tuning Llama 2 70B using PyTorch FSDP' 
                "https://huggingface.co/blog/ram-efficient-pytorch-fsdp; its train.py and configs/fsdp_config.yaml "
                "(pacman100/DHS-LLM-Workshop chat_assistant/training at 69ccc5a, the commit of the blog's week): optim "
                "defaults to paged_adamw_32bit, which the launch command keeps, read 2026-12-03")
-# bitsandbytes' paged AdamW keeps its two fp32 moments (8 of the 12 bytes of K: the fp32 master is FSDP's sharded
-# flat parameter) in CUDA managed memory that the driver pages out to the host under memory pressure
-# (bitsandbytes/optim/optimizer.py get_state_buffer: F.get_paged for tensors of 1e5 elements or more)
-PAGED_MOMENTS = Fraction(8, 12)
 TORCHTITAN_405B = ("torchtitan docs/performance.md, 'Llama 3.1 performance numbers': 405B on 128 H100 (94-96 GB), "
                    "'We do see OOM for 1D parallelism (FSDP2)' at local batch 2, seq 8192, full activation "
                    "checkpointing, read 2026-12-02; https://github.com/pytorch/torchtitan/blob/main/docs/performance.md")
@@ -290,11 +286,9 @@ def _framework_layout_rows() -> list[dict[str, Any]]:
     t13_op = estimate(preset="llama-2-13b", micro_batch=2, recompute="selective-op", **titan)
     hf = {"preset": "llama-2-70b", "gpus": 16, "zero": 3, "framework": "fsdp", "seq_len": 2048, "micro_batch": 1,
           "recompute": "full", "gpu": "A100-80G"}
-    hf70 = estimate(**hf)
-    # trainstack's total counts the moments resident (paged optimizers are LoRA/QLoRA-only there, TSS303); the run
-    # kept them in pageable memory, so what it needed resident is the total without them
-    resident = hf70["per_gpu_bytes"]["total"] - PAGED_MOMENTS * hf70["per_gpu_bytes"]["optimizer_states"]
-    hf70_paged = 1.0 if resident <= Fraction(95, 100) * 80 * GiB else 0.0
+    # the run's bitsandbytes paged AdamW: its fp32 moments paged to the host, the fp32 master (FSDP's flat
+    # parameter) resident (docs/sizing.md section 5c)
+    hf70_paged = estimate(**hf, paged_optimizer=True)
     hf70_edge = estimate(**hf, headroom=0.02)
     t405 = estimate(preset="llama-3-405b", gpus=128, zero=3, framework="fsdp", seq_len=8192, micro_batch=2,
                     recompute="full")
@@ -320,7 +314,7 @@ def _framework_layout_rows() -> list[dict[str, Any]]:
         _row("LLaMa 13B on 64 A100 80GB, FSDP full shard, batch 2, op-level selective checkpointing: fits", 1,
              _fits(t13_op), "fits (1 = yes)", 0.0, TORCHTITAN_OP),
         _row("Llama 2 70B fine-tune on 16 A100 80GB, FSDP full shard, seq 2048, batch 1, gradient checkpointing, "
-             "paged AdamW: fits with its paged moments off the GPU", 1, hf70_paged, "fits (1 = yes)", 0.0, HF_FSDP_70B),
+             "paged AdamW (--paged-optimizer): fits", 1, _fits(hf70_paged), "fits (1 = yes)", 0.0, HF_FSDP_70B),
         _row("The same with the moments resident: above the 5% default headroom, fits with --headroom 0.02", 1,
              _fits(hf70_edge), "fits (1 = yes)", 0.0, HF_FSDP_70B),
         _row("Llama 3.1 405B on 128 H100 96 GB, FSDP only (1D), batch 2, seq 8192, full checkpointing: out of "

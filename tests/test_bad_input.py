@@ -124,8 +124,8 @@ PROBLEMS: dict[str, tuple[tuple[str, str, dict[str, object]], ...]] = {
         ('TSS109', 'budget.per_hour', {'value': 1000000000000.0}),
         ('TSS109', 'budget.total', {'value': 1000000000000000.0}),
     ),
-    "paged_optimizer_full": (
-        ('TSS303', 'model.finetune.paged_optimizer', {'method': 'full', 'paged_optimizer': True}),
+    "paged_optimizer_megatron": (
+        ('TSS303', 'model.finetune.paged_optimizer', {'method': 'full', 'framework': 'auto', 'zero_stage': 1}),
     ),
     "parameters_70q": (('TSS109', 'model.parameters', {'value': '70Q'}),),
     "pipeline_cannot_split": (('TSH010', 'parallelism.pipeline', {'pipeline': 30, 'layers': 32, 'stage_layers': 2}),),
@@ -245,7 +245,7 @@ SPEC_CODES: dict[str, tuple[codes.SpecCode, ...]] = {
     "nodes_boolean": (codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
     "non_utf8": (codes.NOT_UTF8,),
     "numbers_too_large": (codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
-    "paged_optimizer_full": (codes.PAGED_OPTIMIZER_FULL,),
+    "paged_optimizer_megatron": (codes.PAGED_OPTIMIZER_MEGATRON,),
     "parameters_70q": (codes.REFUSED_VALUE,),
     "rdma_number": (codes.REFUSED_VALUE, codes.REFUSED_VALUE,),
     "root_list": (codes.TOP_NOT_MAPPING,),

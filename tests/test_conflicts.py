@@ -29,7 +29,15 @@ CASES = [
         {"qlora": True, "lora_rank": 16, "precision": "fp32"},
         codes.QLORA_FP32.code,
     ),
-    ("  finetune: {paged_optimizer: true}\n", {"paged_optimizer": True}, codes.PAGED_OPTIMIZER_FULL.code),
+    ("  finetune: {paged_optimizer: true}\n", {"paged_optimizer": True}, codes.PAGED_OPTIMIZER_MEGATRON.code),
+    (
+        (
+            "  finetune: {paged_optimizer: true}\nparallelism:\n  framework: deepspeed\n  zero_stage: 2\n"
+            "  offload: optimizer\n"
+        ),
+        {"paged_optimizer": True, "framework": "deepspeed", "zero": 2, "offload": "optimizer", "gpus": 8},
+        codes.PAGED_OPTIMIZER_OFFLOAD.code,
+    ),
     (
         "  optimizer: adamw-bf16\n  precision: fp16\n",
         {"optimizer": "adamw-bf16", "precision": "fp16"},
@@ -56,7 +64,8 @@ def _one(code: str) -> conflicts.Conflict:
 ARGS = {
     codes.QLORA_FP8.code: ("qlora", "fp8", "adamw", False),
     codes.QLORA_FP32.code: ("qlora", "fp32", "adamw", False),
-    codes.PAGED_OPTIMIZER_FULL.code: ("full", "bf16", "adamw", True),
+    codes.PAGED_OPTIMIZER_MEGATRON.code: ("full", "bf16", "adamw", True),
+    codes.PAGED_OPTIMIZER_OFFLOAD.code: ("full", "bf16", "adamw", True, "deepspeed", 2, "optimizer"),
     codes.PURE_BF16_PRECISION.code: ("full", "fp16", "adamw-bf16", False),
 }
 
@@ -97,3 +106,15 @@ def test_good_combinations_pass_and_the_bf16_precisions_match_the_sizing_model()
     for method in ("full", "lora", "qlora"):
         assert training_conflicts(method, "bf16", "adamw", method != "full") == []
     assert training_conflicts("full", "fp8", "adamw-bf16", False) == []  # fp8 keeps bf16 weights
+
+    # a paged optimizer in full training runs under FSDP and DeepSpeed (bitsandbytes), not under Megatron-LM
+    for framework, zero in (("fsdp", 3), ("deepspeed", 2), ("auto", 2), ("zero-paper", 1)):
+        assert training_conflicts("full", "bf16", "adamw", True, framework, zero) == []
+
+
+def test_the_paged_rule_resolves_auto_as_the_sizing_model_does() -> None:
+    for framework in sizing.FRAMEWORK_CHOICES:
+        for zero in range(4):
+            found = {c.code for c in training_conflicts("full", "bf16", "adamw", True, framework, zero)}
+            megatron = sizing.resolve_framework(framework, zero) == "megatron"
+            assert (codes.PAGED_OPTIMIZER_MEGATRON.code in found) == megatron, (framework, zero)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from generator import sizing
 from generator.catalog import load_catalog
 from generator.estimate import EstimateError, estimate
+from generator.plan import run_hours
 from generator.plan.planner import PlanningError, make_plan
 from generator.sizing.frameworks import fsdp_root_unit, full_model_states
 from generator.spec.model import Spec
@@ -120,8 +121,35 @@ def test_lora_adapters_as_peft_and_qlora_hold_them() -> None:
     assert qlora.gradients == 2 * trainable and qlora.optimizer_states == 8 * trainable
     paged = memory(lora_rank=16, qlora=True, paged_optimizer=True)
     assert paged.optimizer_states == 0 and any("Paged Optimizers" in n for n in paged.notes)
-    with pytest.raises(sizing.SizingError, match="paged_optimizer"):
-        memory(paged_optimizer=True)
+    with pytest.raises(sizing.SizingError, match="Megatron-LM"):
+        memory(paged_optimizer=True, framework="megatron")
+
+
+@pytest.mark.parametrize(
+    ("framework", "zero", "optimizer", "precision", "moments"),
+    [("fsdp", 3, "adamw", "bf16", 8), ("deepspeed", 2, "adamw", "bf16", 8), ("deepspeed", 3, "adamw-8bit", "bf16", 2),
+     ("fsdp", 3, "adamw", "fp32", 8), ("zero-paper", 1, "lion", "bf16", 4)],
+)
+def test_a_paged_optimizer_in_full_training_pages_its_moments_not_the_master_weights(
+    framework: str, zero: int, optimizer: str, precision: str, moments: int
+) -> None:
+    """bitsandbytes pages its state tensors (the moments); the fp32 master copy is the optimizer's parameter (FSDP's
+    flat parameter, DeepSpeed's fp32 partition) and stays resident (generator/sizing/paged.py)."""
+    kw = {"framework": framework, "zero_stage": zero, "dp": 8, "optimizer": optimizer, "precision": precision}
+    resident, paged = memory(**kw), memory(**kw, paged_optimizer=True)
+    k = sizing.optimizer_bytes_per_param(optimizer, precision)
+    assert sizing.moment_bytes(optimizer, precision) == moments
+    assert paged.paged == -(-resident.optimizer_states * moments // k)
+    assert paged.optimizer_states == resident.optimizer_states - paged.paged
+    assert paged.total == resident.total - paged.paged and paged.host == paged.paged
+    assert (paged.weights, paged.gradients, paged.reserve) == (resident.weights, resident.gradients, resident.reserve)
+    with pytest.raises(sizing.SizingError, match="offload"):
+        memory(**{**kw, "framework": "deepspeed", "zero_stage": 2}, offload="optimizer", paged_optimizer=True)
+
+
+def test_paged_moments_cost_pcie_only_when_evicted() -> None:
+    assert sizing.paged_pcie_bytes(resident=50, paged=30, usable=80) == 0
+    assert sizing.paged_pcie_bytes(resident=50, paged=31, usable=80) == 62  # read in and written back every step
 
 
 def test_qlora_65b_fits_one_48_gb_gpu_estimate() -> None:
@@ -272,3 +300,31 @@ def test_pure_bf16_optimizer_states() -> None:
         memory(arch=arch, seq_len=4096, optimizer="adamw-bf16", precision="fp16")
     with pytest.raises(PlanningError, match="adamw-bf16 keeps bf16 weights"):
         plan({"model": {"preset": "llama-2-7b", "optimizer": "adamw-bf16", "precision": "fp16"}})
+
+
+_PAGED_DOC = {"model": {"preset": "llama-2-70b", "tokens": "1B", "sequence_length": 2048, "micro_batch_size": 1,
+                         "finetune": {"method": "full", "paged_optimizer": True}},
+              "parallelism": {"framework": "fsdp", "zero_stage": 3, "recompute": "full", "tensor": 1, "pipeline": 1},
+              "compute": {"gpu": "A100-80G", "nodes": 2}}
+
+
+def _paged_plan(nodes: int, paged: bool = True):
+    doc = {**_PAGED_DOC, "compute": {"gpu": "A100-80G", "nodes": nodes},
+           "model": {**_PAGED_DOC["model"], "finetune": {"method": "full", "paged_optimizer": paged}}}
+    return plan({"region": "cn-wulanchabu", **doc})
+
+
+def test_the_planner_fits_the_hf_70b_run_with_its_paged_moments_on_the_host() -> None:
+    """Hugging Face's Llama 2 70B FSDP fine-tune on 2 x 8 A100 80GB (docs/sizing.md section 5c): refused with the
+    moments resident, planned with the paged optimizer, the moments in host memory and their PCIe paging charged."""
+    with pytest.raises(PlanningError):
+        _paged_plan(2, paged=False)
+    p = _paged_plan(2)
+    assert p.sizing.total <= p.sizing.gpu_memory - p.sizing.min_headroom
+    assert p.sizing.host_per_gpu == 34_500_000_000  # the moments, 8 of K = 12 bytes x 69B / 16
+    # evicted (resident + paged over the usable 76 GiB): each step pages 2 x 34.5 GB over the A100's PCIe Gen4
+    spec = Spec.model_validate({"name": "fw-run", "region": "cn-wulanchabu", **_PAGED_DOC})
+    t = CATALOG.instance(p.compute.instance_type)
+    assert t is not None
+    _, share = run_hours.paged_term(spec, sizing.PRESETS["llama-2-70b"], None, t, run_hours.Degrees(2, 1, 1, 16), 1.0)
+    assert share == pytest.approx(sizing.pcie_seconds(69_000_000_000, "A100-80G"))

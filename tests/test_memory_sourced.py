@@ -5,10 +5,12 @@ reserve's NCCL term is NCCL_BUFFSIZE x channels x ring peers per communicator.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
 
+from generator.estimate import estimate
 from generator.sizing import PRESETS, MoE, TrainingSetup, architecture_for, per_gpu_memory
 from generator.sizing.moe import DEFAULT_IMBALANCE, routed_mlp_activation_delta
 from generator.sizing.reserve import (
@@ -105,15 +107,30 @@ def test_fragmentation_is_charged_on_what_the_allocator_frees_not_the_optimizer_
     on weights, gradients and activations (docs/sizing.md section 5, "What fragments"). Hugging Face's Llama 2 70B
     FSDP fine-tune on 16 A100 80GB (seq 2048, batch 1, gradient checkpointing) with FSDP's root unit and in-flight
     reduce-scatter counted sits above the default 95% with its AdamW moments resident and within 98%; the run
-    paged them (bitsandbytes paged_adamw_32bit), and without them it fits the 95%."""
+    paged them (bitsandbytes paged_adamw_32bit), and sized with the paged optimizer it fits the 95%."""
     setup = TrainingSetup(arch=PRESETS["llama-2-70b"], seq_len=2048, micro_batch=1, zero_stage=3, dp=16,
                           framework="fsdp", recompute="full")
     m = per_gpu_memory(setup)
     fragmenting = m.weights + m.gradients + m.activations
     assert m.reserve == runtime_reserve(fragmenting, tp=1, pp=1, cp=1, ep=1, notes=[])
     assert m.optimizer_states > fragmenting  # two thirds of the tensors, now outside the 5%
-    moments = m.optimizer_states * 8 // 12  # K = 12: 4 fp32 master (FSDP's flat parameter) + 8 paged moments
-    assert m.total - moments <= 0.95 * 80 * 2**30 < m.total <= 0.98 * 80 * 2**30
+    paged = per_gpu_memory(replace(setup, paged_optimizer=True))
+    assert paged.paged == m.optimizer_states * 8 // 12  # K = 12: 4 fp32 master (FSDP's flat parameter) + 8 moments
+    assert paged.total <= 0.95 * 80 * 2**30 < m.total <= 0.98 * 80 * 2**30
+
+
+def test_the_hf_70b_fsdp_run_fits_with_its_paged_moments_in_the_hosts_memory() -> None:
+    """The same run through the estimate: resident total within the usable 95%, the paged moments (34.5 GB per GPU)
+    in an A100 80GB node's host memory, and evicted (they do not fit beside the resident total), so each step reads
+    and writes them over PCIe Gen4 at 80% of 32 GB/s."""
+    hf = {"preset": "llama-2-70b", "gpus": 16, "zero": 3, "framework": "fsdp", "seq_len": 2048, "micro_batch": 1,
+          "recompute": "full", "gpu": "A100-80G", "instance_type": "ecs.gn7e-c16g1.32xlarge"}
+    r = estimate(**hf, paged_optimizer=True)
+    paged = r["paged_optimizer"]
+    assert r["fits"] is True and paged["host_fits"] is True and paged["evicted"] is True
+    assert paged["pcie_bytes_per_step"] == 2 * paged["paged_bytes_per_gpu"] == 69_000_000_000
+    assert paged["pcie_seconds"] == pytest.approx(69e9 / (32e9 * 0.8))
+    assert estimate(**hf)["fits"] is False
 
 
 @pytest.mark.parametrize(

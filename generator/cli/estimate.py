@@ -181,7 +181,9 @@ def _dump(data: Any) -> str:
 @click.option(
     "--paged-optimizer",
     is_flag=True,
-    help="LoRA/QLoRA: optimizer states in paged memory that spills to CPU RAM (bitsandbytes, QLoRA Sec. 3).",
+    help="A bitsandbytes paged optimizer: states in CUDA managed memory that spills to CPU RAM (QLoRA Sec. 3). "
+    "LoRA/QLoRA: the adapters' states; full training: the moments (fp32 master stays on the GPU), host memory "
+    "checked, PCIe per step when they do not fit the GPU; FSDP or DeepSpeed, not Megatron-LM or --offload.",
 )
 @click.option(
     "--offload",

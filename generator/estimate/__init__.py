@@ -64,6 +64,8 @@ def estimate(**options: Any) -> dict[str, Any]:
         "offload": None
         if o.offload == "none"
         else hardware.offload_step(setup, memory, node, gpu_name, warnings),
+        # a paged optimizer in full training: its moments, pageable to the host (generator/sizing/paged.py)
+        "paged_optimizer": hardware.paged_step(memory, node, warnings) if memory.paged else None,
         "model_states": _model_states(arch, setup, memory),
         "notes": list(memory.notes),
         "warnings": warnings,
@@ -75,6 +77,8 @@ def estimate(**options: Any) -> dict[str, Any]:
         warnings += _gpu_warnings(gpu_model, offered, o.precision)
         if result["offload"] is not None:
             _offload_share(result["offload"], setup, rate)
+        if result["paged_optimizer"] is not None:
+            _paged_share(result, memory, setup, rate)
     if o.tokens is not None:
         result.update(_compute(o, arch, dp, o.tokens, gpu_name, rate))
         if o.lora_rank is not None:
@@ -258,6 +262,21 @@ def _offload_share(offload: dict[str, Any], setup: sizing.TrainingSetup, rate: t
     offload["share_of_compute"] = (offload["pcie_seconds"] + offload["cpu_step_seconds"]) / step_s
 
 
+def _paged_share(
+    result: dict[str, Any],
+    memory: sizing.MemoryBreakdown,
+    setup: sizing.TrainingSetup,
+    rate: tuple[float, float],
+) -> None:
+    """Adds to the paged block its PCIe traffic at the GPU's usable memory and the share of the step's compute it
+    adds (none when the moments stay resident)."""
+    paged, gpu = result["paged_optimizer"], result["gpu"]
+    hardware.paged_traffic(paged, memory, gpu["usable_bytes"], gpu["name"])
+    step_s, m = hardware.step_compute_seconds(setup, *rate)
+    paged["step_compute_seconds"], paged["microbatches"] = step_s, m
+    paged["share_of_compute"] = paged["pcie_seconds"] / step_s
+
+
 def _compute(
     o: Options,
     arch: sizing.Architecture,
@@ -357,6 +376,14 @@ def _ways_to_fit(setup: sizing.TrainingSetup) -> list[str]:
     ways.append("a larger --pp (splits the layers across stages)")
     if setup.micro_batch > 1:
         ways.append("a smaller --micro-batch")
+    full_megatron = sizing.resolve_framework(setup.framework, setup.zero_stage) == "megatron"
+    if (
+        setup.lora_rank is None
+        and not setup.paged_optimizer
+        and setup.offload == "none"
+        and not full_megatron
+    ):
+        ways.append("--paged-optimizer (bitsandbytes pages the optimizer's moments to CPU RAM)")
     if setup.lora_rank is None:
         ways.append("--lora-rank 16 (LoRA) or --qlora for fine-tuning")
     elif not setup.paged_optimizer:

@@ -382,7 +382,10 @@ class HostCpuAssumed(EstimateNote):
 @dataclass(frozen=True, slots=True)
 class HostMemoryShort(EstimateNote):
     code = "TSE107"
-    summary = "the offloaded states of a node's GPUs exceed the share of its host memory the planner allows"
+    summary = (
+        "the offloaded states (or paged optimizer moments) of a node's GPUs exceed the share of its host memory "
+        "the planner allows"
+    )
     instance_type: str
     need_bytes: int  # host bytes for the node's GPUs
     memory_gib: float  # the type's host memory
@@ -390,7 +393,7 @@ class HostMemoryShort(EstimateNote):
 
     def text(self) -> str:
         return (
-            f"the offloaded states of one {self.instance_type} node need {self.need_bytes / 2**30:,.1f} GiB of host "
+            f"the offloaded states (or paged optimizer moments) of one {self.instance_type} node need {self.need_bytes / 2**30:,.1f} GiB of host "
             f"memory, more than {self.usable_share:.0%} of its {self.memory_gib:g} GiB: the planner refuses this "
             "layout on it (more --gpus, a larger --zero stage, or a type with more memory)"
         )

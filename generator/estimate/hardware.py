@@ -136,3 +136,37 @@ def step_compute_seconds(
     executed = sizing.executed_flops(setup.arch, setup.seq_len, step_tokens, setup.recompute)
     gpus = setup.tp * setup.pp * setup.cp * setup.dp
     return executed / (gpus * peak_tflops * 1e12 * efficiency), m
+
+
+def paged_step(
+    memory: sizing.MemoryBreakdown, node: InstanceType | None, warnings: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A paged optimizer's moments in full training (generator/sizing/paged.py): the bytes the driver may page to
+    the host, and whether the node's host memory holds its GPUs' share, as for CPU offload's states (the
+    :class:`~generator.estimate.events.HostMemoryShort` note when it does not). Their PCIe time needs the GPU's
+    usable memory: :func:`paged_traffic` adds it."""
+    gpus_per_node = node.gpus if node is not None else ASSUMED_GPUS_PER_NODE
+    host_node = memory.paged * gpus_per_node
+    out: dict[str, Any] = {
+        "paged_bytes_per_gpu": memory.paged,
+        "gpus_per_node": gpus_per_node,
+        "instance_type": node.name if node is not None else None,
+        "host_bytes_per_node": host_node,
+        "host_fits": None if node is None else sizing.host_fits(memory.paged, node.gpus, node.memory_gib),
+    }
+    if node is not None and not out["host_fits"]:
+        short = ev.HostMemoryShort(node.name, host_node, node.memory_gib, float(sizing.HOST_USABLE_SHARE))
+        warnings.append(short.to_dict())
+    return out
+
+
+def paged_traffic(paged: dict[str, Any], memory: sizing.MemoryBreakdown, usable: int, gpu: str) -> None:
+    """Adds to the paged block whether the moments are evicted (they do not fit beside the resident total in the
+    usable memory) and, if so, the PCIe bytes and seconds of reading and writing all of them every optimizer step
+    (:func:`generator.sizing.paged_pcie_bytes`, timed as offload's traffic)."""
+    pcie = sizing.paged_pcie_bytes(memory.total, memory.paged, usable)
+    paged["evicted"] = pcie > 0
+    paged["pcie_bytes_per_step"] = pcie
+    paged["pcie_gbytes_per_second"] = sizing.PCIE_GBYTES.get(gpu, sizing.DEFAULT_PCIE_GBYTES)
+    paged["pcie_efficiency"] = sizing.PCIE_EFFICIENCY
+    paged["pcie_seconds"] = sizing.pcie_seconds(pcie, gpu)

@@ -116,7 +116,14 @@ def checked_dp(o: Options) -> int:
         "--lora-rank": o.lora_rank,
     }
     check_training_flags(
-        o.lora_rank, o.qlora, o.precision, o.optimizer, o.paged_optimizer, o.headroom, counts
+        o.lora_rank,
+        o.qlora,
+        o.precision,
+        o.optimizer,
+        o.paged_optimizer,
+        o.headroom,
+        counts,
+        (o.framework, o.zero, o.offload),
     )
     check_sized_once(o.params, o.preset, o.layers, o.hidden, o.heads)
     return data_parallel_degree(o.gpus, o.tp, o.pp, o.cp)
@@ -175,13 +182,15 @@ def check_training_flags(
     paged_optimizer: bool,
     headroom: float,
     counts: dict[str, int | None],
+    layout: tuple[str, int, str] = (defaults.FRAMEWORK, defaults.ZERO_STAGE, defaults.OFFLOAD),
 ) -> None:
     """The fine-tuning method, the combinations the spec check refuses too (their shared codes), the headroom,
-    and the counts given by ``counts`` (flag -> value, None when not given)."""
+    and the counts given by ``counts`` (flag -> value, None when not given); ``layout`` is the framework, ZeRO
+    stage and offload the paged optimizer's conflicts depend on."""
     if qlora and lora_rank is None:
         raise EstimateError.of(ev.QloraNeedsRank())
     method = "qlora" if qlora else "lora" if lora_rank is not None else "full"
-    for conflict in training_conflicts(method, precision, optimizer, paged_optimizer):
+    for conflict in training_conflicts(method, precision, optimizer, paged_optimizer, *layout):
         raise EstimateError(
             f"{conflict.flag}: {conflict.message}: {conflict.flag_hint}.",
             conflict.code,

@@ -31,6 +31,8 @@ def estimate_text(result: dict[str, Any]) -> str:
     lines += _zero_paper_text(result)
     if result["offload"]:
         lines += _offload_text(result)
+    if result["paged_optimizer"]:
+        lines += _paged_text(result["paged_optimizer"])
     if "fits" in result:
         lines += _fit_lines(result)
     if "training_flops" in result:
@@ -189,6 +191,29 @@ def _offload_text(result: dict[str, Any]) -> list[str]:
             f"         = {o['share_of_compute']:.0%} of the step's compute ({o['step_compute_seconds']:,.2f} s for "
             f"m = {o['microbatches']} micro-batches per pipeline, the planner's default without a global batch); "
             "the GPU-hours below leave it out, as they leave out the bubble and the network"
+        )
+    return lines + [""]
+
+
+def _paged_text(p: dict[str, Any]) -> list[str]:
+    """A paged optimizer in full training: the moments off the resident total, the host memory they take, and
+    (with a GPU) whether they are evicted and what paging them costs per step."""
+    n = p["gpus_per_node"]
+    node = f"one {p['instance_type']} node of {n} GPUs" if p["instance_type"] else f"an assumed {n}-GPU node"
+    lines = [
+        (
+            f"Paged    optimizer moments {p['paged_bytes_per_gpu'] / GiB:,.1f} GiB per GPU, not in the total above "
+            f"(host memory {p['host_bytes_per_node'] / GiB:,.0f} GiB for {node}; the planner keeps it within 80% "
+            "of the instance type's memory)"
+        )
+    ]
+    if "evicted" in p and not p["evicted"]:
+        lines.append("         they fit the GPU beside the total: never evicted, no PCIe time")
+    elif "evicted" in p:
+        lines.append(
+            f"         evicted: each step pages {p['pcie_bytes_per_step'] / GB:,.2f} GB in and out over PCIe, "
+            f"{p['pcie_seconds']:,.2f} s ({p['pcie_gbytes_per_second']} GB/s per direction at "
+            f"{p['pcie_efficiency']:.0%}), {p['share_of_compute']:.0%} of the step's compute, not overlapped"
         )
     return lines + [""]
 

@@ -52,7 +52,15 @@ def check(spec: Spec, catalog: Catalog) -> list[Problem]:
     m = spec.model
     problems.extend(
         c.problem()
-        for c in training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer)
+        for c in training_conflicts(
+            m.finetune.method,
+            m.precision,
+            m.optimizer,
+            m.finetune.paged_optimizer,
+            spec.parallelism.framework,
+            spec.parallelism.zero_stage,
+            spec.parallelism.offload,
+        )
     )
     events = _container_rules(spec) + _waivers(spec)
     return problems + [e.problem() for e in events]

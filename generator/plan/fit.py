@@ -118,7 +118,7 @@ def training_setup(
         lora_rank=lora_rank,
         qlora=m.finetune.method == "qlora",
         framework=p.framework,
-        paged_optimizer=m.finetune.paged_optimizer and lora_rank is not None,
+        paged_optimizer=m.finetune.paged_optimizer,
         offload=p.offload,
         ep=expert_degree(arch, p.expert, tp, dp),
         vpp=p.virtual_stages if pp > 1 else 1,

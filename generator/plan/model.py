@@ -142,7 +142,9 @@ class Sizing:
     )
     min_headroom: int = 0  # bytes per GPU the fit search kept free (parallelism.memory_headroom)
     offload: str = "none"  # parallelism.offload: none | optimizer | optimizer+params
-    host_per_gpu: int = 0  # host memory bytes per GPU the offloaded states take (0 without offload)
+    host_per_gpu: int = (
+        0  # host bytes per GPU: offloaded states or paged optimizer moments (0 without either)
+    )
 
 
 @dataclass(frozen=True, slots=True)

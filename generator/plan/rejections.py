@@ -400,7 +400,8 @@ class HostMemoryShort(Rejection):
     code = "TSR022"
     KIND = "memory"
     summary = (
-        "the GPUs fit, but the CPU-offloaded states do not fit the node's host memory (80% of it usable)"
+        "the GPUs fit, but the CPU-offloaded states (or paged optimizer moments) do not fit the node's host memory "
+        "(80% of it usable)"
     )
     offload: str
     need_bytes: int  # host bytes per node
@@ -413,7 +414,13 @@ class HostMemoryShort(Rejection):
 
     def text(self) -> str:
         return (
-            f"offload {self.offload}: the offloaded states need {human_bytes(self.need_bytes)} of host memory per "
+            # offload none: the host holds a paged optimizer's moments (generator/sizing/paged.py)
+            (
+                f"offload {self.offload}: the offloaded states"
+                if self.offload != "none"
+                else "the paged moments"
+            )
+            + f" need {human_bytes(self.need_bytes)} of host memory per "
             f"node even at {self.nodes} node(s) with tp={self.tp} pp={self.pp}; {self.instance_type} has "
             f"{self.memory_gib:g} GiB, {human_bytes(self.usable_bytes)} of it usable for them (80%)"
         )

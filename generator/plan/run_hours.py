@@ -20,6 +20,7 @@ from generator.plan import search
 from generator.plan import unfit_refusals as u
 from generator.plan.fit import context_degree, data_parallel, expert_degree, replica_gpus, training_setup
 from generator.plan.model import Schedule
+from generator.plan.node_counts import usable_bytes
 from generator.plan.spot import spot_split
 from generator.plan.storage import shared_kind, shared_size
 from generator.platforms.base import Capability
@@ -240,7 +241,8 @@ def communication_terms(
     step_s: float,
 ) -> tuple[tuple[str, float], ...]:
     """What the layout spends beside compute, as layout-MFU entries (why, share of compute): the expert all-to-all,
-    the data-parallel gradient exchange, the context-parallel KV exchange and the CPU offload."""
+    the data-parallel gradient exchange, the context-parallel KV exchange, the CPU offload and a paged optimizer's
+    PCIe traffic."""
     m, zero, cp = spec.model, spec.parallelism.zero_stage, context_degree(spec)
     nic, assumed = network_rate(spec, catalog, t)
     ep = expert_degree(arch, spec.parallelism.expert, d.tp, d.dp)
@@ -269,6 +271,7 @@ def communication_terms(
         (gradients_words, dpx),
         (context_words, cpx),
         offload_term(spec, arch, lora_rank, t, d.tp, d.pp, d.dp, step_s),
+        paged_term(spec, arch, lora_rank, t, d, step_s),
     )
 
 
@@ -326,6 +329,28 @@ def offload_term(
         f"node with {adam} on {threads} ({cpu:,.2f} s, Ren et al. 2021), {(pcie + cpu) / step_s:.0%} of "
         "compute, not overlapped"
     ), (pcie + cpu) / step_s
+
+
+def paged_term(
+    spec: Spec, arch: sizing.Architecture, lora_rank: int | None, t: InstanceType, d: Degrees, step_s: float
+) -> tuple[str, float]:
+    """A paged optimizer's moments in full training, evicted because they do not fit beside the resident total in
+    the usable GPU memory: every optimizer step reads and writes all of them over PCIe, timed like offload's
+    traffic and not overlapped; ("", 0) when they stay resident or nothing is paged (docs/sizing.md, 'Paged
+    optimizer in full training')."""
+    if not spec.model.finetune.paged_optimizer or lora_rank is not None or step_s <= 0:
+        return "", 0.0
+    m = sizing.per_gpu_memory(training_setup(spec, arch, d.tp, d.pp, d.dp, lora_rank))
+    pcie_bytes = sizing.paged_pcie_bytes(m.total, m.paged, usable_bytes(spec, int(t.gpu_memory_gib * 2**30)))
+    if not pcie_bytes:
+        return "", 0.0
+    pcie = sizing.pcie_seconds(pcie_bytes, t.gpu)
+    return (
+        f"the paged optimizer's moments ({m.paged / 1e9:,.2f} GB per GPU) do not fit beside the resident "
+        f"{m.total / 1e9:,.2f} GB: every step pages them in and out over PCIe ({pcie_bytes / 1e9:,.2f} GB, "
+        f"{sizing.PCIE_GBYTES.get(t.gpu, sizing.DEFAULT_PCIE_GBYTES)} GB/s per direction for {t.gpu} at "
+        f"{sizing.PCIE_EFFICIENCY:.0%}, {pcie:,.2f} s), {pcie / step_s:.0%} of compute, not overlapped"
+    ), pcie / step_s
 
 
 def virtual_degree(spec: Spec, pp: int) -> int:

@@ -52,7 +52,16 @@ def shape_problems(spec: Spec, arch: sizing.Architecture) -> list[Problem]:
     m = spec.model
     # the planner is total without validate.check: a precision the optimizer cannot keep is refused here too, before
     # every candidate's memory raises on it
-    conflicts = training_conflicts(m.finetune.method, m.precision, m.optimizer, m.finetune.paged_optimizer)
+    p = spec.parallelism
+    conflicts = training_conflicts(
+        m.finetune.method,
+        m.precision,
+        m.optimizer,
+        m.finetune.paged_optimizer,
+        p.framework,
+        p.zero_stage,
+        p.offload,
+    )
     return [x.problem() for x in found] + [c.problem() for c in conflicts]
 
 

@@ -265,7 +265,14 @@ class NothingFits(Refusal):
             "memory" in kinds
         ):  # more memory does not meet a deadline: the types that fit memory already miss it
             out += self.memory_fixes()
-        if any(isinstance(why, r.HostMemoryShort) for _, why in self.rejected):
+        short = [why for _, why in self.rejected if isinstance(why, r.HostMemoryShort)]
+        if short and short[0].offload == "none":  # a paged optimizer's moments (generator/sizing/paged.py)
+            out.insert(
+                0,
+                "spread the paged optimizer moments over more nodes (compute.nodes: auto, or more), or choose an "
+                "instance type with more host memory",
+            )
+        elif short:
             out.insert(
                 0,
                 "spread the offloaded states over more nodes (compute.nodes: auto, or more), or choose an instance "

@@ -198,7 +198,7 @@ def _memory_table(plan: Plan) -> str:
         ("headroom", z.headroom),
     ]
     if z.host_per_gpu:
-        terms.append((f"host (offload {z.offload})", z.host_per_gpu))
+        terms.append((_host_label(z.offload), z.host_per_gpu))
     return table(["term", "bytes", "size"], [[name, b, human_bytes(b)] for name, b in terms], right=(1, 2))
 
 
@@ -346,3 +346,8 @@ def catalog_text(types: Sequence[Any]) -> str:
         )
         + "\n* estimated price (see generator/catalog/data/v1/README.md)\n"
     )
+
+
+def _host_label(offload: str) -> str:
+    """The memory table's host row: CPU offload's states, or without offload a paged optimizer's moments."""
+    return f"host (offload {offload})" if offload != "none" else "host (paged optimizer moments)"

@@ -40,6 +40,7 @@ The package re-exports the public names of its modules, so ``from generator impo
 * :mod:`~generator.sizing.fp8`: FP8 training's weight cache and FP8-stored GEMM inputs (Transformer Engine);
 * :mod:`~generator.sizing.memory`: per-GPU memory (ZeRO, LoRA/QLoRA, runtime reserve);
 * :mod:`~generator.sizing.lora`: LoRA/QLoRA model states (frozen base, adapters as PEFT holds them);
+* :mod:`~generator.sizing.paged`: a paged (bitsandbytes) optimizer in full training: the moments paged to the host;
 * :mod:`~generator.sizing.offload`: CPU offload (DeepSpeed ZeRO-Offload/Infinity, FSDP CPUOffload): GPU and host
   memory, PCIe bytes;
 * :mod:`~generator.sizing.reserve`: the runtime reserve (CUDA context, NCCL buffers, allocator fragmentation);
@@ -106,6 +107,7 @@ from generator.sizing.offload import (
     host_fits,
     pcie_seconds,
 )
+from generator.sizing.paged import check_paged, moment_bytes, paged_pcie_bytes
 from generator.sizing.precision import OPTIMIZER_BYTES, PRECISION_BYTES, optimizer_bytes_per_param
 from generator.sizing.presets import PRESETS
 from generator.sizing.reserve import runtime_reserve
@@ -165,6 +167,7 @@ __all__ = [
     "attention_share",
     "check_framework",
     "check_offload",
+    "check_paged",
     "checkpoint_plan",
     "checkpoint_size_bytes",
     "compute_efficiency",
@@ -180,8 +183,10 @@ __all__ = [
     "microbatches",
     "model_flops",
     "model_state_bytes",
+    "moment_bytes",
     "name_looks_moe",
     "optimizer_bytes_per_param",
+    "paged_pcie_bytes",
     "parameters_of",
     "pcie_seconds",
     "per_gpu_memory",

@@ -28,6 +28,7 @@ from generator.sizing.frameworks import (
 )
 from generator.sizing.lora import _lora_states
 from generator.sizing.offload import check_offload, offload_states
+from generator.sizing.paged import check_paged, paged_moments
 from generator.sizing.precision import (
     PRECISION_BYTES,
     PURE_16BIT_OPTIMIZERS,
@@ -52,6 +53,9 @@ class MemoryBreakdown:
     notes: tuple[str, ...]
     host: int = 0  # host (CPU) memory per GPU for offloaded states (parallelism.offload)
     pcie_bytes: int = 0  # bytes per optimizer step over the GPU's PCIe link for offloaded states
+    paged: int = (
+        0  # a paged optimizer's moments in full training: host-evictable, not in total (sizing.paged)
+    )
 
     @property
     def model_states(self) -> int:
@@ -148,10 +152,9 @@ def validate_setup(setup: TrainingSetup) -> None:
         setup.lora_rank is not None,
         arch.moe is not None,
     )
-    if setup.paged_optimizer and setup.lora_rank is None:
-        raise SizingError(
-            "paged_optimizer applies to LoRA/QLoRA fine-tuning (bitsandbytes paged optimizers); "
-            "set lora_rank or turn paged_optimizer off."
+    if setup.paged_optimizer:
+        check_paged(
+            resolve_framework(setup.framework, setup.zero_stage), setup.offload, setup.lora_rank is not None
         )
     if setup.lora_rank is not None:
         _positive_int("lora_rank", setup.lora_rank)
@@ -222,6 +225,12 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
         weights, gradients, optimizer_states, host, pcie = _offloaded(setup, notes)
     else:
         weights, gradients, optimizer_states = _model_states(setup, notes)
+    paged = 0
+    if setup.paged_optimizer and setup.lora_rank is None:
+        # the paged moments are host-evictable: the resident total leaves them out, the host must hold them
+        paged = paged_moments(optimizer_states, setup.optimizer, setup.precision, notes)
+        optimizer_states -= paged
+        host = paged
     if setup.precision == "fp8":
         weights += _fp8_weight_cache(setup, notes)
     activations = stage_activations(setup, notes)
@@ -248,6 +257,7 @@ def per_gpu_memory(setup: TrainingSetup) -> MemoryBreakdown:
         notes=tuple(notes),
         host=host,
         pcie_bytes=pcie,
+        paged=paged,
     )
 
 

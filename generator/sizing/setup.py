@@ -31,9 +31,9 @@ class TrainingSetup:
     # library default, [ZeRO] Sec. 5), "megatron", "deepspeed", "fsdp", or "auto" (megatron for ZeRO 0/1, deepspeed
     # for 2/3; the spec's and CLI's default).
     framework: str = "zero-paper"
-    paged_optimizer: bool = (
-        False  # LoRA/QLoRA: optimizer states in paged (CPU-evictable) memory [QLoRA] Sec. 3
-    )
+    # optimizer states in paged (CPU-evictable) memory: LoRA/QLoRA's all [QLoRA] Sec. 3, full training's moments
+    # (generator.sizing.paged)
+    paged_optimizer: bool = False
     ep: int = (
         1  # expert-parallel degree (MoE models): the routed experts are split over ep ranks of the dp group
     )

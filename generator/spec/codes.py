@@ -145,12 +145,13 @@ OTHER_FIELD_ERROR = _code(
 # the training setup (generator/spec/conflicts.py; reported by the spec check and by `trainstack estimate`)
 QLORA_FP8 = _code("TSS301", "QloraFp8", "QLoRA with model.precision fp8", "method", "precision")
 QLORA_FP32 = _code("TSS302", "QloraFp32", "QLoRA with model.precision fp32", "method", "precision")
-PAGED_OPTIMIZER_FULL = _code(
+PAGED_OPTIMIZER_MEGATRON = _code(
     "TSS303",
-    "PagedOptimizerFull",
-    "a paged optimizer in full training (not LoRA/QLoRA)",
+    "PagedOptimizerMegatron",
+    "a paged optimizer in full training under Megatron-LM (framework megatron, or auto at ZeRO 0-1)",
     "method",
-    "paged_optimizer",
+    "framework",
+    "zero_stage",
 )
 PURE_BF16_PRECISION = _code(
     "TSS304",
@@ -158,6 +159,13 @@ PURE_BF16_PRECISION = _code(
     "a pure-bf16 optimizer under a precision without bf16 weights",
     "optimizer",
     "precision",
+)
+PAGED_OPTIMIZER_OFFLOAD = _code(
+    "TSS305",
+    "PagedOptimizerOffload",
+    "a paged optimizer in full training with CPU offload",
+    "paged_optimizer",
+    "offload",
 )
 
 

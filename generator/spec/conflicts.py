@@ -1,5 +1,6 @@
-"""The training-setup combinations that cannot run (QLoRA with fp8 or fp32, a paged optimizer in full training, a
-pure-bf16 optimizer under a precision without bf16 weights): the one home of each rule, its code and its message.
+"""The training-setup combinations that cannot run (QLoRA with fp8 or fp32, a paged optimizer in full training under
+Megatron-LM or with CPU offload, a pure-bf16 optimizer under a precision without bf16 weights): the one home of each
+rule, its code and its message.
 
 The spec check (:mod:`generator.plan.check`) and ``trainstack estimate`` (:mod:`generator.estimate`) both call
 :func:`training_conflicts`, so the same bad input gets the same code and message from both; each adds the hint in
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from generator.errors import Problem
-from generator.spec import codes
+from generator.spec import codes, defaults
 
 # Precisions whose stored weights and gradients are bf16 (fp8 keeps bf16 weights: Transformer Engine casts each GEMM's
 # inputs). The same tuple as generator.sizing.precision.SIXTEEN_BIT_STATES, which tests/test_conflicts.py checks.
@@ -40,9 +41,18 @@ class Conflict:
         return Problem(self.field, self.message, self.spec_hint, code=self.code, fields=self.fields)
 
 
-def training_conflicts(method: str, precision: str, optimizer: str, paged_optimizer: bool) -> list[Conflict]:
+def training_conflicts(
+    method: str,
+    precision: str,
+    optimizer: str,
+    paged_optimizer: bool,
+    framework: str = defaults.FRAMEWORK,
+    zero_stage: int = defaults.ZERO_STAGE,
+    offload: str = defaults.OFFLOAD,
+) -> list[Conflict]:
     """Every refused combination of the fine-tuning method (``full``, ``lora``, ``qlora``), the precision, the
-    optimizer and the paged optimizer, in a fixed order."""
+    optimizer, the paged optimizer, the framework (``auto`` as generator.sizing.resolve_framework resolves it at
+    ``zero_stage``) and the CPU offload, in a fixed order."""
     found: list[Conflict] = []
     if method == "qlora" and precision == "fp8":
         # QLoRA (Dettmers et al. 2023, arXiv 2305.14314, Sec. 3): the frozen base is stored in 4-bit NormalFloat and
@@ -70,19 +80,7 @@ def training_conflicts(method: str, precision: str, optimizer: str, paged_optimi
                 (("method", method), ("precision", precision)),
             )
         )
-    if paged_optimizer and method == "full":
-        found.append(
-            Conflict(
-                codes.PAGED_OPTIMIZER_FULL.code,
-                ("model", "finetune", "paged_optimizer"),
-                "--paged-optimizer",
-                "a paged optimizer pages LoRA/QLoRA adapter optimizer states (bitsandbytes paged "
-                "optimizers); full training keeps its optimizer states on the GPUs",
-                "set finetune.method: lora or qlora, or remove paged_optimizer",
-                "add --lora-rank (e.g. 16), or drop --paged-optimizer for full training",
-                (("method", method), ("paged_optimizer", paged_optimizer)),
-            )
-        )
+    found += _paged_conflicts(method, paged_optimizer, framework, zero_stage, offload)
     if optimizer in PURE_BF16_OPTIMIZERS and precision not in BF16_WEIGHT_PRECISIONS:
         found.append(
             Conflict(
@@ -97,3 +95,42 @@ def training_conflicts(method: str, precision: str, optimizer: str, paged_optimi
             )
         )
     return found
+
+
+def _paged_conflicts(
+    method: str, paged_optimizer: bool, framework: str, zero_stage: int, offload: str
+) -> list[Conflict]:
+    """A paged (bitsandbytes) optimizer in full training where none runs: under Megatron-LM, which builds its own
+    optimizer, or with CPU offload, which steps the optimizer on the CPU (generator/sizing/paged.py). LoRA/QLoRA
+    trainers (PEFT) run it whatever the framework field says."""
+    if not paged_optimizer or method != "full":
+        return []
+    # generator.sizing.resolve_framework's rule for auto (tests/test_conflicts.py checks they agree)
+    megatron = framework == "megatron" or (framework == "auto" and zero_stage <= 1)
+    if megatron:
+        return [
+            Conflict(
+                codes.PAGED_OPTIMIZER_MEGATRON.code,
+                ("model", "finetune", "paged_optimizer"),
+                "--paged-optimizer",
+                "a paged optimizer is a bitsandbytes optimizer; Megatron-LM builds its own (FusedAdam in its "
+                f"distributed optimizer) and takes none (framework {framework}, ZeRO stage {zero_stage})",
+                "set parallelism.framework: fsdp or deepspeed, or remove paged_optimizer",
+                "add --framework fsdp or deepspeed (with --zero 2 or 3 under auto), or drop --paged-optimizer",
+                (("method", method), ("framework", framework), ("zero_stage", zero_stage)),
+            )
+        ]
+    if offload != "none":
+        return [
+            Conflict(
+                codes.PAGED_OPTIMIZER_OFFLOAD.code,
+                ("model", "finetune", "paged_optimizer"),
+                "--paged-optimizer",
+                f"offload {offload} keeps the optimizer states on the host and steps them on the CPU; a paged "
+                "optimizer pages GPU-resident states: use one of the two",
+                "remove paged_optimizer, or set parallelism.offload: none",
+                "drop --paged-optimizer, or --offload none",
+                (("paged_optimizer", paged_optimizer), ("offload", offload)),
+            )
+        ]
+    return []

@@ -45,7 +45,8 @@ class ArchitectureSpec(Strict):
 class FinetuneSpec(Strict):
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: Annotated[int, Field(gt=0, le=4096)] = 16
-    paged_optimizer: bool = False  # LoRA/QLoRA only: generator/spec/conflicts.py, by the spec check
+    # bitsandbytes paged states; in full training refused under Megatron-LM or with offload (spec/conflicts.py)
+    paged_optimizer: bool = False
 
 
 class ModelSpec(Strict):
