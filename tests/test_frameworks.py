@@ -328,3 +328,16 @@ def test_the_planner_fits_the_hf_70b_run_with_its_paged_moments_on_the_host() ->
     assert t is not None
     _, share = run_hours.paged_term(spec, sizing.PRESETS["llama-2-70b"], None, t, run_hours.Degrees(2, 1, 1, 16), 1.0)
     assert share == pytest.approx(sizing.pcie_seconds(69_000_000_000, "A100-80G"))
+
+
+def test_paged_moments_that_overflow_the_hosts_memory_are_flagged() -> None:
+    """The paged moments live in host memory: 70B's 8 bytes per parameter over one node's 8 GPUs (552 GB) overflow
+    an A10 node's 512 GiB (the planner's share of it), and fit an A100 node's 1,024 GiB."""
+    kw = {"preset": "llama-2-70b", "gpus": 8, "zero": 3, "framework": "fsdp", "paged_optimizer": True,
+          "seq_len": 2048, "recompute": "full", "catalog": CATALOG}
+    small = estimate(**kw, instance_type="ecs.ebmgn7ix.32xlarge")
+    assert small["paged_optimizer"]["host_bytes_per_node"] == 8 * 69_000_000_000
+    assert not small["paged_optimizer"]["host_fits"]
+    assert [w["code"] for w in small["warnings"]] == ["TSE107"]
+    large = estimate(**kw, instance_type="ecs.ebmgn7e.32xlarge")
+    assert large["paged_optimizer"]["host_fits"] and "TSE107" not in [w["code"] for w in large["warnings"]]
