@@ -117,11 +117,8 @@ def offload_step(
         "gpus_per_node": gpus_per_node,
         "instance_type": node.name if node is not None else None,
         "host_bytes_per_node": host_node,
-        "host_fits": None if node is None else sizing.host_fits(memory.host, node.gpus, node.memory_gib),
+        "host_fits": _host_fits(node, memory.host, host_node, warnings),
     }
-    if node is not None and not out["host_fits"]:
-        short = ev.HostMemoryShort(node.name, host_node, node.memory_gib, float(sizing.HOST_USABLE_SHARE))
-        warnings.append(short.to_dict())
     return out
 
 
@@ -152,12 +149,23 @@ def paged_step(
         "gpus_per_node": gpus_per_node,
         "instance_type": node.name if node is not None else None,
         "host_bytes_per_node": host_node,
-        "host_fits": None if node is None else sizing.host_fits(memory.paged, node.gpus, node.memory_gib),
+        "host_fits": _host_fits(node, memory.paged, host_node, warnings),
     }
-    if node is not None and not out["host_fits"]:
+    return out
+
+
+def _host_fits(
+    node: InstanceType | None, per_gpu: int, host_node: int, warnings: list[dict[str, Any]]
+) -> bool | None:
+    """Whether the node's host memory holds its GPUs' share of ``per_gpu`` host bytes (None without a node), with
+    the :class:`~generator.estimate.events.HostMemoryShort` note when it does not."""
+    if node is None:
+        return None
+    fits = sizing.host_fits(per_gpu, node.gpus, node.memory_gib)
+    if not fits:
         short = ev.HostMemoryShort(node.name, host_node, node.memory_gib, float(sizing.HOST_USABLE_SHARE))
         warnings.append(short.to_dict())
-    return out
+    return fits
 
 
 def paged_traffic(paged: dict[str, Any], memory: sizing.MemoryBreakdown, usable: int, gpu: str) -> None:
