@@ -268,14 +268,22 @@ def _zero_paper_text(result: dict[str, Any]) -> list[str]:
             "against the paper (what the framework keeps beyond it, term by term in the formulas below; "
             "--framework zero-paper gives the paper's accounting)"
         )
-    if result.get("paged_optimizer"):
-        paged = result["paged_optimizer"]["paged_bytes_per_gpu"]
-        lines.append(
-            f"  The paged optimizer's moments ({_gb(paged)}) are not resident and not in these model states: the "
-            "paper's figure counts them on the GPU."
-        )
+    lines += _paged_aside(result)
     lines.append(
         f"  Activations ({_gb(m['activations'])}) and the runtime reserve ({_gb(m['reserve'])}) come on top: "
         "the paper's figure counts model states only."
     )
     return lines + [""]
+
+
+def _paged_aside(result: dict[str, Any]) -> list[str]:
+    """A paged optimizer's moments, left out of the model states the paper is compared with."""
+    if not result.get("paged_optimizer"):
+        return []
+    paged = result["paged_optimizer"]["paged_bytes_per_gpu"]
+    return [
+        (
+            f"  The paged optimizer's moments ({_gb(paged)}) are not resident and not in these model states: the "
+            "paper's figure counts them on the GPU."
+        )
+    ]
