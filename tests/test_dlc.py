@@ -20,8 +20,8 @@ from generator.catalog import load_catalog
 from generator.errors import SpecErrors
 from generator.plan import check as validate
 from generator.plan import warns
-from generator.plan.model import DLC_OUTPUTS
 from generator.plan.planner import PlanningError, make_plan
+from generator.platforms.dlc.outputs import DLC_OUTPUTS
 from generator.preview.mockrun import Graph, run_program
 from generator.spec.model import Spec
 

@@ -425,26 +425,6 @@ class Lingjun:
     user_data_max_bytes: int  # the largest bootstrap script the node group takes (before base64)
 
 
-# The stack outputs a DLC job reads (generator/platforms/dlc/templates/stack/parts/outputs_dlc.py.j2 exports them under these names);
-# ``trainstack submit`` looks them up by these constants, never by a literal.
-DLC_OUTPUT_WORKSPACE_ID = "pai_workspace_id"
-DLC_OUTPUT_VPC_ID = "vpc_id"
-DLC_OUTPUT_VSWITCH_ID = "vswitch_id"
-DLC_OUTPUT_SECURITY_GROUP_ID = "security_group_id"
-DLC_OUTPUT_ROLE_ARN = "job_role_arn"
-DLC_OUTPUT_CHECKPOINT_BUCKET = "checkpoint_bucket"
-DLC_OUTPUT_CHECKPOINT_URL = "checkpoint_url"  # oss://BUCKET/PREFIX
-DLC_OUTPUTS = (
-    ("workspace_id", DLC_OUTPUT_WORKSPACE_ID),
-    ("vpc_id", DLC_OUTPUT_VPC_ID),
-    ("vswitch_id", DLC_OUTPUT_VSWITCH_ID),
-    ("security_group_id", DLC_OUTPUT_SECURITY_GROUP_ID),
-    ("role_arn", DLC_OUTPUT_ROLE_ARN),
-    ("checkpoint_bucket", DLC_OUTPUT_CHECKPOINT_BUCKET),
-    ("checkpoint_url", DLC_OUTPUT_CHECKPOINT_URL),
-)
-
-
 @dataclass(frozen=True, slots=True)
 class DlcDataSource:
     """A PAI workspace dataset the job mounts (``pai.WorkspaceDataset``) and where its id lands in the stack outputs."""

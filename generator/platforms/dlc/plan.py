@@ -24,7 +24,6 @@ from generator.catalog import Catalog, Region
 from generator.plan import warns
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import (
-    DLC_OUTPUTS,
     Checkpoints,
     Decision,
     Dlc,
@@ -42,6 +41,7 @@ from generator.plan.placement import ip_plan
 from generator.plan.storage import shared_storage_needed
 from generator.plan.warns import PlanWarning
 from generator.platforms.dlc import weights as dlc_weights
+from generator.platforms.dlc.outputs import DLC_OUTPUTS
 from generator.spec import limits
 from generator.spec.model import Spec
 
