@@ -9,9 +9,12 @@ of input changes the key, so an entry is never stale. Entries live in the user's
 (``$XDG_CACHE_HOME/trainstack/graphs``, by default ``~/.cache/trainstack/graphs``), outside every repository and
 stack folder, so nothing here is committed and the stack folder's journaled writes never see it.
 
-An entry is one file: a header line with the schema and the SHA-256 of the JSON body, then the body. A file that is
-truncated, altered or unreadable fails that check and is ignored (and removed); the program runs and a new entry
-replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
+An entry is a file: a header line with the schema and the SHA-256 of the body; the body is a line naming the row blobs
+the entry refers to, then the JSON. A row of at least :data:`generator.preview.blobs.MIN_BYTES` (a node's, with its
+user data) is stored once under its own SHA-256 (:mod:`generator.preview.blobs`) and the entry holds its digest, so an
+entry sharing most rows with an earlier one writes only the new rows. A file that is truncated, altered or
+unreadable, or names a blob that is missing or damaged, fails those checks and is ignored (and removed); the program
+runs and a new entry replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
 concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
 file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
 runs no program and imports no SDK.
@@ -38,14 +41,19 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator.preview import deflate, lean, memo, mockrun, rows, sdkload
+from generator.preview import blobs, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
-GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
+GRAPH_SCHEMA = (
+    3  # bump when Graph, Resource or the entry's layout changes (2: registration keys; 3: row blobs)
+)
 HEADER = b"trainstack-graph"
 MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
 T = TypeVar("T")
+SWEEP_SECONDS = (
+    86400  # the longest a killed writer's unreferenced blobs wait for a sweep when no entry is removed
+)
 MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
 MEMO_FILES = (
     8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
@@ -56,6 +64,7 @@ _SOURCES = (
     Path(memo.__file__),
     Path(deflate.__file__),
     Path(rows.__file__),
+    Path(blobs.__file__),
     Path(__file__),
 )
 
@@ -145,12 +154,45 @@ def _to_json(graph: Graph) -> dict[str, Any]:
     }
 
 
-def _from_json(data: Mapping[str, Any]) -> Graph:
-    resources = [
-        Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
-        for t, n, i, p, k, parent, d in data["resources"]
-    ]
+def _resource(row: list[Any]) -> Resource:
+    t, n, i, p, k, parent, d = row
+    return Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
+
+
+def _from_json(data: Mapping[str, Any], root: Path) -> Graph:
+    """The graph of an entry's JSON; a row held by a blob (its digest in place of the row) is read from ``root``'s
+    blobs and checked, and a missing or damaged one is a ValueError (the entry is a miss)."""
+    resources = []
+    for item in data["resources"]:
+        if type(item) is str:
+            raw = blobs.get(root, item)
+            if raw is None:
+                raise ValueError("a row blob is missing or damaged")
+            r = _resource(json.loads(raw))
+            blobs.remember(r, item)  # a later entry holding this row refers to the blob without encoding it
+        else:
+            r = _resource(item)
+        resources.append(r)
     return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
+
+
+def _blob_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[Any], list[str]]:
+    """The entry's rows, each large one replaced by the digest of its blob (written unless a blob holds it), and
+    the digests named; a ValueError for a non-finite float."""
+    items: list[Any] = []
+    named: list[str] = []
+    for r, row in zip(resources, rows_json):
+        digest = blobs.known(root, r)
+        if digest is None:
+            data = json.dumps(row, separators=(",", ":"), allow_nan=False).encode()
+            if len(data) < blobs.MIN_BYTES:
+                items.append(row)
+                continue
+            digest = blobs.put(root, data)
+            blobs.remember(r, digest)
+        items.append(digest)
+        named.append(digest)
+    return items, named
 
 
 def _json_exact(value: Any) -> bool:
@@ -191,7 +233,7 @@ def load(digest: str) -> Graph | None:
             or parts[2].decode() != hashlib.sha256(body).hexdigest()
         ):
             raise ValueError("bad header or checksum")
-        return _from_json(json.loads(body))
+        return _from_json(json.loads(body.partition(b"\n")[2]), cache_dir())
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         with _ignored():
             path.unlink()
@@ -208,37 +250,61 @@ def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = No
     fresh = [row for r, row in zip(graph.resources, data["resources"]) if (decoded or {}).get(id(r)) is not r]
     if not _json_exact([fresh, data["outputs"], data["warnings"], data["keys"]]):
         return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
-    try:  # insertion order kept: a hit prints what a run does
-        body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
-    except ValueError:
-        return False
-    del data, fresh
-    path = _entry(digest)
+    del fresh
+    root = cache_dir()
     with _ignored():  # a read-only or full cache folder only costs the next run its time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
-                f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
-                f.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            with _ignored():
-                os.unlink(tmp)
-            raise
-        _prune(cache_dir())
+        try:  # insertion order kept: a hit prints what a run does
+            data["resources"], named = _blob_rows(root, graph.resources, data["resources"])
+            body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        except ValueError:
+            return False
+        del data
+        _write_entry(_entry(digest), " ".join(named).encode() + b"\n" + body)  # after the blobs it names
+        _prune(root)
         return True
     return False
 
 
+def _write_entry(path: Path, body: bytes) -> None:
+    """The header and ``body`` to a temporary file renamed to ``path``: a reader sees the old entry or the new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:16]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
+            f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
+            f.write(body)
+        os.replace(tmp, path)
+    except BaseException:
+        with _ignored():
+            os.unlink(tmp)
+        raise
+
+
 def _prune(root: Path) -> None:
     """Keep the :data:`MAX_ENTRIES` most recently used entries; remove temporary files a killed writer left over an
-    hour ago (a live writer's is seconds old)."""
+    hour ago (a live writer's is seconds old). When an entry was removed, and at least daily (what a killed writer
+    left), the blobs no kept entry names are swept (:func:`generator.preview.blobs.sweep`)."""
     entries = sorted(root.glob("*/*.graph"), key=lambda p: _mtime(p), reverse=True)
     stale = [p for p in root.glob("*/.*.tmp") if _mtime(p) < time.time() - 3600]
     for old in entries[MAX_ENTRIES:] + stale:
         with _ignored():
             old.unlink()
+    swept = root / blobs.FOLDER / ".swept"
+    if len(entries) > MAX_ENTRIES or _mtime(swept) < time.time() - SWEEP_SECONDS:
+        blobs.sweep(root, (d for p in entries[:MAX_ENTRIES] for d in _named(p)))
+        with _ignored():
+            swept.parent.mkdir(parents=True, exist_ok=True)
+            swept.touch()
+
+
+def _named(entry: Path) -> list[str]:
+    """The blobs an entry names (its body's first line; an unreadable entry names none and will miss anyway)."""
+    try:
+        with entry.open("rb") as f:
+            f.readline()
+            return f.readline().decode("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def _mtime(path: Path) -> float:

@@ -1,0 +1,107 @@
+"""Content-addressed rows of graph entries: a large row is written once, however many entries hold it.
+
+A graph entry of a 1,024-node cluster is ~16 MB, nearly all of it the node rows (each ~15 KB, mostly its user
+data), and an entry made after a change of 8 nodes shares every other row with the entry its run reused. So a row
+whose JSON is at least :data:`MIN_BYTES` is stored apart, in ``blobs/<2 hex>/<sha256>.row`` under the cache folder,
+named by the SHA-256 of its JSON bytes, and the entry refers to it by that digest. Writing an entry then encodes
+and writes only the rows no blob holds yet; a row read from a blob this process (or written to one) is known by its
+digest (:func:`remember`, by identity: the resource object itself) and costs a ``stat``.
+
+A blob is checked against its name when read (:func:`get`): a missing, truncated or altered blob makes its entry a
+miss, never a different graph. Blobs are written to a temporary file and renamed into place before the entry that
+names them, so a writer killed in between leaves the old entry whole and at most unreferenced blobs, which
+:func:`sweep` removes: a blob that no entry's index names and that is over an hour old (a live writer's newest blobs
+are seconds old and its entry is on its way).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+MIN_BYTES = (
+    1024  # smaller rows (role attachments, singletons) stay inline: a file each would cost more than them
+)
+FOLDER = "blobs"
+SUFFIX = ".row"
+GRACE_SECONDS = (
+    3600  # an unreferenced blob younger than this may be a live writer's, whose entry is not yet written
+)
+
+# id(resource) -> (resource, digest of its row's blob), for rows read from or written to blobs by this process: the
+# object is kept, so an id is never reused while it is here (resources are frozen and their inputs came from JSON)
+_KNOWN: dict[int, tuple[object, str]] = {}
+
+
+def path(root: Path, digest: str) -> str:
+    # a string, not a Path: an entry names ~1,000 blobs, and pathlib's joins would cost as much as reading them
+    return f"{os.fspath(root)}/{FOLDER}/{digest[:2]}/{digest}{SUFFIX}"
+
+
+def remember(resource: object, digest: str) -> None:
+    _KNOWN[id(resource)] = (resource, digest)
+
+
+def known(root: Path, resource: object) -> str | None:
+    """The digest of the blob holding ``resource``'s row, if this process read or wrote it and the blob is there."""
+    found = _KNOWN.get(id(resource))
+    if found is None or found[0] is not resource or not os.path.isfile(path(root, found[1])):
+        return None
+    return found[1]
+
+
+def put(root: Path, data: bytes) -> str:
+    """Store ``data`` under its SHA-256 (atomically; nothing to do when a blob already holds it); its digest."""
+    digest = hashlib.sha256(data).hexdigest()
+    target = path(root, digest)
+    if os.path.isfile(target):
+        return digest
+    folder = os.path.dirname(target)
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return digest
+
+
+def get(root: Path, digest: str) -> bytes | None:
+    """The bytes stored under ``digest``, or None (no blob, or one whose bytes do not hash to its name)."""
+    try:
+        with open(path(root, digest), "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == digest else None
+
+
+def sweep(root: Path, live: Iterable[str]) -> int:
+    """Remove the blobs (and a killed writer's temporary files) that ``live`` does not name and that are older than
+    :data:`GRACE_SECONDS`; how many were removed."""
+    keep = set(live)
+    cutoff = time.time() - GRACE_SECONDS
+    removed = 0
+    for candidate in [*(root / FOLDER).glob(f"*/*{SUFFIX}"), *(root / FOLDER).glob("*/.*.tmp")]:
+        if candidate.name.removesuffix(SUFFIX) in keep:
+            continue
+        try:
+            if candidate.stat().st_mtime < cutoff:
+                candidate.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+__all__ = ["MIN_BYTES", "get", "known", "path", "put", "remember", "sweep"]
