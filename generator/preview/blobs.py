@@ -77,13 +77,21 @@ def put(root: Path, data: bytes) -> str:
 
 
 def get(root: Path, digest: str) -> bytes | None:
-    """The bytes stored under ``digest``, or None (no blob, or one whose bytes do not hash to its name)."""
+    """The bytes stored under ``digest``, or None (no blob, or one whose bytes do not hash to its name: it is
+    removed, since :func:`put` trusts a blob that is there and the next write of that row must make it again)."""
+    target = path(root, digest)
     try:
-        with open(path(root, digest), "rb") as f:
+        with open(target, "rb") as f:
             data = f.read()
     except OSError:
         return None
-    return data if hashlib.sha256(data).hexdigest() == digest else None
+    if hashlib.sha256(data).hexdigest() == digest:
+        return data
+    try:
+        os.unlink(target)
+    except OSError:
+        pass
+    return None
 
 
 def sweep(root: Path, live: Iterable[str]) -> int:
