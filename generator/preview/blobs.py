@@ -23,14 +23,13 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-MIN_BYTES = (
-    1024  # smaller rows (role attachments, singletons) stay inline: a file each would cost more than them
-)
+# smaller rows (role attachments, singletons) stay inline: a file each would cost more than they do
+MIN_BYTES = 1024
 FOLDER = "blobs"
 SUFFIX = ".row"
-GRACE_SECONDS = (
-    3600  # an unreferenced blob younger than this may be a live writer's, whose entry is not yet written
-)
+# an unreferenced blob younger than this may be a live writer's, whose entry is not written yet
+GRACE_SECONDS = 3600
+MAX_KNOWN = 50_000  # rows remembered by digest: both sides of a diff of 10,000 nodes, with room
 
 # id(resource) -> (resource, digest of its row's blob), for rows read from or written to blobs by this process: the
 # object is kept, so an id is never reused while it is here (resources are frozen and their inputs came from JSON)
@@ -43,6 +42,8 @@ def path(root: Path, digest: str) -> str:
 
 
 def remember(resource: object, digest: str) -> None:
+    if len(_KNOWN) >= MAX_KNOWN:  # a long-lived process (a test session) would keep every row it ever saw
+        _KNOWN.clear()  # forgetting only costs encoding those rows again
     _KNOWN[id(resource)] = (resource, digest)
 
 
