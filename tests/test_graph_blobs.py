@@ -1,7 +1,7 @@
-"""Row blobs of graph entries (generator/preview/blobs.py): a hit gives the graph a run gives, byte for byte (every
-example, and a resize answered from an earlier entry's blobs); an entry sharing rows with an earlier one writes only
-its new rows; a missing, truncated or altered blob is a miss; a writer killed between its blobs and its entry leaves
-the old entry readable; unreferenced blobs are swept."""
+"""Packs of graph rows (generator/preview/blobs.py): a hit gives the graph a run gives, byte for byte (every example,
+and a resize answered from an earlier entry's pack); an entry sharing rows with an earlier one writes only its new
+rows; a missing, truncated or altered pack is a miss; a writer killed between its pack and its entry leaves the old
+entry readable; unreferenced packs are swept; a chain of small changes is compacted into one pack."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _bytes(graph: mockrun.Graph) -> str:
 
 
 def _blobs() -> list[Path]:
-    return sorted((cache.cache_dir() / blobs.FOLDER).glob("*/*.row"))
+    return sorted((cache.cache_dir() / blobs.FOLDER).glob("*/*.pack"))
 
 
 def _row(name: str, size: int = 4000) -> mockrun.Resource:
@@ -70,7 +70,8 @@ def test_a_resize_reuses_the_earlier_entry_s_blobs_and_reads_back_identically(
     ran = api.preview(grown)
     new = set(_blobs()) - before
     assert len(ran.graph.resources) > len(base.resources)
-    assert 0 < len(new) < len(before)  # the grown nodes' rows (and what their count changes), not every node's
+    written = sum(p.stat().st_size for p in new)  # the grown nodes' rows (and what their count changes), no others
+    assert 0 < written < sum(p.stat().st_size for p in before) / 2
     key = cache.last_key()
     assert key is not None
     blobs._KNOWN.clear()
@@ -84,16 +85,29 @@ def test_a_resize_reuses_the_earlier_entry_s_blobs_and_reads_back_identically(
 def test_an_entry_sharing_rows_writes_only_its_new_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache.store("ab" * 32, _graph("n0", "n1", "n2"))
     loaded = cache.load("ab" * 32)
-    assert loaded is not None and len(_blobs()) == 3
-    written: list[int] = []
+    assert loaded is not None and len(_blobs()) == 1
+    written: list[bytes] = []
     real = blobs.put
-    monkeypatch.setattr(blobs, "put", lambda root, data: written.append(len(data)) or real(root, data))
+    monkeypatch.setattr(blobs, "put", lambda root, data: written.append(data) or real(root, data))
     grown = mockrun.Graph([*loaded.resources, _row("n3")], loaded.outputs, loaded.warnings, loaded.keys)
     assert cache.store("cd" * 32, grown)
-    assert len(written) == 1 and len(_blobs()) == 4
+    assert [json.loads(data)[1] for data in written] == ["n3"] and len(_blobs()) == 2
     blobs._KNOWN.clear()
     assert _bytes(cache.load("cd" * 32) or mockrun.Graph()) == _bytes(grown)
     assert cache.load("ab" * 32) == loaded
+
+
+def test_a_chain_of_small_changes_is_compacted_into_one_pack() -> None:
+    graph = _graph("n0")
+    for step in range(blobs.MAX_PACKS + 2):
+        digest = f"{step:02x}" * 32
+        assert cache.store(digest, graph)
+        loaded = cache.load(digest)
+        assert loaded == graph
+        [entry] = cache.cache_dir().glob(f"{digest[:2]}/*.graph")
+        assert 1 <= len(cache._named(entry)) <= blobs.MAX_PACKS
+        graph = mockrun.Graph([*loaded.resources, _row(f"m{step}")], graph.outputs, graph.warnings, graph.keys)
+    assert len(cache._named(entry)) < blobs.MAX_PACKS  # compacted once on the way
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncate", "flip"])
@@ -137,17 +151,17 @@ def test_a_writer_killed_between_its_blobs_and_its_entry_leaves_the_old_entry(
     monkeypatch.setattr(cache, "_write_entry", killed)
     with pytest.raises(KeyboardInterrupt):
         cache.store("ab" * 32, _graph("n1", "n2"))
-    assert len(_blobs()) == 3  # the new rows' blobs were written, no entry names them
+    assert len(_blobs()) == 2  # the new rows' pack was written, no entry names it
     blobs._KNOWN.clear()
     assert cache.load("ab" * 32) == old
 
 
-def test_blobs_no_entry_names_are_swept_after_the_grace_period(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packs_no_entry_names_are_swept_after_the_grace_period(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MAX_ENTRIES", 1)
-    assert cache.store("ab" * 32, _graph("n0", "shared"))
-    kept = {p.name for p in _blobs()}
-    assert cache.store("cd" * 32, _graph("n1", "shared"))
-    assert len(_blobs()) == 3  # "n0" is unreferenced now, but young: it may be a live writer's
+    assert cache.store("ab" * 32, _graph("n0"))
+    [first] = _blobs()
+    assert cache.store("cd" * 32, _graph("n1"))
+    assert len(_blobs()) == 2  # "ab"'s pack is unreferenced now, but young: it may be a live writer's
     for p in _blobs():
         os.utime(p, (1, 1))
     orphan = cache.cache_dir() / blobs.FOLDER / "zz" / ".half.tmp"
@@ -156,10 +170,9 @@ def test_blobs_no_entry_names_are_swept_after_the_grace_period(monkeypatch: pyte
     os.utime(orphan, (1, 1))
     [second] = cache.cache_dir().glob("cd/*.graph")
     os.utime(second, (2, 2))  # the oldest entry, whatever the clock's resolution
-    assert cache.store("ef" * 32, _graph("n1", "shared"))  # removes "cd"'s entry: a sweep
-    names = {p.name for p in _blobs()}
-    assert len(names) == 2 and len(kept & names) == 1 and not orphan.exists()
-    assert cache.load("ef" * 32) == _graph("n1", "shared")
+    assert cache.store("ef" * 32, _graph("n1"))  # removes "cd"'s entry: a sweep
+    assert first not in _blobs() and len(_blobs()) == 1 and not orphan.exists()
+    assert cache.load("ef" * 32) == _graph("n1")
 
 
 def test_an_entry_of_the_previous_layout_is_a_clean_miss() -> None:

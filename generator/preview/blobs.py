@@ -1,17 +1,21 @@
-"""Content-addressed rows of graph entries: a large row is written once, however many entries hold it.
+"""Content-addressed packs of graph rows: a large row is written once, however many entries hold it.
 
 A graph entry of a 1,024-node cluster is ~16 MB, nearly all of it the node rows (each ~15 KB, mostly its user
-data), and an entry made after a change of 8 nodes shares every other row with the entry its run reused. So a row
-whose JSON is at least :data:`MIN_BYTES` is stored apart, in ``blobs/<2 hex>/<sha256>.row`` under the cache folder,
-named by the SHA-256 of its JSON bytes, and the entry refers to it by that digest. Writing an entry then encodes
-and writes only the rows no blob holds yet; a row read from a blob this process (or written to one) is known by its
-digest (:func:`remember`, by identity: the resource object itself) and costs a ``stat``.
+data), and an entry made after a change of 8 nodes shares every other row with the entry its run reused. So the rows
+whose JSON is at least :data:`MIN_BYTES` are stored apart: an entry's new rows are written together as one *pack*,
+``blobs/<2 hex>/<sha256>.pack`` under the cache folder, named by the SHA-256 of its bytes, and the entry refers to
+each row by pack, start and end. Writing an entry then encodes and writes only the rows no pack holds yet, in one
+file (a file per row would cost its creation, ~0.3 ms of system time each: more than the rows' encoding); a row read
+from a pack by this process (or written to one) is known by its place (:func:`remember`, by identity: the resource
+object itself) and costs a ``stat``. An entry naming :data:`MAX_PACKS` packs or more is written as one new pack, so
+a chain of small changes never makes a read open many files.
 
-A blob is checked against its name when read (:func:`get`): a missing, truncated or altered blob makes its entry a
-miss, never a different graph. Blobs are written to a temporary file and renamed into place before the entry that
-names them, so a writer killed in between leaves the old entry whole and at most unreferenced blobs, which
-:func:`sweep` removes: a blob that no entry's index names and that is over an hour old (a live writer's newest blobs
-are seconds old and its entry is on its way).
+A pack is checked against its name when read (:func:`get`): a missing, truncated or altered pack makes its entry a
+miss, never a different graph, and is removed. Packs are written to a temporary file and renamed into place before
+the entry that names them, so a writer killed in between leaves the old entry whole and at most an unreferenced
+pack, which :func:`sweep` removes: a pack that no entry names and that is over an hour old (a live writer's newest
+pack is seconds old and its entry is on its way). A pack lives while an entry names it, so the rows of removed
+entries it also holds are bounded by the kept entries: at most :data:`MAX_PACKS` packs each.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ from pathlib import Path
 # smaller rows (role attachments, singletons) stay inline: a file each would cost more than they do
 MIN_BYTES = 1024
 FOLDER = "blobs"
-SUFFIX = ".row"
+SUFFIX = ".pack"
+MAX_PACKS = 8  # an entry naming this many packs or more is written whole, as one pack
 # an unreferenced blob younger than this may be a live writer's, whose entry is not written yet
 GRACE_SECONDS = 3600
-MAX_KNOWN = 50_000  # rows remembered by digest: both sides of a diff of 10,000 nodes, with room
+MAX_KNOWN = 50_000  # rows remembered by place: both sides of a diff of 10,000 nodes, with room
+Ref = tuple[str, int, int]  # where a row's JSON is: the pack's digest, start and end
 
-# id(resource) -> (resource, digest of its row's blob), for rows read from or written to blobs by this process: the
-# object is kept, so an id is never reused while it is here (resources are frozen and their inputs came from JSON)
-_KNOWN: dict[int, tuple[object, str]] = {}
+# id(resource) -> (resource, where its row is), for rows read from or written to packs by this process: the object
+# is kept, so an id is never reused while it is here (resources are frozen and their inputs came from JSON)
+_KNOWN: dict[int, tuple[object, Ref]] = {}
 
 
 def path(root: Path, digest: str) -> str:
@@ -41,16 +47,16 @@ def path(root: Path, digest: str) -> str:
     return f"{os.fspath(root)}/{FOLDER}/{digest[:2]}/{digest}{SUFFIX}"
 
 
-def remember(resource: object, digest: str) -> None:
+def remember(resource: object, ref: Ref) -> None:
     if len(_KNOWN) >= MAX_KNOWN:  # a long-lived process (a test session) would keep every row it ever saw
         _KNOWN.clear()  # forgetting only costs encoding those rows again
-    _KNOWN[id(resource)] = (resource, digest)
+    _KNOWN[id(resource)] = (resource, ref)
 
 
-def known(root: Path, resource: object) -> str | None:
-    """The digest of the blob holding ``resource``'s row, if this process read or wrote it and the blob is there."""
+def known(root: Path, resource: object) -> Ref | None:
+    """Where ``resource``'s row is, if this process read or wrote it and its pack is there."""
     found = _KNOWN.get(id(resource))
-    if found is None or found[0] is not resource or not os.path.isfile(path(root, found[1])):
+    if found is None or found[0] is not resource or not os.path.isfile(path(root, found[1][0])):
         return None
     return found[1]
 
@@ -78,8 +84,8 @@ def put(root: Path, data: bytes) -> str:
 
 
 def get(root: Path, digest: str) -> bytes | None:
-    """The bytes stored under ``digest``, or None (no blob, or one whose bytes do not hash to its name: it is
-    removed, since :func:`put` trusts a blob that is there and the next write of that row must make it again)."""
+    """The bytes stored under ``digest``, or None (no pack, or one whose bytes do not hash to its name: it is
+    removed, since :func:`put` trusts a pack that is there and the next write of its rows must make it again)."""
     target = path(root, digest)
     try:
         with open(target, "rb") as f:
@@ -96,7 +102,7 @@ def get(root: Path, digest: str) -> bytes | None:
 
 
 def sweep(root: Path, live: Iterable[str]) -> int:
-    """Remove the blobs (and a killed writer's temporary files) that ``live`` does not name and that are older than
+    """Remove the packs (and a killed writer's temporary files) that ``live`` does not name and that are older than
     :data:`GRACE_SECONDS`; how many were removed."""
     keep = set(live)
     cutoff = time.time() - GRACE_SECONDS
@@ -113,4 +119,4 @@ def sweep(root: Path, live: Iterable[str]) -> int:
     return removed
 
 
-__all__ = ["MIN_BYTES", "get", "known", "path", "put", "remember", "sweep"]
+__all__ = ["MAX_PACKS", "MIN_BYTES", "Ref", "get", "known", "path", "put", "remember", "sweep"]

@@ -9,11 +9,11 @@ of input changes the key, so an entry is never stale. Entries live in the user's
 (``$XDG_CACHE_HOME/trainstack/graphs``, by default ``~/.cache/trainstack/graphs``), outside every repository and
 stack folder, so nothing here is committed and the stack folder's journaled writes never see it.
 
-An entry is a file: a header line with the schema and the SHA-256 of the body; the body is a line naming the row blobs
-the entry refers to, then the JSON. A row of at least :data:`generator.preview.blobs.MIN_BYTES` (a node's, with its
-user data) is stored once under its own SHA-256 (:mod:`generator.preview.blobs`) and the entry holds its digest, so an
-entry sharing most rows with an earlier one writes only the new rows. A file that is truncated, altered or
-unreadable, or names a blob that is missing or damaged, fails those checks and is ignored (and removed); the program
+An entry is a file: a header line with the schema and the SHA-256 of the body; the body is a line naming the packs of
+rows the entry refers to, then the JSON. A row of at least :data:`generator.preview.blobs.MIN_BYTES` (a node's, with
+its user data) is stored once, in a pack named by its SHA-256 (:mod:`generator.preview.blobs`), and the entry holds
+its place, so an entry sharing most rows with an earlier one writes only the new rows. A file that is truncated,
+altered or unreadable, or names a pack that is missing or damaged, fails those checks and is ignored (and removed); the program
 runs and a new entry replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
 concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
 file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
@@ -44,16 +44,14 @@ from typing import Any, TypeVar
 from generator.preview import blobs, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
-GRAPH_SCHEMA = (
-    3  # bump when Graph, Resource or the entry's layout changes (2: registration keys; 3: row blobs)
-)
+# bump when Graph, Resource or the entry's layout changes (2: registration keys; 3: packs of rows)
+GRAPH_SCHEMA = 3
 HEADER = b"trainstack-graph"
 MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
 T = TypeVar("T")
-SWEEP_SECONDS = (
-    86400  # the longest a killed writer's unreferenced blobs wait for a sweep when no entry is removed
-)
+# the longest a killed writer's unreferenced pack waits for a sweep when no entry is removed
+SWEEP_SECONDS = 86400
 MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
 MEMO_FILES = (
     8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
@@ -159,40 +157,58 @@ def _resource(row: list[Any]) -> Resource:
     return Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
 
 
-def _from_json(data: Mapping[str, Any], root: Path) -> Graph:
-    """The graph of an entry's JSON; a row held by a blob (its digest in place of the row) is read from ``root``'s
-    blobs and checked, and a missing or damaged one is a ValueError (the entry is a miss)."""
+def _from_json(data: Mapping[str, Any], root: Path, packs: list[str]) -> Graph:
+    """The graph of an entry's JSON; a row held by a pack ("N:START:END", pack N of ``packs``) is read from
+    ``root``'s packs, each checked once, and a missing or damaged pack is a ValueError (the entry is a miss)."""
+    read: dict[int, bytes] = {}
     resources = []
     for item in data["resources"]:
         if type(item) is str:
-            raw = blobs.get(root, item)
-            if raw is None:
-                raise ValueError("a row blob is missing or damaged")
-            r = _resource(json.loads(raw))
-            blobs.remember(r, item)  # a later entry holding this row refers to the blob without encoding it
+            n, start, end = (int(part) for part in item.split(":"))
+            pack = read.get(n)
+            if pack is None:
+                pack = blobs.get(root, packs[n])
+                if pack is None:
+                    raise ValueError("a pack of rows is missing or damaged")
+                read[n] = pack
+            r = _resource(json.loads(pack[start:end]))
+            blobs.remember(r, (packs[n], start, end))  # a later entry refers to the row without encoding it
         else:
             r = _resource(item)
         resources.append(r)
     return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
 
 
-def _blob_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[Any], list[str]]:
-    """The entry's rows, each large one replaced by the digest of its blob (written unless a blob holds it), and
-    the digests named; a ValueError for a non-finite float."""
+def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[Any], list[str]]:
+    """The entry's rows, each large one replaced by where a pack holds it ("N:START:END"; the rows no pack holds are
+    written as one new pack), and the packs named; a ValueError for a non-finite float."""
+    refs = [blobs.known(root, r) for r in resources]
+    if len({ref[0] for ref in refs if ref is not None}) >= blobs.MAX_PACKS:
+        refs = [None] * len(refs)  # one new pack holds them all: a read stays a few files
     items: list[Any] = []
-    named: list[str] = []
-    for r, row in zip(resources, rows_json):
-        digest = blobs.known(root, r)
-        if digest is None:
+    fresh: list[bytes] = []
+    placed: list[tuple[int, Resource, int, int]] = []  # (item, resource, start, end) of the new pack's rows
+    size = 0
+    for r, row, ref in zip(resources, rows_json, refs):
+        if ref is None:
             data = json.dumps(row, separators=(",", ":"), allow_nan=False).encode()
             if len(data) < blobs.MIN_BYTES:
                 items.append(row)
                 continue
-            digest = blobs.put(root, data)
-            blobs.remember(r, digest)
-        items.append(digest)
-        named.append(digest)
-    return items, named
+            placed.append((len(items), r, size, size + len(data)))
+            fresh.append(data)
+            size += len(data)
+        items.append(ref)
+    if fresh:
+        digest = blobs.put(root, b"".join(fresh))
+        for i, r, start, end in placed:
+            items[i] = (digest, start, end)
+            blobs.remember(r, items[i])
+    order: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if type(item) is tuple:
+            items[i] = f"{order.setdefault(item[0], len(order))}:{item[1]}:{item[2]}"
+    return items, list(order)
 
 
 def _json_exact(value: Any) -> bool:
@@ -233,8 +249,9 @@ def load(digest: str) -> Graph | None:
             or parts[2].decode() != hashlib.sha256(body).hexdigest()
         ):
             raise ValueError("bad header or checksum")
-        return _from_json(json.loads(body.partition(b"\n")[2]), cache_dir())
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        packs, _, text = body.partition(b"\n")
+        return _from_json(json.loads(text), cache_dir(), packs.decode("ascii").split())
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
         with _ignored():
             path.unlink()
         return None
@@ -254,12 +271,12 @@ def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = No
     root = cache_dir()
     with _ignored():  # a read-only or full cache folder only costs the next run its time
         try:  # insertion order kept: a hit prints what a run does
-            data["resources"], named = _blob_rows(root, graph.resources, data["resources"])
+            data["resources"], named = _pack_rows(root, graph.resources, data["resources"])
             body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
         except ValueError:
             return False
         del data
-        _write_entry(_entry(digest), " ".join(named).encode() + b"\n" + body)  # after the blobs it names
+        _write_entry(_entry(digest), " ".join(named).encode() + b"\n" + body)  # after the pack it names
         _prune(root)
         return True
     return False
@@ -283,7 +300,7 @@ def _write_entry(path: Path, body: bytes) -> None:
 def _prune(root: Path) -> None:
     """Keep the :data:`MAX_ENTRIES` most recently used entries; remove temporary files a killed writer left over an
     hour ago (a live writer's is seconds old). When an entry was removed, and at least daily (what a killed writer
-    left), the blobs no kept entry names are swept (:func:`generator.preview.blobs.sweep`)."""
+    left), the packs no kept entry names are swept (:func:`generator.preview.blobs.sweep`)."""
     entries = sorted(root.glob("*/*.graph"), key=lambda p: _mtime(p), reverse=True)
     stale = [p for p in root.glob("*/.*.tmp") if _mtime(p) < time.time() - 3600]
     for old in entries[MAX_ENTRIES:] + stale:
@@ -298,7 +315,7 @@ def _prune(root: Path) -> None:
 
 
 def _named(entry: Path) -> list[str]:
-    """The blobs an entry names (its body's first line; an unreadable entry names none and will miss anyway)."""
+    """The packs an entry names (its body's first line; an unreadable entry names none and will miss anyway)."""
     try:
         with entry.open("rb") as f:
             f.readline()
