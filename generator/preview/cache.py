@@ -13,11 +13,12 @@ An entry is a file: a header line with the schema and the SHA-256 of the body; t
 rows the entry refers to, then the JSON. A row of at least :data:`generator.preview.blobs.MIN_BYTES` (a node's, with
 its user data) is stored once, in a pack named by its SHA-256 (:mod:`generator.preview.blobs`), and the entry holds
 its place, so an entry sharing most rows with an earlier one writes only the new rows. A file that is truncated,
-altered or unreadable, or names a pack that is missing or damaged, fails those checks and is ignored (and removed); the program
-runs and a new entry replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
-concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
-file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
-runs no program and imports no SDK.
+altered or unreadable, or names a pack that is missing or damaged, fails those checks and is ignored (and removed);
+the program runs and a new entry replaces it. Writes (packs first, then the entry) go to a temporary file in the same
+folder and are renamed into place (``os.replace``), so concurrent writers and a process killed mid-write leave
+either the old entry, the new one, or a stray temporary file (or unreferenced pack) that is never read.
+``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit runs no program and imports no
+SDK.
 
 A miss still reuses what it can: each entry also holds the key of every registration (:mod:`generator.preview.memo`),
 and ``memo/<salt>`` lists the newest entries of each project and stack (:data:`MEMO_ENTRIES`). A run whose program
