@@ -88,7 +88,12 @@ def test_an_entry_sharing_rows_writes_only_its_new_rows(monkeypatch: pytest.Monk
     assert loaded is not None and len(_blobs()) == 1
     written: list[bytes] = []
     real = blobs.put
-    monkeypatch.setattr(blobs, "put", lambda root, data: written.append(data) or real(root, data))
+
+    def put(root: Path, data: bytes) -> str:
+        written.append(data)
+        return real(root, data)
+
+    monkeypatch.setattr(blobs, "put", put)
     grown = mockrun.Graph([*loaded.resources, _row("n3")], loaded.outputs, loaded.warnings, loaded.keys)
     assert cache.store("cd" * 32, grown)
     assert [json.loads(data)[1] for data in written] == ["n3"] and len(_blobs()) == 2
