@@ -9,12 +9,16 @@ of input changes the key, so an entry is never stale. Entries live in the user's
 (``$XDG_CACHE_HOME/trainstack/graphs``, by default ``~/.cache/trainstack/graphs``), outside every repository and
 stack folder, so nothing here is committed and the stack folder's journaled writes never see it.
 
-An entry is one file: a header line with the schema and the SHA-256 of the JSON body, then the body. A file that is
-truncated, altered or unreadable fails that check and is ignored (and removed); the program runs and a new entry
-replaces it. Writes go to a temporary file in the same folder and are renamed into place (``os.replace``), so
-concurrent writers and a process killed mid-write leave either the old entry, the new one, or a stray temporary
-file that is never read. ``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit
-runs no program and imports no SDK.
+An entry is a file: a header line with the schema and the SHA-256 of the body; the body is a line naming the packs of
+rows the entry refers to, then the JSON. A row of at least :data:`generator.preview.blobs.MIN_BYTES` (a node's, with
+its user data) is stored once, in a pack named by its SHA-256 (:mod:`generator.preview.blobs`), and the entry holds
+its place, so an entry sharing most rows with an earlier one writes only the new rows. A file that is truncated,
+altered or unreadable, or names a pack that is missing or damaged, fails those checks and is ignored (and removed);
+the program runs and a new entry replaces it. Writes (packs first, then the entry) go to a temporary file in the same
+folder and are renamed into place (``os.replace``), so concurrent writers and a process killed mid-write leave
+either the old entry, the new one, or a stray temporary file (or unreferenced pack) that is never read.
+``TRAINSTACK_GRAPH_CACHE=off`` turns the cache off. Nothing here imports pulumi: a hit runs no program and imports no
+SDK.
 
 A miss still reuses what it can: each entry also holds the key of every registration (:mod:`generator.preview.memo`),
 and ``memo/<salt>`` lists the newest entries of each project and stack (:data:`MEMO_ENTRIES`). A run whose program
@@ -38,14 +42,17 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator.preview import deflate, lean, memo, mockrun, rows, sdkload
+from generator.preview import blobs, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
-GRAPH_SCHEMA = 2  # bump when Graph or Resource changes shape (2: the registration keys)
+# bump when Graph, Resource or the entry's layout changes (2: registration keys; 3: packs of rows)
+GRAPH_SCHEMA = 3
 HEADER = b"trainstack-graph"
 MAX_ENTRIES = 64  # the oldest entries beyond this many are removed after each write
 SKIPPED_DIRS = frozenset({"venv", ".venv", "__pycache__", ".git", ".trainstack", "node_modules"})
 T = TypeVar("T")
+# the longest a killed writer's unreferenced pack waits for a sweep when no entry is removed
+SWEEP_SECONDS = 86400
 MEMO_ENTRIES = 2  # the newest entries of a project and stack that a changed program's run reuses from
 MEMO_FILES = (
     8  # the stacks whose newest compressions are kept (memo/<salt>.deflate: up to 110 MB at 10,000 nodes)
@@ -56,6 +63,7 @@ _SOURCES = (
     Path(memo.__file__),
     Path(deflate.__file__),
     Path(rows.__file__),
+    Path(blobs.__file__),
     Path(__file__),
 )
 
@@ -145,12 +153,63 @@ def _to_json(graph: Graph) -> dict[str, Any]:
     }
 
 
-def _from_json(data: Mapping[str, Any]) -> Graph:
-    resources = [
-        Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
-        for t, n, i, p, k, parent, d in data["resources"]
-    ]
+def _resource(row: list[Any]) -> Resource:
+    t, n, i, p, k, parent, d = row
+    return Resource(t, n, i, bool(p), bool(k), str(parent), bool(d))
+
+
+def _from_json(data: Mapping[str, Any], root: Path, packs: list[str]) -> Graph:
+    """The graph of an entry's JSON; a row held by a pack ("N:START:END", pack N of ``packs``) is read from
+    ``root``'s packs, each checked once, and a missing or damaged pack is a ValueError (the entry is a miss)."""
+    read: dict[int, bytes] = {}
+    resources = []
+    for item in data["resources"]:
+        if type(item) is str:
+            n, start, end = (int(part) for part in item.split(":"))
+            pack = read.get(n)
+            if pack is None:
+                pack = blobs.get(root, packs[n])
+                if pack is None:
+                    raise ValueError("a pack of rows is missing or damaged")
+                read[n] = pack
+            r = _resource(json.loads(pack[start:end]))
+            blobs.remember(r, (packs[n], start, end))  # a later entry refers to the row without encoding it
+        else:
+            r = _resource(item)
+        resources.append(r)
     return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
+
+
+def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[Any], list[str]]:
+    """The entry's rows, each large one replaced by where a pack holds it ("N:START:END"; the rows no pack holds are
+    written as one new pack), and the packs named; a ValueError for a non-finite float."""
+    refs = [blobs.known(root, r) for r in resources]
+    if len({ref[0] for ref in refs if ref is not None}) >= blobs.MAX_PACKS:
+        refs = [None] * len(refs)  # one new pack holds them all: a read stays a few files
+    items: list[Any] = []
+    fresh: list[bytes] = []
+    placed: list[tuple[int, Resource, int, int]] = []  # (item, resource, start, end) of the new pack's rows
+    size = 0
+    for r, row, ref in zip(resources, rows_json, refs):
+        if ref is None:
+            data = json.dumps(row, separators=(",", ":"), allow_nan=False).encode()
+            if len(data) < blobs.MIN_BYTES:
+                items.append(row)
+                continue
+            placed.append((len(items), r, size, size + len(data)))
+            fresh.append(data)
+            size += len(data)
+        items.append(ref)
+    if fresh:
+        digest = blobs.put(root, b"".join(fresh))
+        for i, r, start, end in placed:
+            items[i] = (digest, start, end)
+            blobs.remember(r, items[i])
+    order: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if type(item) is tuple:
+            items[i] = f"{order.setdefault(item[0], len(order))}:{item[1]}:{item[2]}"
+    return items, list(order)
 
 
 def _json_exact(value: Any) -> bool:
@@ -191,8 +250,9 @@ def load(digest: str) -> Graph | None:
             or parts[2].decode() != hashlib.sha256(body).hexdigest()
         ):
             raise ValueError("bad header or checksum")
-        return _from_json(json.loads(body))
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        packs, _, text = body.partition(b"\n")
+        return _from_json(json.loads(text), cache_dir(), packs.decode("ascii").split())
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
         with _ignored():
             path.unlink()
         return None
@@ -208,37 +268,61 @@ def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = No
     fresh = [row for r, row in zip(graph.resources, data["resources"]) if (decoded or {}).get(id(r)) is not r]
     if not _json_exact([fresh, data["outputs"], data["warnings"], data["keys"]]):
         return False  # e.g. a tuple or a non-JSON output: not cached rather than cached differently
-    try:  # insertion order kept: a hit prints what a run does
-        body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
-    except ValueError:
-        return False
-    del data, fresh
-    path = _entry(digest)
+    del fresh
+    root = cache_dir()
     with _ignored():  # a read-only or full cache folder only costs the next run its time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
-                f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
-                f.write(body)
-            os.replace(tmp, path)
-        except BaseException:
-            with _ignored():
-                os.unlink(tmp)
-            raise
-        _prune(cache_dir())
+        try:  # insertion order kept: a hit prints what a run does
+            data["resources"], named = _pack_rows(root, graph.resources, data["resources"])
+            body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+        except ValueError:
+            return False
+        del data
+        _write_entry(_entry(digest), " ".join(named).encode() + b"\n" + body)  # after the pack it names
+        _prune(root)
         return True
     return False
 
 
+def _write_entry(path: Path, body: bytes) -> None:
+    """The header and ``body`` to a temporary file renamed to ``path``: a reader sees the old entry or the new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:16]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
+            f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
+            f.write(body)
+        os.replace(tmp, path)
+    except BaseException:
+        with _ignored():
+            os.unlink(tmp)
+        raise
+
+
 def _prune(root: Path) -> None:
     """Keep the :data:`MAX_ENTRIES` most recently used entries; remove temporary files a killed writer left over an
-    hour ago (a live writer's is seconds old)."""
+    hour ago (a live writer's is seconds old). When an entry was removed, and at least daily (what a killed writer
+    left), the packs no kept entry names are swept (:func:`generator.preview.blobs.sweep`)."""
     entries = sorted(root.glob("*/*.graph"), key=lambda p: _mtime(p), reverse=True)
     stale = [p for p in root.glob("*/.*.tmp") if _mtime(p) < time.time() - 3600]
     for old in entries[MAX_ENTRIES:] + stale:
         with _ignored():
             old.unlink()
+    swept = root / blobs.FOLDER / ".swept"
+    if len(entries) > MAX_ENTRIES or _mtime(swept) < time.time() - SWEEP_SECONDS:
+        blobs.sweep(root, (d for p in entries[:MAX_ENTRIES] for d in _named(p)))
+        with _ignored():
+            swept.parent.mkdir(parents=True, exist_ok=True)
+            swept.touch()
+
+
+def _named(entry: Path) -> list[str]:
+    """The packs an entry names (its body's first line; an unreadable entry names none and will miss anyway)."""
+    try:
+        with entry.open("rb") as f:
+            f.readline()
+            return f.readline().decode("ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def _mtime(path: Path) -> float:
