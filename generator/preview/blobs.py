@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from generator import atomic
 
 # smaller rows (role attachments, singletons) stay inline: a file each would cost more than they do
 MIN_BYTES = 1024
@@ -67,19 +68,7 @@ def put(root: Path, data: bytes) -> str:
     target = path(root, digest)
     if os.path.isfile(target):
         return digest
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic.replace(Path(target), (data,), prefix=f".{digest[:16]}.")
     return digest
 
 

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from generator import atomic
 from generator.preview import blobs, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
@@ -285,17 +286,8 @@ def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = No
 
 def _write_entry(path: Path, body: bytes) -> None:
     """The header and ``body`` to a temporary file renamed to ``path``: a reader sees the old entry or the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:16]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:  # header and body written apart: no copy of a body of megabytes
-            f.write(b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode()))
-            f.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        with _ignored():
-            os.unlink(tmp)
-        raise
+    head = b"%s %d %s\n" % (HEADER, GRAPH_SCHEMA, hashlib.sha256(body).hexdigest().encode())
+    atomic.replace(path, (head, body))  # header and body written apart: no copy of a body of megabytes
 
 
 def _prune(root: Path) -> None:
@@ -467,16 +459,7 @@ def _remember(run_salt: str, digest: str) -> None:
         except (OSError, UnicodeDecodeError):
             old = []
         kept = [digest] + [d for d in old if d != digest and len(d) == 64][: MEMO_ENTRIES - 1]
-        index.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{run_salt[:16]}.", suffix=".tmp", dir=index.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                f.write("\n".join(kept) + "\n")
-            os.replace(tmp, index)
-        except BaseException:
-            with _ignored():
-                os.unlink(tmp)
-            raise
+        atomic.replace(index, ["\n".join(kept).encode("ascii") + b"\n"], prefix=f".{run_salt[:16]}.")
 
 
 __all__ = [

@@ -21,13 +21,13 @@ Nothing here imports pulumi.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from generator import atomic
 
 HEADER = b"trainstack-deflate"
 FORMAT = 1
@@ -135,21 +135,11 @@ def load(root: Path, run_salt: str) -> dict[bytes, bytes]:
 def store(root: Path, run_salt: str, used: Mapping[bytes, bytes]) -> bool:
     """Write ``used`` as the compressions of ``run_salt`` (atomically); False if the folder cannot be written."""
     body = b"".join(_RECORD.pack(key, len(value)) + value for key, value in sorted(used.items()))
-    path = _path(root, run_salt)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{run_salt[:16]}.", suffix=".tmp", dir=path.parent)
+        atomic.replace(
+            _path(root, run_salt), (_head(hashlib.sha256(body).hexdigest()), body), f".{run_salt[:16]}."
+        )
     except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_head(hashlib.sha256(body).hexdigest()) + body)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return False
     return True
 

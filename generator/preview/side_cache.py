@@ -31,10 +31,10 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from generator import atomic
 from generator.plan import exact_json
 from generator.plan.model import PLAN_SCHEMA_VERSION
 
@@ -168,17 +168,11 @@ def store(digest: str, plan: Plan, graph_key: str) -> bool:
         return False
     body = graph_key.encode("ascii") + b"\n" + text.encode()
     path = _entry(digest)
+    head = (
+        HEADER + b" " + str(SIDE_SCHEMA).encode() + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n"
+    )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(HEADER + b" " + str(SIDE_SCHEMA).encode() + b" ")
-                f.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-            os.replace(tmp, path)
-        except BaseException:
-            _remove(Path(tmp))
-            raise
+        atomic.replace(path, (head, body))
     except OSError:
         return False
     _prune(path.parent.parent)

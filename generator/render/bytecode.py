@@ -24,12 +24,13 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import jinja2
+
+from generator import atomic
 
 HEADER = b"trainstack-template-bytecode 1"
 
@@ -93,21 +94,9 @@ class Cache(jinja2.BytecodeCache):
         if sys.dont_write_bytecode or bucket.code is None:
             return
         body = bucket.checksum.encode() + b"\n" + marshal.dumps(bucket.code)
-        path = self._path(bucket)
+        head = HEADER + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{bucket.key[:16]}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(HEADER + b" " + hashlib.sha256(body).hexdigest().encode() + b"\n")
-                    f.write(body)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic.replace(self._path(bucket), (head, body), prefix=f".{bucket.key[:16]}.")
         except OSError:  # a read-only install compiles in every process, as without this cache
             return
 

@@ -8,14 +8,13 @@ Pure except :func:`cluster_of`, which reads plan.json, and the quarantine file h
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from generator import atomic
 from generator.errors import BadInput
 from generator.live.errors import BadTarget, StackNotDeployed
 from generator.platforms.base import Capability
@@ -211,14 +210,5 @@ def quarantined_ranks(stack_dir: Path) -> tuple[int, ...]:
 
 
 def write_quarantine(stack_dir: Path, data: Mapping[str, Any]) -> None:
-    path = quarantine_path(stack_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".quarantine-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    atomic.replace(quarantine_path(stack_dir), (text.encode("utf-8"),), prefix=".quarantine-", suffix="")

@@ -38,11 +38,11 @@ import datetime
 import importlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from generator import atomic
 from generator.live.errors import EcsSdkMissing, LiveError
 from generator.live.jobs.client import EcsApiError
 from generator.live.jobs.logstore import LogStore
@@ -258,17 +258,8 @@ class EfloJobsApi:
 
     def _write(self, items: list[dict[str, Any]]) -> None:
         items = sorted(items, key=lambda i: (str(i.get("Created") or ""), str(i["InvokeId"])))
-        path = self.journal_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".eflo-invocations-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"api": API, "invocations": items[-JOURNAL_KEEP:]}, f, indent=2, sort_keys=True)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = json.dumps({"api": API, "invocations": items[-JOURNAL_KEEP:]}, indent=2, sort_keys=True) + "\n"
+        atomic.replace(self.journal_path, (text.encode("utf-8"),), prefix=".eflo-invocations-", suffix="")
 
     def _upload(self, entry: dict[str, Any]) -> None:
         """Write ``entry`` to the bucket index; a failure leaves it marked ``Pending`` for the next read to retry."""
