@@ -228,6 +228,10 @@ cat > /usr/local/bin/trainstack-boot <<'BOOT'
 set -Eeuo pipefail
 mkdir -p /run/trainstack /var/log/trainstack
 exec > >(tee -a /var/log/trainstack/boot.log) 2>&1
+# The tee is a process substitution, which bash does not wait for: at exit, close our end and wait for it, so every
+# line has reached boot.log (and node-init.sh's log, at first boot) before the caller reads on.
+TEE_PID=$!
+trap 'exec >&- 2>&-; wait "${TEE_PID}" 2>/dev/null || true' EXIT
 STEP="boot"
 fail() {
   echo "trainstack-boot: failed in step ${STEP}: $*"
