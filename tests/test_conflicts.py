@@ -118,3 +118,17 @@ def test_the_paged_rule_resolves_auto_as_the_sizing_model_does() -> None:
             found = {c.code for c in training_conflicts("full", "bf16", "adamw", True, framework, zero)}
             megatron = sizing.resolve_framework(framework, zero) == "megatron"
             assert (codes.PAGED_OPTIMIZER_MEGATRON.code in found) == megatron, (framework, zero)
+
+
+def test_the_sizing_guard_refuses_what_the_paged_rule_refuses_with_its_message() -> None:
+    # one rule: sizing's guard for callers of the sizing API asks spec/conflicts
+    for framework in ("megatron", "fsdp", "deepspeed"):
+        for offload in ("none", "optimizer"):
+            for lora in (False, True):
+                found = conflicts.paged_conflicts("lora" if lora else "full", True, framework, 2, offload)
+                if not found:
+                    sizing.check_paged(framework, 2, offload, lora)
+                    continue
+                with pytest.raises(sizing.SizingError) as refused:
+                    sizing.check_paged(framework, 2, offload, lora)
+                assert str(refused.value).startswith(found[0].message), (framework, offload, lora)

@@ -154,7 +154,10 @@ def validate_setup(setup: TrainingSetup) -> None:
     )
     if setup.paged_optimizer:
         check_paged(
-            resolve_framework(setup.framework, setup.zero_stage), setup.offload, setup.lora_rank is not None
+            resolve_framework(setup.framework, setup.zero_stage),
+            setup.zero_stage,
+            setup.offload,
+            setup.lora_rank is not None,
         )
     if setup.lora_rank is not None:
         _positive_int("lora_rank", setup.lora_rank)

@@ -30,25 +30,18 @@ from fractions import Fraction
 
 from generator.sizing.common import SizingError, _ceil, _gb
 from generator.sizing.precision import PURE_16BIT_OPTIMIZERS, optimizer_bytes_per_param
+from generator.spec.conflicts import paged_conflicts
 
 _MASTER_BYTES = 4  # the fp32 master copy in K under mixed precision: the optimizer's parameter, not its state
 
 
-def check_paged(framework: str, offload: str, lora: bool) -> None:
-    """Raise SizingError when a paged optimizer cannot run that way (``framework`` resolved)."""
-    if lora:
-        return
-    if framework == "megatron":
-        raise SizingError(
-            "a paged optimizer is a bitsandbytes optimizer, which Megatron-LM does not take (it builds its own "
-            "FusedAdam inside its distributed optimizer): use framework fsdp or deepspeed, or turn "
-            "paged_optimizer off."
-        )
-    if offload != "none":
-        raise SizingError(
-            f"offload {offload} already keeps the optimizer states on the host and steps them on the CPU; a "
-            "paged optimizer pages GPU-resident states: use one of the two."
-        )
+def check_paged(framework: str, zero_stage: int, offload: str, lora: bool) -> None:
+    """Raise SizingError when a paged optimizer cannot run that way (``framework`` resolved): the rule and its message
+    are :func:`generator.spec.conflicts.paged_conflicts`', which the spec check and the estimate report with a code
+    before sizing is reached; this guards callers of the sizing API."""
+    found = paged_conflicts("lora" if lora else "full", True, framework, zero_stage, offload)
+    if found:
+        raise SizingError(f"{found[0].message}; {found[0].spec_hint}.")
 
 
 def moment_bytes(optimizer: str, precision: str) -> int:

@@ -80,7 +80,7 @@ def training_conflicts(
                 (("method", method), ("precision", precision)),
             )
         )
-    found += _paged_conflicts(method, paged_optimizer, framework, zero_stage, offload)
+    found += paged_conflicts(method, paged_optimizer, framework, zero_stage, offload)
     if optimizer in PURE_BF16_OPTIMIZERS and precision not in BF16_WEIGHT_PRECISIONS:
         found.append(
             Conflict(
@@ -97,8 +97,12 @@ def training_conflicts(
     return found
 
 
-def _paged_conflicts(
-    method: str, paged_optimizer: bool, framework: str, zero_stage: int, offload: str
+def paged_conflicts(
+    method: str,
+    paged_optimizer: bool,
+    framework: str,
+    zero_stage: int = defaults.ZERO_STAGE,
+    offload: str = defaults.OFFLOAD,
 ) -> list[Conflict]:
     """A paged (bitsandbytes) optimizer in full training where none runs: under Megatron-LM, which builds its own
     optimizer, or with CPU offload, which steps the optimizer on the CPU (generator/sizing/paged.py). LoRA/QLoRA
