@@ -168,3 +168,12 @@ def test_a_folder_that_is_not_a_stack_folder_is_bad_input(args: list[str], tmp_p
     assert "not a stack folder rendered by trainstack" in result.stderr and "Traceback" not in result.output
     if args[0] in ("preview", "lint") and "--live" not in args:
         assert result.stderr == f"error: {not_a_stack_folder(folder)}\n"
+
+
+@pytest.mark.parametrize("module", ["generator", "generator.cli"])
+def test_python_dash_m_runs_the_command_as_the_console_script_does(module: str, tmp_path: Path) -> None:
+    # exit code 2 and the file named for a missing spec, like `trainstack validate`
+    missing = tmp_path / "missing.yaml"
+    proc = subprocess.run([sys.executable, "-m", module, "validate", str(missing)], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and str(missing) in proc.stderr + proc.stdout

@@ -443,4 +443,4 @@ def _register_feature_commands() -> None:
 _register_feature_commands()
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()
