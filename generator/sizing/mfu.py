@@ -23,6 +23,8 @@ the calibration charges the expert all-to-all of its cross-node MoE runs as the 
 need (1.5-1.8x off without it). Nor has it a term for the attention kernel (FlashAttention-class or unfused): refitted
 with one (``kernel_check`` in ``data/mfu_fit.json``), it does not bring in the A100 FSDP runs, and with an A100 factor
 besides it puts Meta's LLaMA-65B, an A100 run with a FlashAttention-class kernel, at 1.35x (docs/sizing.md, section 7).
+Nor a tensor-parallel term: Megatron's TP collectives charged where a run's source states no overlap (``tp_check``)
+lower the rms, but put Megatron-Core's H100 runs, which overlapped them (``--tp-comm-overlap``), 1.20-1.23x off.
 """
 
 from __future__ import annotations
