@@ -171,7 +171,7 @@ def predicted_mfu(row: dict, params: MfuParameters | None = None, network: bool 
     with ``network`` also the planner's exposed data-parallel exchange (:func:`network_ratio`), which the fit leaves
     out (see the docstring); the expert all-to-all (:func:`alltoall`) is charged unless ``expert_alltoall`` is
     false, and the context-parallel KV exchange (:func:`context`) as the planner charges it; ``tp_charged(row)``,
-    when given, says whether the run's tensor-parallel collectives are charged unoverlapped (:func:`tp_ratio`,
+    when given, is the share of the run's tensor-parallel collectives charged unoverlapped (:func:`tp_ratio`,
     at ``tp_params``' efficiency, ``params`` by default; only :func:`tp_check` tries it)."""
     arch, s = architecture(row), int(row["seq_len"])
     ratio = sizing.model_flops(arch, s, 10**9) / sizing.executed_flops(arch, s, 10**9, row["recompute"])
@@ -179,7 +179,7 @@ def predicted_mfu(row: dict, params: MfuParameters | None = None, network: bool 
                / (1 + bubble(row)))
     exposed = 1 + network_ratio(row, params) if network else 1.0
     a2a = alltoall(row, compute) if expert_alltoall else 0.0
-    tp = tp_ratio(row, tp_params or params) if tp_charged is not None and tp_charged(row) else 0.0
+    tp = tp_ratio(row, tp_params or params) * tp_charged(row) if tp_charged is not None else 0.0
     return compute / (1 + a2a) / (1 + context(row, compute)) / exposed / (1 + tp)
 
 
@@ -478,8 +478,9 @@ def _tp_variant(charged, rows: list[dict]) -> dict:
 def tp_check() -> dict:
     """Whether tensor-parallel communication is a missing term: refit with :func:`tp_ratio` charged on the runs
     whose own source does not say they overlapped it (:data:`TP_OVERLAP`), then with the 8 A100 FSDP runs fitted
-    too (tp = 1: they move only with the refit), then charged on every run whatever its source says; each
-    variant's parameters, rms, runs within 20% and ratios, next to the ratio of every tp > 1 run to the term."""
+    too (tp = 1: they move only with the refit), then charged on every run whatever its source says, and with a
+    share of it charged on the overlapped runs; each variant's parameters, rms, runs within 20% and ratios, next to
+    the ratio of every tp > 1 run to the term."""
     rows = [r for r in runs() if r["run"] not in NOT_FITTED]
     a100 = [r for r in runs() if NOT_FITTED.get(r["run"]) == _A100]
     params = fit()
@@ -492,7 +493,12 @@ def tp_check() -> dict:
             "unoverlapped_ratio": {r["run"]: round(tp_ratio(r, params), 3) for r in runs() if int(r["tp"]) > 1},
             "as_sourced": _tp_variant(sourced, rows),
             "as_sourced_with_a100_fsdp": _tp_variant(sourced, rows + a100),
-            "charged_on_every_run": _tp_variant(lambda r: True, rows)}
+            "charged_on_every_run": _tp_variant(lambda r: True, rows),
+            # what share of the overlapped runs' TP collectives would stay exposed: a fourth global parameter if
+            # fitted, so only a grid of it is reported
+            "exposed_share_when_overlapped": {str(f): {k: v for k, v in _tp_variant(
+                lambda r, f=f: f if tp_overlapped(r) else 1.0, rows).items() if k != "not_fitted"}
+                for f in (0.25, 0.5)}}
 
 
 def document(params: MfuParameters) -> dict:

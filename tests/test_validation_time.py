@@ -155,4 +155,6 @@ def test_tensor_parallel_communication_is_tested_as_a_term_and_not_adopted() -> 
     assert int(sourced["within_20"].split()[0]) < fitted == int(sourced["within_20"].split()[-1])
     assert max(sourced["ratio_range"]["megatron_core_h100"]) > 1.2
     assert min(sourced["not_fitted"][f"mpt-a100-{m}"] for m in ("7b-8", "30b-8", "70b-64")) < 0.8
+    # an exposed share under overlap would be a fourth fitted parameter: only a grid of it is reported
+    assert set(check["exposed_share_when_overlapped"]) == {"0.25", "0.5"}
     assert len(stored["parameters"]) == 3
