@@ -145,6 +145,19 @@ def test_a_value_changed_between_calls_changes_the_key(tmp_path: Path) -> None:
     assert again.called == 6 - 2  # each call's TAGS as it was at that call
 
 
+def test_a_table_changed_between_calls_changes_the_key(tmp_path: Path) -> None:
+    """A module dict of many entries (the deployment sets) is checked by its keys and values' identity per call."""
+    loop = (
+        "TAGS.update({f't{j}': str(j) for j in range(10)})\nswitches = []\nfor i in range(6):\n"
+        "    TAGS['t3'] = 'x' * (i % 2)\n    if i == 4:\n        TAGS['t99'] = 'new'\n    switches.append(switch(i))"
+    )
+    _, again, full = _twice(_program(tmp_path, loop=loop))
+    assert _bytes(again) == _bytes(full)
+    assert again.called == 6 - 2
+    tags = [r.inputs["tags"] for r in full.of_type("Switch")]
+    assert [t["t3"] for t in tags] == ["", "x", "", "x", "", "x"] and "t99" in tags[4]
+
+
 def test_a_rebound_function_is_not_answered(tmp_path: Path) -> None:
     loop = (
         "switches = [switch(i) for i in range(3)]\nlabel = str\nswitches += [switch(i) for i in range(3, 6)]"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import operator
 import os
 import re
 import runpy
@@ -103,6 +104,8 @@ _BANNED = (
     ast.Import, ast.ImportFrom, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
 )  # fmt: skip
 _STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.If, ast.Raise, ast.Pass, ast.Expr)
+_TABLE = 8  # a module dict of at least this many entries is checked by identity before it is walked again
+_SCALARS = (str, int, float, bool, type(None))  # immutable: the same object, the same digest
 _LONG = 64  # strings longer than this digest by their SHA-256 (node-init.sh is 34 KB)
 
 
@@ -327,6 +330,7 @@ class Calls:
         self._impls = {name: types.FunctionType(row.code, namespace, name) for name, row in rows.items()}
         self._classes: dict[str, type] = {}  # function -> the class of the resource it returned
         self._made: set[str] = set()  # "TYPE::NAME" of every resource a keyed call gave
+        self._tables: dict[int, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...], str]] = {}
         self._fixed: dict[
             int, tuple[Any, str]
         ] = {}  # id -> (value kept alive, its digest): long strings, origins
@@ -393,6 +397,8 @@ class Calls:
                     if sys.modules.get(row.modules[read]) is not value:
                         return None
                     parts.append("module")
+                elif type(value) is dict and len(value) >= _TABLE:
+                    parts.append(self._table(value))
                 else:
                     self._walk(value, parts)
         except self.memo.undigestable:
@@ -436,6 +442,26 @@ class Calls:
                 got = (value, self._other(value))
                 self._fixed[id(value)] = got
             out.append(got[1])
+
+    def _table(self, value: dict[str, Any]) -> str:
+        """The digest of a module's table (the deployment sets: one per 20 nodes, read by every call), walked again
+        only when its keys or the identity of a value changed since the last call; it is kept only when every value
+        digests by its identity alone (an immutable scalar, or a resource or Output digested once)."""
+        kept = self._tables.get(id(value))
+        if (
+            kept is not None
+            and kept[0] is value
+            and kept[1] == tuple(value)
+            and all(map(operator.is_, value.values(), kept[2]))
+        ):
+            return kept[3]
+        parts: list[str] = []
+        self._walk(value, parts)
+        digest = "\x1f".join(parts)
+        fixed = self._fixed
+        if all(type(v) in _SCALARS or fixed.get(id(v), (None,))[0] is v for v in value.values()):
+            self._tables[id(value)] = (value, tuple(value), tuple(value.values()), digest)
+        return digest
 
     def _other(self, value: Any) -> str:
         """The digest of a long string, a resource or an Output: each fixed once made, so kept by identity."""
