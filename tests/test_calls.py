@@ -217,3 +217,14 @@ def test_the_rendered_program_keeps_its_lines_and_its_text(tmp_path: Path) -> No
     )  # only the function's code differs
     tree = ast.parse(source)
     assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)].count("node_instance") == 1
+
+
+def test_an_exported_list_of_resolved_outputs_is_what_output_all_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tail = 'pulumi.export("mixed", [s.id for s in switches] + [vpc.cidr_block, "plain"])'
+    _, again, full = _twice(_program(tmp_path, tail=tail))
+    monkeypatch.setattr(mockrun, "_known_list", lambda value, output: None)
+    _, slow, slow_full = _twice(_program(tmp_path, tail=tail))
+    assert again.outputs == slow.outputs == full.outputs == slow_full.outputs
+    assert again.outputs["ids"] == [f"sw-{i}-id" for i in range(6)]
