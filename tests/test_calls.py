@@ -126,10 +126,11 @@ def test_a_pure_row_function_is_answered_at_the_call(tmp_path: Path) -> None:
         "\n\n\ndef switch2(i):\n    alicloud.vpc.get_switches()\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=vpc.id)",
         "\n\n\ndef switch2(i):\n    for _ in range(2):\n        pass\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=vpc.id)",
         "\n\n\ndef switch2(i):\n    global MADE\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=vpc.id)",
+        "\n\n\ndef switch2(i):\n    made = MADE\n    made += [i]\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=vpc.id)",
         "\n\n\ndef switch2(i, *rest):\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=vpc.id)",
         "\n\n\ndef switch2(i):\n    return alicloud.vpc.Switch(f'x-{i}', vpc_id=open('f').name)",
     ],
-    ids=["append", "store", "export", "invoke", "loop", "global", "varargs", "unknown-call"],
+    ids=["append", "store", "export", "invoke", "loop", "global", "augmented", "varargs", "unknown-call"],
 )
 def test_an_impure_function_is_not_keyed(body: str, tmp_path: Path) -> None:
     source = PROGRAM.format(body=body, loop=LOOP, tail="")

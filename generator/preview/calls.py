@@ -6,24 +6,28 @@ argument objects, and the digest of ~30 arguments, one of them 15 KB of user dat
 each node by calling a module-level function with the node's row (``node_instance(node)``), a function of that
 row and of the module's values it reads, so the mock run can key the *call*.
 
-:func:`compile_main` parses ``__main__.py`` and finds the module-level functions that are *pure* by their text
-(:func:`pure_functions`): plain parameters with constant defaults; statements that only bind local names, branch,
-raise or return; calls only to pure functions of the module, to builtins that touch nothing (:data:`BUILTINS`), to
-string and mapping methods (:data:`METHODS`), to the functions of the ``json``, ``gzip`` and ``base64`` modules and
-to the SDK's classes (``alicloud.ecs.Instance``: a capitalised name, never an invoke); no loops, comprehensions,
-lambdas, nested functions, ``global`` or stores into objects. A pure function that calls an SDK class gets a wrapper
-(a decorator added to the compiled tree; the file and every line number stay the program's).
+:func:`compile_main` compiles ``__main__.py`` and finds the module-level functions that are *pure* by their text
+(:class:`_Checker`): plain parameters with constant defaults; statements that only bind local names (no augmented
+assignment: ``x += ...`` may change a module's list in place), branch, raise or return; calls only to pure functions
+of the module, to builtins that touch nothing (:data:`BUILTINS`), to string and mapping methods that change nothing
+(:data:`METHODS`), to the functions of the ``json``, ``gzip`` and ``base64`` modules and to the SDK's classes
+(``alicloud.ecs.Instance``: a capitalised name, never an invoke); no loops, comprehensions, lambdas, nested
+functions, ``global``, ``del`` or stores into objects. Each pure function that calls an SDK class is made by a
+*trampoline*: in the compiled module only that function's code object is replaced, by one of the same name and
+parameters that hands its arguments to :meth:`Calls.call` (:data:`WRAP`); the file, its other code and every line
+number stay the program's.
 
-A wrapped call gets a *call key*: the SHA-256 of the run's salt, the function's name, the text (``ast.dump``) of it
-and of every pure function it calls, its arguments and the value of every module name those functions read (plain
-data by value, a long string by its SHA-256, a resource by its type, name and input digest as the memo knows it, an
-``Output`` by its origin, a module or builtin by its name, a function of the module by its name). Those are all a
-pure function's result can depend on. A call whose key an earlier graph holds (``call::TYPE::NAME``) does not run:
-the resource is answered as :meth:`generator.preview.rows.Rows._answer` answers a known constructor call (urn and
-id resolved, other outputs unread; a read repeats the run registering the type for real). A call that runs is
-recorded only when it built exactly one resource, at a constructor :class:`~generator.preview.rows.Rows` keyed and
-nothing else registered, and returned it. ``TRAINSTACK_ROW_CALLS=off`` runs every call; ``tests/test_calls.py``
-compares such runs with full runs byte for byte.
+A call gets a *call key*: the SHA-256 of the run's salt, the function's name, the text (``ast.dump``) of it and of
+every pure function it calls, its arguments and the value of every module name those functions read when the call
+is made (plain data by value, a long string by its SHA-256, a resource by its type, name and input digest as the
+memo knows it, an ``Output`` by its origin, a module by its name once checked to be the module its ``import``
+names, a pure function by the identity of the code object analysed, a builtin by its name). Those are all a pure
+function's result can depend on. A call whose key an earlier graph holds (``call::TYPE::NAME``) does not run: the
+resource is answered as :meth:`generator.preview.rows.Rows._answer` answers a known constructor call (urn and id
+resolved, other outputs unread; a read repeats the run registering the type for real). A call that runs is recorded
+only when it built exactly one resource, at a constructor :class:`~generator.preview.rows.Rows` keyed, registered
+nothing else and returned it. ``TRAINSTACK_ROW_CALLS=off`` runs every call; ``tests/test_calls.py`` compares runs
+answered at the call with full runs byte for byte.
 """
 
 from __future__ import annotations
@@ -101,9 +105,9 @@ SDK = "pulumi_alicloud"
 _BANNED = (
     ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Yield, ast.YieldFrom, ast.Await,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Global, ast.Nonlocal, ast.Delete,
-    ast.Import, ast.ImportFrom, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+    ast.Import, ast.ImportFrom, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.AugAssign,
 )  # fmt: skip
-_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.If, ast.Raise, ast.Pass, ast.Expr)
+_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Raise, ast.Pass, ast.Expr)
 _TABLE = 8  # a module dict of at least this many entries is checked by identity before it is walked again
 _SCALARS = (str, int, float, bool, type(None))  # immutable: the same object, the same digest
 _LONG = 64  # strings longer than this digest by their SHA-256 (node-init.sh is 34 KB)
@@ -200,7 +204,7 @@ class _Checker:
         """Check one node of a function's body; True for a call of an SDK class."""
         if isinstance(node, _BANNED):
             raise _Impure(type(node).__name__)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 names = t.elts if isinstance(t, ast.Tuple) else [t]
