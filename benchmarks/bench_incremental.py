@@ -119,6 +119,7 @@ def bench(
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     for name in (
         "TRAINSTACK_INCREMENTAL",
+        "TRAINSTACK_ROW_CALLS",
         "TRAINSTACK_FAST_EXIT",
         "TRAINSTACK_SIDE_CACHE",
         "TRAINSTACK_TEMPLATE_BYTECODE",

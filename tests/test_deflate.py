@@ -96,6 +96,8 @@ def seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[deflate.Memo]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("TRAINSTACK_GRAPH_CACHE", "on")
     monkeypatch.delenv("TRAINSTACK_INCREMENTAL", raising=False)
+    # every row's user data compressed in every run: a row call answered whole compresses nothing (test_calls.py)
+    monkeypatch.setenv("TRAINSTACK_ROW_CALLS", "off")
     monkeypatch.setattr(cache.deflate, "Memo", _Seen)
     _Seen.runs = []
     return _Seen.runs

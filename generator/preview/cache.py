@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from generator import atomic
-from generator.preview import blobs, deflate, lean, memo, mockrun, rows, sdkload
+from generator.preview import blobs, calls, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
 # bump when Graph, Resource or the entry's layout changes (2: registration keys; 3: packs of rows)
@@ -64,6 +64,7 @@ _SOURCES = (
     Path(memo.__file__),
     Path(deflate.__file__),
     Path(rows.__file__),
+    Path(calls.__file__),
     Path(blobs.__file__),
     Path(__file__),
 )
@@ -438,14 +439,17 @@ def reusable(run_salt: str) -> dict[str, Resource]:
 
 
 def known_keys(graph: Graph) -> Iterable[tuple[str, Resource]]:
-    """(key, resource) for every key ``graph`` holds: each registration's and each constructor call's
-    (:mod:`generator.preview.rows`)."""
+    """(key, resource) for every key ``graph`` holds: each registration's, each constructor call's
+    (:mod:`generator.preview.rows`) and each row call's (:mod:`generator.preview.calls`)."""
     keys = graph.keys
     for r in graph.resources:
         k = keys.get(r.urn_key)
         if k is not None:
             yield k, r
         k = keys.get(rows.ROW_PREFIX + r.urn_key)
+        if k is not None:
+            yield k, r
+        k = keys.get(calls.CALL_PREFIX + r.urn_key)
         if k is not None:
             yield k, r
 

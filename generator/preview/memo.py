@@ -116,6 +116,8 @@ class Memo:
         self.salt, self.known, self.skip_types, self.derive = run_salt, known, skip_types, derive
         # constructors answered before the SDK builds their arguments (generator/preview/rows.py)
         self.rows = Rows(self, log_mark)
+        self.calls: Any = None  # the run's row calls (generator/preview/calls.py), once the program runs
+        self.registered = 0  # registrations the program made (a row call's check)
         self.undigestable = _Undigestable  # what a digest raises (rows.py does not import this module)
         self.prop_names: dict[str, tuple[str, ...]] = {}  # type -> property names of its first resource
         # (type, name, inputs as the monitor would read them, protect, retain_on_delete, parent,
@@ -162,6 +164,7 @@ class Memo:
         package_ref: Any = None,
     ) -> None:
         assert self._original is not None
+        self.registered += 1
         first = ty not in self._types_seen
         if first:
             self._types_seen.add(ty)

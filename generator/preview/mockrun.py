@@ -14,7 +14,6 @@ import contextlib
 import io
 import logging
 import os
-import runpy
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -85,6 +84,7 @@ class Graph:
     reused: int = field(default=0, compare=False, repr=False)  # resources answered from earlier runs
     derived: int = field(default=0, compare=False, repr=False)  # resources derived without the runtime (memo)
     constructed: int = field(default=0, compare=False, repr=False)  # reused, at the constructor
+    called: int = field(default=0, compare=False, repr=False)  # of those, reused at the row's call (calls.py)
 
     def of_type(self, token: str) -> list[Resource]:
         """Resources whose type token is ``token`` (``alicloud:ecs/instance:Instance``) or ends with ``:token``."""
@@ -331,6 +331,7 @@ def _run_once(
     from pulumi.runtime import stack as stack_mod
     from pulumi.runtime.sync_await import _sync_await
 
+    from generator.preview import calls
     from generator.preview.memo import Memo
 
     global RAN
@@ -352,7 +353,7 @@ def _run_once(
                 with light_runtime(**light_settings()), memo or contextlib.nullcontext():
 
                     def run_main() -> None:
-                        runpy.run_path(str(main), run_name="__main__")
+                        calls.run_main(main, memo)  # runpy.run_path, its row calls answered from the memo
 
                     _sync_await(stack_mod.run_pulumi_func(run_main))
                     if memo is not None:
@@ -416,6 +417,7 @@ def _assemble(graph: Graph, recorder: Any, monitor: Any, memo: Any, read: set[st
         read.update(memo.read_types)
         graph.keys, graph.reused, graph.derived = memo.keys, len(memo.reused), len(memo.derived)
         graph.constructed = memo.rows.hits
+        graph.called = memo.calls.hits if memo.calls is not None else 0
     monitor.resources.clear()  # the monitor's own copy of every state, kept by the runtime until the next run
     seen, recorder.seen = recorder.seen, []
     recorded = []
@@ -455,11 +457,35 @@ def _resolve_outputs(root: Any, sync_await: Any) -> dict[str, Any]:
     outputs = getattr(root, "outputs", None) or {}
     resolved: dict[str, Any] = {}
     for key, value in outputs.items():
+        known = _known_list(value, pulumi.Output)
+        if known is not None:
+            resolved[key] = known
+            continue
         try:
             resolved[key] = sync_await(pulumi.Output.from_input(value).future())
         except Exception:  # noqa: BLE001 an unresolvable output stays unknown, as in a real preview
             resolved[key] = None
     return resolved
+
+
+def _known_list(value: Any, output: type) -> list[Any] | None:
+    """A list of Outputs already resolved to known plain values (``[instance.id for instance in instances]``), as
+    ``Output.from_input(value).future()`` would give it, without an ``Output.all`` of thousands of items; else None."""
+    if type(value) is not list or not value:
+        return None
+    out = []
+    for item in value:
+        data = getattr(item, "_data", None) if type(item) is output else None
+        if not isinstance(data, asyncio.Future) or not data.done() or data.cancelled() or data.exception():
+            return None
+        got = data.result()
+        if not got.is_known or type(got.value) not in _PLAIN_VALUES:
+            return None
+        out.append(got.value)
+    return out
+
+
+_PLAIN_VALUES = (str, int, float, bool, type(None))
 
 
 def _strip_unknowns(value: Any) -> Any:

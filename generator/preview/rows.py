@@ -38,6 +38,10 @@ class Rows:
         self.memo = memo
         self.log_mark = log_mark or (lambda: 0)
         self.hits = 0
+        # constructions so far and the last one's (resource, row key if recorded, answered), for row calls
+        # (generator/preview/calls.py)
+        self.made = 0
+        self.last: tuple[Any, str | None, bool] = (None, None, False)
         self._originals: dict[type, Any] = {}
         self._types: dict[type, str] = {}
         # class -> (attributes Resource.__init__ gives a resource without options, its property names)
@@ -67,6 +71,8 @@ class Rows:
     ) -> None:
         """One construction: answered from the memo when its row key is known, else the SDK's constructor."""
         ty = self._types[cls]
+        self.made += 1
+        self.last = (res, None, False)
         key = self._key(cls, ty, name, args, kwargs)
         memo = self.memo
         template = self._templates.get(cls)
@@ -80,12 +86,14 @@ class Rows:
         ):
             self._answer(res, ty, name, template, hit)
             memo.keys[ROW_PREFIX + ty + "::" + name] = key
+            self.last = (res, key, True)
             return
         before = self.log_mark()
         original(res, name, *args, **kwargs)
         if key is None or self.log_mark() != before:
             return
         memo.keys[ROW_PREFIX + ty + "::" + name] = key
+        self.last = (res, key, False)
         if template is None and not res.__dict__.get("_transformations"):
             self._templates[cls] = _template(res, memo.prop_names.get(ty))
 

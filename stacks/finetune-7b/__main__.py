@@ -266,10 +266,10 @@ def user_data(node, shared_fs_address=""):
     return base64.b64encode(packed).decode()
 
 
-instances = []
-for node in NODES:
+def node_instance(node):
+    """One node's instance, from its row and the values above (nothing else: it only reads them)."""
     spot = node["spot"]
-    instance = alicloud.ecs.Instance(
+    return alicloud.ecs.Instance(
         node["name"],
         instance_name=node["name"],
         host_name=node["name"],
@@ -296,7 +296,9 @@ for node in NODES:
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},
         volume_tags=TAGS,
     )
-    instances.append(instance)
+
+
+instances = [node_instance(node) for node in NODES]
 
 # The role is attached per instance (role_name on ecs.Instance is deprecated since provider 1.275.0).
 for node, instance in zip(NODES, instances):

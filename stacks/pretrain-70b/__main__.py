@@ -430,10 +430,10 @@ if NODES_PENDING:
     pulumi.log.warn(f"no nodes yet: the {len(NODES)} nodes come with the next `trainstack up` pass, once the CPFS "
                     "export's mount address is known (`trainstack up` looks it up and sets trainstack:sharedFsAddress)")
 
-instances = []
-for node in [] if NODES_PENDING else NODES:
+def node_instance(node):
+    """One node's instance, from its row and the values above (nothing else: it only reads them)."""
     spot = node["spot"]
-    instance = alicloud.ecs.Instance(
+    return alicloud.ecs.Instance(
         node["name"],
         instance_name=node["name"],
         host_name=node["name"],
@@ -470,7 +470,9 @@ for node in [] if NODES_PENDING else NODES:
         tags={**TAGS, "trainstack-rank": str(node["rank"]), "trainstack-spot": str(spot).lower()},
         volume_tags=TAGS,
     )
-    instances.append(instance)
+
+
+instances = [node_instance(node) for node in ([] if NODES_PENDING else NODES)]
 
 # The role is attached per instance (role_name on ecs.Instance is deprecated since provider 1.275.0).
 for node, instance in zip(NODES, instances):
