@@ -175,15 +175,15 @@ def run_files(the_plan: Plan, files: dict[str, str]) -> Graph:
 
 
 def _run_files(the_plan: Plan, files: dict[str, str]) -> tuple[Graph, str]:
-    from generator import live
     from generator.preview import cache
+    from generator.render.digest import stack_digest
 
     graph, digest = cache.run_files(
         files,
         project=the_plan.name,
         stack=the_plan.stack,
         region=the_plan.region,
-        inspect=lambda dest: live.stack_digest(dest, the_plan.stack),
+        inspect=lambda dest: stack_digest(dest, the_plan.stack),
     )
     return graph, digest or ""
 
@@ -204,7 +204,7 @@ class PreviewResult:
     plan: Plan | None
     graph: Graph
     source: str
-    digest: str = ""  # live.stack_digest of the folder that was run: pin a deploy to it with --expect-digest
+    digest: str = ""  # the stack digest of the folder that was run: pin a deploy to it with --expect-digest
 
 
 def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult:
@@ -216,13 +216,13 @@ def preview(target: str | Path, catalog: Catalog | None = None) -> PreviewResult
         stackdir.settle(target)
         if not stackdir.is_stack_dir(target):
             raise TrainstackError(f"{target} is not a stack folder rendered by trainstack")
-        from generator import live
+        from generator.render.digest import stack_digest
 
         ident = stack_identity(target)
         graph = cache.run_program(
             target, project=ident.project, stack=ident.stack, config=_folder_config(target, ident.stack)
         )
-        return PreviewResult(None, graph, str(target), live.stack_digest(target, ident.stack))
+        return PreviewResult(None, graph, str(target), stack_digest(target, ident.stack))
     catalog = catalog or load_catalog()
     the_plan, text = _plan_read(target, catalog)
     record = spec_record(target)

@@ -149,7 +149,6 @@ from generator.live.stock import (
     zone_stock,
 )
 from generator.live.target import (
-    PULUMI_BOOKKEEPING_KEYS,
     STATE_DIR,
     Freshness,
     Prepared,
@@ -169,6 +168,7 @@ from generator.live.target import (
     stale_files,
     target_for,
 )
+from generator.render.digest import PULUMI_BOOKKEEPING_KEYS
 
 __all__ = [
     "BUCKET_SECURING",

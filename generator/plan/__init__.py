@@ -12,3 +12,11 @@ checkpoint tier they assume), ``placement`` (ECS's zone, fabric, VPC and node pl
 ``spot`` and ``cost``. What differs by platform is in :mod:`generator.platforms`; presentation (text, Markdown,
 Mermaid) in :mod:`generator.present`; ``trainstack estimate`` in :mod:`generator.estimate`.
 """
+
+from generator import deferred as _deferred
+
+# The refusal classes (about 60 frozen dataclasses, some 50 ms to create) are read only when a spec is refused: their
+# modules run at the first name read from them (generator/deferred.py), so a spec that plans never creates them.
+# Their base class is apart, in generator.plan.refusal.
+for _name in ("refusals", "catalog_refusals", "spec_refusals", "shape_refusals", "unfit_refusals"):
+    _deferred.defer(f"{__name__}.{_name}")

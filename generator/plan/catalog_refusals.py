@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.errors import excerpt
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 
 
 def near_or(close: str, otherwise: str) -> str:

@@ -14,7 +14,7 @@ from generator.catalog.unavailable import UnavailableAccelerator, offered_gpus, 
 from generator.errors import Problem, closest
 from generator.plan import catalog_refusals as x
 from generator.plan import spec_refusals as y
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.platforms.base import Capability
 from generator.platforms.registry import parts_for, platform_for, unhonoured_errors
 from generator.spec import limits

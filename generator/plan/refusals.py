@@ -9,40 +9,17 @@ prints the same ``FILE:LINE:COL: field: message`` and ``hint:`` lines as ever wh
 code. ``docs/codes.md`` lists every code (``tests/test_codes.py`` checks it against :func:`codes`). The
 spec-against-catalog checks raise theirs from :mod:`generator.plan.check_refusals` (``TSC...``), and a search that
 ends with nothing to plan (no type fits, the run never finishes) from :mod:`generator.plan.unfit_refusals`
-(``TSP024``-``TSP031``, listed by its own :func:`~generator.plan.unfit_refusals.codes`).
+(``TSP024``-``TSP031``, listed by its own :func:`~generator.plan.unfit_refusals.codes`). The base class is
+:class:`generator.plan.refusal.Refusal`; these modules run only when a name is first read from them
+(:mod:`generator.plan` defers them: a spec that plans never needs them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
-from generator.errors import Problem
-from generator.events import Event
+from generator.plan.refusal import Refusal
 from generator.spec.units import human_bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal(Event):
-    """The base of every planning problem: ``code`` and ``path`` (the spec field it names) are the class's, the
-    fields the instance's."""
-
-    path: ClassVar[tuple[str, ...]] = ()
-
-    def hint(self) -> str:
-        """What to change ("" when the message says it)."""
-        return ""
-
-    def where(self) -> tuple[str | int, ...]:
-        """The spec field the problem names: the class's ``path``, or (an item of a list, a tag) one the fields
-        complete."""
-        return self.path
-
-    def problem(self) -> Problem:
-        """The problem the CLI prints (path, message, hint) with the code and fields beside them."""
-        return Problem(
-            self.where(), self.text(), self.hint(), code=self.code, fields=tuple(self.fields().items())
-        )
 
 
 @dataclass(frozen=True, slots=True)

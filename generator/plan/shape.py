@@ -12,7 +12,7 @@ from generator import sizing
 from generator.errors import Problem
 from generator.plan import shape_refusals as r
 from generator.plan.fit import PlanningError
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.spec.conflicts import training_conflicts
 from generator.spec.model import Spec
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 
 
 def _degrees(ok: tuple[int, ...]) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from generator.errors import clip, excerpt
 from generator.plan import catalog_refusals
 from generator.plan.catalog_refusals import near_or
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.spec import limits
 
 _TAG_KEY_CHARS = "letters, digits, spaces and + - = . _ : /"

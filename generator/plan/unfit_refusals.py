@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.plan import rejections as r
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.spec.units import human_count, human_seconds
 
 # -- the run never finishes (generator/plan/run_hours.py: never_finishes)

@@ -25,7 +25,7 @@ from generator.plan.model import (
     Storage,
     Weights,
 )
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.plan.rejections import Rejection
 from generator.plan.warns import PlanWarning
 from generator.spec.model import Spec

@@ -255,10 +255,15 @@ def import_sdk_modules(source: str) -> list[str]:
     from generator.preview import sdkload
 
     names = sdkload.services(source)
-    if os.environ.get(LEAN_SDK_ENV, "on").strip().lower() not in ("off", "0", "no", "false"):
+    if lean_sdk():
         sdkload.lean_packages(names)
     importlib.import_module(sdkload.SDK)
     return names
+
+
+def lean_sdk() -> bool:
+    """Whether mock runs load only the SDK parts they use (``TRAINSTACK_LEAN_SDK``, default on)."""
+    return os.environ.get(LEAN_SDK_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
 def effective_config(config: Mapping[str, str] | None) -> dict[str, str]:
@@ -295,6 +300,10 @@ def run_program(
     main = program_dir / "__main__.py"
     if not main.is_file():
         raise ProgramError(f"{program_dir}: no __main__.py; is this a stack folder rendered by trainstack?")
+    if lean_sdk():
+        from generator.preview import sdkload
+
+        sdkload.defer_unused()  # before anything imports pulumi
     skip: frozenset[str] = frozenset()
     known = dict(reuse or {}) if memo_salt else {}
     from generator.preview import memo

@@ -10,6 +10,11 @@ so the program runs exactly as with the full package; only what it never touches
 
 A package that is already fully loaded in this process is left as it is. A name the lookup cannot place raises
 AttributeError, as the real package would for a name it does not have.
+
+``import pulumi`` itself runs two packages no mock run uses: ``pulumi.automation`` (the Automation API, which loads
+PyYAML) and ``pulumi.dynamic`` (dynamic providers, which loads dill), some 45 ms together. :func:`defer_unused`
+defers them (:mod:`generator.deferred`) before pulumi is imported: ``import pulumi`` binds them without running
+them, and the first name read from one (the live engine's ``pulumi.automation``, in the same process) runs it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 SDK = "pulumi_alicloud"
+UNUSED_BY_MOCK_RUNS = ("pulumi.automation", "pulumi.dynamic")
 _SERVICE = re.compile(r"\b(?:alicloud|pulumi_alicloud)\.([a-z][a-z0-9_]*)\b")
 _ALL = re.compile(r"^__all__\s*=\s*\[([^\]]*)\]", re.MULTILINE)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -107,4 +113,15 @@ def lean_packages(names: list[str]) -> list[str]:
     return put
 
 
-__all__ = ["lean_packages", "services"]
+def defer_unused() -> None:
+    """Defer the parts of pulumi no mock run uses (:data:`UNUSED_BY_MOCK_RUNS`), unless pulumi is imported already
+    (then they are loaded too)."""
+    if "pulumi" in sys.modules:
+        return
+    from generator import deferred
+
+    for name in UNUSED_BY_MOCK_RUNS:
+        deferred.defer(name)
+
+
+__all__ = ["defer_unused", "lean_packages", "services"]

@@ -13,7 +13,7 @@ from generator.plan import type_checks
 from generator.plan.eligible import eligible_types
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.plan.rejections import NotOnDlc, Rejection
 from generator.plan.run_hours import instance_gbps
 from generator.plan.warns import PlanWarning

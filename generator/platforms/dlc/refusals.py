@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.platforms.dlc.plan import SPOT_STRATEGY
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from generator.catalog import Catalog, Region
 from generator.errors import Problem
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.platforms.dlc import refusals as r
 from generator.platforms.dlc.plan import SPOT_STRATEGY
 from generator.spec.model import Spec

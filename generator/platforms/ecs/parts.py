@@ -14,7 +14,7 @@ from generator.plan.eligible import eligible_types
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
 from generator.plan.placement import fabric, plan_network, plan_nodes, zone_decision
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.plan.rejections import Rejection
 from generator.plan.run_hours import instance_gbps
 from generator.plan.spot import plan_spot

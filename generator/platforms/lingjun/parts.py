@@ -12,7 +12,7 @@ from generator.catalog import Catalog, GpuModel, InstanceType, Region
 from generator.errors import Problem
 from generator.plan.fit import Fit, Scored
 from generator.plan.model import Checkpoints, Decision, DlcSpot, Network, Node, Spot, Storage, Weights
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.plan.rejections import Rejection
 from generator.plan.spot import plan_spot
 from generator.plan.warns import PlanWarning

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 
 
 @dataclass(frozen=True, slots=True)

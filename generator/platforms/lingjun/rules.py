@@ -9,7 +9,7 @@ from __future__ import annotations
 from generator.catalog import Catalog, GpuModel, Region
 from generator.errors import Problem, closest
 from generator.plan import catalog_refusals as x
-from generator.plan.refusals import Refusal
+from generator.plan.refusal import Refusal
 from generator.platforms.lingjun import refusals as r
 from generator.spec.model import Spec
 

@@ -1,9 +1,9 @@
 """The cost delta of a diff: what each side costs per hour, per month (730 h) and for the whole run, and the change.
 
 :func:`cost_delta` takes the two sides' Plans (``None`` for an empty side, ``/dev/null``) and compares the
-planner's own figures (``Plan.cost``, via :func:`generator.estimate.cost_report`, so ``trainstack cost`` and
-the diff never disagree). Every amount is broken down into compute on demand, compute spot, shared storage and
-object storage, and each line says whether it rests on an estimated price. A paused side
+planner's own figures (``Plan.cost``, via :func:`generator.present.cost_report.cost_report`, which ``trainstack
+cost`` prints, so the two never disagree). Every amount is broken down into compute on demand, compute spot, shared
+storage and object storage, and each line says whether it rests on an estimated price. A paused side
 (``compute.paused``) runs no node: its lines are what it still pays for (:class:`~generator.plan.model.PausedCost`),
 it has no run cost, and :attr:`SideCost.per_day` is what it costs per day while paused. An empty side costs 0.
 When HEAD deploys to another Pulumi stack (a new ``name:``), BASE's stack keeps running and billing:
@@ -142,7 +142,9 @@ class CostDelta:
 
 def side_cost(plan: Plan | None, catalog: Catalog) -> SideCost:
     """One side's cost from its plan (``None``: no cluster, 0)."""
-    from generator.estimate import cost_report
+    # from its home, not generator.estimate's re-export: that package (the estimate command's inputs and events,
+    # 24 dataclasses) is never needed by a diff
+    from generator.present.cost_report import cost_report
 
     if plan is None:
         return NO_CLUSTER
