@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from generator.preview import cache, calls, memo, mockrun
-from tests.test_incremental import EXAMPLES, ROOT, _bytes, _full, _render, _reusable, _run, _spec
+from tests.test_incremental import EXAMPLES, ROOT, _bytes, _full, _render, _reusable, _run, _spec, _twice
 
 COMMON = {"compute.nodes": 16, "compute.max_nodes": 64, "model.global_batch_tokens": None}
 CHANGES: dict[str, dict[str, Any]] = {
@@ -99,14 +99,6 @@ LOOP = "switches = [switch(i) for i in range(6)]"
 def _program(tmp: Path, body: str = "", loop: str = LOOP, tail: str = "") -> Path:
     (tmp / "__main__.py").write_text(PROGRAM.format(body=body, loop=loop, tail=tail))
     return tmp
-
-
-def _twice(folder: Path) -> tuple[mockrun.Graph, mockrun.Graph, mockrun.Graph]:
-    salt = memo.salt(cache.environment(), "p", "dev")
-    base = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt)
-    again = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
-    full = mockrun.run_program(folder, project="p", stack="dev", derive=False)
-    return base, again, full
 
 
 def test_a_pure_row_function_is_answered_at_the_call(tmp_path: Path) -> None:

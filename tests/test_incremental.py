@@ -70,6 +70,15 @@ def _reusable(graph: mockrun.Graph) -> dict[str, mockrun.Resource]:
     return dict(cache.known_keys(graph))
 
 
+def _twice(folder: Path) -> tuple[mockrun.Graph, mockrun.Graph, mockrun.Graph]:
+    """A small program (project p, stack dev) run cold, again reusing the first run, and fully registered."""
+    salt = memo.salt(cache.environment(), "p", "dev")
+    base = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt)
+    again = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
+    full = mockrun.run_program(folder, project="p", stack="dev", derive=False)
+    return base, again, full
+
+
 def _full(folder: Path, plan: Any) -> mockrun.Graph:
     """Every registration through Pulumi's runtime: no reuse, nothing derived."""
     return mockrun.run_program(

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.preview import cache, memo, mockrun
-from tests.test_incremental import EXAMPLES, ROOT, _bytes, _full, _render, _reusable, _run, _spec
+from tests.test_incremental import EXAMPLES, ROOT, _bytes, _full, _render, _reusable, _run, _spec, _twice
 
 CHANGES = {
     "grow": {"compute.nodes": 20},
@@ -64,14 +63,6 @@ pulumi.export("ids", [s.id for s in switches])
 def _program(tmp: Path, count: int = 6, extra: str = "", tail: str = "") -> Path:
     (tmp / "__main__.py").write_text(PROGRAM.format(count=count, extra=extra, tail=tail))
     return tmp
-
-
-def _twice(folder: Path) -> tuple[mockrun.Graph, mockrun.Graph, mockrun.Graph]:
-    salt = memo.salt(cache.environment(), "p", "dev")
-    base = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt)
-    again = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
-    full = mockrun.run_program(folder, project="p", stack="dev", derive=False)
-    return base, again, full
 
 
 def test_plain_rows_are_answered_at_the_constructor(tmp_path: Path) -> None:
