@@ -12,18 +12,12 @@ from typing import Any
 import pytest
 
 from generator.preview import cache, calls, memo, mockrun
+from tests import test_rows
 from tests.test_incremental import EXAMPLES, ROOT, _bytes, _full, _render, _reusable, _run, _spec, _twice
 
 COMMON = {"compute.nodes": 16, "compute.max_nodes": 64, "model.global_batch_tokens": None}
-CHANGES: dict[str, dict[str, Any]] = {
-    "grow": {"compute.nodes": 20},
-    "shrink": {"compute.nodes": 9},
-    "rename": {"name": "renamed-run"},
-    "disk": {"compute.system_disk_gib": 300},
-    "type": {"compute.instance_types": ["ecs.ebmgn8v.48xlarge"]},
-    "spot": {"spot.enabled": False},
-    "node-init": {},  # node-init.sh edited in the rendered folder
-}
+# the constructor-level changes, and node-init.sh edited in the rendered folder
+CHANGES: dict[str, dict[str, Any]] = {**test_rows.CHANGES, "node-init": {}}
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
