@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,26 @@ def test_every_example_derived_equals_a_full_run(example: Path, tmp_path: Path) 
     assert _bytes(derived) == _bytes(full)
     assert full.derived == 0
     repeated = len(full.resources) - len({r.type for r in full.resources})
-    assert derived.derived == repeated  # every resource but the first of its type (the examples' options are plain)
+    assert (
+        derived.derived == repeated
+    )  # every resource but the first of its type (the examples' options are plain)
 
 
 @pytest.mark.parametrize("variant", (*VARIANTS, "instance-type"))
 @pytest.mark.parametrize("example", sorted(NODE_EXAMPLES))
 def test_a_changed_cluster_derived_equals_a_full_run(example: str, variant: str, tmp_path: Path) -> None:
     counts = NODE_EXAMPLES[example]
-    base = _spec(tmp_path, ROOT / "examples" / f"{example}.yaml",
-                 {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None}, "base")
-    change = {"compute.instance_types": [OTHER_TYPE[example]]} if variant == "instance-type" else \
-        _variant(variant, counts)
+    base = _spec(
+        tmp_path,
+        ROOT / "examples" / f"{example}.yaml",
+        {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None},
+        "base",
+    )
+    change = (
+        {"compute.instance_types": [OTHER_TYPE[example]]}
+        if variant == "instance-type"
+        else _variant(variant, counts)
+    )
     folder, plan = _render(_spec(tmp_path, base, change, variant), tmp_path / "head")
     derived, full = _both(folder, plan.name, plan.stack, {"alicloud:region": plan.region})
     assert _bytes(derived) == _bytes(full)
@@ -77,18 +87,28 @@ def _program(tmp_path: Path, cidr: str = 'f"10.0.{i}.0/24"', opts: str = "None",
     return tmp_path
 
 
-@pytest.mark.parametrize("opts", ["None", "pulumi.ResourceOptions(protect=True, retain_on_delete=True)",
-                                  "pulumi.ResourceOptions(delete_before_replace=True, ignore_changes=['tags'])"])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        "None",
+        "pulumi.ResourceOptions(protect=True, retain_on_delete=True)",
+        "pulumi.ResourceOptions(delete_before_replace=True, ignore_changes=['tags'])",
+    ],
+)
 def test_derived_resources_keep_their_options_urns_and_ids(opts: str, tmp_path: Path) -> None:
     derived, full = _both(_program(tmp_path, opts=opts), "p", "dev")
     assert _bytes(derived) == _bytes(full)
     assert derived.derived == 2
-    assert derived.outputs["urns"][2] == "urn:pulumi:dev::p::pulumi:pulumi:Stack$alicloud:vpc/switch:Switch::sw-2"
+    assert (
+        derived.outputs["urns"][2]
+        == "urn:pulumi:dev::p::pulumi:pulumi:Stack$alicloud:vpc/switch:Switch::sw-2"
+    )
 
 
 def test_an_input_made_by_apply_is_awaited(tmp_path: Path) -> None:
-    derived, full = _both(_program(tmp_path, cidr='vpc.cidr_block.apply(lambda c: c.replace("/16", f"/2{i}"))'),
-                          "p", "dev")
+    derived, full = _both(
+        _program(tmp_path, cidr='vpc.cidr_block.apply(lambda c: c.replace("/16", f"/2{i}"))'), "p", "dev"
+    )
     assert _bytes(derived) == _bytes(full)
     assert derived.derived == 2 and derived.by_name("sw-2").get("cidr_block") == "10.0.0.0/22"
 
@@ -99,8 +119,13 @@ def test_a_parent_registers_for_real(tmp_path: Path) -> None:
     assert derived.derived == 0  # the runtime names a child's URN after its parent: not derived
 
 
-@pytest.mark.parametrize("tail", ['pulumi.export("last_cidr", switches[-1].cidr_block)\n',
-                                  'alicloud.vpc.RouteTable("rt", vpc_id=vpc.id, description=switches[-1].cidr_block)\n'])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        'pulumi.export("last_cidr", switches[-1].cidr_block)\n',
+        'alicloud.vpc.RouteTable("rt", vpc_id=vpc.id, description=switches[-1].cidr_block)\n',
+    ],
+)
 def test_reading_a_derived_output_registers_that_type(tail: str, tmp_path: Path) -> None:
     derived, full = _both(_program(tmp_path, tail=tail), "p", "dev")
     assert _bytes(derived) == _bytes(full)
@@ -115,7 +140,9 @@ def test_an_input_the_sdk_rejects_fails_a_derived_run_as_a_full_one(tmp_path: Pa
             mockrun.run_program(folder, project="p", stack="dev", derive=derive)
 
 
-def test_a_failed_run_leaves_no_future_to_log_its_error_later(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_run_leaves_no_future_to_log_its_error_later(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The error is the ProgramError's: no "Future exception was never retrieved" from a finaliser at a later
     garbage collection (which, inside another ast.parse, made CPython 3.11 fail with an AST SystemError)."""
     import gc
@@ -127,6 +154,25 @@ def test_a_failed_run_leaves_no_future_to_log_its_error_later(tmp_path: Path, ca
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         gc.collect()
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+class _ClassHook:
+    """An object whose ``__class__`` warns when read, as torch's deprecated module shims do."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        warnings.warn("read __class__", FutureWarning, stacklevel=2)
+        return _ClassHook
+
+
+def test_the_failed_run_walk_reads_no_attribute_of_what_the_heap_holds(tmp_path: Path) -> None:
+    folder = _program(tmp_path, cidr="object() if i == 2 else '10.0.0.0/24'")
+    held = _ClassHook()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(mockrun.ProgramError):
+            mockrun.run_program(folder, project="p", stack="dev")
+    assert held is not None
 
 
 def test_the_off_switch_registers_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,6 +194,11 @@ def _in_key_order(value: Any) -> bool:
 
 @pytest.mark.parametrize("derive", [True, False])
 def test_recorded_inputs_are_in_key_order(derive: bool) -> None:
-    graph = mockrun.run_program(ROOT / "stacks" / "pretrain-70b", project="pretrain-70b", stack="dev",
-                                config={"alicloud:region": "cn-wulanchabu"}, derive=derive)
+    graph = mockrun.run_program(
+        ROOT / "stacks" / "pretrain-70b",
+        project="pretrain-70b",
+        stack="dev",
+        config={"alicloud:region": "cn-wulanchabu"},
+        derive=derive,
+    )
     assert all(_in_key_order(dict(r.inputs)) for r in graph.resources)

@@ -412,11 +412,12 @@ def _retrieve_failed_futures() -> None:
     it). Left alone, each would log "Future exception was never retrieved" from its finaliser whenever the garbage
     collector next ran, at any later moment: inside an unrelated ``ast.parse``, CPython 3.11's traceback carets then
     re-enter the parser and it fails with ``SystemError: AST constructor recursion depth mismatch``. Only the error
-    path walks the heap."""
+    path walks the heap. The test is on ``type(obj)``: ``isinstance`` also reads ``obj.__class__`` when the type does
+    not match, which runs the attribute hooks of whatever the heap holds (torch's deprecated module shims then warn)."""
     import gc
 
     for obj in gc.get_objects():
-        if isinstance(obj, asyncio.Future) and obj.done() and not obj.cancelled():
+        if issubclass(type(obj), asyncio.Future) and obj.done() and not obj.cancelled():
             obj.exception()
 
 
