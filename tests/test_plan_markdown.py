@@ -86,7 +86,7 @@ def test_pretrain_plan_as_markdown_has_the_sections_and_tables_parse() -> None:
     assert summary["memory per GPU"].startswith(f"{_PRETRAIN_GIB:.2f} GiB of 80.00 GiB")
     assert summary["cost per hour"] == f"{_PRETRAIN_PER_HOUR} CNY (ESTIMATE)"  # the node price is an estimate
     assert "| compute on demand | 555.86 | ESTIMATE |" in out and "| shared storage | 52.93 | list price |" in out
-    assert "- **nodes**: 64  \n  set by the deadline: at least 41 nodes finish" in out
+    assert "- **nodes**: 64  \n  set by the deadline: at least 48 nodes finish" in out
     assert "\n#### Schedule\n" in out and f"| wall-clock | {_PRETRAIN_WALL:.1f} | {_PRETRAIN_WALL / 24:.1f} |" in out
     assert f"| `ecs.ebmgn7ex.32xlarge` | 64 | 512 | 8/1/64 | {_PRETRAIN_GIB:.1f} | 9,171.69 | **chosen** |" in out
     assert "| no eRDMA or RoCE, and network.rdma is true |" in out  # a runner-up and why it lost

@@ -80,13 +80,15 @@ def test_the_named_binding_constraint_agrees_with_the_numbers(data: dict[str, An
 
 
 def test_pretrain_70b_and_foundation_1t_are_set_by_the_deadline_and_the_batch() -> None:
-    for name in ("pretrain-70b", "foundation-1t"):
+    # foundation-1t's deadline alone: its 128 nodes (83 of 90 days at tp 8's fitted width) already split the batch
+    binds = {"pretrain-70b": ("deadline", "batch"), "foundation-1t": ("deadline",)}
+    for name, binding in binds.items():
         spec = load(f"examples/{name}.yaml").spec
         region = CATALOG.region(spec.region)
         assert region is not None
         choice = choose(spec, CATALOG, region, [], [])
         r = nodes_reason(spec, CATALOG, choice.arch, choice.lora_rank, choice.best.fit)
-        assert r.binding == ("deadline", "batch"), (name, r)
+        assert r.binding == binding, (name, r)
         assert "the fewest nodes whose GPUs hold the training state" not in r.text
         _check(spec)
 

@@ -207,11 +207,11 @@ def _setup(o: Options, setup: sizing.TrainingSetup, dp: int) -> dict[str, Any]:
 
 def _rate(gpu_model: GpuModel, arch: sizing.Architecture, o: Options) -> tuple[float, float]:
     """The GPU's peak TFLOP/s at this precision and the efficiency fitted to published runs at this model's width
-    (generator/sizing/mfu.py), on executed FLOPs."""
+    and tensor-parallel degree (generator/sizing/mfu.py), on executed FLOPs."""
     return sizing.precision_peak(
         gpu_model.bf16_tflops,
         gpu_model.fp8_tflops,
-        sizing.compute_efficiency(arch.hidden, gpu_model.mfu),
+        sizing.compute_efficiency(arch.hidden, gpu_model.mfu, tp=o.tp),
         o.precision,
         sizing.attention_share(arch, o.seq_len, o.recompute),
     )

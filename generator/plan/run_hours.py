@@ -179,7 +179,7 @@ def fit_schedule(
     peak, efficiency = sizing.precision_peak(
         gpu.bf16_tflops,
         gpu.fp8_tflops,
-        sizing.compute_efficiency(arch.hidden, gpu.mfu),
+        sizing.compute_efficiency(arch.hidden, gpu.mfu, tp=tp),
         m.precision,
         sizing.attention_share(arch, m.sequence_length, spec.parallelism.recompute),
     )
