@@ -53,11 +53,15 @@ def test_the_collector_is_tuned_during_the_run() -> None:
 def test_services_are_read_from_the_program() -> None:
     source = (ROOT / "stacks" / "foundation-1t" / "__main__.py").read_text()
     assert sdkload.services(source) == ["ecs", "nas", "oss", "ram", "vpc"]
+    text = "alicloud.a x=pulumi_alicloud.b(xalicloud.c, my_pulumi_alicloud.d, _alicloud.e, (alicloud.f_1.G\nalicloud.Hi"
+    assert sdkload.services(text) == ["a", "b", "f_1"]
 
 
 def test_lean_packages_find_every_kind_of_name() -> None:
     code = ("import sys\nfrom generator.preview import sdkload\n"
             "sdkload.lean_packages(['ecs', 'oss'])\n"
+            "built, index = [], sdkload._index\n"
+            "sdkload._index = lambda folder: built.append(folder.name) or index(folder)\n"
             "import pulumi_alicloud as alicloud\n"
             "assert alicloud.ecs.Instance.__module__ == 'pulumi_alicloud.ecs.instance'\n"
             "assert alicloud.ecs.InstanceArgs.__module__ == 'pulumi_alicloud.ecs.instance'\n"
@@ -66,7 +70,10 @@ def test_lean_packages_find_every_kind_of_name() -> None:
             "assert alicloud.ecs.InstanceDataDiskArgs.__module__ == 'pulumi_alicloud.ecs._inputs'\n"
             "assert alicloud.oss.BucketLifecycleRuleArgs.__module__ == 'pulumi_alicloud.oss._inputs'\n"
             "assert alicloud.ecs.GetImagesImageResult.__module__ == 'pulumi_alicloud.ecs.outputs'\n"
+            "assert alicloud.ecs.outputs is sys.modules['pulumi_alicloud.ecs.outputs']\n"
+            "assert alicloud.oss.Bucket and built == []\n"  # `from . import outputs` needs no __all__ search
             "try:\n    alicloud.ecs.NoSuchThing\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)\n"
+            "assert built == ['ecs']\n"
             "assert 'pulumi_alicloud.ecs.launch_template' not in sys.modules\n"
             "from pulumi_alicloud.ecs import EcsDeploymentSet\n"
             "import pulumi_alicloud.ecs.hpc_cluster\n"

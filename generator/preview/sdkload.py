@@ -29,14 +29,25 @@ from typing import Any
 
 SDK = "pulumi_alicloud"
 UNUSED_BY_MOCK_RUNS = ("pulumi.automation", "pulumi.dynamic")
-_SERVICE = re.compile(r"\b(?:alicloud|pulumi_alicloud)\.([a-z][a-z0-9_]*)\b")
+# `alicloud.NAME` or `pulumi_alicloud.NAME` after a word boundary: the regex finds the literal part (a 240 KB program
+# in 0.2 ms, not the 7 ms of a pattern that starts with \b), services() checks the boundary; NAME is a lookahead, so
+# every occurrence is seen, even one inside another's name
+_SERVICE = re.compile(r"alicloud\.(?=([a-z][a-z0-9_]*)\b)")
+_WORD = re.compile(r"\w")
 _ALL = re.compile(r"^__all__\s*=\s*\[([^\]]*)\]", re.MULTILINE)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 def services(source: str) -> list[str]:
     """The pulumi_alicloud service packages a program's source names (``alicloud.ecs.Instance`` -> ``ecs``)."""
-    return sorted(set(_SERVICE.findall(source)))
+    found = set()
+    for m in _SERVICE.finditer(source):
+        start = m.start()
+        if start >= 7 and source.startswith("pulumi_", start - 7):
+            start -= 7
+        if start == 0 or not _WORD.match(source, start - 1):
+            found.add(m.group(1))
+    return sorted(found)
 
 
 def _snake(name: str) -> str:
@@ -88,6 +99,8 @@ def _lean_getattr(package: types.ModuleType) -> Any:
                 value = getattr(module, name)
                 setattr(package, name, value)
                 return value
+            if module_name == name:  # the submodule itself, as the import system binds it once it has run:
+                return module  # `from . import outputs` inside outputs.py, while it runs (no __all__ search)
         raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
 
     return __getattr__
