@@ -215,3 +215,23 @@ def test_an_exported_list_of_resolved_outputs_is_what_output_all_gives(
     _, slow, slow_full = _twice(_program(tmp_path, tail=tail))
     assert again.outputs == slow.outputs == full.outputs == slow_full.outputs
     assert again.outputs["ids"] == [f"sw-{i}-id" for i in range(6)]
+
+
+def test_exported_plain_data_is_what_output_from_input_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tail = (
+        'pulumi.export("ips", [f"10.0.0.{i}" for i in range(40)])\n'
+        'pulumi.export("nested", {"a": [1, 2.5, True, None, ("t", 3)], "b": {"c": ""}, "d": []})\n'
+        'pulumi.export("none", None)\n'
+        'pulumi.export("empty", {})\n'
+        'pulumi.export("mixed", ["plain", vpc.id])\n'
+    )
+    _, again, full = _twice(_program(tmp_path, tail=tail))
+    monkeypatch.setattr(mockrun, "_plain_data", lambda value: False)
+    _, slow, _ = _twice(_program(tmp_path, tail=tail))
+    for graph in (again, full):
+        assert list(graph.outputs) == list(slow.outputs)
+        for key, value in slow.outputs.items():  # the same types and order too
+            assert graph.outputs[key] == value and repr(graph.outputs[key]) == repr(value)
+    assert slow.outputs["nested"]["a"][4] == ("t", 3) and slow.outputs["mixed"] == ["plain", "vpc-id"]
