@@ -11,16 +11,19 @@ so the program runs exactly as with the full package; only what it never touches
 A package that is already fully loaded in this process is left as it is. A name the lookup cannot place raises
 AttributeError, as the real package would for a name it does not have.
 
-``import pulumi`` itself runs two packages no mock run uses: ``pulumi.automation`` (the Automation API, which loads
-PyYAML) and ``pulumi.dynamic`` (dynamic providers, which loads dill), some 45 ms together. :func:`defer_unused`
-defers them (:mod:`generator.deferred`) before pulumi is imported: ``import pulumi`` binds them without running
-them, and the first name read from one (the live engine's ``pulumi.automation``, in the same process) runs it.
+``import pulumi`` itself runs packages no mock run uses: ``pulumi.automation`` (the Automation API, which loads
+PyYAML) and ``pulumi.dynamic`` (dynamic providers, which loads dill), some 45 ms together, gRPC (~20 ms: the mock
+monitor is a plain object, no channel is opened) and, unless the environment asks pulumi to trace (``TRACEPARENT``),
+its tracing module with OpenTelemetry's SDK (~12 ms). :func:`defer_unused` defers them (:mod:`generator.deferred`)
+before pulumi is imported: ``import pulumi`` binds them without running them, and the first name read from one (the
+live engine's ``pulumi.automation``, an ``except grpc.RpcError`` an error reaches, in the same process) runs it.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import sys
 import types
@@ -29,6 +32,14 @@ from typing import Any
 
 SDK = "pulumi_alicloud"
 UNUSED_BY_MOCK_RUNS = ("pulumi.automation", "pulumi.dynamic")
+# gRPC: pulumi's runtime imports it to talk to the engine, but under the mocks no channel or server is made (the mock
+# monitor is a plain object); an `except grpc.RpcError` clause reached by an error, a transform's or hook's callback
+# server, or the live engine in the same process run it at its first read. Some 20 ms of `import pulumi`.
+GRPC = ("grpc", "grpc.aio")
+# OpenTelemetry tracing: pulumi's __init__ imports this module for its side effect, which is to trace when the
+# environment has a TRACEPARENT (as the pulumi CLI sets it when tracing); without one it does nothing but import
+# OpenTelemetry's SDK (some 12 ms). So it is deferred only when TRACEPARENT is not set.
+TRACING = "pulumi.runtime._instrumentation"
 # `alicloud.NAME` or `pulumi_alicloud.NAME` after a word boundary: the regex finds the literal part (a 240 KB program
 # in 0.2 ms, not the 7 ms of a pattern that starts with \b), services() checks the boundary; NAME is a lookahead, so
 # every occurrence is seen, even one inside another's name
@@ -127,14 +138,23 @@ def lean_packages(names: list[str]) -> list[str]:
 
 
 def defer_unused() -> None:
-    """Defer the parts of pulumi no mock run uses (:data:`UNUSED_BY_MOCK_RUNS`), unless pulumi is imported already
-    (then they are loaded too)."""
+    """Defer the parts of pulumi no mock run uses (:data:`UNUSED_BY_MOCK_RUNS`, :data:`GRPC` and, without a
+    ``TRACEPARENT``, :data:`TRACING`), unless pulumi is imported already (then they are loaded too), and import pulumi."""
     if "pulumi" in sys.modules:
         return
     from generator import deferred
 
-    for name in UNUSED_BY_MOCK_RUNS:
+    names = [*UNUSED_BY_MOCK_RUNS, *(() if "grpc" in sys.modules else GRPC)]
+    if "TRACEPARENT" not in os.environ:
+        names.append(TRACING)
+    for name in names:
         deferred.defer(name)
+    importlib.import_module("pulumi")
+    # `from .runtime import _instrumentation` (pulumi's __init__) found the module in sys.modules, which binds no
+    # attribute on its package: bound here, as the import system binds a submodule it runs
+    package, _, child = TRACING.rpartition(".")
+    if TRACING in sys.modules and not hasattr(sys.modules[package], child):
+        setattr(sys.modules[package], child, sys.modules[TRACING])
 
 
 __all__ = ["defer_unused", "lean_packages", "services"]
