@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,50 @@ def test_lean_packages_find_every_kind_of_name() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) < 20  # of the 90 modules of pulumi_alicloud.ecs
+
+
+_TOP = """
+import json, sys, types
+from generator.preview import sdkload
+sdkload.defer_unused()
+lean = sys.argv[1] == "lean" and sdkload.lean_top()
+import pulumi_alicloud as top
+from pulumi.runtime import rpc
+names = sorted(sys.argv[2].split(",")) if len(sys.argv) > 2 else sorted(n for n in vars(top) if not n.startswith("__"))
+def what(value):
+    if isinstance(value, types.ModuleType):
+        return "module " + value.__name__
+    return getattr(value, "__module__", "") + ":" + getattr(value, "__qualname__", repr(value))
+print(json.dumps({
+    "lean": lean,
+    "names": {n: what(getattr(top, n)) for n in names},
+    "modules": {k: [type(m).__name__ + m.mod_info["fqn"] for m in v] for k, v in rpc._RESOURCE_MODULES.items()},
+    "packages": {k: [p.pkg_info["fqn"] for p in v] for k, v in rpc._RESOURCE_PACKAGES.items()},
+}))
+"""
+
+
+def test_the_lean_top_package_binds_and_registers_what_the_sdk_does() -> None:
+    def run(*args: str) -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, "-c", _TOP, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        got: dict[str, Any] = json.loads(proc.stdout)
+        return got
+
+    full = run("full")
+    lean = run("lean", ",".join(full["names"]))
+    assert lean["lean"] is True and full["lean"] is False
+    assert lean["names"] == full["names"] and len(full["names"]) > 150  # service packages, resources, outputs
+    assert lean["modules"] == full["modules"] and lean["packages"] == full["packages"]
+    assert len(full["modules"]) > 1000
+
+
+def test_an_unknown_top_package_layout_runs_the_real_init() -> None:
+    source = (Path(sdkload.importlib.util.find_spec(sdkload.SDK).origin or "")).read_text()  # type: ignore[union-attr]
+    assert sdkload._top_layout(source) is not None
+    assert sdkload._top_layout(source.replace("import typing\n", "import typing\nprint(1)\n", 1)) is None
+    assert sdkload._top_layout(source.replace('resource_packages="""', 'resource_packages=f"""', 1)) is None
+    assert sdkload._top_layout(source + "x = 1\n") is None
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -248,14 +248,16 @@ def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) 
 
 def import_sdk_modules(source: str) -> list[str]:
     """Before a program runs: make the pulumi_alicloud service packages its source names load only the modules it
-    uses (:mod:`generator.preview.sdkload`), and load the SDK's top package, so both are frozen with the rest when
-    the run starts (:func:`tuned_gc`). Returns the service packages named."""
+    uses and its top package only what the runtime needs (:mod:`generator.preview.sdkload`), and load that top
+    package, so both are frozen with the rest when the run starts (:func:`tuned_gc`). Returns the service packages
+    named."""
     import importlib
 
     from generator.preview import sdkload
 
     names = sdkload.services(source)
     if lean_sdk():
+        sdkload.lean_top()
         sdkload.lean_packages(names)
     importlib.import_module(sdkload.SDK)
     return names
