@@ -235,3 +235,29 @@ def test_exported_plain_data_is_what_output_from_input_gives(
         for key, value in slow.outputs.items():  # the same types and order too
             assert graph.outputs[key] == value and repr(graph.outputs[key]) == repr(value)
     assert slow.outputs["nested"]["a"][4] == ("t", 3) and slow.outputs["mixed"] == ["plain", "vpc-id"]
+
+
+def test_values_read_changed_in_place_between_calls_change_the_key(tmp_path: Path) -> None:
+    """A list or dict read is checked by its items' identity, a dict of dicts digested at every call, a function
+    read by its code: a change made between two calls, in place, is seen (a base run without the changes first)."""
+    body = (
+        "\n\n\ndef switch3(i):\n    return alicloud.vpc.Switch(f'y-{i}', vpc_id=vpc.id, zone_id=ZONES[0], "
+        "description=NESTED['a']['b'] + label(i) + list(ORDER)[-1])"
+    )
+    head = "ZONES = ['z0']\nNESTED = {'a': {'b': 'x'}}\nORDER = {'k': 'v', 'j': 'w'}\nswitches = []\nfor i in range(8):\n"
+    changes = (
+        "    if i >= 3:\n        ZONES[0] = f'z{i % 2}'\n        NESTED['a']['b'] = str(i % 3)\n"
+        "        first = next(iter(ORDER))\n        ORDER[first] = ORDER.pop(first)\n"  # the same dict, reordered
+        "    if i == 6:\n        label.__code__ = (lambda i: 'other').__code__\n"
+    )
+    calls_ = "    switches.append(switch(i))\n    switch3(i)\n"
+    folder = _program(tmp_path, body=body, loop=head + calls_)
+    salt = memo.salt(cache.environment(), "p", "dev")
+    base = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt)
+    (folder / "__main__.py").write_text(PROGRAM.format(body=body, loop=head + changes + calls_, tail=""))
+    again = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
+    full = mockrun.run_program(folder, project="p", stack="dev", derive=False)
+    assert _bytes(again) == _bytes(full)
+    assert again.called > 0  # the calls before the changes were answered
+    made = [r.inputs for r in full.of_type("Switch") if r.name.startswith("y-")]
+    assert {m["zoneId"] for m in made} == {"z0", "z1"} and {m["description"][-1] for m in made} == {"j", "k"}
