@@ -62,13 +62,7 @@ def defer(name: str) -> types.ModuleType:
         return sys.modules[name]
     parent_name, _, child = name.rpartition(".")
     parent = sys.modules.get(parent_name) if parent_name else None
-    locations: Sequence[str] | None = None
-    if parent is not None:
-        locations = parent.__path__
-    elif parent_name:
-        parent_spec = importlib.util.find_spec(parent_name)
-        locations = parent_spec.submodule_search_locations if parent_spec is not None else None
-    spec = importlib.machinery.PathFinder.find_spec(name, locations)
+    spec = importlib.machinery.PathFinder.find_spec(name, _locations(parent_name) if parent_name else None)
     if spec is None or spec.loader is None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     module = importlib.util.module_from_spec(spec)
@@ -77,6 +71,20 @@ def defer(name: str) -> types.ModuleType:
     if parent is not None:
         setattr(parent, child, module)
     return module
+
+
+def _locations(package: str) -> Sequence[str] | None:
+    """Where the submodules of ``package`` are, without importing it or its own packages (``pulumi.runtime``'s
+    folder, before ``import pulumi``)."""
+    module = sys.modules.get(package)
+    if module is not None:
+        return getattr(module, "__path__", None)
+    parent, _, _ = package.rpartition(".")
+    if parent:
+        spec = importlib.machinery.PathFinder.find_spec(package, _locations(parent))
+    else:
+        spec = importlib.util.find_spec(package)  # a top-level name: found without running anything
+    return spec.submodule_search_locations if spec is not None else None
 
 
 __all__ = ["defer"]

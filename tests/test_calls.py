@@ -215,3 +215,49 @@ def test_an_exported_list_of_resolved_outputs_is_what_output_all_gives(
     _, slow, slow_full = _twice(_program(tmp_path, tail=tail))
     assert again.outputs == slow.outputs == full.outputs == slow_full.outputs
     assert again.outputs["ids"] == [f"sw-{i}-id" for i in range(6)]
+
+
+def test_exported_plain_data_is_what_output_from_input_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tail = (
+        'pulumi.export("ips", [f"10.0.0.{i}" for i in range(40)])\n'
+        'pulumi.export("nested", {"a": [1, 2.5, True, None, ("t", 3)], "b": {"c": ""}, "d": []})\n'
+        'pulumi.export("none", None)\n'
+        'pulumi.export("empty", {})\n'
+        'pulumi.export("mixed", ["plain", vpc.id])\n'
+    )
+    _, again, full = _twice(_program(tmp_path, tail=tail))
+    monkeypatch.setattr(mockrun, "_plain_data", lambda value: False)
+    _, slow, _ = _twice(_program(tmp_path, tail=tail))
+    for graph in (again, full):
+        assert list(graph.outputs) == list(slow.outputs)
+        for key, value in slow.outputs.items():  # the same types and order too
+            assert graph.outputs[key] == value and repr(graph.outputs[key]) == repr(value)
+    assert slow.outputs["nested"]["a"][4] == ("t", 3) and slow.outputs["mixed"] == ["plain", "vpc-id"]
+
+
+def test_values_read_changed_in_place_between_calls_change_the_key(tmp_path: Path) -> None:
+    """A list or dict read is checked by its items' identity, a dict of dicts digested at every call, a function
+    read by its code: a change made between two calls, in place, is seen (a base run without the changes first)."""
+    body = (
+        "\n\n\ndef switch3(i):\n    return alicloud.vpc.Switch(f'y-{i}', vpc_id=vpc.id, zone_id=ZONES[0], "
+        "description=NESTED['a']['b'] + label(i) + list(ORDER)[-1])"
+    )
+    head = "ZONES = ['z0']\nNESTED = {'a': {'b': 'x'}}\nORDER = {'k': 'v', 'j': 'w'}\nswitches = []\nfor i in range(8):\n"
+    changes = (
+        "    if i >= 3:\n        ZONES[0] = f'z{i % 2}'\n        NESTED['a']['b'] = str(i % 3)\n"
+        "        first = next(iter(ORDER))\n        ORDER[first] = ORDER.pop(first)\n"  # the same dict, reordered
+        "    if i == 6:\n        label.__code__ = (lambda i: 'other').__code__\n"
+    )
+    calls_ = "    switches.append(switch(i))\n    switch3(i)\n"
+    folder = _program(tmp_path, body=body, loop=head + calls_)
+    salt = memo.salt(cache.environment(), "p", "dev")
+    base = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt)
+    (folder / "__main__.py").write_text(PROGRAM.format(body=body, loop=head + changes + calls_, tail=""))
+    again = mockrun.run_program(folder, project="p", stack="dev", memo_salt=salt, reuse=_reusable(base))
+    full = mockrun.run_program(folder, project="p", stack="dev", derive=False)
+    assert _bytes(again) == _bytes(full)
+    assert again.called > 0  # the calls before the changes were answered
+    made = [r.inputs for r in full.of_type("Switch") if r.name.startswith("y-")]
+    assert {m["zoneId"] for m in made} == {"z0", "z1"} and {m["description"][-1] for m in made} == {"j", "k"}

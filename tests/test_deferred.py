@@ -106,6 +106,15 @@ def test_a_top_level_package_is_not_imported_when_a_module_of_it_is_deferred(pac
     assert counted is module and _runs() == [] and counted.VALUE == 42
 
 
+def test_a_module_of_a_subpackage_is_deferred_without_importing_either_package(package: str) -> None:
+    module = deferred.defer(f"{package}.sub.leaf")  # as pulumi.runtime._instrumentation, before `import pulumi`
+    assert package not in sys.modules and f"{package}.sub" not in sys.modules
+    from pkg_deferred_test.sub import leaf
+
+    assert leaf is module and _runs() == [f"{package}.sub"]  # the subpackage ran, its module did not
+    assert leaf.LEAF == 1 and _runs() == [f"{package}.sub", f"{package}.sub.leaf"]
+
+
 def test_a_failed_run_leaves_no_module_and_the_next_import_runs_it_again(package: str) -> None:
     deferred.defer(f"{package}.broken")
     from pkg_deferred_test import broken

@@ -62,13 +62,25 @@ def test_the_memo_file_round_trips_and_is_ignored_when_damaged(tmp_path: Path) -
     assert deflate.load(tmp_path, "other") == {}
     path = tmp_path / "memo" / "salt.deflate"
     raw = path.read_bytes()
+    head_end = raw.index(b"\n") + 1
     for damaged in (
-        raw[:-1],
-        raw[:-5] + b"xxxxx",
+        raw[: head_end + 10],  # the index cut off
+        raw[: head_end + 40] + b"x" + raw[head_end + 41 :],  # the index altered
         raw.replace(zlib.ZLIB_RUNTIME_VERSION.encode(), b"0.0.0", 1),
+        b"",
     ):
         path.write_bytes(damaged)
         assert deflate.load(tmp_path, "salt") == {}
+    last = max(m.used)  # the index is in key order, so the last key's bytes end the file
+    for damaged in (raw[:-1], raw[:-5] + b"xxxxx"):
+        path.write_bytes(damaged)
+        loaded = deflate.load(tmp_path, "salt")
+        assert len(loaded) == 3 and loaded.get(last) is None and last not in loaded  # a miss: compressed again
+        assert {k: loaded[k] for k in m.used if k != last} == {k: v for k, v in m.used.items() if k != last}
+    path.write_bytes(raw)
+    loaded = deflate.load(tmp_path, "salt")
+    path.write_bytes(b"")  # replaced after the index was read: every record is a miss
+    assert all(loaded.get(k) is None for k in m.used)
     assert not list((tmp_path / "memo").glob(".*.tmp"))  # the write left no temporary file
 
 

@@ -102,6 +102,20 @@ def test_an_entry_sharing_rows_writes_only_its_new_rows(monkeypatch: pytest.Monk
     assert cache.load("ab" * 32) == loaded
 
 
+def test_an_entry_body_is_the_json_encoding_of_its_data() -> None:
+    """The body is put together from rows encoded once (small rows inline, large ones by place): it is byte for byte
+    what json.dumps gives the whole entry."""
+    graph = _graph("n0", "n1")
+    graph.outputs.update(ids=["a", "é\u2028"], n=1.5)
+    graph.resources.append(mockrun.Resource("t:m:Tag", "t", {"x": [1, None, True], "s": "ü"}))
+    assert cache.store("ef" * 32, graph)
+    packs, _, text = cache._entry("ef" * 32).read_bytes().partition(b"\n")[2].partition(b"\n")
+    data = json.loads(text)
+    assert text == json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+    assert [type(item) for item in data["resources"]] == [list, str, str, list] and len(packs.split()) == 1
+    assert data["outputs"] == graph.outputs and data["keys"] == graph.keys
+
+
 def test_a_chain_of_small_changes_is_compacted_into_one_pack() -> None:
     graph = _graph("n0")
     for step in range(blobs.MAX_PACKS + 2):

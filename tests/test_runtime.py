@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,11 +54,15 @@ def test_the_collector_is_tuned_during_the_run() -> None:
 def test_services_are_read_from_the_program() -> None:
     source = (ROOT / "stacks" / "foundation-1t" / "__main__.py").read_text()
     assert sdkload.services(source) == ["ecs", "nas", "oss", "ram", "vpc"]
+    text = "alicloud.a x=pulumi_alicloud.b(xalicloud.c, my_pulumi_alicloud.d, _alicloud.e, (alicloud.f_1.G\nalicloud.Hi"
+    assert sdkload.services(text) == ["a", "b", "f_1"]
 
 
 def test_lean_packages_find_every_kind_of_name() -> None:
     code = ("import sys\nfrom generator.preview import sdkload\n"
             "sdkload.lean_packages(['ecs', 'oss'])\n"
+            "built, index = [], sdkload._index\n"
+            "sdkload._index = lambda folder: built.append(folder.name) or index(folder)\n"
             "import pulumi_alicloud as alicloud\n"
             "assert alicloud.ecs.Instance.__module__ == 'pulumi_alicloud.ecs.instance'\n"
             "assert alicloud.ecs.InstanceArgs.__module__ == 'pulumi_alicloud.ecs.instance'\n"
@@ -66,7 +71,10 @@ def test_lean_packages_find_every_kind_of_name() -> None:
             "assert alicloud.ecs.InstanceDataDiskArgs.__module__ == 'pulumi_alicloud.ecs._inputs'\n"
             "assert alicloud.oss.BucketLifecycleRuleArgs.__module__ == 'pulumi_alicloud.oss._inputs'\n"
             "assert alicloud.ecs.GetImagesImageResult.__module__ == 'pulumi_alicloud.ecs.outputs'\n"
+            "assert alicloud.ecs.outputs is sys.modules['pulumi_alicloud.ecs.outputs']\n"
+            "assert alicloud.oss.Bucket and built == []\n"  # `from . import outputs` needs no __all__ search
             "try:\n    alicloud.ecs.NoSuchThing\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)\n"
+            "assert built == ['ecs']\n"
             "assert 'pulumi_alicloud.ecs.launch_template' not in sys.modules\n"
             "from pulumi_alicloud.ecs import EcsDeploymentSet\n"
             "import pulumi_alicloud.ecs.hpc_cluster\n"
@@ -74,6 +82,50 @@ def test_lean_packages_find_every_kind_of_name() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) < 20  # of the 90 modules of pulumi_alicloud.ecs
+
+
+_TOP = """
+import json, sys, types
+from generator.preview import sdkload
+sdkload.defer_unused()
+lean = sys.argv[1] == "lean" and sdkload.lean_top()
+import pulumi_alicloud as top
+from pulumi.runtime import rpc
+names = sorted(sys.argv[2].split(",")) if len(sys.argv) > 2 else sorted(n for n in vars(top) if not n.startswith("__"))
+def what(value):
+    if isinstance(value, types.ModuleType):
+        return "module " + value.__name__
+    return getattr(value, "__module__", "") + ":" + getattr(value, "__qualname__", repr(value))
+print(json.dumps({
+    "lean": lean,
+    "names": {n: what(getattr(top, n)) for n in names},
+    "modules": {k: [type(m).__name__ + m.mod_info["fqn"] for m in v] for k, v in rpc._RESOURCE_MODULES.items()},
+    "packages": {k: [p.pkg_info["fqn"] for p in v] for k, v in rpc._RESOURCE_PACKAGES.items()},
+}))
+"""
+
+
+def test_the_lean_top_package_binds_and_registers_what_the_sdk_does() -> None:
+    def run(*args: str) -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, "-c", _TOP, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        got: dict[str, Any] = json.loads(proc.stdout)
+        return got
+
+    full = run("full")
+    lean = run("lean", ",".join(full["names"]))
+    assert lean["lean"] is True and full["lean"] is False
+    assert lean["names"] == full["names"] and len(full["names"]) > 150  # service packages, resources, outputs
+    assert lean["modules"] == full["modules"] and lean["packages"] == full["packages"]
+    assert len(full["modules"]) > 1000
+
+
+def test_an_unknown_top_package_layout_runs_the_real_init() -> None:
+    source = (Path(sdkload.importlib.util.find_spec(sdkload.SDK).origin or "")).read_text()  # type: ignore[union-attr]
+    assert sdkload._top_layout(source) is not None
+    assert sdkload._top_layout(source.replace("import typing\n", "import typing\nprint(1)\n", 1)) is None
+    assert sdkload._top_layout(source.replace('resource_packages="""', 'resource_packages=f"""', 1)) is None
+    assert sdkload._top_layout(source + "x = 1\n") is None
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -37,6 +37,12 @@ NOT_RUN = (
     "pulumi.dynamic",
     "yaml",
     "dill",
+    # gRPC and OpenTelemetry's SDK: no mock run talks to an engine or traces without a TRACEPARENT (sdkload.py)
+    "grpc",
+    "grpc.aio",
+    "grpc._cython.cygrpc",
+    "pulumi.runtime._instrumentation",
+    "opentelemetry.sdk.trace",
 )
 
 # The trainstack command in this process, then the modules whose code ran (exec gives a module's namespace its
@@ -56,14 +62,19 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def _probe(tmp: Path, args: list[str], after: str = "") -> dict[str, Any]:
+def _env(**extra: str) -> dict[str, str]:
+    """This process's environment without a TRACEPARENT (under which pulumi traces, so its tracing module runs)."""
+    return {**{k: v for k, v in os.environ.items() if k != "TRACEPARENT"}, **extra}
+
+
+def _probe(tmp: Path, args: list[str], after: str = "", env: dict[str, str] | None = None) -> dict[str, Any]:
     out = tmp / "probe.json"
     run = subprocess.run(
         [sys.executable, "-c", _PROBE.format(after=after), str(out), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env=dict(os.environ),
+        env=env or _env(),
         check=False,
     )
     assert out.is_file(), run.stderr
@@ -81,7 +92,7 @@ def test_a_side_cached_diff_runs_none_of_them(tmp_path: Path) -> None:
         [sys.executable, "-m", "generator.cli", "diff", "-", str(base)],
         cwd=ROOT,
         capture_output=True,
-        env=dict(os.environ),
+        env=_env(),
         check=False,
     )
     assert primed.returncode == 2, primed.stderr  # the run that made BASE leaves its side
@@ -117,3 +128,26 @@ def test_the_live_engine_loads_pulumi_automation_after_a_mock_run(tmp_path: Path
     got = _probe(tmp_path, ["preview", str(base)], after)
     assert got["code"] in (0, None)
     assert {"pulumi.automation", "yaml"} <= set(got["ran"])
+
+
+def test_grpc_and_tracing_run_at_their_first_read_after_a_mock_run(tmp_path: Path) -> None:
+    base, _ = _specs(tmp_path)
+    after = (
+        "import types, grpc, pulumi\n"
+        "assert grpc.StatusCode.UNIMPLEMENTED.name == 'UNIMPLEMENTED' and type(grpc) is types.ModuleType\n"
+        "assert grpc.aio.server and type(grpc.aio) is types.ModuleType\n"
+        "assert pulumi.runtime._instrumentation is sys.modules['pulumi.runtime._instrumentation']\n"
+        "assert pulumi.runtime._instrumentation._tracer_provider is None\n"  # no TRACEPARENT: no tracing
+    )
+    got = _probe(tmp_path, ["preview", str(base)], after)
+    assert got["code"] in (0, None)
+    assert {"grpc", "grpc.aio", "pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= set(got["ran"])
+
+
+def test_with_a_traceparent_pulumi_traces_a_mock_run(tmp_path: Path) -> None:
+    base, _ = _specs(tmp_path)
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    after = "import pulumi\nassert pulumi.runtime._instrumentation._tracer_provider is not None\n"
+    got = _probe(tmp_path, ["preview", str(base)], after, env=_env(TRACEPARENT=traceparent))
+    assert got["code"] in (0, None)
+    assert {"pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= set(got["ran"])

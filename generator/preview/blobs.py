@@ -54,12 +54,19 @@ def remember(resource: object, ref: Ref) -> None:
     _KNOWN[id(resource)] = (resource, ref)
 
 
-def known(root: Path, resource: object) -> Ref | None:
-    """Where ``resource``'s row is, if this process read or wrote it and its pack is there."""
+def known(root: Path, resource: object, present: dict[str, bool] | None = None) -> Ref | None:
+    """Where ``resource``'s row is, if this process read or wrote it and its pack is there (``present``: pack ->
+    whether it is, for the rows of one entry, whose ~1,000 rows are in one or a few packs)."""
     found = _KNOWN.get(id(resource))
-    if found is None or found[0] is not resource or not os.path.isfile(path(root, found[1][0])):
+    if found is None or found[0] is not resource:
         return None
-    return found[1]
+    pack = found[1][0]
+    there = present.get(pack) if present is not None else None
+    if there is None:
+        there = os.path.isfile(path(root, pack))
+        if present is not None:
+            present[pack] = there
+    return found[1] if there else None
 
 
 def put(root: Path, data: bytes) -> str:

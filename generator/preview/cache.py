@@ -182,10 +182,11 @@ def _from_json(data: Mapping[str, Any], root: Path, packs: list[str]) -> Graph:
     return Graph(resources, dict(data["outputs"]), list(data["warnings"]), dict(data.get("keys") or {}))
 
 
-def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[Any], list[str]]:
-    """The entry's rows, each large one replaced by where a pack holds it ("N:START:END"; the rows no pack holds are
-    written as one new pack), and the packs named; a ValueError for a non-finite float."""
-    refs = [blobs.known(root, r) for r in resources]
+def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> tuple[list[bytes], list[str]]:
+    """The entry's rows as JSON, each large one replaced by where a pack holds it ("N:START:END"; the rows no pack
+    holds are written as one new pack), and the packs named; a ValueError for a non-finite float."""
+    present: dict[str, bool] = {}  # pack -> whether it is there (one stat per pack, not per row)
+    refs = [blobs.known(root, r, present) for r in resources]
     if len({ref[0] for ref in refs if ref is not None}) >= blobs.MAX_PACKS:
         refs = [None] * len(refs)  # one new pack holds them all: a read stays a few files
     items: list[Any] = []
@@ -196,7 +197,7 @@ def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> t
         if ref is None:
             data = json.dumps(row, separators=(",", ":"), allow_nan=False).encode()
             if len(data) < blobs.MIN_BYTES:
-                items.append(row)
+                items.append(data)  # the row as the entry holds it, encoded once (_body)
                 continue
             placed.append((len(items), r, size, size + len(data)))
             fresh.append(data)
@@ -210,8 +211,19 @@ def _pack_rows(root: Path, resources: list[Resource], rows_json: list[Any]) -> t
     order: dict[str, int] = {}
     for i, item in enumerate(items):
         if type(item) is tuple:
-            items[i] = f"{order.setdefault(item[0], len(order))}:{item[1]}:{item[2]}"
+            items[i] = b'"%d:%d:%d"' % (order.setdefault(item[0], len(order)), item[1], item[2])
     return items, list(order)
+
+
+def _body(items: list[bytes], data: Mapping[str, Any]) -> bytes:
+    """``json.dumps(data, separators=(",", ":"), allow_nan=False)`` with ``data["resources"]`` the rows ``items``
+    already encode (the same bytes: the encoder joins a list's items and a dict's members with those separators)."""
+    parts = [b'{"resources":[', b",".join(items), b"]"]
+    for name in ("outputs", "warnings", "keys"):
+        parts.append(b',"%s":' % name.encode())
+        parts.append(json.dumps(data[name], separators=(",", ":"), allow_nan=False).encode())
+    parts.append(b"}")
+    return b"".join(parts)
 
 
 def _json_exact(value: Any) -> bool:
@@ -274,8 +286,8 @@ def store(digest: str, graph: Graph, decoded: Mapping[int, Resource] | None = No
     root = cache_dir()
     with _ignored():  # a read-only or full cache folder only costs the next run its time
         try:  # insertion order kept: a hit prints what a run does
-            data["resources"], named = _pack_rows(root, graph.resources, data["resources"])
-            body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
+            items, named = _pack_rows(root, graph.resources, data["resources"])
+            body = _body(items, data)
         except ValueError:
             return False
         del data

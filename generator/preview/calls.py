@@ -325,6 +325,26 @@ def run_main(main: Path, memo: Any) -> None:
             sys.argv[0] = saved_argv
 
 
+_MISSING = object()  # a name the module does not hold (a builtin, or a NameError to come)
+
+
+def _unchanged(snapshot: list[tuple[Any, ...]]) -> bool:
+    """Whether what :meth:`Calls._snapshot` recorded still holds."""
+    for kind, value, *rest in snapshot:
+        if kind == "f":
+            if value.__code__ is not rest[0]:
+                return False
+        elif kind == "m":
+            if sys.modules.get(rest[0]) is not value:
+                return False
+        elif kind == "d":
+            if tuple(value) != rest[0] or not all(map(operator.is_, value.values(), rest[1])):
+                return False
+        elif len(value) != len(rest[1]) or not all(map(operator.is_, value, rest[1])):
+            return False
+    return True
+
+
 class Calls:
     """The keyed row functions of one run (:data:`WRAP` in the program's globals)."""
 
@@ -335,6 +355,8 @@ class Calls:
         self._classes: dict[str, type] = {}  # function -> the class of the resource it returned
         self._made: set[str] = set()  # "TYPE::NAME" of every resource a keyed call gave
         self._tables: dict[int, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...], str]] = {}
+        # function -> (the module values its last call read, what else must hold, their digest): _reads
+        self._kept: dict[str, tuple[list[Any], list[tuple[Any, ...]], str]] = {}
         self._fixed: dict[
             int, tuple[Any, str]
         ] = {}  # id -> (value kept alive, its digest): long strings, origins
@@ -379,19 +401,38 @@ class Calls:
 
     def _key(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         """The call key (module docstring), or None when something the call reads has no digest."""
-        row, namespace = self.rows[name], self.namespace
-        parts = [self.memo.salt, name, row.text]
+        row = self.rows[name]
+        reads = self._reads(name, row)
+        if reads is None:
+            return None
+        parts = [self.memo.salt, name, row.text, reads]
         try:
             self._walk(args, parts)
             self._walk(kwargs, parts)
-            for read in row.reads:
+        except self.memo.undigestable:
+            return None
+        return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _reads(self, name: str, row: Row) -> str | None:
+        """The digest of the module values a call of ``name`` reads, or None when one has none (or is missing). The
+        node loop reads the same values for every row, so the last call's digest is kept while each value read is
+        the same object, each dict, list or tuple read holds the same keys and objects, each function read the same
+        code and each module read is still that module (:meth:`_snapshot`; when a value read is none of those, such
+        as a dict of dicts, the values are digested again at every call)."""
+        namespace = self.namespace
+        values = [namespace.get(read, _MISSING) for read in row.reads]
+        kept = self._kept.get(name)
+        if kept is not None and all(map(operator.is_, values, kept[0])) and _unchanged(kept[1]):
+            return kept[2]
+        parts: list[str] = []
+        try:
+            for read, value in zip(row.reads, values):
                 parts.append(read)
-                if read not in namespace:
+                if value is _MISSING:
                     if read not in BUILTINS:
                         return None  # a NameError in the call: let it happen
                     parts.append("builtin")
                     continue
-                value = namespace[read]
                 code = row.codes.get(read)
                 if code is not None:  # a pure function, its text in the key: the very function analysed
                     if type(value) is not types.FunctionType or value.__code__ is not code:
@@ -407,7 +448,35 @@ class Calls:
                     self._walk(value, parts)
         except self.memo.undigestable:
             return None
-        return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        digest = "\x1f".join(parts)
+        snapshot = self._snapshot(row, values)
+        if snapshot is not None:
+            self._kept[name] = (values, snapshot, digest)
+        return digest
+
+    def _snapshot(self, row: Row, values: list[Any]) -> list[tuple[Any, ...]] | None:
+        """What :func:`_unchanged` checks to keep a digest of ``values`` (besides their identity), or None when one
+        of them may change without a new identity in a way it cannot see (a dict of dicts, an object)."""
+        fixed = self._fixed
+        snapshot: list[tuple[Any, ...]] = []
+        for read, value in zip(row.reads, values):
+            kind = type(value)
+            if kind in _SCALARS or value is _MISSING or fixed.get(id(value), (None,))[0] is value:
+                continue
+            if read in row.codes:
+                snapshot.append(("f", value, value.__code__))
+            elif read in row.modules:
+                snapshot.append(("m", value, row.modules[read]))
+            elif kind is dict or kind is list or kind is tuple:
+                items = tuple(value.values()) if kind is dict else tuple(value)
+                if not all(type(v) in _SCALARS or fixed.get(id(v), (None,))[0] is v for v in items):
+                    return None
+                snapshot.append(
+                    ("d" if kind is dict else "l", value, tuple(value) if kind is dict else None, items)
+                )
+            else:
+                return None
+        return snapshot
 
     def _walk(self, value: Any, out: list[str]) -> None:
         kind = type(value)

@@ -11,9 +11,11 @@ compresses and is remembered. The bytes given back are the bytes zlib gives (``t
 graphs of runs with and without the memo byte for byte).
 
 :func:`store` writes the compressions a run used to ``memo/<salt>.deflate`` in the graph cache folder
-(:mod:`generator.preview.cache`), atomically (a temporary file renamed into place) and with the SHA-256 of its body
-and the zlib version in its header; :func:`load` gives nothing for a missing, truncated or altered file, or for one
-another zlib wrote. Only the newest run's compressions are kept: the file holds one run's nodes, not a history; and
+(:mod:`generator.preview.cache`), atomically (a temporary file renamed into place): a header with the zlib version
+and the SHA-256 of an index (each record's key, the SHA-256 of its bytes and their length), the index, then the
+bytes. :func:`load` reads and checks the header and the index only, and gives nothing for a missing file, a damaged
+header or index, or one another zlib wrote; a record's bytes are read at the first hit and checked against the
+index, so a record cut off or altered is a miss (compressed again). Only the newest run's compressions are kept: the file holds one run's nodes, not a history; and
 only the newest files of :data:`generator.preview.cache.MEMO_FILES` stacks (:func:`prune`).
 Nothing here imports pulumi.
 """
@@ -23,16 +25,19 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from generator import atomic
 
 HEADER = b"trainstack-deflate"
-FORMAT = 1
+FORMAT = (
+    2  # 2: an index of records, then their bytes (1: each record followed by its bytes, one digest of all)
+)
 MIN_BYTES = 1024  # smaller inputs compress in microseconds: not worth a digest and a record
-_RECORD = struct.Struct(">32sI")  # key, length of the compressed bytes (followed by them)
+# an index record: key, the SHA-256 of the compressed bytes, their length (the bytes follow the index, in its order)
+_RECORD = struct.Struct(">32s32sI")
 
 
 def _key(data: Any, level: int, wbits: int) -> bytes:
@@ -102,42 +107,80 @@ def _path(root: Path, run_salt: str) -> Path:
     return root / "memo" / f"{run_salt}.deflate"
 
 
-def _head(body_digest: str) -> bytes:
+def _head(count: int, index_digest: str) -> bytes:
     return (
-        b" ".join((HEADER, str(FORMAT).encode(), zlib.ZLIB_RUNTIME_VERSION.encode(), body_digest.encode()))
+        b" ".join(
+            (
+                HEADER,
+                str(FORMAT).encode(),
+                zlib.ZLIB_RUNTIME_VERSION.encode(),
+                b"%d" % count,
+                index_digest.encode(),
+            )
+        )
         + b"\n"
     )
 
 
-def load(root: Path, run_salt: str) -> dict[bytes, bytes]:
-    """The compressions stored for ``run_salt`` under the cache folder ``root`` (empty if none or not intact)."""
+class Stored(Mapping[bytes, bytes]):
+    """The compressions of a memo file: its index is read and checked when loaded, the compressed bytes only at the
+    first lookup that finds its key (a diff's HEAD answers its unchanged rows at the call and compresses only its
+    new nodes: it never reads the 10 MB of a 1,024-node file). Each record is checked against the SHA-256 of its
+    bytes in the index, so a record cut off or altered (or a file replaced since the index was read) is absent."""
+
+    def __init__(self, path: Path, index: dict[bytes, tuple[bytes, int, int]], data_at: int) -> None:
+        self._path, self._index, self._data_at = path, index, data_at
+        self._raw: bytes | None = None
+
+    def __getitem__(self, key: bytes) -> bytes:
+        digest, start, end = self._index[key]
+        if self._raw is None:
+            try:
+                self._raw = self._path.read_bytes()
+            except OSError:
+                self._raw = b""
+        value = self._raw[self._data_at + start : self._data_at + end]
+        if len(value) != end - start or hashlib.sha256(value).digest() != digest:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def load(root: Path, run_salt: str) -> Mapping[bytes, bytes]:
+    """The compressions stored for ``run_salt`` under the cache folder ``root`` (empty if none, or if the header or
+    the index is not intact: :class:`Stored`)."""
+    path = _path(root, run_salt)
     try:
-        raw = _path(root, run_salt).read_bytes()
+        with path.open("rb") as f:
+            head = f.readline()
+            parts = head.split()
+            count = int(parts[3]) if len(parts) == 5 and parts[3].isdigit() else -1
+            raw = f.read(_RECORD.size * count) if count >= 0 else b""
     except OSError:
         return {}
-    head, _, body = raw.partition(b"\n")
-    if head + b"\n" != _head(hashlib.sha256(body).hexdigest()):
+    if count < 0 or len(raw) != _RECORD.size * count or head != _head(count, hashlib.sha256(raw).hexdigest()):
         return {}
-    out: dict[bytes, bytes] = {}
-    view, at = memoryview(body), 0
-    while at < len(body):
-        if at + _RECORD.size > len(body):
-            return {}
-        key, size = _RECORD.unpack_from(body, at)
-        at += _RECORD.size
-        if at + size > len(body):
-            return {}
-        out[key] = bytes(view[at : at + size])
+    index: dict[bytes, tuple[bytes, int, int]] = {}
+    at = 0
+    for key, digest, size in _RECORD.iter_unpack(raw):
+        index[key] = (digest, at, at + size)
         at += size
-    return out
+    return Stored(path, index, len(head) + len(raw))
 
 
 def store(root: Path, run_salt: str, used: Mapping[bytes, bytes]) -> bool:
     """Write ``used`` as the compressions of ``run_salt`` (atomically); False if the folder cannot be written."""
-    body = b"".join(_RECORD.pack(key, len(value)) + value for key, value in sorted(used.items()))
+    items = sorted(used.items())
+    index = b"".join(_RECORD.pack(key, hashlib.sha256(value).digest(), len(value)) for key, value in items)
+    head = _head(len(items), hashlib.sha256(index).hexdigest())
     try:
         atomic.replace(
-            _path(root, run_salt), (_head(hashlib.sha256(body).hexdigest()), body), f".{run_salt[:16]}."
+            _path(root, run_salt), (head, index, *(value for _, value in items)), f".{run_salt[:16]}."
         )
     except OSError:
         return False

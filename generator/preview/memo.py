@@ -131,6 +131,9 @@ class Memo:
         self.read_types: set[str] = set()  # types of reused resources whose outputs the program read
         self._origin: dict[int, tuple[Any, tuple[str, str, str | None], str]] = {}  # id(Output) -> origin
         self._types_seen: set[str] = set()
+        self._unread: dict[str, Any] = {}  # type -> the unread Output of its answered resources (_answer)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the run's loop, once a resource is answered
+        self._urn_base = self._stack_urn = ""  # what every URN of the run starts with, the root stack's URN
         self._original: Callable[..., None] | None = None
 
     # ------------------------------------------------------------------------------------------ install
@@ -233,11 +236,13 @@ class Memo:
 
         The options are plain (:meth:`_options`), so the resource has no parent of its own: the runtime parents it to
         the root stack. Its inputs are translated in a task, since an input may be an Output still resolving."""
-        from pulumi.runtime.mocks import get_project, get_stack
+        if not self._stack_urn:
+            from pulumi.runtime.mocks import get_project, get_stack
 
-        parent = _urn(
-            "", "pulumi:pulumi:Stack", f"{get_project()}-{get_stack()}"
-        )  # the runtime's Stack resource
+            self._stack_urn = _urn(
+                "", "pulumi:pulumi:Stack", f"{get_project()}-{get_stack()}"
+            )  # the root Stack
+        parent = self._stack_urn
         self._answer(res, ty, name, props, None, parent)
         flags = (
             bool(getattr(opts, "protect", None)),
@@ -282,30 +287,43 @@ class Memo:
     def _answer(
         self, res: Any, ty: str, name: str, props: Mapping[str, Any], hit: Any, parent: str = ""
     ) -> None:
-        """Give ``res`` what registering it would: its urn and id resolved, its other outputs unread."""
-        from pulumi.output import Output, _OutputData
+        """Give ``res`` what registering it would: its urn and id resolved, its other outputs unread.
 
-        def resolved(value: str) -> Any:
-            fut: asyncio.Future[Any] = asyncio.get_event_loop().create_future()
-            fut.set_result(_OutputData(resources={res}, value=value, is_known=True, is_secret=False))
-            out = object.__new__(Output)
-            out._data = fut
-            return out
-
-        urn = _urn(hit.parent if hit is not None else parent, ty, name)
-        res.__dict__["urn"] = resolved(urn)
-        res.__dict__["id"] = resolved(mock_id(name))
-        info = (ty, name, None)
-        self._origin[id(res.__dict__["urn"])] = (res.__dict__["urn"], info, _ID_OUTPUTS["urn"])
-        self._origin[id(res.__dict__["id"])] = (res.__dict__["id"], info, _ID_OUTPUTS["id"])
-        # one unread Output per resource, shared by its properties: reading any of them repeats the run alike, and
-        # none has an origin of its own (an input made from one is undigestable, so it registers and reads it)
-        out = object.__new__(Output)
-        out._data = _Unread(self, ty)
+        Thousands of rows are answered per run, so what is the same for all of them is made once: the event loop, the
+        urn's prefix, and per type one unread Output shared by every property of every resource answered (reading any
+        repeats the run registering that type, whichever resource it belongs to; none has an origin of its own, so
+        an input made from one is undigestable: it registers and reads it)."""
         d = res.__dict__
-        for prop in props:
-            if prop != "urn" and prop != "id":
-                d[prop] = out
+        if not self._urn_base:
+            self._urn_base = _urn_base()  # the mocks are set for the run before anything is answered
+        urn = self._resolved(res, _urn(hit.parent if hit is not None else parent, ty, name, self._urn_base))
+        rid = self._resolved(res, mock_id(name))
+        d["urn"], d["id"] = urn, rid
+        info = (ty, name, None)
+        self._origin[id(urn)] = (urn, info, _ID_OUTPUTS["urn"])
+        self._origin[id(rid)] = (rid, info, _ID_OUTPUTS["id"])
+        out = self._unread.get(ty)
+        if out is None:
+            out = self._unread[ty] = object.__new__(_pulumi().Output)
+            out._data = _Unread(self, ty)
+        unread = dict.fromkeys(props, out)
+        unread.pop("urn", None)
+        unread.pop("id", None)
+        d.update(unread)
+
+    def _resolved(self, res: Any, value: str) -> Any:
+        """An Output of ``res`` resolved to the string ``value``, as the runtime's resolution of a registration gives
+        it (the _OutputData fields its constructor sets: a string holds no unknown, so it is known)."""
+        if self._loop is None:
+            self._loop = asyncio.get_event_loop()
+        pulumi = _pulumi()
+        data = object.__new__(pulumi.output._OutputData)
+        data.__dict__.update(resources={res}, value=value, is_known=True, is_secret=False)
+        fut = self._loop.create_future()
+        fut.set_result(data)
+        out = object.__new__(pulumi.Output)
+        out._data = fut
+        return out
 
     # ------------------------------------------------------------------------------------------ digests
     def _digest(self, value: Any) -> str:
@@ -385,13 +403,19 @@ def _pulumi() -> Any:
     return _PULUMI
 
 
-def _urn(parent: str, type_: str, name: str) -> str:
-    """The URN the mock monitor gives (``MockMonitor.make_urn``), from the parent recorded with the resource."""
-    from pulumi.runtime.mocks import get_project, get_stack
-
+def _urn(parent: str, type_: str, name: str, base: str = "") -> str:
+    """The URN the mock monitor gives (``MockMonitor.make_urn``), from the parent recorded with the resource;
+    ``base`` is :func:`_urn_base`, when the caller has it."""
     if parent:
         type_ = parent.split("::")[2].split("$").pop() + "$" + type_
-    return f"urn:pulumi:{get_stack()}::{get_project()}::{type_}::{name}"
+    return f"{base or _urn_base()}{type_}::{name}"
+
+
+def _urn_base() -> str:
+    """What every URN of the run starts with: its stack and project."""
+    from pulumi.runtime.mocks import get_project, get_stack
+
+    return f"urn:pulumi:{get_stack()}::{get_project()}::"
 
 
 __all__ = ["DERIVE_ENV", "Memo", "ReusedOutputRead", "derive_enabled", "mock_id", "salt"]

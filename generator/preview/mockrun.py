@@ -248,14 +248,16 @@ def _close_loops(loop: asyncio.AbstractEventLoop, executor: ThreadPoolExecutor) 
 
 def import_sdk_modules(source: str) -> list[str]:
     """Before a program runs: make the pulumi_alicloud service packages its source names load only the modules it
-    uses (:mod:`generator.preview.sdkload`), and load the SDK's top package, so both are frozen with the rest when
-    the run starts (:func:`tuned_gc`). Returns the service packages named."""
+    uses and its top package only what the runtime needs (:mod:`generator.preview.sdkload`), and load that top
+    package, so both are frozen with the rest when the run starts (:func:`tuned_gc`). Returns the service packages
+    named."""
     import importlib
 
     from generator.preview import sdkload
 
     names = sdkload.services(source)
     if lean_sdk():
+        sdkload.lean_top()
         sdkload.lean_packages(names)
     importlib.import_module(sdkload.SDK)
     return names
@@ -467,7 +469,7 @@ def _resolve_outputs(root: Any, sync_await: Any) -> dict[str, Any]:
     outputs = getattr(root, "outputs", None) or {}
     resolved: dict[str, Any] = {}
     for key, value in outputs.items():
-        known = _known_list(value, pulumi.Output)
+        known = value if _plain_data(value) else _known_list(value, pulumi.Output)
         if known is not None:
             resolved[key] = known
             continue
@@ -496,6 +498,25 @@ def _known_list(value: Any, output: type) -> list[Any] | None:
 
 
 _PLAIN_VALUES = (str, int, float, bool, type(None))
+
+
+def _plain_data(value: Any) -> bool:
+    """Whether ``value`` is plain data (scalars in lists, tuples and str-keyed dicts), which
+    ``Output.from_input(value).future()`` resolves to an equal value of the same types and order (no Output, no
+    Unknown in it): an exported list of 1,000 addresses need not become 1,000 Outputs and an ``Output.all``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is dict:
+            if any(type(k) is not str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind not in _PLAIN_VALUES:
+            return False
+    return True
 
 
 def _strip_unknowns(value: Any) -> Any:

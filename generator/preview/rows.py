@@ -46,6 +46,7 @@ class Rows:
         self._types: dict[type, str] = {}
         # class -> (attributes Resource.__init__ gives a resource without options, its property names)
         self._templates: dict[type, tuple[dict[str, Any], tuple[str, ...]]] = {}
+        self._root: Any = None  # the root stack resource, once read
 
     def watch(self, cls: type, ty: str) -> None:
         """Answer later constructions of ``cls`` (registered as ``ty``) from the memo."""
@@ -124,8 +125,6 @@ class Rows:
         self, res: Any, ty: str, name: str, template: tuple[dict[str, Any], tuple[str, ...]], hit: Any
     ) -> None:
         """What the SDK's constructor and a memo hit give ``res``, without the constructor."""
-        from pulumi.runtime.settings import get_root_resource
-
         base, props = template
         d = res.__dict__
         d.update(base)
@@ -133,7 +132,11 @@ class Rows:
         d["_aliases"] = []
         d["_childResources"] = set()
         d["_transformations"] = []
-        root = get_root_resource()
+        root = self._root
+        if root is None:
+            from pulumi.runtime.settings import get_root_resource
+
+            root = self._root = get_root_resource()  # the run's Stack, made before the program's first line
         if root is not None:
             root._childResources.add(res)
         self.memo._answer(res, ty, name, props, hit)
