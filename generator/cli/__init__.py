@@ -22,6 +22,14 @@ from generator.cli.common import handle as _handle
 from generator.errors import EXIT_FAILURE
 
 FAST_EXIT_ENV = "TRAINSTACK_FAST_EXIT"
+# A command is a short process whose allocations mostly live until it ends: the ~600 modules and the classes it imports,
+# the plan, the graphs read from the cache. At CPython 3.11's first threshold (700 allocations) young collections walk
+# them again and again and promote them into full collections: 0.05-0.09 s of a side-cached diff of 1,024 nodes
+# (benchmarks/README.md). A first threshold of 10,000 collects the same cyclic garbage, less often (at most that many
+# objects wait for it); a mock run tunes the collector further for its own duration (generator/preview/lean.py).
+# TRAINSTACK_CLI_GC=default keeps CPython's thresholds.
+CLI_GC_ENV = "TRAINSTACK_CLI_GC"
+CLI_GC_THRESHOLD = 10_000
 
 
 def entry() -> None:
@@ -30,13 +38,19 @@ def entry() -> None:
     process ends with ``os._exit``, so the exit code and everything printed or written are the same. Commands that
     did not run the mock runtime (or opened a stack with the live engine: ``pulumi_engine.OPENED``) exit normally;
     ``TRAINSTACK_FAST_EXIT=off`` always does."""
+    import gc
     import os
 
+    thresholds = gc.get_threshold()
+    if os.environ.get(CLI_GC_ENV, "tuned").strip().lower() != "default":
+        gc.set_threshold(max(thresholds[0], CLI_GC_THRESHOLD), *thresholds[1:])
     try:
         main()
         code: str | int | None = 0
     except SystemExit as e:
         code = e.code
+    finally:
+        gc.set_threshold(*thresholds)
     preview = sys.modules.get("generator.preview.mockrun")
     # `import pulumi` loads pulumi.automation: ask the engine whether it opened a stack
     engine = sys.modules.get("generator.live.pulumi_engine")
