@@ -181,7 +181,14 @@ def _scalar_encoder(kind: Any) -> Encoder:
             raise ValueError(f"{_path(where)}: {value!r} is not {getattr(kind, '__name__', kind)}")
         return value
 
-    return encode
+    def exact(
+        value: Any, where: Where
+    ) -> Any:  # _scalar_ok for int, str and bool, inline (most of a plan's values)
+        if type(value) is not kind:
+            raise ValueError(f"{_path(where)}: {value!r} is not {kind.__name__}")
+        return value
+
+    return exact if kind in (int, str, bool) else encode
 
 
 @functools.cache
@@ -229,7 +236,14 @@ def _scalar(kind: type) -> Decoder:
             raise PlanReadError(f"{_path(where)}: {value!r} is not {kind.__name__}")
         return value
 
-    return decode
+    def exact(
+        value: Any, where: Where
+    ) -> Any:  # _scalar_ok for int, str and bool, inline (most of a plan's values)
+        if type(value) is not kind:
+            raise PlanReadError(f"{_path(where)}: {value!r} is not {kind.__name__}")
+        return value
+
+    return exact if kind in (int, str, bool) else decode
 
 
 def _union(options: tuple[Any, ...]) -> Decoder:
