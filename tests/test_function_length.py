@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 LIMIT = 60
 HELD = ("spec", "sizing", "catalog", "render", "preview", "plan", "cli", "live", "platforms", "present", "estimate",
-        "api.py", "errors.py", "events.py", "atomic.py", "deferred.py", "__init__.py", "__main__.py")
+        "api.py", "errors.py", "events.py", "atomic.py", "deferred.py", "dists.py", "__init__.py", "__main__.py")
 
 
 def _modules() -> list[Path]:

@@ -107,14 +107,17 @@ def test_another_schema_or_codec_is_refused(doc: dict[str, Any]) -> None:
             exact_json.read(json.dumps({**doc, field: value}))
 
 
-def test_write_refuses_what_would_not_read_back_equal() -> None:
+def test_write_refuses_what_would_not_read_back_equal_naming_the_field() -> None:
     plan = api.plan(ROOT / "examples" / "finetune-7b.yaml")
     compute = plan.compute
-    for bad in (
-        dataclasses.replace(plan, zones=list(plan.zones)),  # a list where a tuple is declared
-        dataclasses.replace(plan, compute=dataclasses.replace(compute, nodes=float(compute.nodes))),
-        dataclasses.replace(plan, compute=dataclasses.replace(compute, memory_gib=float("nan"))),
-        dataclasses.replace(plan, compute=dataclasses.replace(compute, nodes=True)),
+    rank = dataclasses.replace(compute.ranks[0], rank=0.0)
+    for bad, where in (
+        (dataclasses.replace(plan, zones=list(plan.zones)), "plan.zones"),  # a list where a tuple is declared
+        (dataclasses.replace(plan, compute=dataclasses.replace(compute, nodes=float(compute.nodes))), "plan.compute.nodes"),
+        (dataclasses.replace(plan, compute=dataclasses.replace(compute, memory_gib=float("nan"))), "plan.compute.memory_gib"),
+        (dataclasses.replace(plan, compute=dataclasses.replace(compute, nodes=True)), "plan.compute.nodes"),
+        (dataclasses.replace(plan, compute=dataclasses.replace(compute, ranks=(rank, *compute.ranks[1:]))),
+         "plan.compute.ranks[0].rank"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"^{__import__('re').escape(where)}: "):
             exact_json.write(bad)

@@ -240,3 +240,26 @@ def test_teardown_is_skipped_after_a_mock_run_only(case: str, tmp_path: Path) ->
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert ("teardown" in proc.stderr.splitlines()) == (case != "mock")
+
+
+def test_the_command_s_process_settings_keep_output_and_exit_code(tmp_path: Path) -> None:
+    """`trainstack` raises the collector's first threshold for the command (generator.cli.entry): the same output
+    and exit code as with CPython's thresholds. When the command returns, the thresholds are CPython's again and
+    PYDANTIC_DISABLE_PLUGINS is unset again; while it ran, pydantic looked for no plugins (no entry-point scan)."""
+    seen = []
+    for mode in ("tuned", "default"):
+        env = {**os.environ, "TRAINSTACK_CLI_GC": mode, "TRAINSTACK_GRAPH_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path)}
+        proc = subprocess.run([sys.executable, "-m", "generator.cli", "validate", "examples/finetune-7b.yaml"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        seen.append((proc.returncode, proc.stdout, proc.stderr))
+    assert seen[0] == seen[1] and seen[0][0] == 0
+    probe = ("import gc, os, sys; sys.argv = ['trainstack', 'validate', 'examples/finetune-7b.yaml']\n"
+             "from generator.cli import entry\nbefore = gc.get_threshold()\ntry:\n    entry()\nexcept SystemExit:\n"
+             "    pass\nassert gc.get_threshold() == before, gc.get_threshold()\n"
+             "assert 'PYDANTIC_DISABLE_PLUGINS' not in os.environ\n"
+             "from pydantic.plugin import _loader\nassert _loader._plugins is None, _loader._plugins")
+    env = {**os.environ, "TRAINSTACK_FAST_EXIT": "off", "TRAINSTACK_GRAPH_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr

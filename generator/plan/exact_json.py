@@ -30,7 +30,8 @@ from generator.plan.model import PLAN_SCHEMA_VERSION, Plan
 FORMAT = "trainstack-plan-exact"
 CODEC_VERSION = 1  # bump when the encoding below changes
 
-Decoder = Callable[[Any, str], Any]
+Decoder = Callable[[Any, Any], Any]  # (JSON data, where it is) -> the value
+Encoder = Callable[[Any, Any], Any]  # (value, where it is) -> JSON data
 
 
 class PlanReadError(ValueError):
@@ -39,7 +40,7 @@ class PlanReadError(ValueError):
 
 def write(plan: Plan) -> str:
     """The exact JSON text of ``plan``; ValueError if a field holds a value its annotation does not allow."""
-    body = _encode(Plan, plan, "plan")
+    body = _encoder(Plan)(plan, "plan")
     doc = {"format": FORMAT, "codec": CODEC_VERSION, "schema": PLAN_SCHEMA_VERSION, "plan": body}
     return json.dumps(doc, separators=(",", ":"), allow_nan=False)
 
@@ -81,54 +82,127 @@ def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
-# -- writing
+# -- where a value is: "plan", or (parent, ".name") / (parent, index), spelled out only for a message (a string per
+# value would cost more than the value's own check)
+
+Where = Any
 
 
-def _encode(kind: Any, value: Any, where: str) -> Any:
-    """``value`` as JSON data, checked against its annotation ``kind``."""
+def _path(where: Where) -> str:
+    parts: list[str] = []
+    while type(where) is tuple:
+        where, step = where
+        parts.append(f"[{step}]" if type(step) is int else step)
+    return str(where) + "".join(reversed(parts))
+
+
+# -- writing: one encoder per annotation, built once
+
+
+@functools.cache
+def _encoder(kind: Any) -> Encoder:
+    """The function giving ``value`` as JSON data, checked against its annotation ``kind``."""
     origin = typing.get_origin(kind)
     if origin in (types.UnionType, typing.Union):
-        for option in typing.get_args(kind):
-            if option is type(None) and value is None:
-                return None
-            if option is not type(None) and _matches(option, value):
-                return _encode(option, value, where)
-        raise ValueError(f"{where}: {type(value).__name__} is not {kind}")
+        return _union_encoder(kind)
     if origin is tuple:
-        if type(value) is not tuple:
-            raise ValueError(f"{where}: {type(value).__name__}, not a tuple")
-        args = typing.get_args(kind)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return [_encode(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if len(args) != len(value):
-            raise ValueError(f"{where}: {len(value)} items, not {len(args)}")
-        return [_encode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))]
-    registry = _registries().get(kind)
-    if registry is not None:
-        code: Any = getattr(value, "code", None)
-        if type(code) is not str or registry.get(code) is not type(value):
-            raise ValueError(f"{where}: {type(value).__name__} is not a listed {kind}")
-        return {"code": code, "fields": _encode(type(value), value, where)}
+        return _tuple_encoder(typing.get_args(kind))
+    if kind in _registries():
+        return _event_encoder(kind)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return _dataclass_encoder(kind)
+    return _scalar_encoder(kind)
+
+
+def _union_encoder(kind: Any) -> Encoder:
+    options = [(option, _matcher(option)) for option in typing.get_args(kind)]
+
+    def encode(value: Any, where: Where) -> Any:
+        for option, matches in options:
+            if option is type(None):
+                if value is None:
+                    return None
+            elif matches(value):
+                return _encoder(option)(value, where)
+        raise ValueError(f"{_path(where)}: {type(value).__name__} is not {kind}")
+
+    return encode
+
+
+def _tuple_encoder(args: tuple[Any, ...]) -> Encoder:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = _encoder(args[0])
+
+        def repeated(value: Any, where: Where) -> Any:
+            if type(value) is not tuple:
+                raise ValueError(f"{_path(where)}: {type(value).__name__}, not a tuple")
+            return [item(v, (where, i)) for i, v in enumerate(value)]
+
+        return repeated
+    items = [_encoder(a) for a in args]
+
+    def fixed(value: Any, where: Where) -> Any:
+        if type(value) is not tuple:
+            raise ValueError(f"{_path(where)}: {type(value).__name__}, not a tuple")
+        if len(items) != len(value):
+            raise ValueError(f"{_path(where)}: {len(value)} items, not {len(items)}")
+        return [e(v, (where, i)) for i, (e, v) in enumerate(zip(items, value, strict=True))]
+
+    return fixed
+
+
+def _event_encoder(base: type) -> Encoder:
+    registry = _registries()[base]
+
+    def encode(value: Any, where: Where) -> Any:
+        code: Any = getattr(value, "code", None)
+        cls: Any = type(value)
+        if type(code) is not str or registry.get(code) is not cls:
+            raise ValueError(f"{_path(where)}: {cls.__name__} is not a listed {base}")
+        return {"code": code, "fields": _encoder(cls)(value, where)}
+
+    return encode
+
+
+def _dataclass_encoder(cls: type) -> Encoder:
+    fields = tuple((name, "." + name, _encoder(t)) for name, t in _hints(cls))
+
+    def encode(value: Any, where: Where) -> Any:
+        if type(value) is not cls:
+            raise ValueError(f"{_path(where)}: {type(value).__name__}, not {cls.__name__}")
+        return {name: e(getattr(value, name), (where, step)) for name, step, e in fields}
+
+    return encode
+
+
+def _scalar_encoder(kind: Any) -> Encoder:
+    def encode(value: Any, where: Where) -> Any:
+        if not _scalar_ok(kind, value):
+            raise ValueError(f"{_path(where)}: {value!r} is not {getattr(kind, '__name__', kind)}")
+        return value
+
+    def exact(
+        value: Any, where: Where
+    ) -> Any:  # _scalar_ok for int, str and bool, inline (most of a plan's values)
         if type(value) is not kind:
-            raise ValueError(f"{where}: {type(value).__name__}, not {kind.__name__}")
-        return {name: _encode(t, getattr(value, name), f"{where}.{name}") for name, t in _hints(kind)}  # type: ignore[arg-type]
-    if not _scalar_ok(kind, value):
-        raise ValueError(f"{where}: {value!r} is not {getattr(kind, '__name__', kind)}")
-    return value
+            raise ValueError(f"{_path(where)}: {value!r} is not {kind.__name__}")
+        return value
+
+    return exact if kind in (int, str, bool) else encode
 
 
-def _matches(kind: Any, value: Any) -> bool:
-    """Whether ``value`` is of ``kind`` at its top level (how a union picks its member)."""
-    origin = typing.get_origin(kind)
-    if origin is tuple:
-        return type(value) is tuple
+@functools.cache
+def _matcher(kind: Any) -> Callable[[Any], bool]:
+    """Whether a value is of ``kind`` at its top level (how a union picks its member)."""
+    if typing.get_origin(kind) is tuple:
+        return lambda value: type(value) is tuple
     registry = _registries().get(kind)
     if registry is not None:
-        return type(value) in registry.values()
+        listed = frozenset(registry.values())
+        return lambda value: type(value) in listed
     if dataclasses.is_dataclass(kind):
-        return type(value) is kind
-    return _scalar_ok(kind, value)
+        return lambda value: type(value) is kind
+    return lambda value: _scalar_ok(kind, value)
 
 
 def _scalar_ok(kind: Any, value: Any) -> bool:
@@ -157,12 +231,19 @@ def _decoder(kind: Any) -> Decoder:
 
 
 def _scalar(kind: type) -> Decoder:
-    def decode(value: Any, where: str) -> Any:
+    def decode(value: Any, where: Where) -> Any:
         if not _scalar_ok(kind, value):
-            raise PlanReadError(f"{where}: {value!r} is not {kind.__name__}")
+            raise PlanReadError(f"{_path(where)}: {value!r} is not {kind.__name__}")
         return value
 
-    return decode
+    def exact(
+        value: Any, where: Where
+    ) -> Any:  # _scalar_ok for int, str and bool, inline (most of a plan's values)
+        if type(value) is not kind:
+            raise PlanReadError(f"{_path(where)}: {value!r} is not {kind.__name__}")
+        return value
+
+    return exact if kind in (int, str, bool) else decode
 
 
 def _union(options: tuple[Any, ...]) -> Decoder:
@@ -172,7 +253,7 @@ def _union(options: tuple[Any, ...]) -> Decoder:
         raise TypeError(f"no exact JSON reader for a union of {members!r}")
     inner = _decoder(members[0])
 
-    def decode(value: Any, where: str) -> Any:
+    def decode(value: Any, where: Where) -> Any:
         if value is None and optional:
             return None
         return inner(value, where)
@@ -184,41 +265,41 @@ def _tuple(args: tuple[Any, ...]) -> Decoder:
     if len(args) == 2 and args[1] is Ellipsis:
         item = _decoder(args[0])
 
-        def repeated(value: Any, where: str) -> Any:
+        def repeated(value: Any, where: Where) -> Any:
             if type(value) is not list:
-                raise PlanReadError(f"{where}: not a list")
-            return tuple(item(v, f"{where}[{i}]") for i, v in enumerate(value))
+                raise PlanReadError(f"{_path(where)}: not a list")
+            return tuple(item(v, (where, i)) for i, v in enumerate(value))
 
         return repeated
     items = [_decoder(a) for a in args]
 
-    def fixed(value: Any, where: str) -> Any:
+    def fixed(value: Any, where: Where) -> Any:
         if type(value) is not list or len(value) != len(items):
-            raise PlanReadError(f"{where}: not a list of {len(items)}")
-        return tuple(d(v, f"{where}[{i}]") for i, (d, v) in enumerate(zip(items, value, strict=True)))
+            raise PlanReadError(f"{_path(where)}: not a list of {len(items)}")
+        return tuple(d(v, (where, i)) for i, (d, v) in enumerate(zip(items, value, strict=True)))
 
     return fixed
 
 
 def _dataclass(cls: type) -> Decoder:
-    fields = tuple((name, _decoder(t)) for name, t in _hints(cls))
-    names = {name for name, _ in fields}
+    fields = tuple((name, "." + name, _decoder(t)) for name, t in _hints(cls))
+    names = {name for name, _, _ in fields}
 
-    def decode(value: Any, where: str) -> Any:
+    def decode(value: Any, where: Where) -> Any:
         if type(value) is not dict or value.keys() != names:
-            raise PlanReadError(f"{where}: not an object with exactly the fields of {cls.__name__}")
-        return cls(**{name: d(value[name], f"{where}.{name}") for name, d in fields})
+            raise PlanReadError(f"{_path(where)}: not an object with exactly the fields of {cls.__name__}")
+        return cls(**{name: d(value[name], (where, step)) for name, step, d in fields})
 
     return decode
 
 
 def _event(base: type) -> Decoder:
-    def decode(value: Any, where: str) -> Any:
+    def decode(value: Any, where: Where) -> Any:
         if type(value) is not dict or value.keys() != {"code", "fields"}:
-            raise PlanReadError(f"{where}: not a {base.__name__} (code, fields)")
+            raise PlanReadError(f"{_path(where)}: not a {base.__name__} (code, fields)")
         cls = _registries()[base].get(value["code"]) if type(value["code"]) is str else None
         if cls is None:
-            raise PlanReadError(f"{where}: {value['code']!r} is not a {base.__name__} code")
+            raise PlanReadError(f"{_path(where)}: {value['code']!r} is not a {base.__name__} code")
         return _decoder(cls)(value["fields"], where)
 
     return decode

@@ -523,7 +523,7 @@ class Plan:
     weights: Weights | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = _plain(dataclasses.asdict(self))
+        data = _plain(self)
         for row, candidate in zip(data["candidates"], self.candidates, strict=True):
             if candidate.reason is None:
                 row.pop("reason")  # a fitting type's verdict is its rank, not a rejection
@@ -571,11 +571,24 @@ class Plan:
         return dumps(self.to_dict())
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+    """Plain data, floats rounded to 6 places; a dataclass as ``dataclasses.asdict`` gives it, in the same walk and
+    without asdict's deep copies (a plan is frozen and holds tuples, never a mutable leaf): ~11,000 values."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, float):
         return round(value, 6)
+    names = _FIELD_NAMES.get(kind)
+    if names is None and hasattr(kind, "__dataclass_fields__"):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     return value

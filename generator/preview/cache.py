@@ -31,6 +31,7 @@ either way).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -42,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from generator import atomic
+from generator import atomic, dists
 from generator.preview import blobs, calls, deflate, lean, memo, mockrun, rows, sdkload
 from generator.preview.mockrun import Graph, Resource
 
@@ -100,27 +101,27 @@ def program_files(program_dir: Path) -> list[tuple[str, bytes]]:
     return sorted(out)
 
 
-def _version(dist: str) -> str:
-    from importlib import metadata
+_version = dists.version
 
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
+
+@functools.cache
+def _runner_digest() -> str:
+    """SHA-256 of the mock runner's source, read once a process (a command asks for the environment ~4 times)."""
+    runner = hashlib.sha256()
+    for source in _SOURCES:
+        runner.update(source.read_bytes())
+    return runner.hexdigest()
 
 
 def environment() -> dict[str, str]:
     """What, besides the program, decides a mock run: the interpreter, the SDKs and trainstack's own runner."""
-    runner = hashlib.sha256()
-    for source in _SOURCES:
-        runner.update(source.read_bytes())
     return {
         "python": sys.version,
         "trainstack": _version("trainstack"),
         "pulumi": _version("pulumi"),
         "pulumi_alicloud": _version("pulumi-alicloud"),
         "schema": str(GRAPH_SCHEMA),
-        "runner": runner.hexdigest(),
+        "runner": _runner_digest(),
     }
 
 

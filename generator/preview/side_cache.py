@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator import atomic
+from generator import atomic, dists
 from generator.plan import exact_json
 from generator.plan.model import PLAN_SCHEMA_VERSION
 
@@ -111,13 +111,7 @@ def key(text: str, path: str, catalog: Catalog) -> str | None:
     return h.hexdigest()
 
 
-def _version(dist: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
+_version = dists.version
 
 
 def _entry(digest: str) -> Path:

@@ -24,13 +24,12 @@ import hashlib
 import marshal
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from generator import atomic
+from generator import atomic, dists
 
 HEADER = b"trainstack-template-bytecode 1"
 
@@ -56,11 +55,7 @@ def folder(templates: Path, options_source: Path) -> Path:
     return templates / "__pycache__" / name
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
+_version = dists.version
 
 
 class Cache(jinja2.BytecodeCache):

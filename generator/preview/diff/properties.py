@@ -34,6 +34,8 @@ def property_changes(
     unset: Mapping[tuple[str, str], Unset] | None = None,
 ) -> list[PropertyChange]:
     """Every changed input (by name) and then every changed resource option of one resource."""
+    if old is new:  # a row answered from BASE's entry: one object on both sides, its values JSON's
+        return []
     unset = {} if unset is None else unset
     out = [
         change
