@@ -17,14 +17,11 @@ from generator.preview import cache, deflate, mockrun
 from tests.test_incremental import (
     EXAMPLES,
     NODE_EXAMPLES,
-    OTHER_TYPE,
-    ROOT,
     VARIANTS,
     _bytes,
+    _cluster_specs,
     _full,
     _render,
-    _spec,
-    _variant,
 )
 
 SCRIPT = b"#!/bin/bash\n" + b"".join(b"echo line %d of a node-init script\n" % i for i in range(400))
@@ -75,7 +72,9 @@ def test_the_memo_file_round_trips_and_is_ignored_when_damaged(tmp_path: Path) -
     for damaged in (raw[:-1], raw[:-5] + b"xxxxx"):
         path.write_bytes(damaged)
         loaded = deflate.load(tmp_path, "salt")
-        assert len(loaded) == 3 and loaded.get(last) is None and last not in loaded  # a miss: compressed again
+        assert (
+            len(loaded) == 3 and loaded.get(last) is None and last not in loaded
+        )  # a miss: compressed again
         assert {k: loaded[k] for k in m.used if k != last} == {k: v for k, v in m.used.items() if k != last}
     path.write_bytes(raw)
     loaded = deflate.load(tmp_path, "salt")
@@ -140,22 +139,9 @@ def test_every_example_with_its_compressions_reused_equals_a_full_run(
 def test_a_changed_cluster_with_reused_compressions_equals_a_full_run(
     example: str, variant: str, tmp_path: Path, seen: list[deflate.Memo]
 ) -> None:
-    counts = NODE_EXAMPLES[example]
-    base_spec = _spec(
-        tmp_path,
-        ROOT / "examples" / f"{example}.yaml",
-        {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None},
-        "base",
-    )
-    change = (
-        {"compute.instance_types": [OTHER_TYPE[example]]}
-        if variant == "instance-type"
-        else {}
-        if variant == "node-init"
-        else _variant(variant, counts)
-    )
+    base_spec, head_spec = _cluster_specs(tmp_path, example, variant)
     base_dir, base_plan = _render(base_spec, tmp_path / "base")
-    head_dir, head_plan = _render(_spec(tmp_path, base_spec, change, variant), tmp_path / "head")
+    head_dir, head_plan = _render(head_spec, tmp_path / "head")
     if variant == "node-init":  # a template change: every node's script differs, nothing can be reused
         script = head_dir / "node-init.sh"
         script.write_text(script.read_text() + "# changed\n")

@@ -17,12 +17,10 @@ from generator.preview import cache, memo, mockrun
 from tests.test_incremental import (
     EXAMPLES,
     NODE_EXAMPLES,
-    OTHER_TYPE,
     ROOT,
     VARIANTS,
+    _cluster_specs,
     _render,
-    _spec,
-    _variant,
 )
 
 
@@ -52,19 +50,8 @@ def test_every_example_derived_equals_a_full_run(example: Path, tmp_path: Path) 
 @pytest.mark.parametrize("variant", (*VARIANTS, "instance-type"))
 @pytest.mark.parametrize("example", sorted(NODE_EXAMPLES))
 def test_a_changed_cluster_derived_equals_a_full_run(example: str, variant: str, tmp_path: Path) -> None:
-    counts = NODE_EXAMPLES[example]
-    base = _spec(
-        tmp_path,
-        ROOT / "examples" / f"{example}.yaml",
-        {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None},
-        "base",
-    )
-    change = (
-        {"compute.instance_types": [OTHER_TYPE[example]]}
-        if variant == "instance-type"
-        else _variant(variant, counts)
-    )
-    folder, plan = _render(_spec(tmp_path, base, change, variant), tmp_path / "head")
+    _, head = _cluster_specs(tmp_path, example, variant)
+    folder, plan = _render(head, tmp_path / "head")
     derived, full = _both(folder, plan.name, plan.stack, {"alicloud:region": plan.region})
     assert _bytes(derived) == _bytes(full)
     assert derived.derived > 0

@@ -102,6 +102,22 @@ def _variant(variant: str, counts: tuple[int, int, int]) -> dict[str, Any]:
     }[variant]
 
 
+def _cluster_specs(tmp: Path, example: str, variant: str) -> tuple[Path, Path]:
+    """BASE (the example at its pinned node count) and HEAD (BASE with the variant's change; "instance-type": the
+    other type, "node-init": no spec change, the caller edits the script)."""
+    counts = NODE_EXAMPLES[example]
+    pinned = {"compute.nodes": counts[0], "compute.max_nodes": 300, "model.global_batch_tokens": None}
+    base = _spec(tmp, ROOT / "examples" / f"{example}.yaml", pinned, "base")
+    change = (
+        {"compute.instance_types": [OTHER_TYPE[example]]}
+        if variant == "instance-type"
+        else {}
+        if variant == "node-init"
+        else _variant(variant, counts)
+    )
+    return base, _spec(tmp, base, change, variant)
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_example_reusing_itself_equals_a_full_run(example: Path, tmp_path: Path) -> None:
     folder, plan = _render(example, tmp_path / "stack")
