@@ -1,7 +1,7 @@
 """The package layout is the pipeline: dependencies run one way, there is no import cycle, and rooms stay small.
 
 Every ``import`` inside ``generator/`` (also those inside functions, which are cycles all the same) is read with
-``ast``. Stages may import only earlier stages: errors, events, atomic, deferred < spec, catalog < sizing < plan, platforms < present, estimate
+``ast``. Stages may import only earlier stages: errors, events, atomic, deferred, dists < spec, catalog < sizing < plan, platforms < present, estimate
 < render < preview < live < api < cli < __main__. No stage imports the library API (:mod:`generator.api`) or a later stage.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "generator"
 STAGES = {  # top-level part of generator -> its place in the pipeline
-    "errors": 0, "events": 0, "atomic": 0, "deferred": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "platforms": 3, "present": 4, "estimate": 4,
+    "errors": 0, "events": 0, "atomic": 0, "deferred": 0, "dists": 0, "spec": 1, "catalog": 1, "sizing": 2, "plan": 3, "platforms": 3, "present": 4, "estimate": 4,
     "render": 5, "preview": 6, "live": 7, "api": 8, "cli": 9, "__main__": 10,
 }
 MAX_LINES = 600
