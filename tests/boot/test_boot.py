@@ -234,9 +234,13 @@ def test_checkpoints_on_the_shared_folder_reach_oss_signed_and_only_once(tmp_pat
     node = make_node(tmp_path, 0)
     ckpt = node.root / "shared" / "checkpoints" / "step-100"
     ckpt.mkdir(parents=True)
-    (ckpt / "meta.json").write_text('{"step": 100}')
     big = os.urandom(1 << 20) * 65  # 65 MiB: a multipart upload
     (ckpt / "shard-0.distcp").write_bytes(big)
+    (ckpt / "meta.json").write_text('{"step": 100}')
+    (ckpt / ".metadata").write_bytes(b"dcp")
+    when = time.time() - 120
+    for name in ("shard-0.distcp", "meta.json", ".metadata"):  # one mtime: the markers still go after the shard
+        os.utime(ckpt / name, (when, when))
     boot = node.boot(
         "TRAINSTACK_SYNC_SETTLE=0 trainstack-ckpt-sync --once; echo SYNC1=$?; "
         "TRAINSTACK_SYNC_SETTLE=0 trainstack-ckpt-sync --once; echo SYNC2=$?"
@@ -250,6 +254,9 @@ def test_checkpoints_on_the_shared_folder_reach_oss_signed_and_only_once(tmp_pat
     assert (
         requests.count(f"oss PUT {K.bucket}/{K.prefix}step-100/meta.json 200") == 1
     )  # the second pass skips it
+    done = [line.split()[2].split("?")[0] for line in requests.splitlines() if line.startswith("oss ") and
+            (" PUT " in line and "partNumber" not in line or "?uploadId=" in line and " POST " in line)]
+    assert done[-3:] == [f"{K.bucket}/{K.prefix}step-100/{n}" for n in ("shard-0.distcp", ".metadata", "meta.json")]
     assert "copied=0" in (node.marker("ckpt-sync-ok") or "")
 
 

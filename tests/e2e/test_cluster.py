@@ -136,9 +136,10 @@ class TestClusterInABox:
 
     def test_checkpoints_reach_the_bucket(self, e2e: E2E) -> None:
         prefix = "checkpoints/step-000025/"
-        keys = e2e.wait(
-            lambda: [k for k in e2e.bucket_keys() if k.startswith(prefix)], "checkpoint step 25 in the bucket"
-        )
+        e2e.wait(lambda: prefix + "meta.json" in e2e.bucket_keys(), "checkpoint step 25's meta.json in the bucket")
+        # train.py writes meta.json after state.pt, and the sync copies the oldest first: once the marker is in the
+        # bucket, the state is there too
+        keys = [k for k in e2e.bucket_keys() if k.startswith(prefix)]
         assert sorted(k[len(prefix) :] for k in keys) == ["meta.json", "state.pt"]
 
     def test_a_spot_notice_checkpoints_and_the_survivors_restart(self, e2e: E2E) -> None:
