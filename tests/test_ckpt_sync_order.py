@@ -120,3 +120,57 @@ def test_the_bucket_always_holds_a_prefix_of_the_write_order(
     except ns["SyncError"]:
         assert 0 <= fail_at < settled
     assert bucket.keys == [f"c/{rel}" for rel in written[: min(settled, fail_at if fail else settled)]]
+
+
+def test_a_save_written_aside_is_copied_once_under_its_final_name(tmp_path: Path) -> None:
+    src, ns = tmp_path / "ckpt", _sync(tmp_path)
+    old = 1_000_000.0
+    for rel in ("step-2.node-0.tmp/state.pt", "tmp-checkpoint-2/model.safetensors", "step-1/.metadata.tmp"):
+        _write(src, rel, old)
+    _write(src, "step-1/__0_0.distcp", old)
+    bucket = Bucket(ns)
+    assert ns["sync_pass"](str(src), "oss://b/c/", bucket, "c/") == 1
+    assert bucket.keys == ["c/step-1/__0_0.distcp"]  # nothing in flight
+    os.replace(src / "step-1/.metadata.tmp", src / "step-1/.metadata")
+    os.replace(src / "step-2.node-0.tmp", src / "step-2")
+    ns["sync_pass"](str(src), "oss://b/c/", bucket, "c/")
+    assert bucket.keys[1:] == ["c/step-2/state.pt", "c/step-1/.metadata"]  # one mtime: the marker last
+
+
+def test_a_file_removed_during_the_pass_ends_it_without_a_failure(tmp_path: Path) -> None:
+    """The job deletes its oldest checkpoint while the pass runs: the pass stops where it is (no marker of a
+    checkpoint being deleted goes up after the shard that vanished) and the next pass copies what is left."""
+    src, ns = tmp_path / "ckpt", _sync(tmp_path)
+    for i, rel in enumerate(("step-1/state.pt", "step-1/meta.json", "step-2/state.pt", "step-2/meta.json")):
+        _write(src, rel, 1_000_000.0 + i)
+
+    class Rotating(Bucket):
+        def upload(self, path: str, key: str) -> None:
+            if key == "c/step-1/state.pt":
+                for name in ("state.pt", "meta.json"):
+                    (src / "step-1" / name).unlink()
+                (src / "step-1").rmdir()
+                raise FileNotFoundError(2, "No such file or directory", path)
+            super().upload(path, key)
+
+    bucket = Rotating(ns)
+    assert ns["sync_pass"](str(src), "oss://b/c/", bucket, "c/") == 0
+    assert bucket.keys == []
+    assert ns["sync_pass"](str(src), "oss://b/c/", bucket, "c/") == 2
+    assert bucket.keys == ["c/step-2/state.pt", "c/step-2/meta.json"]
+
+
+def test_a_missing_file_that_is_still_there_is_a_failure(tmp_path: Path) -> None:
+    """FileNotFoundError from something else than the checkpoint (say the CA bundle) is not taken for a rotation."""
+    src, ns = tmp_path / "ckpt", _sync(tmp_path)
+    _write(src, "step-1/state.pt", 1_000_000.0)
+
+    class Broken(Bucket):
+        def upload(self, path: str, key: str) -> None:
+            raise FileNotFoundError(2, "No such file or directory", "/etc/ssl/certs/ca-certificates.crt")
+
+    try:
+        ns["sync_pass"](str(src), "oss://b/c/", Broken(ns), "c/")
+        raise AssertionError("the failure was swallowed")
+    except FileNotFoundError as e:
+        assert e.filename == "/etc/ssl/certs/ca-certificates.crt"

@@ -172,7 +172,7 @@ def oss_client() -> str:
     """trainstack-ckpt-sync (the node's one OSS client, templates/stack/ckpt_sync.py.j2), gzip-compressed
     (reproducibly) and base64-encoded, for the nodes that lack it: a Lingjun node group's user data has no room for
     it (docs/bootstrap.md), so the job carries it and job.sh runs it from a private folder with ``--put``, signed with
-    the RAM user's AccessKey in /etc/trainstack/oss-credentials. About 6 KB of the command's 24 KB."""
+    the RAM user's AccessKey in /etc/trainstack/oss-credentials. About 9.6 KB of the command's 24 KB."""
     from generator.render import files, userdata
 
     return base64.b64encode(userdata.ecs_user_data_bytes(files.ckpt_sync_script())).decode("ascii")
