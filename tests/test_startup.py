@@ -82,6 +82,14 @@ def _probe(tmp: Path, args: list[str], after: str = "", env: dict[str, str] | No
     return result
 
 
+def _ran_after_preview(tmp: Path, after: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules that ran in a preview of the base spec followed by ``after`` (which asserts what it reads)."""
+    base, _ = _specs(tmp)
+    got = _probe(tmp, ["preview", str(base)], after, env=env)
+    assert got["code"] in (0, None)
+    return set(got["ran"])
+
+
 def _specs(tmp: Path) -> tuple[Path, Path]:
     return _spec(tmp, PRETRAIN, SMALL, "base"), _spec(tmp, PRETRAIN, SMALL | {"compute.nodes": 5}, "head")
 
@@ -119,19 +127,15 @@ def test_a_refused_spec_still_gets_its_refusal(tmp_path: Path) -> None:
 
 
 def test_the_live_engine_loads_pulumi_automation_after_a_mock_run(tmp_path: Path) -> None:
-    base, _ = _specs(tmp_path)
     after = (
         "import types, pulumi\nfrom pulumi.automation import LocalWorkspace\n"
         "assert pulumi.automation is sys.modules['pulumi.automation']\n"
         "assert type(pulumi.automation) is types.ModuleType and LocalWorkspace is pulumi.automation.LocalWorkspace\n"
     )
-    got = _probe(tmp_path, ["preview", str(base)], after)
-    assert got["code"] in (0, None)
-    assert {"pulumi.automation", "yaml"} <= set(got["ran"])
+    assert {"pulumi.automation", "yaml"} <= _ran_after_preview(tmp_path, after)
 
 
 def test_grpc_and_tracing_run_at_their_first_read_after_a_mock_run(tmp_path: Path) -> None:
-    base, _ = _specs(tmp_path)
     after = (
         "import types, grpc, pulumi\n"
         "assert grpc.StatusCode.UNIMPLEMENTED.name == 'UNIMPLEMENTED' and type(grpc) is types.ModuleType\n"
@@ -139,15 +143,12 @@ def test_grpc_and_tracing_run_at_their_first_read_after_a_mock_run(tmp_path: Pat
         "assert pulumi.runtime._instrumentation is sys.modules['pulumi.runtime._instrumentation']\n"
         "assert pulumi.runtime._instrumentation._tracer_provider is None\n"  # no TRACEPARENT: no tracing
     )
-    got = _probe(tmp_path, ["preview", str(base)], after)
-    assert got["code"] in (0, None)
-    assert {"grpc", "grpc.aio", "pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= set(got["ran"])
+    ran = _ran_after_preview(tmp_path, after)
+    assert {"grpc", "grpc.aio", "pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= ran
 
 
 def test_with_a_traceparent_pulumi_traces_a_mock_run(tmp_path: Path) -> None:
-    base, _ = _specs(tmp_path)
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     after = "import pulumi\nassert pulumi.runtime._instrumentation._tracer_provider is not None\n"
-    got = _probe(tmp_path, ["preview", str(base)], after, env=_env(TRACEPARENT=traceparent))
-    assert got["code"] in (0, None)
-    assert {"pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= set(got["ran"])
+    ran = _ran_after_preview(tmp_path, after, env=_env(TRACEPARENT=traceparent))
+    assert {"pulumi.runtime._instrumentation", "opentelemetry.sdk.trace"} <= ran
